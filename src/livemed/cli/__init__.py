@@ -1,0 +1,57 @@
+"""The `livemed` command line: thin wrappers that read options, call a stage and print.
+
+Each group of commands lives in its own module and registers itself on `app`; the modules are
+imported at the bottom of this file. User errors print one line and exit 2; run errors exit 1.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from livemed import __version__
+from livemed.cli.context import AppState, console, err_console
+from livemed.errors import LivemedError
+
+app = typer.Typer(
+    name="livemed",
+    help="Live, contamination-resistant evaluation of LLMs in medicine, with validated judges.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"livemed {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    store: str | None = typer.Option(
+        None, "--store", help="Store path or URL (default: $LIVEMED_STORE, livemed.toml, ./livemed.db)."
+    ),
+    config: str | None = typer.Option(None, "--config", "-c", help="Project file (default: ./livemed.toml)."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    ctx.obj = AppState(store_override=store, config_path=config)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `livemed` program."""
+    try:
+        app(args=argv, prog_name="livemed")
+    except LivemedError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        sys.exit(exc.exit_code)
+
+
+# Command modules register themselves on `app`.
+from livemed.cli import store_commands  # noqa: E402,F401

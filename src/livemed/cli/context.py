@@ -1,0 +1,45 @@
+"""Shared state of one CLI invocation: the configuration and a lazily opened store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import typer
+from rich.console import Console
+
+from livemed.config import Config, load_config, store_location
+from livemed.store import Store
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclass
+class AppState:
+    store_override: str | None = None
+    config_path: str | None = None
+    _config: Config | None = field(default=None, repr=False)
+    _store: Store | None = field(default=None, repr=False)
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(self.config_path)
+        return self._config
+
+    @property
+    def store_location(self) -> str:
+        return store_location(self.config, self.store_override)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.store_location)
+        return self._store
+
+
+def state(ctx: typer.Context) -> AppState:
+    """The AppState of this invocation (the root callback always sets it)."""
+    obj = ctx.find_root().obj
+    assert isinstance(obj, AppState)
+    return obj

@@ -1,0 +1,94 @@
+"""`livemed init`, `livemed store info`, `livemed export`, `livemed import`."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from livemed.cli import app
+from livemed.cli.context import console, err_console, state
+from livemed.config import CONFIG_FILE, starter_config
+from livemed.errors import ConfigError, UserError
+from livemed.records import RECORD_TYPES
+
+store_app = typer.Typer(help="Inspect the store.", no_args_is_help=True)
+app.add_typer(store_app, name="store")
+
+
+@app.command()
+def init(
+    path: Path = typer.Argument(Path(CONFIG_FILE), help="Where to write the project file."),
+    cutoff: str | None = typer.Option(None, help="Cutoff date (YYYY-MM-DD); default: 90 days ago."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a commented starter livemed.toml."""
+    if path.exists() and not force:
+        raise UserError(f"{path} already exists (use --force to overwrite)")
+    try:
+        day = date.fromisoformat(cutoff) if cutoff else date.today() - timedelta(days=90)
+    except ValueError:
+        raise ConfigError(f"--cutoff must be a date like 2025-06-30, got {cutoff!r}") from None
+    path.write_text(starter_config(day), encoding="utf-8")
+    console.print(f"wrote {path} (cutoff {day.isoformat()})")
+
+
+@store_app.command("info")
+def store_info(ctx: typer.Context) -> None:
+    """Record counts by type, schema version and store location."""
+    store = state(ctx).store
+    counts = store.count()
+    table = Table(title=f"store {store.location}")
+    table.add_column("record kind")
+    table.add_column("count", justify="right")
+    for kind in RECORD_TYPES:
+        table.add_row(kind, str(counts.get(kind, 0)))
+    table.add_row("[dim]response cache[/]", str(store.cache_count()))
+    console.print(table)
+    console.print(f"schema version {store.schema_version} · backend {store.dialect}")
+
+
+@app.command("export")
+def export_command(
+    ctx: typer.Context,
+    out: Path = typer.Argument(..., help="A .jsonl file, or a folder for one file per record kind."),
+    kind: list[str] = typer.Option(None, "--kind", "-k", help="Record kind(s) to export (default: all)."),
+) -> None:
+    """Export records to JSONL."""
+    from livemed.jsonl import export_store
+    from livemed.records import record_type
+
+    for name in kind or []:
+        record_type(name)
+    counts = export_store(state(ctx).store, out, kind or None)
+    for name, n in counts.items():
+        console.print(f"exported {n} {name} record(s)")
+    console.print(f"to {out}")
+
+
+@app.command("import")
+def import_command(
+    ctx: typer.Context,
+    files: list[Path] = typer.Argument(..., help="JSONL files written by `livemed export`."),
+    kind: str | None = typer.Option(
+        None, "--kind", "-k", help="Record kind for lines without a 'kind' field."
+    ),
+) -> None:
+    """Import records from JSONL; bad lines are reported with their line number and skipped."""
+    from livemed.jsonl import import_jsonl
+    from livemed.records import record_type
+
+    if kind:
+        record_type(kind)
+    store = state(ctx).store
+    bad = 0
+    for path in files:
+        written, errors = import_jsonl(store, path, default_kind=kind)
+        for error in errors:
+            err_console.print(f"[yellow]skipped[/] {error}", highlight=False)
+        bad += len(errors)
+        console.print(f"{path}: imported {written} record(s), skipped {len(errors)} bad line(s)")
+    if bad:
+        raise typer.Exit(code=1)

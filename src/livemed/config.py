@@ -1,0 +1,165 @@
+"""Typed run configuration: the project file `livemed.toml`, with CLI overrides on top.
+
+Precedence for every setting: command-line option > environment variable (where one exists) >
+`livemed.toml` > built-in default. API keys are never configured here: a model names the
+*environment variable* that holds its key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from livemed.errors import ConfigError
+
+CONFIG_FILE = "livemed.toml"
+DEFAULT_STORE = "livemed.db"
+
+
+class ModelConfig(BaseModel):
+    """Per-model endpoint and limits; keys of `[models]` are model ids such as `openai/gpt-4o-mini`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, description="name of the environment variable with the key")
+    max_concurrency: int = Field(default=16, ge=1)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    json_schema: bool | None = Field(default=None, description="does the endpoint accept JSON-schema output?")
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+class Thresholds(BaseModel):
+    """Curation thresholds: a case is kept only when the score is strictly above the threshold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    s_inf: float = Field(default=0.5, ge=0, le=1)
+    s_align: float = Field(default=0.5, ge=0, le=1)
+
+
+class Config(BaseModel):
+    """The whole project configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str | None = None
+    cutoff: date | None = Field(default=None, description="keep only documents published after this date")
+    sources: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
+
+    def model_settings(self, model_id: str) -> ModelConfig:
+        return self.models.get(model_id, ModelConfig())
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read `path`, or `./livemed.toml` when it exists, or return the defaults."""
+    if path is None:
+        candidate = Path.cwd() / CONFIG_FILE
+        if not candidate.exists():
+            return Config()
+        path = candidate
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist (run `livemed init` to write one)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {describe_validation_error(exc)}") from None
+    config.path = path.resolve()
+    return config
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem, naming the field and the offending value."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        value = error.get("input")
+        shown = repr(value) if not isinstance(value, dict) else "{…}"
+        if len(shown) > 80:
+            shown = shown[:77] + "…"
+        parts.append(f"{where}: {error['msg']} (got {shown})")
+    return "; ".join(parts)
+
+
+def store_location(config: Config, override: str | None = None) -> str:
+    """Where the store is: --store, then $LIVEMED_STORE, then the project file, then ./livemed.db."""
+    if override:
+        return override
+    env = os.environ.get("LIVEMED_STORE")
+    if env:
+        return env
+    if config.store:
+        if "://" in config.store or config.path is None:
+            return config.store
+        return str((config.path.parent / config.store).resolve())
+    return DEFAULT_STORE
+
+
+STARTER = """\
+# livemed project file. Every setting can be overridden on the command line.
+# Docs: see README.md ("Configuration").
+
+# Where records are kept: a SQLite file (relative to this file) or a PostgreSQL URL such as
+# "postgresql+psycopg://user@localhost/livemed". $LIVEMED_STORE and --store override it.
+store = "livemed.db"
+
+# Keep only documents published after this date: it is what makes the benchmark contamination-resistant.
+cutoff = {cutoff}
+
+# Curation thresholds (a case is kept only when its score is strictly above the threshold).
+[thresholds]
+s_inf = 0.5
+s_align = 0.5
+
+# Data sources and their settings.
+# [sources.europepmc]
+# licences = ["cc by", "cc0"]
+
+# Models: ids are "provider/name". API keys are never written here: name the environment variable.
+# [models."openai/gpt-4o-mini"]
+# api_key_env = "OPENAI_API_KEY"
+# max_concurrency = 16
+# requests_per_minute = 500
+#
+# [models."vllm/Qwen/Qwen2.5-7B-Instruct"]
+# base_url = "http://localhost:8000/v1"
+
+# Prices in US dollars per million tokens, for cost accounting and --max-cost.
+# [prices."openai/gpt-4o-mini"]
+# input = 0.15
+# output = 0.60
+"""
+
+
+def starter_config(cutoff: date) -> str:
+    return STARTER.format(cutoff=cutoff.isoformat())

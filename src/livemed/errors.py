@@ -1,0 +1,109 @@
+"""One exception tree for livemed.
+
+```
+LivemedError                      root: anything livemed raises on purpose
+├── UserError                     the user can fix it; the CLI prints one line, exit code 2
+│   ├── ConfigError               a bad livemed.toml, option or environment variable
+│   ├── UnknownNameError          a registry miss ("did you mean …")
+│   ├── MissingDependencyError    an optional extra is not installed (carries the pip hint)
+│   ├── InputFileError            a bad input file (carries path and line number)
+│   ├── StoreVersionError         the store was written by a newer livemed
+│   └── StoreLockedError          another process holds the SQLite write lock
+└── RunError                      the run itself failed; the CLI prints one line, exit code 1
+    ├── ModelError                an LLM call failed
+    │   ├── ModelFatalError       400/401/403/404: retrying would not help
+    │   └── ModelRetryError       retries exhausted (429, 5xx, timeouts, connection errors)
+    ├── SourceError               a data source failed for this run
+    └── BudgetExceededError       --max-cost would be exceeded
+```
+
+Per-item failures (a bad record, an unparsable verdict) are *data*, not exceptions: they become
+`Rejection` or `GradeFailure` records and the run goes on. Messages never contain API keys.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class LivemedError(Exception):
+    """Root of every error livemed raises on purpose."""
+
+    exit_code = 1
+
+
+class UserError(LivemedError):
+    """Something the user can fix; shown as one line without a traceback."""
+
+    exit_code = 2
+
+
+class ConfigError(UserError):
+    """A bad configuration file, option or environment variable."""
+
+
+class UnknownNameError(UserError):
+    """A name that is not in a registry."""
+
+    def __init__(self, what: str, name: str, known: Iterable[str]) -> None:
+        known = sorted(known)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        listing = f" (known: {', '.join(known)})" if known and not close else ""
+        super().__init__(f"unknown {what} {name!r}{hint}{listing}")
+        self.name = name
+        self.suggestions = close
+
+
+class MissingDependencyError(UserError):
+    """An optional dependency is missing."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(f"{package} is not installed; run: pip install 'livemed[{extra}]'")
+        self.package = package
+        self.extra = extra
+
+
+class InputFileError(UserError):
+    """A bad input file; names the file and, where known, the line."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+        self.path = str(path)
+        self.line = line
+        self.detail = message
+
+
+class StoreVersionError(UserError):
+    """The store's schema is newer than this livemed understands."""
+
+
+class StoreLockedError(UserError):
+    """Another process holds the store's write lock for too long."""
+
+
+class RunError(LivemedError):
+    """The run itself failed."""
+
+
+class ModelError(RunError):
+    """An LLM call failed."""
+
+
+class ModelFatalError(ModelError):
+    """A request the endpoint refused (400/401/403/404); retrying would not help."""
+
+
+class ModelRetryError(ModelError):
+    """Retries were exhausted."""
+
+
+class SourceError(RunError):
+    """A data source failed for this run."""
+
+
+class BudgetExceededError(RunError):
+    """Going on would exceed the cost budget."""

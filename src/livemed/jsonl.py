@@ -1,0 +1,117 @@
+"""JSONL export and import of records.
+
+Each line is one record: its JSON fields plus `"kind"`. Import reads line by line, so a
+malformed line is reported with its file and line number and the other lines still load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from livemed.config import describe_validation_error
+from livemed.errors import InputFileError
+from livemed.records import RECORD_TYPES, Record
+from livemed.store import Store
+
+
+@dataclass
+class LoadResult:
+    """What an import produced: records, and the lines it could not read."""
+
+    records: list[Record] = field(default_factory=list)
+    errors: list[InputFileError] = field(default_factory=list)
+
+
+def dump_line(record: Record) -> str:
+    payload = record.model_dump(mode="json")
+    return json.dumps({"kind": record.kind, **payload}, ensure_ascii=False)
+
+
+def write_jsonl(records: Iterable[Record], path: Path) -> int:
+    """Write records to `path`, one per line; returns the count."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(dump_line(record) + "\n")
+            count += 1
+    return count
+
+
+def export_store(store: Store, out: Path, kinds: Iterable[str] | None = None) -> dict[str, int]:
+    """Export the store: a `.jsonl` path gets one kind (or all, mixed); a directory gets one file per kind."""
+    selected = list(kinds) if kinds else [k for k in RECORD_TYPES if k in store.count()]
+    if out.suffix == ".jsonl":
+        return {"all" if len(selected) != 1 else selected[0]: write_jsonl(_stream(store, selected), out)}
+    return {kind: write_jsonl(_stream(store, [kind]), out / f"{kind}.jsonl") for kind in selected}
+
+
+def _stream(store: Store, kinds: list[str]) -> Iterator[Record]:
+    for kind in kinds:
+        yield from store.iter(RECORD_TYPES[kind])
+
+
+def parse_line(line: str, *, default_kind: str | None = None) -> Record:
+    """One JSONL line to a record; raises ValueError with a readable message."""
+    try:
+        data: Any = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    kind = data.pop("kind", default_kind)
+    if kind not in RECORD_TYPES:
+        raise ValueError(f"unknown or missing record kind {kind!r} (known: {', '.join(RECORD_TYPES)})")
+    try:
+        return RECORD_TYPES[kind].model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"invalid {kind}: {describe_validation_error(exc)}") from None
+
+
+def iter_jsonl(path: Path, *, default_kind: str | None = None) -> Iterator[Record | InputFileError]:
+    """Stream a JSONL file: each line becomes a record, or an error naming the file and line."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputFileError(path, f"cannot open: {exc.strerror}") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield parse_line(raw.decode("utf-8"), default_kind=default_kind)
+            except UnicodeDecodeError:
+                yield InputFileError(path, "line is not valid UTF-8", number)
+            except ValueError as exc:
+                yield InputFileError(path, str(exc), number)
+
+
+def read_jsonl(path: Path, *, default_kind: str | None = None) -> LoadResult:
+    """Read a whole JSONL file into memory (for small files; see `import_jsonl` for large ones)."""
+    result = LoadResult()
+    for item in iter_jsonl(path, default_kind=default_kind):
+        (result.errors if isinstance(item, InputFileError) else result.records).append(item)  # type: ignore[arg-type]
+    return result
+
+
+def import_jsonl(
+    store: Store, path: Path, *, default_kind: str | None = None
+) -> tuple[int, list[InputFileError]]:
+    """Stream a JSONL file into the store; returns (records written, bad lines)."""
+    errors: list[InputFileError] = []
+
+    def good() -> Iterator[Record]:
+        for item in iter_jsonl(path, default_kind=default_kind):
+            if isinstance(item, InputFileError):
+                errors.append(item)
+            else:
+                yield item
+
+    written = store.put(good())
+    return written, errors

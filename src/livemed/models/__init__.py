@@ -1,0 +1,38 @@
+"""Models: the only way livemed reaches an LLM.
+
+```python
+from livemed.models import Engine, LLM, get_model
+engine = Engine(store=store, config=config)
+judge = LLM(engine, get_model("openai/gpt-4o-mini", config=config), stage="grade")
+completion_or_failure = await judge.generate(messages)
+structured = await judge.structured(messages, Verdict)   # .value or .failure
+```
+"""
+
+from livemed.models.base import (
+    CallFailure,
+    Completion,
+    FatalModelError,
+    Message,
+    Model,
+    Settings,
+    TransientModelError,
+)
+from livemed.models.engine import Engine
+from livemed.models.llm import LLM
+from livemed.models.registry import get_model
+from livemed.models.structured import Structured
+
+__all__ = [
+    "LLM",
+    "CallFailure",
+    "Completion",
+    "Engine",
+    "FatalModelError",
+    "Message",
+    "Model",
+    "Settings",
+    "Structured",
+    "TransientModelError",
+    "get_model",
+]

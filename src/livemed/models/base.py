@@ -1,0 +1,97 @@
+"""The model vocabulary: messages, sampling settings, completions and the `Model` protocol.
+
+A `Model` only knows how to talk to one endpoint. Everything else a call needs — concurrency,
+rate limits, retries, the response cache, accounting — lives in one place, `livemed.models.engine`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Message(TypedDict):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Settings(BaseModel):
+    """Sampling settings; every field is part of the cache key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    n: int = Field(default=1, ge=1)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    json_schema: dict[str, Any] | None = Field(default=None, description="request JSON-schema output")
+    sample: int = Field(
+        default=0, ge=0, description="sample index: distinct samples get distinct cache entries"
+    )
+
+
+class Completion(BaseModel):
+    """What one successful call returned."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    model: str
+    raw: dict[str, Any] = Field(default_factory=dict)
+    cached: bool = False
+    choices: list[str] = Field(default_factory=list, description="all choice texts when n > 1")
+
+
+class CallFailure(BaseModel):
+    """A call that did not produce a completion; never turned into answer text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    reason: Literal["fatal", "retries_exhausted", "budget", "cache_miss", "invalid_output"]
+    detail: str
+    status: int | None = None
+    attempts: int = 0
+    raw_text: str = ""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """One endpoint. `generate` raises `TransientModelError` or `FatalModelError` on failure."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def endpoint(self) -> str:
+        """Where calls go (a base URL, or a label for in-process models); part of the cache key."""
+        ...
+
+    @property
+    def supports_json_schema(self) -> bool: ...
+
+    async def generate(self, messages: list[Message], *, settings: Settings) -> Completion: ...
+
+
+class TransientModelError(Exception):
+    """A failure worth retrying (429, 5xx, timeout, connection error); may carry Retry-After seconds."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class FatalModelError(Exception):
+    """A failure not worth retrying (400/401/403/404, bad configuration)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

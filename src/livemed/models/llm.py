@@ -1,0 +1,69 @@
+"""`LLM`: a model bound to the engine and a stage — what stages receive and call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from livemed.models.base import CallFailure, Completion, Message, Model, Settings
+from livemed.models.engine import Engine
+from livemed.models.structured import Structured, parse_as, prepare, repair_messages
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class LLM:
+    """Calls `model` through `engine`, accounted under `stage`."""
+
+    engine: Engine
+    model: Model
+    stage: str = "default"
+
+    @property
+    def id(self) -> str:
+        return self.model.id
+
+    async def generate(
+        self, messages: list[Message], settings: Settings | None = None
+    ) -> Completion | CallFailure:
+        return await self.engine.generate(self.model, messages, settings, stage=self.stage)
+
+    async def structured(
+        self, messages: list[Message], schema: type[T], settings: Settings | None = None
+    ) -> Structured[T]:
+        """A schema-validated reply, with at most one repair attempt; failures come back as data."""
+        call_messages, call_settings = prepare(self.model, messages, schema, settings or Settings())
+        first = await self.generate(call_messages, call_settings)
+        if isinstance(first, CallFailure):
+            return Structured(value=None, failure=f"call failed: {first.detail}", call_failure=first)
+        value, reason = parse_as(schema, first.text)
+        counts = self.engine.compliance[self.id]
+        counts[2] += 1
+        if value is not None:
+            counts[0] += 1
+            return Structured(value=value, raw=first.text, completion=first)
+        assert reason is not None
+        second = await self.generate(
+            repair_messages(call_messages, first.text, reason, schema), call_settings
+        )
+        if isinstance(second, CallFailure):
+            return Structured(
+                value=None, raw=first.text, failure=f"invalid output ({reason}); repair call failed"
+            )
+        value, second_reason = parse_as(schema, second.text)
+        if value is not None:
+            counts[1] += 1
+            return Structured(value=value, raw=second.text, repaired=True, completion=second)
+        return Structured(
+            value=None,
+            raw=second.text,
+            failure=f"invalid output after one repair: {second_reason}",
+            completion=second,
+        )
+
+
+def bind(engine: Engine, model: Model, stage: str) -> LLM:
+    return LLM(engine=engine, model=model, stage=stage)

@@ -1,0 +1,61 @@
+"""`get_model("provider/name")`: the one way to name a model.
+
+Providers are a plain dict of lazy imports; offline baselines are registered by the stages that
+define them (one line each in `OFFLINE`). A miss raises a user error with "did you mean".
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from livemed.config import Config
+from livemed.errors import ConfigError, UnknownNameError
+from livemed.models.base import Model
+
+# provider -> "module:factory"; a factory is called as factory(name, config=..., **kwargs).
+PROVIDERS: dict[str, str] = {
+    "openai": "livemed.models.openai:openai_model",
+    "vllm": "livemed.models.openai:vllm_model",
+    "ollama": "livemed.models.openai:ollama_model",
+    "fake": "livemed.models.fake:FakeModel",
+    "offline": "livemed.models.registry:offline_model",
+}
+
+# offline baseline name -> "module:factory"; each factory is called with no arguments.
+OFFLINE: dict[str, str] = {}
+
+
+def _load(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def split_model_id(model_id: str) -> tuple[str, str]:
+    provider, sep, name = model_id.partition("/")
+    if not sep or not provider or not name:
+        raise ConfigError(
+            f"model ids look like 'provider/name' (e.g. 'openai/gpt-4o-mini'), got {model_id!r}"
+        )
+    return provider, name
+
+
+def get_model(model_id: str, *, config: Config | None = None, **kwargs: Any) -> Model:
+    """Resolve a `provider/name` id to a Model, using `config` for endpoints and limits."""
+    provider, name = split_model_id(model_id)
+    if provider not in PROVIDERS:
+        raise UnknownNameError("model provider", provider, PROVIDERS)
+    factory = _load(PROVIDERS[provider])
+    if provider == "fake":
+        model: Model = factory(model_id, **kwargs)
+    else:
+        model = factory(name, config=config or Config(), **kwargs)
+    return model
+
+
+def offline_model(name: str, *, config: Config | None = None, **kwargs: Any) -> Model:
+    """An offline (no-LLM) baseline registered in `OFFLINE`."""
+    if name not in OFFLINE:
+        raise UnknownNameError("offline baseline", name, OFFLINE)
+    model: Model = _load(OFFLINE[name])(**kwargs)
+    return model

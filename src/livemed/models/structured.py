@@ -1,0 +1,89 @@
+"""Structured output: JSON validated by a pydantic schema, one repair attempt, failures as data.
+
+When the endpoint supports it, the schema is sent as a JSON-schema response format; otherwise the
+prompt asks for JSON matching the schema. A reply that does not validate gets one repair turn; if
+that fails too, the result carries the raw text and the reason instead of raising.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from livemed.models.base import CallFailure, Completion, Message, Model, Settings
+
+T = TypeVar("T", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass
+class Structured(Generic[T]):
+    """A validated value, or the reason there is none (with the raw model text)."""
+
+    value: T | None
+    raw: str = ""
+    failure: str | None = None
+    repaired: bool = False
+    completion: Completion | None = None
+    call_failure: CallFailure | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+def extract_json(text: str) -> str:
+    """The JSON object in a reply: fenced block, or the outermost braces, or the text itself."""
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1)
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        return text[start : end + 1]
+    return text.strip()
+
+
+def parse_as(schema: type[T], text: str) -> tuple[T | None, str | None]:
+    """Validate `text` against `schema`; returns (value, None) or (None, reason)."""
+    try:
+        return schema.model_validate_json(extract_json(text)), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        kind = "invalid JSON" if first["type"] == "json_invalid" else f"{where}: {first['msg']}"
+        return None, kind
+
+
+def schema_instruction(schema: type[BaseModel]) -> str:
+    return "Reply with only a JSON object, no other text, that matches this JSON schema:\n" + json.dumps(
+        schema.model_json_schema(), ensure_ascii=False
+    )
+
+
+def prepare(
+    model: Model, messages: list[Message], schema: type[BaseModel], settings: Settings
+) -> tuple[list[Message], Settings]:
+    """Messages and settings for a structured call on this model."""
+    if model.supports_json_schema:
+        json_schema: dict[str, Any] = {"name": schema.__name__, "schema": schema.model_json_schema()}
+        return messages, settings.model_copy(update={"json_schema": json_schema})
+    instruction: Message = {"role": "system", "content": schema_instruction(schema)}
+    return [instruction, *messages], settings
+
+
+def repair_messages(
+    messages: list[Message], reply: str, reason: str, schema: type[BaseModel]
+) -> list[Message]:
+    return [
+        *messages,
+        {"role": "assistant", "content": reply},
+        {
+            "role": "user",
+            "content": f"That reply was not valid ({reason}). {schema_instruction(schema)}",
+        },
+    ]

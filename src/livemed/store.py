@@ -1,0 +1,404 @@
+"""The store: every record between stages, the response cache and small pieces of run state.
+
+SQLAlchemy 2 Core over a SQLite file by default, or PostgreSQL by URL (`postgresql+psycopg://…`).
+Records are upserted by `(kind, id)`, so a re-run never duplicates; each `put` batch is one
+transaction; reads stream in keyset-paginated batches, so a run over 100k records stays small.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+
+from livemed.errors import ConfigError, MissingDependencyError, StoreLockedError, StoreVersionError
+from livemed.records import RECORD_TYPES, Record, utcnow
+
+SCHEMA_VERSION = 1
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+R = TypeVar("R", bound=Record)
+
+metadata = sa.MetaData()
+
+meta_table = sa.Table(
+    "livemed_meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+records_table = sa.Table(
+    "records",
+    metadata,
+    sa.Column("kind", sa.String(32), primary_key=True),
+    sa.Column("id", sa.String(512), primary_key=True),
+    sa.Column("parent_id", sa.String(512), nullable=True),
+    sa.Column("published_at", sa.DateTime(), nullable=True),
+    sa.Column("updated_at", sa.DateTime(), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Index("ix_records_kind_parent", "kind", "parent_id"),
+    sa.Index("ix_records_kind_published", "kind", "published_at"),
+)
+
+cache_table = sa.Table(
+    "response_cache",
+    metadata,
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("model", sa.String(256), nullable=False),
+    sa.Column("created_at", sa.DateTime(), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),
+)
+
+state_table = sa.Table(
+    "run_state",
+    metadata,
+    sa.Column("namespace", sa.String(64), primary_key=True),
+    sa.Column("key", sa.String(512), primary_key=True),
+    sa.Column("updated_at", sa.DateTime(), nullable=False),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+# Migrations from version N to N+1, applied in order when an older store is opened.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+
+
+def naive_utc(moment: datetime | None) -> datetime | None:
+    """Times are stored as naive UTC, identically on SQLite and PostgreSQL."""
+    if moment is None or moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def resolve_url(location: str | Path) -> str:
+    """A SQLAlchemy URL from a path or URL; `postgresql://` gets the psycopg 3 driver."""
+    text = str(location)
+    if "://" not in text:
+        return f"sqlite:///{Path(text).expanduser().resolve()}"
+    if text.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + text.split("://", 1)[1]
+    return text
+
+
+def display_url(url: str) -> str:
+    """The URL with any password hidden."""
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+class Store:
+    """Typed persistence for livemed records."""
+
+    def __init__(self, location: str | Path, *, lock_timeout: float | None = None) -> None:
+        self.url = resolve_url(location)
+        self.lock_timeout = lock_timeout if lock_timeout is not None else _env_lock_timeout()
+        self.engine = _make_engine(self.url, self.lock_timeout)
+        self.dialect = self.engine.dialect.name
+        self._migrate()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def location(self) -> str:
+        if self.dialect == "sqlite":
+            return self.engine.url.database or ":memory:"
+        return display_url(self.url)
+
+    @property
+    def schema_version(self) -> int:
+        with self.engine.connect() as conn:
+            value = conn.execute(
+                sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+            ).scalar_one()
+        return int(value)
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            metadata.create_all(conn)
+            row = conn.execute(
+                sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+            ).scalar_one_or_none()
+            version = SCHEMA_VERSION if row is None else int(row)
+            if version > SCHEMA_VERSION:
+                raise StoreVersionError(
+                    f"store {self.location} has schema version {version}, newer than this livemed "
+                    f"understands ({SCHEMA_VERSION}); upgrade livemed"
+                )
+            while version < SCHEMA_VERSION:
+                MIGRATIONS[version](conn)
+                version += 1
+            self._upsert(conn, meta_table, [{"key": "schema_version", "value": str(version)}], ["key"])
+
+    # ------------------------------------------------------------------ records
+
+    def put(self, records: Iterable[Record], *, batch_size: int = 500) -> int:
+        """Upsert records by (kind, id), one transaction per batch; returns how many were written."""
+        written = 0
+        batch: list[dict[str, Any]] = []
+        for record in records:
+            batch.append(_row(record))
+            if len(batch) >= batch_size:
+                written += self._put_rows(batch)
+                batch = []
+        if batch:
+            written += self._put_rows(batch)
+        return written
+
+    def _put_rows(self, rows: list[dict[str, Any]]) -> int:
+        unique = list({(r["kind"], r["id"]): r for r in rows}.values())
+        with self._write() as conn:
+            self._upsert(conn, records_table, unique, ["kind", "id"])
+        return len(unique)
+
+    def get(self, cls: type[R], record_id: str) -> R | None:
+        with self.engine.connect() as conn:
+            payload = conn.execute(
+                sa.select(records_table.c.payload).where(
+                    records_table.c.kind == cls.kind, records_table.c.id == record_id
+                )
+            ).scalar_one_or_none()
+        return None if payload is None else cls.model_validate_json(payload)
+
+    def has(self, kind: str, ids: Sequence[str]) -> set[str]:
+        """The subset of `ids` that are stored under `kind`."""
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                query = sa.select(records_table.c.id).where(
+                    records_table.c.kind == kind, records_table.c.id.in_(chunk)
+                )
+                found.update(conn.execute(query).scalars())
+        return found
+
+    def ids(self, kind: str, *, batch_size: int = 5000) -> Iterator[str]:
+        for rows in self._pages(kind, [records_table.c.id], batch_size=batch_size):
+            yield from (row.id for row in rows)
+
+    def iter(
+        self,
+        cls: type[R],
+        *,
+        parent_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[R]:
+        """Stream records of one type in id order, optionally filtered by parent or publication date."""
+        filters: list[sa.ColumnElement[bool]] = []
+        if parent_id is not None:
+            filters.append(records_table.c.parent_id == parent_id)
+        if since is not None:
+            filters.append(records_table.c.published_at > naive_utc(since))
+        if until is not None:
+            filters.append(records_table.c.published_at <= naive_utc(until))
+        columns = [records_table.c.id, records_table.c.payload]
+        for rows in self._pages(cls.kind, columns, filters, batch_size=batch_size):
+            yield from (cls.model_validate_json(row.payload) for row in rows)
+
+    def _pages(
+        self,
+        kind: str,
+        columns: Sequence[sa.ColumnElement[Any]],
+        filters: Sequence[sa.ColumnElement[bool]] = (),
+        *,
+        batch_size: int,
+    ) -> Iterator[Sequence[sa.Row[Any]]]:
+        last: str | None = None
+        while True:
+            query = sa.select(*columns).where(records_table.c.kind == kind, *filters)
+            if last is not None:
+                query = query.where(records_table.c.id > last)
+            query = query.order_by(records_table.c.id).limit(batch_size)
+            with self.engine.connect() as conn:
+                rows = conn.execute(query).all()
+            if not rows:
+                return
+            yield rows
+            last = rows[-1].id
+
+    def count(self) -> dict[str, int]:
+        """Record counts by kind."""
+        query = sa.select(records_table.c.kind, sa.func.count()).group_by(records_table.c.kind)
+        with self.engine.connect() as conn:
+            return {kind: int(n) for kind, n in conn.execute(query).all()}
+
+    def delete(self, kind: str, ids: Sequence[str]) -> int:
+        deleted = 0
+        with self._write() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                result = conn.execute(
+                    sa.delete(records_table).where(
+                        records_table.c.kind == kind, records_table.c.id.in_(chunk)
+                    )
+                )
+                deleted += result.rowcount or 0
+        return deleted
+
+    # ------------------------------------------------------------------ response cache
+
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            payload = conn.execute(
+                sa.select(cache_table.c.payload).where(cache_table.c.key == key)
+            ).scalar_one_or_none()
+        return None if payload is None else dict(json.loads(payload))
+
+    def cache_put(self, key: str, model: str, payload: dict[str, Any]) -> None:
+        row = {"key": key, "model": model, "created_at": naive_utc(utcnow()), "payload": json.dumps(payload)}
+        with self._write() as conn:
+            self._upsert(conn, cache_table, [row], ["key"])
+
+    def cache_count(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(cache_table)).scalar_one())
+
+    # ------------------------------------------------------------------ small run state (watermarks, …)
+
+    def state_get(self, namespace: str, key: str) -> Any:
+        with self.engine.connect() as conn:
+            value = conn.execute(
+                sa.select(state_table.c.value).where(
+                    state_table.c.namespace == namespace, state_table.c.key == key
+                )
+            ).scalar_one_or_none()
+        return None if value is None else json.loads(value)
+
+    def state_set(self, namespace: str, key: str, value: Any) -> None:
+        row = {
+            "namespace": namespace,
+            "key": key,
+            "updated_at": naive_utc(utcnow()),
+            "value": json.dumps(value),
+        }
+        with self._write() as conn:
+            self._upsert(conn, state_table, [row], ["namespace", "key"])
+
+    def state_items(self, namespace: str) -> dict[str, Any]:
+        query = sa.select(state_table.c.key, state_table.c.value).where(state_table.c.namespace == namespace)
+        with self.engine.connect() as conn:
+            return {key: json.loads(value) for key, value in conn.execute(query).all()}
+
+    # ------------------------------------------------------------------ helpers
+
+    def _write(self) -> _WriteTransaction:
+        return _WriteTransaction(self)
+
+    def _upsert(self, conn: Connection, table: sa.Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
+        if not rows:
+            return
+        insert = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
+        updates = {c.name: insert.excluded[c.name] for c in table.columns if c.name not in keys}
+        conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=updates), rows)
+
+
+class _WriteTransaction:
+    """`with store._write() as conn:` — one write transaction (BEGIN IMMEDIATE on SQLite).
+
+    A SQLite write lock held by another process past the timeout becomes a StoreLockedError.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._context: Any = None
+
+    def __enter__(self) -> Connection:
+        self._context = self.store.engine.execution_options(livemed_write=True).begin()
+        try:
+            conn: Connection = self._context.__enter__()
+        except sa.exc.OperationalError as exc:
+            raise _locked_error(self.store, exc) from None
+        return conn
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            self._context.__exit__(exc_type, exc, tb)
+        except sa.exc.OperationalError as error:
+            raise _locked_error(self.store, error) from None
+        if isinstance(exc, sa.exc.OperationalError):
+            raise _locked_error(self.store, exc) from None
+
+
+def _locked_error(store: Store, exc: sa.exc.OperationalError) -> Exception:
+    if "locked" in str(exc.orig) or "busy" in str(exc.orig):
+        return StoreLockedError(
+            f"store {store.location} is locked by another process; waited {store.lock_timeout:g} s "
+            "(set LIVEMED_STORE_TIMEOUT to wait longer)"
+        )
+    return exc
+
+
+def _env_lock_timeout() -> float:
+    raw = os.environ.get("LIVEMED_STORE_TIMEOUT")
+    if not raw:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"LIVEMED_STORE_TIMEOUT must be a number of seconds, got {raw!r}") from None
+
+
+def _make_engine(url: str, lock_timeout: float) -> Engine:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, lock_timeout)
+    if parsed.get_backend_name() == "postgresql":
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise MissingDependencyError("psycopg", "postgres") from None
+        return sa.create_engine(url, pool_pre_ping=True)
+    raise ConfigError(f"unsupported store URL {display_url(url)!r}: use a file path or postgresql+psycopg://")
+
+
+def _sqlite_engine(url: str, lock_timeout: float) -> Engine:
+    database = sa.make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url, connect_args={"timeout": lock_timeout})
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # livemed issues BEGIN itself (see _on_begin)
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # Reads run in autocommit; writes take the write lock up front, so the busy timeout applies.
+        if conn.get_execution_options().get("livemed_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _row(record: Record) -> dict[str, Any]:
+    if record.kind not in RECORD_TYPES:
+        raise TypeError(f"{type(record).__name__} is not a stored record type")
+    return {
+        "kind": record.kind,
+        "id": record.id,
+        "parent_id": record.parent_id,
+        "published_at": naive_utc(record.published_at),
+        "updated_at": naive_utc(utcnow()),
+        "payload": record.model_dump_json(),
+    }
