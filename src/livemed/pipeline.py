@@ -1,0 +1,124 @@
+"""The stage runner: reads what a stage needs, skips what is done, writes results in batches.
+
+A stage is a plain async function from one input record to the records it produces (outputs and
+rejections). `run_stage` streams the inputs, drops those whose output already exists in the store,
+runs the rest concurrently one batch at a time, and writes each batch in one transaction. A crash or
+kill therefore loses at most the batch in flight, and the engine's response cache means even that
+batch is not paid for twice. `track_run` records each command as a `Run` with its usage and outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, TypeVar
+
+from livemed.records import Record, Rejection, Run, utcnow
+from livemed.store import Store
+
+T = TypeVar("T")
+
+
+@dataclass
+class StageResult:
+    """What one stage run did."""
+
+    seen: int = 0
+    skipped: int = 0
+    processed: int = 0
+    written: Counter[str] = field(default_factory=Counter)
+    rejected: Counter[str] = field(default_factory=Counter)
+
+    def merge(self, other: StageResult) -> None:
+        self.seen += other.seen
+        self.skipped += other.skipped
+        self.processed += other.processed
+        self.written.update(other.written)
+        self.rejected.update(other.rejected)
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+async def run_stage(
+    store: Store,
+    items: Iterable[T],
+    work: Callable[[T], Awaitable[Sequence[Record]]],
+    *,
+    output_id: Callable[[T], str],
+    output_kinds: Sequence[str],
+    batch_size: int = 64,
+    redo: bool = False,
+    on_item: Callable[[T, Sequence[Record]], None] | None = None,
+) -> StageResult:
+    """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet."""
+    result = StageResult()
+    for batch in batched(items, batch_size):
+        result.seen += len(batch)
+        todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
+        result.skipped += len(batch) - len(todo)
+        if not todo:
+            continue
+        outputs = await asyncio.gather(*(work(item) for item in todo))
+        records = [record for produced in outputs for record in produced]
+        store.put(records)
+        result.processed += len(todo)
+        for record in records:
+            result.written[record.kind] += 1
+            if isinstance(record, Rejection):
+                result.rejected[record.reason] += 1
+        if on_item is not None:
+            for item, produced in zip(todo, outputs, strict=True):
+                on_item(item, produced)
+    return result
+
+
+def _not_done(
+    store: Store, batch: list[T], output_id: Callable[[T], str], output_kinds: Sequence[str]
+) -> list[T]:
+    ids = [output_id(item) for item in batch]
+    done: set[str] = set()
+    for kind in output_kinds:
+        done |= store.has(kind, ids)
+    return [item for item, item_id in zip(batch, ids, strict=True) if item_id not in done]
+
+
+@contextmanager
+def track_run(
+    store: Store,
+    command: str,
+    *,
+    settings: dict[str, Any] | None = None,
+    models: Sequence[str] = (),
+    engine: Any = None,
+) -> Iterator[Run]:
+    """Record a command as a `Run`: written when it starts, updated with usage and outcome when it ends."""
+    run = Run(run_id=uuid.uuid4().hex[:12], command=command, settings=settings or {}, models=list(models))
+    store.put([run])
+    try:
+        yield run
+    except KeyboardInterrupt:
+        _finish(store, run, engine, "interrupted", "interrupted by the user")
+        raise
+    except BaseException as exc:
+        _finish(store, run, engine, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    _finish(store, run, engine, "ok", None)
+
+
+def _finish(store: Store, run: Run, engine: Any, outcome: str, error: str | None) -> None:
+    if engine is not None:
+        run.usage = dict(engine.accounting.by_model)
+        run.stage_usage = {stage: dict(models) for stage, models in engine.accounting.by_stage.items()}
+    run.outcome = outcome  # type: ignore[assignment]
+    run.error = error
+    run.ended_at = utcnow()
+    store.put([run])
