@@ -96,7 +96,10 @@ def read_jsonl(path: Path, *, default_kind: str | None = None) -> LoadResult:
     """Read a whole JSONL file into memory (for small files; see `import_jsonl` for large ones)."""
     result = LoadResult()
     for item in iter_jsonl(path, default_kind=default_kind):
-        (result.errors if isinstance(item, InputFileError) else result.records).append(item)  # type: ignore[arg-type]
+        if isinstance(item, InputFileError):
+            result.errors.append(item)
+        else:
+            result.records.append(item)
     return result
 
 

@@ -127,13 +127,23 @@ class Store:
             ).scalar_one()
         return int(value)
 
+    def _stored_version(self, conn: Connection) -> int | None:
+        if not sa.inspect(conn).has_table(meta_table.name):
+            return None
+        row = conn.execute(
+            sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+        ).scalar_one_or_none()
+        return None if row is None else int(row)
+
     def _migrate(self) -> None:
+        """Create or upgrade the schema; opening an up-to-date store takes no write lock."""
+        with self.engine.connect() as conn:
+            if self._stored_version(conn) == SCHEMA_VERSION:
+                return
         with self._write() as conn:
+            stored = self._stored_version(conn)
             metadata.create_all(conn)
-            row = conn.execute(
-                sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
-            ).scalar_one_or_none()
-            version = SCHEMA_VERSION if row is None else int(row)
+            version = SCHEMA_VERSION if stored is None else stored
             if version > SCHEMA_VERSION:
                 raise StoreVersionError(
                     f"store {self.location} has schema version {version}, newer than this livemed "

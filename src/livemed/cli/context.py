@@ -10,7 +10,7 @@ from rich.console import Console
 from livemed.config import Config, load_config, store_location
 from livemed.store import Store
 
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

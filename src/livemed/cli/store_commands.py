@@ -40,12 +40,13 @@ def store_info(ctx: typer.Context) -> None:
     """Record counts by type, schema version and store location."""
     store = state(ctx).store
     counts = store.count()
-    table = Table(title=f"store {store.location}")
+    table = Table()
     table.add_column("record kind")
     table.add_column("count", justify="right")
     for kind in RECORD_TYPES:
         table.add_row(kind, str(counts.get(kind, 0)))
     table.add_row("[dim]response cache[/]", str(store.cache_count()))
+    console.print(f"store {store.location}")
     console.print(table)
     console.print(f"schema version {store.schema_version} · backend {store.dialect}")
 

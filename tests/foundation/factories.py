@@ -1,0 +1,125 @@
+"""One valid instance of every record type, for round-trip tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from livemed.records import (
+    AdviceCheck,
+    Answer,
+    Case,
+    Criterion,
+    Doc,
+    EvidenceRef,
+    Grade,
+    GradeFailure,
+    GroundedSpan,
+    GroundingAudit,
+    Narrative,
+    Provenance,
+    Record,
+    Rejection,
+    Reply,
+    ReplyRole,
+    Rubric,
+    Run,
+    Score,
+    Usage,
+    Validation,
+)
+
+PUBLISHED = datetime(2025, 7, 1, 9, 30, tzinfo=UTC)
+
+
+def doc(source_id: str = "1", **overrides: object) -> Doc:
+    fields: dict[str, object] = {
+        "source": "demo",
+        "source_id": source_id,
+        "url": f"https://example.org/{source_id}",
+        "published": PUBLISHED,
+        "date_field": "first_publication_date",
+        "doc_type": "thread",
+        "title": "Chest tightness after running",
+        "text": "I'm a 34-year-old woman with chest tightness when I run. Should I worry?",
+        "replies": [
+            Reply(role=ReplyRole.PHYSICIAN, author="dr_a", text="See a cardiologist.", date=PUBLISHED)
+        ],
+        "language": "en",
+        "licence": "CC-BY-4.0",
+        "metadata": {"mesh": ["Chest Pain"]},
+    }
+    fields.update(overrides)
+    return Doc.model_validate(fields)
+
+
+def case(doc_id: str = "demo:1") -> Case:
+    return Case(
+        doc_id=doc_id,
+        source="demo",
+        source_id=doc_id.split(":")[1],
+        url="https://example.org/1",
+        published=PUBLISHED,
+        narrative=Narrative(
+            demographics=["34-year-old woman"], chief_complaint=["chest tightness when running"]
+        ),
+        query="Should I worry about chest tightness when running?",
+        advice=["See a cardiologist.", "Stop running until assessed."],
+        validation=Validation(
+            s_cc=True,
+            s_inf=0.625,
+            s_align=0.75,
+            advice_checks=[
+                AdviceCheck(
+                    advice_index=0, score=1.0, evidence=[EvidenceRef(id="ev1", snippet="Chest pain …")]
+                ),
+                AdviceCheck(advice_index=1, score=0.5),
+            ],
+        ),
+        grounding=GroundingAudit(
+            passed=True, spans=[GroundedSpan(element="See a cardiologist.", field="advice", score=100.0)]
+        ),
+        specialties=["cardiology"],
+        language="en",
+        provenance=Provenance(model_id="fake/screener", prompt_hash="abc123"),
+    )
+
+
+def every_record() -> list[Record]:
+    criterion = Criterion(
+        text="Recommends a cardiology review", polarity="positive", axis="accuracy", weight=7
+    )
+    return [
+        doc(),
+        Rejection(
+            stage="prefilter", reason="too_short", detail="12 words", record_kind="doc", record_id="demo:2"
+        ),
+        case(),
+        Rubric(case_id="case:demo:1", criteria=[criterion], themes=["safety"]),
+        Answer(case_id="case:demo:1", model="fake/m", text="Please see a cardiologist."),
+        Grade(
+            answer_id="answer:case:demo:1:fake/m:0",
+            case_id="case:demo:1",
+            criterion_id=criterion.id,
+            judge="fake/j",
+            met=True,
+        ),
+        GradeFailure(
+            answer_id="answer:case:demo:1:fake/m:0",
+            case_id="case:demo:1",
+            criterion_id="c2",
+            judge="fake/j",
+            reason="unparsable",
+            raw="maybe?",
+        ),
+        Score(
+            answer_id="answer:case:demo:1:fake/m:0",
+            case_id="case:demo:1",
+            model="fake/m",
+            judge="fake/j",
+            score=0.7,
+            per_axis={"accuracy": 1.0},
+            coverage=0.7,
+            harm=0.0,
+        ),
+        Run(run_id="r1", command="grade", usage={"fake/j": Usage(calls=2, prompt_tokens=10)}),
+    ]

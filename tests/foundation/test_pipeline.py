@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from livemed.pipeline import run_stage, track_run
+from livemed.records import Doc, Record, Rejection, Run
+from livemed.store import Store
+from tests.foundation.factories import doc
+
+
+async def _shout(d: Doc) -> Sequence[Record]:
+    if "reject" in d.source_id:
+        return [Rejection(stage="shout", reason="asked_to", record_kind="doc", record_id=d.id)]
+    return [d.model_copy(update={"source": "loud", "text": d.text.upper()})]
+
+
+async def test_run_stage_skips_finished_items_on_rerun(sqlite_store: Store) -> None:
+    docs = [doc(str(i)) for i in range(10)] + [doc("reject-me")]
+    calls: list[str] = []
+
+    async def work(d: Doc) -> Sequence[Record]:
+        calls.append(d.source_id)
+        return await _shout(d)
+
+    def out_id(d: Doc) -> str:
+        return f"loud:{d.source_id}"
+
+    first = await run_stage(sqlite_store, docs, work, output_id=out_id, output_kinds=["doc"], batch_size=4)
+    assert first.processed == 11
+    assert first.written == {"doc": 10, "rejection": 1}
+    assert first.rejected == {"asked_to": 1}
+    calls.clear()
+
+    def done_id(d: Doc) -> str:
+        return f"shout:{d.id}" if "reject" in d.source_id else out_id(d)
+
+    second = await run_stage(sqlite_store, docs, work, output_id=done_id, output_kinds=["doc", "rejection"])
+    assert (second.processed, second.skipped, calls) == (0, 11, [])
+
+
+async def test_a_crash_keeps_finished_batches(sqlite_store: Store) -> None:
+    async def explode_on_7(d: Doc) -> Sequence[Record]:
+        if d.source_id == "7":
+            raise RuntimeError("boom")
+        return await _shout(d)
+
+    docs = [doc(str(i)) for i in range(10)]
+    with pytest.raises(RuntimeError):
+        await run_stage(
+            sqlite_store,
+            docs,
+            explode_on_7,
+            output_id=lambda d: f"loud:{d.source_id}",
+            output_kinds=["doc"],
+            batch_size=3,
+        )
+    assert sorted(sqlite_store.has("doc", [f"loud:{i}" for i in range(10)])) == [
+        f"loud:{i}" for i in range(6)
+    ]
+
+
+def test_track_run_records_outcome(sqlite_store: Store) -> None:
+    with track_run(sqlite_store, "demo", settings={"limit": 3}) as run:
+        assert sqlite_store.get(Run, run.id) is not None
+    stored = sqlite_store.get(Run, run.id)
+    assert stored is not None
+    assert stored.outcome == "ok"
+    assert stored.ended_at is not None
+    with pytest.raises(ValueError, match="bad"), track_run(sqlite_store, "demo") as failing:
+        raise ValueError("bad")
+    failed = sqlite_store.get(Run, failing.id)
+    assert failed is not None
+    assert failed.outcome == "failed"
+    assert failed.error == "ValueError: bad"
