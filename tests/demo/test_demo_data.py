@@ -210,6 +210,15 @@ def test_kept_threads_have_demographics_a_question_and_physician_advice() -> Non
             assert "clinical question:" in text, d.source_id
 
 
+def test_kept_threads_exercise_every_advice_role_and_carry_lay_replies_that_are_not_advice() -> None:
+    threads = [d for d in _by_expected("keep") if d.doc_type == "thread"]
+    roles = Counter(r.role for d in threads for r in d.replies)
+    assert set(roles) >= ADVICE_ROLES
+    assert roles[ReplyRole.OTHER] >= 1
+    assert roles[ReplyRole.ASKER] >= 1
+    assert all(len(_advice_replies(d)) == 1 for d in threads)
+
+
 def test_no_actionable_advice_reject_has_a_physician_reply_without_recommendations() -> None:
     (d,) = _by_expected("reject:no_actionable_advice")
     (reply,) = _advice_replies(d)
