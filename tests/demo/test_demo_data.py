@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from livemed.demo import DEMO_CUTOFF, DEMO_SOURCE, demo_docs_path, demo_evidence_path, load_demo_docs
+from livemed.demo import (
+    DEMO_CUTOFF,
+    DEMO_SOURCE,
+    demo_docs_path,
+    demo_evidence_path,
+    expected_outcomes,
+    load_demo_docs,
+)
 from livemed.jsonl import read_jsonl
 from livemed.records import Doc, ReplyRole
 
@@ -147,6 +154,8 @@ def test_every_expected_reject_category_is_present() -> None:
     counts = Counter(d.metadata["expected"] for d in _docs())
     assert {k: v for k, v in counts.items() if k != "keep"} == EXPECTED_REJECTS
     assert counts["keep"] >= 30
+    assert Counter(expected_outcomes().values()) == counts
+    assert expected_outcomes()["demo:2025-09-gout-big-toe"] == "keep"
     stages = {d.metadata["expected"]: d.metadata["expected_stage"] for d in _docs()}
     assert stages["keep"] is None
     assert {stages[k] for k in EXPECTED_REJECTS} == {"prefilter", "screener", "validator"}
