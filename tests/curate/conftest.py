@@ -65,6 +65,14 @@ PASSAGES = [
         ),
         licence="CC BY 4.0",
     ),
+    Passage(
+        id="ev:reflux",
+        title="Acid reflux",
+        text=(
+            "To ease acid reflux, avoid large meals in the evening and take an antacid after meals. "
+            "See your doctor if you lose weight or have trouble swallowing."
+        ),
+    ),
 ]
 
 

@@ -266,3 +266,28 @@ async def test_the_baseline_verdict_ignores_an_injection_in_a_good_thread() -> N
     assert isinstance(poisoned, Case)
     assert plain.validation == poisoned.validation
     assert plain.advice == poisoned.advice
+
+
+SECTIONED = """Age: 52
+Sex: male
+Symptoms: burning pain in the upper stomach after meals
+Duration: 6 weeks
+History: high blood pressure
+Medications: amlodipine 5 mg daily
+Allergies: none
+Question: Is this reflux, and what should I do about it?"""
+SECTIONED_ANSWER = (
+    "This sounds like acid reflux. Avoid large meals late in the evening. "
+    "Take an antacid after meals when needed. See your doctor if you lose weight or have trouble swallowing."
+)
+
+
+async def test_baseline_reads_labelled_sections() -> None:
+    case = await baseline_chain()(thread(post=SECTIONED, answer=SECTIONED_ANSWER))
+    assert isinstance(case, Case), case
+    assert case.narrative.demographics[:2] == ["Age: 52", "Sex: male"]
+    assert case.narrative.medications == ["Medications: amlodipine 5 mg daily"]
+    assert case.query == "Is this reflux, and what should I do about it?"
+    assert case.advice[0] == "Avoid large meals late in the evening."
+    assert case.validation is not None
+    assert case.validation.s_inf == 1.0

@@ -28,10 +28,11 @@ from livemed.curate.validator import AlignmentOutput, AlignmentScore, ItemCheck,
 from livemed.models.base import Completion, FatalModelError, Message, Settings
 from livemed.records import Narrative
 
-ELY = {
+ELY = {  # Ely categories by keyword; the first match names the query type
     "diagnosis": r"\b(?:what (?:could|might|is|can) (?:this|it|be)|caus\w*|diagnos\w*|could (?:this|it) be"
     r"|is (?:this|it) (?:a|an)|what is (?:this|wrong)|why)\b",
-    "treatment": r"\b(?:treat\w*|medications?|medicines?|drugs?|take|dose|dosage|cure|therapy|relieve"
+    "treatment": r"\b(?:treat\w*|medications?|medicines?|drugs?|antibiotics?|creams?|pills?|take|dose"
+    r"|dosage|cure|therapy|relieve"
     r"|get rid|help|stop|prevent)\b",
     "management": r"\b(?:what should i do|should i|do i need|manage\w*|next step|how (?:can|do|should) i"
     r"|see a|go to)\b",

@@ -14,10 +14,14 @@ _SECTION = re.compile(r"^\s*([A-Za-z][A-Za-z /]{1,40}?)\s*:\s*(.+?)\s*$")
 
 AGE = re.compile(
     r"\b\d{1,3}[- ]?(?:years?|yrs?|y/o|yo)(?:[- ]old)?\b|\b(?:i am|i'm|im|aged?)\s+\d{1,3}\b"
-    r"|\b\d{1,3} ?[MF]\b|\bage[d]?:? ?\d{1,3}\b",
+    r"|\b\d{1,3} ?[MF]\b|\bage[d]?:? ?\d{1,3}\b|\b(?:male|female|man|woman|[MF]),? \d{1,3}\b",
     re.IGNORECASE,
 )
-SEX = re.compile(r"\b(?:male|female|man|woman|boy|girl|gentleman|lady|\d{1,3} ?[MF])\b", re.IGNORECASE)
+SEX = re.compile(
+    r"\b(?:male|female|man|woman|boy|girl|gentleman|lady|son|daughter|husband|wife|mother|father|mum|mom|dad"
+    r"|\d{1,3} ?[MF]|[MF],? \d{1,3})\b",
+    re.IGNORECASE,
+)
 DURATION = re.compile(
     r"\b(?:for|since|over|past|last|about|almost|nearly)\s+(?:the\s+)?(?:past\s+|last\s+)?"
     r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|several|couple of)\s+"
@@ -34,7 +38,11 @@ _CUES: dict[str, re.Pattern[str]] = {
         re.IGNORECASE,
     ),
     "history": re.compile(
-        r"\b(?:history|diagnosed|surgery|operation|previously|in the past|chronic)\b",
+        r"\b(?:history|diagnosed|surgery|operation|previously|in the past|chronic|otherwise healthy"
+        r"|healthy otherwise|had (?:a|an) \w+(?: \w+)? (?:\w+ )?(?:weeks?|months?|years?) ago"
+        r"|(?:have|had|with) (?:type \d |mild |severe )?(?:diabetes|asthma|hypertension|high blood pressure"
+        r"|copd|epilepsy|depression|anxiety|migraines?|arthritis|hypothyroidism|heart disease|cancer"
+        r"|kidney disease|eczema|ibs|reflux|gerd))\b",
         re.IGNORECASE,
     ),
     "exam_labs": re.compile(
@@ -54,7 +62,9 @@ ADVICE = re.compile(
     r"\b(?:you should|you need to|you must|you may want to|you might want to|you can|i (?:would |'d )?"
     r"(?:recommend|suggest|advise)|recommended|please|make sure|avoid|see (?:a|your|an)|consult|seek"
     r"|go to|get (?:a|an|your)|don't|do not|stop|start|take|try|keep|drink|rest|continue|call|book"
-    r"|schedule|monitor|apply|use|reduce|limit|increase|ask (?:your|for)|should be)\b",
+    r"|schedule|monitor|apply|use|reduce|limit|increase|ask (?:your|for)|should be|wash|wear|eat|sleep"
+    r"|elevate|follow|return|visit|quit|lose|walk|wait|practi[cs]e|(?:can|may|will|should) help"
+    r"|(?:is|are) (?:usually |often )?treated with|it is (?:best|important|worth))\b",
     re.IGNORECASE,
 )
 REPORT_ADVICE = re.compile(
@@ -92,19 +102,30 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
+_ASKING = re.compile(
+    r"^(?:should|what|how|is|are|can|could|do|does|would|will|why|which|any (?:advice|ideas|thoughts))\b",
+    re.IGNORECASE,
+)
+
+
 def is_question(sentence: str) -> bool:
     return sentence.rstrip().endswith("?")
+
+
+def is_asking(sentence: str) -> bool:
+    """A question, with or without its question mark (forum posters often drop it)."""
+    return is_question(sentence) or bool(_ASKING.match(sentence.strip()))
 
 
 def extract_narrative(text: str) -> Narrative:
     """Narrative facts from a post or report: labelled sections first, then sentence cues."""
     facts: dict[str, list[str]] = {name: [] for name in Narrative.model_fields}
     for sentence in sentences(text):
-        if is_question(sentence):
+        if is_asking(sentence):
             continue
         section = _SECTION.match(sentence)
         if section and section.group(1).strip().lower() in _SECTION_FIELDS:
-            facts[_SECTION_FIELDS[section.group(1).strip().lower()]].append(section.group(2))
+            facts[_SECTION_FIELDS[section.group(1).strip().lower()]].append(sentence)
             continue
         _add_cued(facts, sentence)
     if not facts["chief_complaint"] and facts["symptoms"]:
@@ -136,7 +157,7 @@ def extract_questions(text: str) -> list[str]:
         section = _SECTION.match(sentence)
         if section and section.group(1).strip().lower() == "question":
             found.append(section.group(2))
-        elif is_question(sentence):
+        elif is_asking(sentence):
             found.append(section.group(2) if section else sentence)
     return found
 

@@ -113,7 +113,7 @@ class Screener:
             query=out.query.strip(),
             query_derived=not is_thread(doc),
             advice=advice,
-            specialties=specialties(doc.title, doc.text, *advice),
+            specialties=specialties(doc.title, doc.text),
             language=doc.language or detect_language(doc.text),
             provenance=Provenance(
                 model_id=self.llm.id, prompt_hash=short_hash(self.prompt), settings={"temperature": 0}
