@@ -291,3 +291,21 @@ async def test_baseline_reads_labelled_sections() -> None:
     assert case.advice[0] == "Avoid large meals late in the evening."
     assert case.validation is not None
     assert case.validation.s_inf == 1.0
+
+
+async def test_checklist_per_document_type() -> None:
+    from livemed.curate import Chain, Controller, Screener, Validator
+    from livemed.curate.baseline import CurationBaseline
+    from livemed.curate.evidence.bm25 import BM25Retriever
+    from livemed.models import LLM, Engine
+    from tests.curate.conftest import PASSAGES
+
+    llm = LLM(Engine(), CurationBaseline(), "validator")
+    validator = Validator(llm, checklists={"thread": ["age", "exam/labs", "timeline"]})
+    chain = Chain(Screener(llm), validator, Controller(), BM25Retriever(PASSAGES))
+    outcome = await chain(thread())
+    assert isinstance(outcome, Rejection)
+    assert outcome.reason == "insufficient_narrative"
+    assert "s_inf=0.33" in outcome.detail
+    assert outcome.detail.endswith("missing: exam/labs, timeline")
+    assert isinstance(await chain(report()), Case)  # case reports keep the default checklist

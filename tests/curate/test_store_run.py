@@ -60,3 +60,21 @@ async def test_a_rejection_by_any_chain_stage_marks_the_document_done(sqlite_sto
     assert list(pending_docs(sqlite_store)) == []
     result, _ = await curate_store(sqlite_store, baseline_chain())
     assert result.processed == 0
+
+
+async def test_run_stage_accepts_several_output_ids_per_item(sqlite_store: Store) -> None:
+    from livemed.pipeline import run_stage
+
+    docs = [thread("x"), thread("y")]
+    sqlite_store.put([Rejection(stage="validator", reason="r", record_kind="doc", record_id=docs[0].id)])
+    seen: list[str] = []
+
+    async def work(doc: Doc) -> list[Rejection]:
+        seen.append(doc.id)
+        return [Rejection(stage="screener", reason="r", record_kind="doc", record_id=doc.id)]
+
+    result = await run_stage(
+        sqlite_store, docs, work, output_id=output_ids, output_kinds=("case", "rejection")
+    )
+    assert seen == ["forum:y"]
+    assert (result.seen, result.skipped, result.processed) == (2, 1, 1)
