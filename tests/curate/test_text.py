@@ -44,3 +44,14 @@ def test_specialties_and_language() -> None:
     assert specialties("nothing medical here") == []
     assert detect_language("Tengo dolor de cabeza desde hace tres días y no sé qué hacer.") == "es"
     assert detect_language("short") is None
+
+
+def test_short_elements_need_whole_words_and_numbers_must_agree() -> None:
+    source = "She is a 45-year-old woman. Take amoxicillin 250 mg three times daily for five days."
+    assert locate("woman", source).span == "woman"
+    assert locate("man", source).span is None  # not inside "woman"
+    assert locate("54-year-old", source).span is None
+    assert locate("Take amoxicillin 250 mg three times a day for five days", source).span is not None
+    changed_dose = locate("Take amoxicillin 500 mg three times daily for five days", source)
+    assert changed_dose.span is None
+    assert changed_dose.score <= 50

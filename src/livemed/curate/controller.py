@@ -1,9 +1,10 @@
 """The Controller: a grounding audit of every narrative entity and advice element. It never rewrites.
 
 Each element must be traceable to explicit text in the source: narrative entities in the document
-(title, post or report), advice in the replies it may come from (physician, verified or accepted
-answers for threads; the report for case reports). The deterministic audit matches each element
-fuzzily (rapidfuzz, normalised text) and stores the matched source span. An optional LLM audit then
+(title, post or report, and for threads the eligible replies), advice in the replies it may come from
+(physician, verified or accepted answers for threads; the report for case reports). The deterministic
+audit matches each element (rapidfuzz, normalised text; see `grounding.locate`) and stores the matched
+source span. An optional LLM audit then
 looks at the elements the fuzzy match missed (paraphrases): the model must quote the supporting source
 text, and the quote itself must be found in the source. Any element still ungrounded rejects the case.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.curate.grounding import Normalised, locate, normalise
-from livemed.curate.screener import advice_texts, reject
+from livemed.curate.screener import advice_texts, is_thread, reject
 from livemed.curate.untrusted import DATA_RULES, data_block
 from livemed.models import LLM, Message, Settings
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
@@ -46,7 +47,9 @@ class AuditOutput(BaseModel):
 
 
 def narrative_source(doc: Doc) -> str:
-    return f"{doc.title}\n{doc.text}" if doc.title else doc.text
+    """The document itself, plus the replies advice may come from (a physician may restate findings)."""
+    parts = [doc.title, doc.text, *(advice_texts(doc) if is_thread(doc) else [])]
+    return "\n\n".join(part for part in parts if part)
 
 
 def advice_source(doc: Doc) -> str:

@@ -47,21 +47,34 @@ class Match:
     span: str | None
 
 
+SHORT_WORDS = 3
+_NUMBER = re.compile(r"\d+")
+
+
 def locate(element: str, source: str, normalised_source: Normalised | None = None) -> Match:
-    """The best fuzzy match of `element` in `source`: score 0-100 and the original source span."""
+    """The best match of `element` in `source`: score 0-100 and the original source span.
+
+    Whole words match exactly (score 100). Short elements (up to three words) must match exactly;
+    longer ones may match fuzzily (rapidfuzz partial ratio), but never with a different number, so a
+    changed dose or duration is not grounded.
+    """
     needle = normalise(element).text
     hay = normalised_source or normalise(source)
     if not needle or not hay.text:
         return Match(0.0, None, None, None)
-    if needle in hay.text:
-        lo = hay.text.index(needle)
-        return _match(100.0, lo, lo + len(needle), hay, source)
-    if len(needle) > len(hay.text):
-        return Match(fuzz.ratio(needle, hay.text), None, None, None)
+    exact = re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", hay.text)
+    if exact:
+        return _match(100.0, exact.start(), exact.end(), hay, source)
+    if len(needle.split()) <= SHORT_WORDS or len(needle) > len(hay.text):
+        return Match(fuzz.ratio(needle, hay.text) if len(needle) > len(hay.text) else 0.0, None, None, None)
     aligned = fuzz.partial_ratio_alignment(needle, hay.text)
     if aligned is None:
         return Match(0.0, None, None, None)
-    return _match(aligned.score, aligned.dest_start, aligned.dest_end, hay, source)
+    found = _match(aligned.score, aligned.dest_start, aligned.dest_end, hay, source)
+    numbers = set(_NUMBER.findall(needle))
+    if numbers and not numbers <= set(_NUMBER.findall(hay.text[aligned.dest_start : aligned.dest_end])):
+        return Match(min(found.score, 50.0), None, None, None)
+    return found
 
 
 def _match(score: float, lo: int, hi: int, hay: Normalised, source: str) -> Match:
