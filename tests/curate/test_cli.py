@@ -36,6 +36,7 @@ def test_curate_command_prints_a_funnel_and_resumes(tmp_path: Path, corpus_file:
     second = runner.invoke(app, args)
     assert second.exit_code == 0, second.output
     assert "0 document(s) curated" in second.output
+    assert "nothing new to curate" in second.output
     with Store(db) as store:
         assert len(list(store.iter(Case))) == 2
 

@@ -23,7 +23,7 @@ BASELINE = "offline/curate-baseline"
 def curate(
     ctx: typer.Context,
     model: str = typer.Option(
-        BASELINE, "--model", "-m", help=f"Curation model (default: the rule-based baseline {BASELINE})."
+        BASELINE, "--model", "-m", help="Curation model, provider/name (default: the rule-based baseline)."
     ),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Curate at most N new documents."),
     evidence: str | None = typer.Option(
@@ -50,9 +50,12 @@ def curate(
         from livemed.errors import UnknownNameError
 
         raise UnknownNameError("retriever", kind, ("bm25", "europepmc", "dense", "none"))
-    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    offline = model.startswith("offline/")  # rules are cheap: never replay stale cached baseline answers
+    engine = make_engine(
+        app_state, no_cache=no_cache or offline, cache_read_only=cache_read_only, max_cost=max_cost
+    )
     chain = _chain(app_state, engine, model, kind, evidence, index_dir, llm_audit)
-    if model.startswith("offline/"):
+    if offline:
         console.print(f"[dim]curating with {model}: a rule-based baseline, not an LLM[/]")
     store = app_state.store
     run_settings = {"limit": limit, "retriever": kind, "evidence": evidence or settings.evidence}
@@ -118,6 +121,9 @@ def _default_index_dir(configured: str | None) -> Path:
 def _print_funnel(funnel: Funnel) -> None:
     from rich.table import Table
 
+    if not funnel.counts:
+        console.print("nothing new to curate")
+        return
     table = Table(title="curation funnel (this run)")
     for column in ("source", "stage", "in", "rejected", "out"):
         table.add_column(column, justify="right" if column in ("in", "out") else "left")

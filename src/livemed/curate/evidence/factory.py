@@ -48,7 +48,8 @@ def build_retriever(
     if not evidence:
         raise ConfigError(
             f"the {kind} retriever needs an evidence corpus: pass --evidence PATH (JSONL with id, title, "
-            "text, url, licence, or MedQuAD's medquad_answered_pairs.jsonl.gz) or set [curate] evidence"
+            "text, url, licence, or MedQuAD's medquad_answered_pairs.jsonl.gz) or set curate.evidence "
+            "in livemed.toml"
         )
     passages = load_passages(evidence, evidence_format)
     if not passages:
@@ -58,7 +59,7 @@ def build_retriever(
 
         if not dense_model:
             raise ConfigError(
-                "the dense retriever needs [curate] dense_model (a sentence-transformers model)"
+                "the dense retriever needs curate.dense_model in livemed.toml (a sentence-transformers model)"
             )
         return DenseRetriever(passages, sentence_transformer(dense_model))
     from livemed.curate.evidence.bm25 import BM25Retriever
