@@ -309,3 +309,14 @@ async def test_checklist_per_document_type() -> None:
     assert "s_inf=0.33" in outcome.detail
     assert outcome.detail.endswith("missing: exam/labs, timeline")
     assert isinstance(await chain(report()), Case)  # case reports keep the default checklist
+
+
+async def test_other_documents_are_threads_with_replies_and_reports_without() -> None:
+    as_thread = thread().model_copy(update={"doc_type": "other"})
+    case = await baseline_chain()(as_thread)
+    assert isinstance(case, Case)
+    assert not case.query_derived
+    as_report = report().model_copy(update={"doc_type": "other"})
+    case = await baseline_chain()(as_report)
+    assert isinstance(case, Case)
+    assert case.query_derived

@@ -22,7 +22,8 @@ def _prefilter(doc: Doc) -> Rejection:
     return Rejection(stage="prefilter", reason="too_short", record_kind="doc", record_id=doc.id)
 
 
-async def test_curate_store_writes_outcomes_and_resumes(sqlite_store: Store) -> None:
+async def test_curate_store_writes_outcomes_and_resumes(any_store: Store) -> None:
+    sqlite_store = any_store  # SQLite, and PostgreSQL when configured
     docs = _docs()
     sqlite_store.put([*docs, _prefilter(docs[-1])])
     chain = baseline_chain()
