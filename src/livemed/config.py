@@ -11,7 +11,7 @@ import os
 import tomllib
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,6 +55,29 @@ class Thresholds(BaseModel):
     s_align: float = Field(default=0.5, ge=0, le=1)
 
 
+class CurateConfig(BaseModel):
+    """Curation settings (`[curate]`): the evidence corpus and retriever, checklists, the audit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evidence: str | None = Field(
+        default=None, description="evidence corpus: JSONL (id,title,text,url,licence) or MedQuAD"
+    )
+    evidence_format: Literal["auto", "jsonl", "medquad"] = "auto"
+    retriever: Literal["bm25", "europepmc", "dense", "none"] = "bm25"
+    evidence_k: int = Field(default=3, ge=1, le=20)
+    dense_model: str | None = Field(default=None, description="sentence-transformers model for 'dense'")
+    index_dir: str | None = Field(default=None, description="where BM25 indexes are kept")
+    checklists: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="narrative checklist per doc type ('thread', 'case_report', 'default')",
+    )
+    llm_audit: bool = Field(
+        default=True, description="let the model audit paraphrases the fuzzy match missed"
+    )
+    grounding_min_score: float = Field(default=90.0, ge=0, le=100)
+
+
 class Config(BaseModel):
     """The whole project configuration."""
 
@@ -66,6 +89,7 @@ class Config(BaseModel):
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    curate: CurateConfig = Field(default_factory=CurateConfig)
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:
@@ -141,6 +165,16 @@ cutoff = {cutoff}
 s_inf = 0.5
 s_align = 0.5
 
+# Curation: the evidence corpus for the Validator's alignment check, and the narrative checklists.
+# [curate]
+# evidence = "medquad_answered_pairs.jsonl.gz"   # JSONL (id, title, text, url, licence) or MedQuAD
+# retriever = "bm25"                              # bm25 | europepmc | dense | none
+# evidence_k = 3
+# checklists = { default = ["age", "sex", "chief complaint", "onset/duration", "symptom characteristics",
+#                "relevant history", "medications", "allergies"] }
+# llm_audit = true                                # the model audits paraphrases fuzzy matching missed
+# grounding_min_score = 90                        # rapidfuzz partial ratio (0-100) to count as grounded
+
 # Data sources and their settings.
 # [sources.europepmc]
 # licences = ["cc by", "cc0"]
@@ -162,4 +196,4 @@ s_align = 0.5
 
 
 def starter_config(cutoff: date) -> str:
-    return STARTER.format(cutoff=cutoff.isoformat())
+    return STARTER.replace("{cutoff}", cutoff.isoformat())

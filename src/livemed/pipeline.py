@@ -53,13 +53,17 @@ async def run_stage(
     items: Iterable[T],
     work: Callable[[T], Awaitable[Sequence[Record]]],
     *,
-    output_id: Callable[[T], str],
+    output_id: Callable[[T], str | Sequence[str]],
     output_kinds: Sequence[str],
     batch_size: int = 64,
     redo: bool = False,
     on_item: Callable[[T, Sequence[Record]], None] | None = None,
 ) -> StageResult:
-    """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet."""
+    """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet.
+
+    `output_id` may return several ids (e.g. a case id and the ids of rejections by different stages):
+    an item is done when any of them is stored.
+    """
     result = StageResult()
     for batch in batched(items, batch_size):
         result.seen += len(batch)
@@ -82,13 +86,21 @@ async def run_stage(
 
 
 def _not_done(
-    store: Store, batch: list[T], output_id: Callable[[T], str], output_kinds: Sequence[str]
+    store: Store,
+    batch: list[T],
+    output_id: Callable[[T], str | Sequence[str]],
+    output_kinds: Sequence[str],
 ) -> list[T]:
-    ids = [output_id(item) for item in batch]
+    ids = [_as_list(output_id(item)) for item in batch]
+    flat = [one for item_ids in ids for one in item_ids]
     done: set[str] = set()
     for kind in output_kinds:
-        done |= store.has(kind, ids)
-    return [item for item, item_id in zip(batch, ids, strict=True) if item_id not in done]
+        done |= store.has(kind, flat)
+    return [item for item, item_ids in zip(batch, ids, strict=True) if done.isdisjoint(item_ids)]
+
+
+def _as_list(ids: str | Sequence[str]) -> list[str]:
+    return [ids] if isinstance(ids, str) else list(ids)
 
 
 @contextmanager

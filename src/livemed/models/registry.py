@@ -23,7 +23,9 @@ PROVIDERS: dict[str, str] = {
 }
 
 # offline baseline name -> "module:factory"; each factory is called with no arguments.
-OFFLINE: dict[str, str] = {}
+OFFLINE: dict[str, str] = {
+    "curate-baseline": "livemed.curate.baseline:curate_baseline",
+}
 
 
 def _load(target: str) -> Any:

@@ -1,0 +1,133 @@
+"""`livemed curate`: harvested documents → cases, with a funnel per source and stage."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from livemed.cli import app
+from livemed.cli.context import AppState, console, err_console, state
+
+if TYPE_CHECKING:
+    from livemed.curate.chain import Chain, Funnel
+    from livemed.models import Engine
+
+BASELINE = "offline/curate-baseline"
+
+
+@app.command()
+def curate(
+    ctx: typer.Context,
+    model: str = typer.Option(
+        BASELINE, "--model", "-m", help="Curation model, provider/name (default: the rule-based baseline)."
+    ),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Curate at most N new documents."),
+    evidence: str | None = typer.Option(
+        None, "--evidence", help="Evidence corpus: JSONL (id, title, text, url, licence) or MedQuAD."
+    ),
+    retriever: str | None = typer.Option(None, "--retriever", help="bm25 | europepmc | dense | none."),
+    index_dir: Path | None = typer.Option(None, "--index-dir", help="Where BM25 indexes are kept."),
+    llm_audit: bool | None = typer.Option(
+        None, "--llm-audit/--no-llm-audit", help="Let the model audit paraphrases (default: config)."
+    ),
+    batch_size: int = typer.Option(16, "--batch-size", min=1, help="Documents per transaction."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only replay cached responses."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
+) -> None:
+    """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
+    from livemed.cli.common import make_engine, print_usage
+    from livemed.pipeline import track_run
+
+    app_state = state(ctx)
+    settings = app_state.config.curate
+    kind = retriever or settings.retriever
+    if kind not in ("bm25", "europepmc", "dense", "none"):
+        from livemed.errors import UnknownNameError
+
+        raise UnknownNameError("retriever", kind, ("bm25", "europepmc", "dense", "none"))
+    offline = model.startswith("offline/")  # rules are cheap: never replay stale cached baseline answers
+    engine = make_engine(
+        app_state, no_cache=no_cache or offline, cache_read_only=cache_read_only, max_cost=max_cost
+    )
+    chain = _chain(app_state, engine, model, kind, evidence, index_dir, llm_audit)
+    if offline:
+        console.print(f"[dim]curating with {model}: a rule-based baseline, not an LLM[/]")
+    store = app_state.store
+    run_settings = {"limit": limit, "retriever": kind, "evidence": evidence or settings.evidence}
+    with track_run(store, "curate", settings=run_settings, models=[model], engine=engine) as run:
+        from livemed.curate.chain import curate_store
+
+        result, funnel = asyncio.run(curate_store(store, chain, limit=limit, batch_size=batch_size))
+        run.counts = {"processed": result.processed, **{f"written_{k}": v for k, v in result.written.items()}}
+    _print_funnel(funnel)
+    accepted = result.written.get("case", 0)
+    console.print(f"{result.processed} document(s) curated: {accepted} case(s) accepted")
+    errors = getattr(chain.retriever, "errors", [])
+    if errors:
+        err_console.print(f"[yellow]warning:[/] {len(errors)} evidence search(es) failed: {errors[0]}")
+    print_usage(engine)
+
+
+def _chain(
+    app_state: AppState,
+    engine: Engine,
+    model_id: str,
+    kind: str,
+    evidence: str | None,
+    index_dir: Path | None,
+    llm_audit: bool | None,
+) -> Chain:
+    from livemed.curate import Chain, Controller, Screener, Validator
+    from livemed.curate.evidence.factory import build_retriever
+    from livemed.models import LLM, get_model
+
+    config = app_state.config
+    settings = config.curate
+    model = get_model(model_id, config=config)
+    audit = settings.llm_audit if llm_audit is None else llm_audit
+    audit_llm = (
+        LLM(engine, model, stage="controller") if audit and not model_id.startswith("offline/") else None
+    )
+    retriever = build_retriever(
+        kind,
+        evidence=evidence or settings.evidence,
+        evidence_format=settings.evidence_format,
+        index_dir=index_dir or _default_index_dir(settings.index_dir),
+        dense_model=settings.dense_model,
+    )
+    return Chain(
+        screener=Screener(LLM(engine, model, stage="screener")),
+        validator=Validator(
+            LLM(engine, model, stage="validator"), checklists=settings.checklists, k=settings.evidence_k
+        ),
+        controller=Controller(audit_llm, min_score=settings.grounding_min_score),
+        retriever=retriever,
+        thresholds=config.thresholds,
+    )
+
+
+def _default_index_dir(configured: str | None) -> Path:
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "livemed" / "evidence"
+
+
+def _print_funnel(funnel: Funnel) -> None:
+    from rich.table import Table
+
+    if not funnel.counts:
+        console.print("nothing new to curate")
+        return
+    table = Table(title="curation funnel (this run)")
+    for column in ("source", "stage", "in", "rejected", "out"):
+        table.add_column(column, justify="right" if column in ("in", "out") else "left")
+    for source, stage, count in funnel.rows():
+        reasons = ", ".join(f"{reason} {n}" for reason, n in count.rejected.most_common()) or "-"
+        table.add_row(source, stage, str(count.taken), reasons, str(count.passed))
+    console.print(table)

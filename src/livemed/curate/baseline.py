@@ -1,0 +1,162 @@
+"""`offline/curate-baseline`: a rule-based stand-in for the curation LLM (a BASELINE, not a model).
+
+It speaks the `Model` protocol so the chain runs unchanged (cache, accounting, provenance): it reads
+the task from the requested JSON schema's name and its inputs from the prompt's data blocks, and
+answers with rules —
+
+- Screener: labelled sections and sentence cues (age/sex regexes, symptom and history words,
+  question sentences from the asker, recommendation cues in physician replies);
+- Validator: Ely categories by keyword for s_cc, the checklist from the narrative fields for s_inf,
+  and lexical overlap between each advice element and its retrieved evidence for s_align
+  (≥ 50% of the advice's content words in the evidence → 1.0, ≥ 25% → 0.5, else 0.0);
+- Controller: it never vouches for a paraphrase, so only the deterministic fuzzy audit counts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from livemed.curate import rules
+from livemed.curate.controller import AuditOutput
+from livemed.curate.screener import ScreenerOutput
+from livemed.curate.untrusted import Block, parse_blocks
+from livemed.curate.validator import AlignmentOutput, AlignmentScore, ItemCheck, QueryCheck
+from livemed.models.base import Completion, FatalModelError, Message, Settings
+from livemed.records import Narrative
+
+ELY = {  # Ely categories by keyword; the first match names the query type
+    "diagnosis": r"\b(?:what (?:could|might|is|can) (?:this|it|be)|caus\w*|diagnos\w*|could (?:this|it) be"
+    r"|is (?:this|it) (?:a|an)|what is (?:this|wrong)|why)\b",
+    "treatment": r"\b(?:treat\w*|medications?|medicines?|drugs?|antibiotics?|creams?|pills?|take|dose"
+    r"|dosage|cure|therapy|relieve"
+    r"|get rid|help|stop|prevent)\b",
+    "management": r"\b(?:what should i do|should i|do i need|manage\w*|next step|how (?:can|do|should) i"
+    r"|see a|go to)\b",
+    "prognosis": r"\b(?:serious|dangerous|worr\w*|go away|normal|how long|permanent|risk|safe)\b",
+    "test": r"\b(?:tests?|scan|x-?ray|results?|levels?|blood work|mri)\b",
+}
+_ITEM_FIELDS = {
+    "chief complaint": "chief_complaint",
+    "onset/duration": "onset_duration",
+    "symptom characteristics": "symptoms",
+    "relevant history": "history",
+    "medications": "medications",
+    "allergies": "allergies",
+    "exam/labs": "exam_labs",
+    "timeline": "timeline",
+}
+_STOPWORDS = (
+    "the and for you your with that this are not but can will should would could have has had been "
+    "from they them their its also any all some more most very much may might must please make sure "
+    "try recommend suggest advise would like just get take use well about into than then there what "
+    "when which who how why our out over such only other each few own same too both doing does did"
+)
+_STOP = frozenset(_STOPWORDS.split())
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]{3,}", text.lower()) if w not in _STOP}
+
+
+def screen(prompt: str) -> ScreenerOutput:
+    blocks = parse_blocks(prompt)
+    text = {b.name: b.text for b in blocks}
+    if "report" in text:
+        report = text["report"]
+        return ScreenerOutput(
+            narrative=rules.extract_narrative(report),
+            query=rules.derived_query(report),
+            advice=rules.extract_advice(report, report=True),
+        )
+    post = text.get("post", "")
+    questions = rules.extract_questions(post) or rules.extract_questions(text.get("title", ""))
+    answers = "\n".join(b.text for b in blocks if b.name == "answer")
+    return ScreenerOutput(
+        narrative=rules.extract_narrative(post),
+        query=" ".join(questions),
+        advice=rules.extract_advice(answers),
+    )
+
+
+def check_query(prompt: str) -> QueryCheck:
+    blocks = {b.name: b for b in parse_blocks(prompt)}
+    query = blocks["query"].text if "query" in blocks else ""
+    derived = "query" in blocks and blocks["query"].attrs.get("derived") == "true"
+    kinds = [kind for kind, pattern in ELY.items() if re.search(pattern, query, re.IGNORECASE)]
+    narrative = (
+        Narrative.model_validate_json(blocks["narrative"].text) if "narrative" in blocks else Narrative()
+    )
+    line = re.search(r"^Checklist: (.*)$", prompt, re.MULTILINE)
+    items = [i.strip() for i in line.group(1).split(";")] if line else []
+    return QueryCheck(
+        s_cc=bool(kinds) and (derived or "?" in query),
+        query_type=kinds[0] if kinds else "non_clinical",
+        items=[ItemCheck(item=item, present=item_present(item, narrative)) for item in items],
+    )
+
+
+def item_present(item: str, narrative: Narrative) -> bool:
+    key = item.lower()
+    if key == "age":
+        return any(rules.AGE.search(f) for f in narrative.demographics)
+    if key in ("sex", "gender"):
+        return any(rules.SEX.search(f) for f in narrative.demographics)
+    if key in _ITEM_FIELDS:
+        return bool(getattr(narrative, _ITEM_FIELDS[key]))
+    words = content_words(item)
+    return any(words & content_words(fact) for _, fact in narrative.entities())
+
+
+def align(prompt: str) -> AlignmentOutput:
+    advice: dict[int, str] = {}
+    evidence: dict[int, list[Block]] = {}
+    for block in parse_blocks(prompt):
+        index = int(block.attrs.get("i", "-1"))
+        if block.name == "advice":
+            advice[index] = block.text
+        elif block.name == "evidence":
+            evidence.setdefault(index, []).append(block)
+    return AlignmentOutput(scores=[_lexical(i, text, evidence.get(i, [])) for i, text in advice.items()])
+
+
+def _lexical(index: int, advice: str, evidence: list[Block]) -> AlignmentScore:
+    words = content_words(advice)
+    best = (
+        max((len(words & content_words(b.text)) / len(words) for b in evidence), default=0.0)
+        if words
+        else 0.0
+    )
+    score = 1.0 if best >= 0.5 else 0.5 if best >= 0.25 else 0.0
+    return AlignmentScore(advice_index=index, score=score, rationale=f"lexical overlap {best:.2f}")
+
+
+TASKS: dict[str, Callable[[str], BaseModel]] = {
+    "ScreenerOutput": screen,
+    "QueryCheck": check_query,
+    "AlignmentOutput": align,
+    "AuditOutput": lambda prompt: AuditOutput(),
+}
+
+
+class CurationBaseline:
+    """The rule-based offline curation baseline, as a `Model`."""
+
+    id = "offline/curate-baseline"
+    endpoint = "in-process"
+    supports_json_schema = True
+
+    async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
+        task = (settings.json_schema or {}).get("name", "")
+        if task not in TASKS:
+            raise FatalModelError(f"{self.id} only answers the curation prompts (got schema {task!r})")
+        prompt = "\n".join(m["content"] for m in messages if m["role"] == "user")
+        text = json.dumps(TASKS[task](prompt).model_dump(mode="json"))
+        return Completion(text=text, finish_reason="stop", model=self.id)
+
+
+def curate_baseline() -> CurationBaseline:
+    return CurationBaseline()

@@ -1,0 +1,153 @@
+"""The curation chain, Screener → Validator → Controller, and its incremental run over the store.
+
+`curate(doc, …)` returns the accepted `Case` or the first stage's `Rejection` (id `<stage>:<doc id>`).
+`curate_store` runs it on every stored document that the prefilter kept and that has no outcome yet,
+through `run_stage`, so a run can be interrupted and resumed; `Funnel` counts what each stage took
+in, rejected (by reason) and passed on, per source.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+from livemed.config import Thresholds
+from livemed.curate.controller import Controller
+from livemed.curate.evidence import Retriever
+from livemed.curate.screener import Screener
+from livemed.curate.validator import Validator
+from livemed.pipeline import StageResult, batched, run_stage
+from livemed.records import Case, Doc, Provenance, Rejection, short_hash
+from livemed.store import Store
+
+STAGES = ("screener", "validator", "controller")
+
+
+async def curate(
+    doc: Doc,
+    *,
+    screener: Screener,
+    validator: Validator,
+    controller: Controller,
+    retriever: Retriever,
+    thresholds: Thresholds,
+) -> Case | Rejection:
+    """One document through the three agents, in sequence; the first rejection ends it."""
+    draft = await screener.screen(doc)
+    if isinstance(draft, Rejection):
+        return draft
+    validated = await validator.validate(draft, doc, retriever=retriever, thresholds=thresholds)
+    if isinstance(validated, Rejection):
+        return validated
+    accepted = await controller.audit(validated, doc)
+    if isinstance(accepted, Rejection):
+        return accepted
+    settings: dict[str, Any] = {
+        "temperature": 0,
+        "thresholds": thresholds.model_dump(),
+        "retriever": retriever.name,
+        "controller_llm": controller.llm is not None,
+    }
+    prompt_hash = short_hash(screener.prompt, validator.prompt, controller.prompt)
+    provenance = Provenance(model_id=screener.llm.id, prompt_hash=prompt_hash, settings=settings)
+    return accepted.model_copy(update={"provenance": provenance})
+
+
+@dataclass
+class Chain:
+    """The three agents with their retriever and thresholds, callable on one document."""
+
+    screener: Screener
+    validator: Validator
+    controller: Controller
+    retriever: Retriever
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    async def __call__(self, doc: Doc) -> Case | Rejection:
+        return await curate(
+            doc,
+            screener=self.screener,
+            validator=self.validator,
+            controller=self.controller,
+            retriever=self.retriever,
+            thresholds=self.thresholds,
+        )
+
+
+def output_ids(doc: Doc) -> list[str]:
+    """The ids a finished document leaves behind: its case, or a rejection by one of the stages."""
+    return [f"case:{doc.id}", *(f"{stage}:{doc.id}" for stage in STAGES)]
+
+
+def pending_docs(store: Store, *, limit: int | None = None, batch_size: int = 500) -> Iterator[Doc]:
+    """Stored documents kept by the prefilter and not curated yet, in id order."""
+
+    def candidates() -> Iterator[Doc]:
+        for batch in batched(store.iter(Doc), batch_size):
+            prefiltered = store.has("rejection", [f"prefilter:{d.id}" for d in batch])
+            ids = [i for d in batch for i in output_ids(d)]
+            done = store.has("case", ids) | store.has("rejection", ids)
+            for doc in batch:
+                if f"prefilter:{doc.id}" not in prefiltered and done.isdisjoint(output_ids(doc)):
+                    yield doc
+
+    return islice(candidates(), limit)
+
+
+@dataclass
+class StageCount:
+    taken: int = 0
+    passed: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class Funnel:
+    """Per source and stage: documents in, rejected by reason, out."""
+
+    counts: dict[str, dict[str, StageCount]] = field(
+        default_factory=lambda: defaultdict(lambda: {stage: StageCount() for stage in STAGES})
+    )
+
+    def add(self, source: str, outcome: Case | Rejection) -> None:
+        stages = self.counts[source]
+        last = outcome.stage if isinstance(outcome, Rejection) else None
+        for stage in STAGES:
+            stages[stage].taken += 1
+            if stage == last:
+                stages[stage].rejected[outcome.reason] += 1  # type: ignore[union-attr]
+                return
+            stages[stage].passed += 1
+
+    def rows(self) -> Iterable[tuple[str, str, StageCount]]:
+        for source in sorted(self.counts):
+            for stage in STAGES:
+                yield source, stage, self.counts[source][stage]
+
+
+async def curate_store(
+    store: Store, chain: Chain, *, limit: int | None = None, batch_size: int = 16
+) -> tuple[StageResult, Funnel]:
+    """Curate every pending document (at most `limit`), writing cases and rejections batch by batch."""
+    funnel = Funnel()
+
+    async def work(doc: Doc) -> list[Case | Rejection]:
+        return [await chain(doc)]
+
+    def count(doc: Doc, produced: Any) -> None:
+        for record in produced:
+            funnel.add(doc.source, record)
+
+    result = await run_stage(
+        store,
+        pending_docs(store, limit=limit),
+        work,
+        output_id=output_ids,
+        output_kinds=("case", "rejection"),
+        batch_size=batch_size,
+        on_item=count,
+    )
+    return result, funnel

@@ -1,0 +1,123 @@
+"""The Controller: a grounding audit of every narrative entity and advice element. It never rewrites.
+
+Each element must be traceable to explicit text in the source: narrative entities in the document
+(title, post or report, and for threads the eligible replies), advice in the replies it may come from
+(physician, verified or accepted answers for threads; the report for case reports). The deterministic
+audit matches each element (rapidfuzz, normalised text; see `grounding.locate`) and stores the matched
+source span. An optional LLM audit then
+looks at the elements the fuzzy match missed (paraphrases): the model must quote the supporting source
+text, and the quote itself must be found in the source. Any element still ungrounded rejects the case.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from livemed.curate.grounding import Normalised, locate, normalise
+from livemed.curate.screener import advice_texts, is_thread, reject
+from livemed.curate.untrusted import DATA_RULES, data_block
+from livemed.models import LLM, Message, Settings
+from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
+
+STAGE = "controller"
+DEFAULT_MIN_SCORE = 90.0
+
+AUDIT_PROMPT = f"""\
+You are the Controller of a medical benchmark curation pipeline. For each numbered element, decide
+whether the source text states it explicitly (a faithful paraphrase counts; an inference, a
+generalisation or anything added does not). When it is grounded, quote the exact source words that
+state it. When it is not, set grounded to false and leave the quote empty.
+
+{DATA_RULES}
+"""
+
+
+class ElementVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0)
+    grounded: bool
+    quote: str = ""
+
+
+class AuditOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    elements: list[ElementVerdict] = Field(default_factory=list)
+
+
+def narrative_source(doc: Doc) -> str:
+    """The document itself, plus the replies advice may come from (a physician may restate findings)."""
+    parts = [doc.title, doc.text, *(advice_texts(doc) if is_thread(doc) else [])]
+    return "\n\n".join(part for part in parts if part)
+
+
+def advice_source(doc: Doc) -> str:
+    return "\n\n".join(advice_texts(doc))
+
+
+def audit_messages(source: str, elements: list[tuple[int, str]]) -> list[Message]:
+    blocks = [data_block("source", source)]
+    blocks.extend(data_block("element", text, i=index) for index, text in elements)
+    return [{"role": "system", "content": AUDIT_PROMPT}, {"role": "user", "content": "\n\n".join(blocks)}]
+
+
+class Controller:
+    """Verifies grounding; `llm` (optional) audits the elements fuzzy matching missed."""
+
+    prompt = AUDIT_PROMPT
+
+    def __init__(self, llm: LLM | None = None, *, min_score: float = DEFAULT_MIN_SCORE) -> None:
+        self.llm = llm
+        self.min_score = min_score
+
+    async def audit(self, case: Case, doc: Doc) -> Case | Rejection:
+        groups = [
+            (narrative_source(doc), [(f, text) for f, text in case.narrative.entities()]),
+            (advice_source(doc), [("advice", text) for text in case.advice]),
+        ]
+        spans: list[GroundedSpan] = []
+        method = "fuzzy"
+        for source, elements in groups:
+            found = self.fuzzy(source, elements)
+            if self.llm is not None and any(s.source_span is None for s in found):
+                found = await self.llm_audit(source, found)
+                method = "fuzzy+llm"
+            spans.extend(found)
+        ungrounded = [f"{s.field}: {s.element}" for s in spans if s.source_span is None]
+        audit = GroundingAudit(passed=not ungrounded, method=method, spans=spans, ungrounded=ungrounded)
+        if ungrounded:
+            return reject(doc, "ungrounded", "; ".join(ungrounded), stage=STAGE)
+        return case.model_copy(update={"grounding": audit, "status": "accepted"})
+
+    def fuzzy(self, source: str, elements: list[tuple[str, str]]) -> list[GroundedSpan]:
+        hay = normalise(source)
+        return [self._span(field, text, source, hay) for field, text in elements]
+
+    def _span(self, field: str, text: str, source: str, hay: Normalised) -> GroundedSpan:
+        match = locate(text, source, hay)
+        grounded = match.score >= self.min_score and match.span is not None
+        return GroundedSpan(
+            element=text,
+            field=field,
+            source_span=match.span if grounded else None,
+            start=match.start if grounded else None,
+            end=match.end if grounded else None,
+            score=round(match.score, 2),
+        )
+
+    async def llm_audit(self, source: str, spans: list[GroundedSpan]) -> list[GroundedSpan]:
+        assert self.llm is not None
+        todo = [(i, s.element) for i, s in enumerate(spans) if s.source_span is None]
+        result = await self.llm.structured(audit_messages(source, todo), AuditOutput, Settings(temperature=0))
+        if result.value is None:
+            return spans
+        hay = normalise(source)
+        updated = list(spans)
+        for verdict in result.value.elements:
+            if verdict.grounded and verdict.quote.strip() and 0 <= verdict.index < len(spans):
+                span = updated[verdict.index]
+                quoted = self._span(span.field, verdict.quote, source, hay)
+                if quoted.source_span is not None and span.source_span is None:
+                    updated[verdict.index] = quoted.model_copy(update={"element": span.element})
+        return updated

@@ -1,0 +1,114 @@
+"""Evidence corpora: passages read from JSONL (`id, title, text, url, licence`) or from MedQuAD."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from livemed.config import describe_validation_error
+from livemed.errors import InputFileError
+from livemed.records import short_hash
+
+MEDQUAD_LICENCE = "CC BY 4.0"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_TOKEN = re.compile(r"[a-z0-9]{3,}")
+
+
+class Passage(BaseModel):
+    """One evidence passage."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1)
+    title: str = ""
+    text: str = Field(min_length=1)
+    url: str | None = None
+    licence: str | None = None
+
+
+def _open(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        handle = _open(path)
+    except FileNotFoundError:
+        raise InputFileError(path, "evidence corpus not found") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputFileError(path, f"invalid JSON: {exc.msg}", number) from None
+            if not isinstance(data, dict):
+                raise InputFileError(path, "each line must be a JSON object", number)
+            yield number, data
+
+
+def load_corpus(path: str | Path) -> list[Passage]:
+    """Passages from a JSONL (or .jsonl.gz) file with fields id, title, text, url, licence."""
+    path = Path(path)
+    passages = []
+    for number, data in _lines(path):
+        try:
+            passages.append(Passage.model_validate(data))
+        except ValidationError as exc:
+            raise InputFileError(path, describe_validation_error(exc), number) from None
+    return passages
+
+
+def load_medquad(path: str | Path) -> list[Passage]:
+    """MedQuAD answered pairs (`qid, focus, question, answer, url, …`), one passage per distinct answer."""
+    path = Path(path)
+    passages: list[Passage] = []
+    seen: set[str] = set()
+    for number, data in _lines(path):
+        answer = str(data.get("answer") or "").strip()
+        qid = data.get("qid")
+        if not qid:
+            raise InputFileError(path, "a MedQuAD line needs 'qid'", number)
+        if not answer or answer in seen:
+            continue
+        seen.add(answer)
+        title = " — ".join(str(part) for part in (data.get("focus"), data.get("question")) if part)
+        passages.append(
+            Passage(
+                id=f"medquad:{qid}", title=title, text=answer, url=data.get("url"), licence=MEDQUAD_LICENCE
+            )
+        )
+    return passages
+
+
+def corpus_hash(passages: list[Passage]) -> str:
+    """A digest of the corpus content: the key of its on-disk index."""
+    return short_hash(*(f"{p.id}\x1e{p.title}\x1e{p.text}" for p in passages))
+
+
+def tokens(text: str) -> set[str]:
+    return set(_TOKEN.findall(text.lower()))
+
+
+def snippet(text: str, query: str, *, max_chars: int = 400) -> str:
+    """The one or two consecutive sentences of `text` that share the most words with `query`."""
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    if not sentences:
+        return text[:max_chars]
+    wanted = tokens(query)
+    best, best_overlap = sentences[0], -1
+    for i in range(len(sentences)):
+        window = " ".join(sentences[i : i + 2])
+        overlap = len(wanted & tokens(window))
+        if overlap > best_overlap:
+            best, best_overlap = window, overlap
+    return best if len(best) <= max_chars else best[: max_chars - 1].rstrip() + "…"

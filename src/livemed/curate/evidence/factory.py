@@ -1,0 +1,67 @@
+"""Build the retriever a command asked for (reads the corpus file; stages only receive the retriever)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from livemed.curate.evidence import NoEvidence, Retriever
+from livemed.curate.evidence.corpus import Passage, load_corpus, load_medquad
+from livemed.errors import ConfigError
+
+
+def detect_format(path: Path) -> str:
+    """'medquad' when the first line has MedQuAD's fields, else 'jsonl'."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            first = handle.readline()
+        data = json.loads(first)
+    except (OSError, ValueError):
+        return "jsonl"
+    return "medquad" if isinstance(data, dict) and {"qid", "answer"} <= data.keys() else "jsonl"
+
+
+def load_passages(path: str | Path, fmt: str = "auto") -> list[Passage]:
+    path = Path(path)
+    if fmt == "auto":
+        fmt = detect_format(path)
+    return load_medquad(path) if fmt == "medquad" else load_corpus(path)
+
+
+def build_retriever(
+    kind: str,
+    *,
+    evidence: str | None,
+    evidence_format: str = "auto",
+    index_dir: Path | None = None,
+    dense_model: str | None = None,
+) -> Retriever:
+    """The retriever named `kind` ('bm25', 'europepmc', 'dense' or 'none')."""
+    if kind == "none":
+        return NoEvidence()
+    if kind == "europepmc":
+        from livemed.curate.evidence.europepmc import EuropePMCRetriever
+
+        return EuropePMCRetriever()
+    if not evidence:
+        raise ConfigError(
+            f"the {kind} retriever needs an evidence corpus: pass --evidence PATH (JSONL with id, title, "
+            "text, url, licence, or MedQuAD's medquad_answered_pairs.jsonl.gz) or set curate.evidence "
+            "in livemed.toml"
+        )
+    passages = load_passages(evidence, evidence_format)
+    if not passages:
+        raise ConfigError(f"evidence corpus {evidence} has no passages")
+    if kind == "dense":
+        from livemed.curate.evidence.dense import DenseRetriever, sentence_transformer
+
+        if not dense_model:
+            raise ConfigError(
+                "the dense retriever needs curate.dense_model in livemed.toml (a sentence-transformers model)"
+            )
+        return DenseRetriever(passages, sentence_transformer(dense_model))
+    from livemed.curate.evidence.bm25 import BM25Retriever
+
+    return BM25Retriever(passages, cache_dir=index_dir)

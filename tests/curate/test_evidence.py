@@ -1,0 +1,141 @@
+"""Evidence retrieval: corpora, BM25 on disk, MedQuAD, Europe PMC over HTTP, dense with a fake encoder."""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from livemed.curate.evidence import NoEvidence, Retriever, load_corpus, load_medquad, snippet
+from livemed.curate.evidence.bm25 import BM25Retriever
+from livemed.curate.evidence.dense import DenseRetriever, sentence_transformer
+from livemed.curate.evidence.europepmc import EuropePMCRetriever
+from livemed.curate.evidence.factory import build_retriever, detect_format
+from livemed.errors import ConfigError, InputFileError, MissingDependencyError
+from tests.curate.conftest import PASSAGES
+from tests.fakes.europepmc import FakeEuropePMC, europepmc_server
+
+
+def test_load_corpus_reads_passages_and_names_bad_lines(tmp_path: Path, corpus_file: Path) -> None:
+    assert [p.id for p in load_corpus(corpus_file)] == [p.id for p in PASSAGES]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "a", "text": "ok"}) + "\n" + json.dumps({"id": "b"}) + "\n")
+    with pytest.raises(InputFileError, match=r"bad.jsonl:2: text"):
+        load_corpus(bad)
+    bad.write_text("{not json\n")
+    with pytest.raises(InputFileError, match=r"bad.jsonl:1: invalid JSON"):
+        load_corpus(bad)
+
+
+async def test_bm25_finds_supporting_passages_and_persists_its_index(tmp_path: Path) -> None:
+    retriever = BM25Retriever(PASSAGES, cache_dir=tmp_path)
+    assert isinstance(retriever, Retriever)
+    assert not retriever.loaded_from_disk
+    hits = await retriever.search("avoid amoxicillin with a penicillin allergy", k=2)
+    assert hits[0].id == "ev:penicillin"
+    assert "amoxicillin" in hits[0].snippet
+    assert hits[0].score > 0
+    assert await retriever.search("zebra unicorn") == []  # no overlap is no evidence
+    again = BM25Retriever(PASSAGES, cache_dir=tmp_path)
+    assert again.loaded_from_disk
+    assert again.index_dir == retriever.index_dir
+    assert [h.id for h in await again.search("avoid amoxicillin", k=1)] == ["ev:penicillin"]
+    changed = BM25Retriever(PASSAGES[:2], cache_dir=tmp_path)
+    assert not changed.loaded_from_disk
+    assert changed.index_dir != retriever.index_dir
+
+
+def test_snippet_picks_the_best_sentences() -> None:
+    text = "Alpha beta. Fluids and rest help. Gamma delta. Epsilon."
+    assert snippet(text, "rest and fluids") == "Alpha beta. Fluids and rest help."
+
+
+@pytest.mark.shared_data
+async def test_medquad_loads_and_retrieves(shared_data: Path, tmp_path: Path) -> None:
+    path = shared_data / "medquad" / "medquad_answered_pairs.jsonl.gz"
+    assert detect_format(path) == "medquad"
+    passages = load_medquad(path)
+    assert len(passages) == 15809  # distinct answers, per SOURCE.md
+    assert passages[0].id.startswith("medquad:")
+    assert passages[0].licence == "CC BY 4.0"
+    assert passages[0].url
+    subset = [p for p in passages if "Leukemia" in p.title][:300]
+    hits = await BM25Retriever(subset).search(
+        "signs of acute lymphoblastic leukemia: fever and easy bruising"
+    )
+    assert hits
+    assert "bruising" in hits[0].snippet.lower()
+
+
+async def test_europepmc_over_http(tmp_path: Path) -> None:
+    results = [
+        {
+            "id": "123",
+            "source": "MED",
+            "title": "Pharyngitis",
+            "abstractText": "Rest and fluids help. Other.",
+        },
+        {"id": "456", "source": "PMC", "title": "No abstract"},
+    ]
+    with europepmc_server(FakeEuropePMC(results=results)) as fake:
+        retriever = EuropePMCRetriever(base_url=fake.base_url)
+        hits = await retriever.search("fluids and rest for sore throat", k=2)
+    assert [h.id for h in hits] == ["europepmc:MED:123"]
+    assert hits[0].url == "https://europepmc.org/article/MED/123"
+    assert hits[0].snippet.startswith("Rest")
+    assert fake.requests[0]["query"] == ["fluids and rest for sore throat"]
+    assert fake.requests[0]["format"] == ["json"]
+    assert fake.requests[0]["pageSize"] == ["2"]
+
+
+async def test_europepmc_failure_is_no_evidence_and_counted() -> None:
+    with europepmc_server(FakeEuropePMC(status=503)) as fake:
+        retriever = EuropePMCRetriever(base_url=fake.base_url)
+        assert await retriever.search("anything") == []
+    assert len(retriever.errors) == 1
+    assert "503" in retriever.errors[0]
+
+
+class FakeEncoder:
+    """Bag-of-words vectors over a tiny vocabulary: similar words, similar vectors."""
+
+    vocabulary = ("fluids", "rest", "amoxicillin", "penicillin", "aspirin", "statin")
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        return np.array([[t.lower().count(w) for w in self.vocabulary] for t in texts], dtype=float)
+
+
+async def test_dense_retrieval_with_a_fake_encoder() -> None:
+    retriever = DenseRetriever(PASSAGES, FakeEncoder(), min_score=0.5)
+    hits = await retriever.search("is amoxicillin safe with penicillin allergy", k=3)
+    assert [h.id for h in hits] == ["ev:penicillin"]
+    assert await retriever.search("completely unrelated words") == []
+
+
+def test_dense_without_the_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def blocked(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("sentence_transformers"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", blocked)
+    with pytest.raises(MissingDependencyError, match=r"livemed\[dense\]"):
+        sentence_transformer("any/model")
+
+
+def test_build_retriever(tmp_path: Path, corpus_file: Path) -> None:
+    assert isinstance(build_retriever("none", evidence=None), NoEvidence)
+    bm25 = build_retriever("bm25", evidence=str(corpus_file), index_dir=tmp_path)
+    assert isinstance(bm25, BM25Retriever)
+    assert len(bm25.passages) == len(PASSAGES)
+    with pytest.raises(ConfigError, match="--evidence"):
+        build_retriever("bm25", evidence=None)
+    with pytest.raises(ConfigError, match="dense_model"):
+        build_retriever("dense", evidence=str(corpus_file))

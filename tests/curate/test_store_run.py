@@ -1,0 +1,81 @@
+"""Curation over the store: incremental, resumable, prefilter-aware, with a funnel per source."""
+
+from __future__ import annotations
+
+from livemed.curate import curate_store, output_ids, pending_docs
+from livemed.records import Case, Doc, Rejection
+from livemed.store import Store
+from tests.curate.conftest import baseline_chain, report, thread
+
+
+def _docs() -> list[Doc]:
+    return [
+        thread("a"),
+        thread("b", answer=None),
+        thread("c", source="other-forum"),
+        report("r"),
+        thread("skipped"),
+    ]
+
+
+def _prefilter(doc: Doc) -> Rejection:
+    return Rejection(stage="prefilter", reason="too_short", record_kind="doc", record_id=doc.id)
+
+
+async def test_curate_store_writes_outcomes_and_resumes(any_store: Store) -> None:
+    sqlite_store = any_store  # SQLite, and PostgreSQL when configured
+    docs = _docs()
+    sqlite_store.put([*docs, _prefilter(docs[-1])])
+    chain = baseline_chain()
+    result, funnel = await curate_store(sqlite_store, chain)
+    assert result.processed == 4
+    assert result.written == {"case": 3, "rejection": 1}
+    assert sqlite_store.get(Case, "case:forum:a") is not None
+    rejection = sqlite_store.get(Rejection, "screener:forum:b")
+    assert rejection is not None
+    assert rejection.reason == "missing_advice"
+    assert sqlite_store.get(Case, "case:forum:skipped") is None  # the prefilter rejected it
+    forum = funnel.counts["forum"]
+    assert (forum["screener"].taken, forum["screener"].passed) == (2, 1)
+    assert forum["screener"].rejected == {"missing_advice": 1}
+    assert (forum["controller"].taken, forum["controller"].passed) == (1, 1)
+    assert funnel.counts["journal"]["controller"].passed == 1
+    again, funnel_again = await curate_store(sqlite_store, chain)
+    assert again.processed == 0
+    assert not funnel_again.counts
+
+
+async def test_limit_counts_only_new_documents(sqlite_store: Store) -> None:
+    sqlite_store.put(_docs()[:4])
+    first, _ = await curate_store(sqlite_store, baseline_chain(), limit=2)
+    second, _ = await curate_store(sqlite_store, baseline_chain(), limit=2)
+    assert (first.processed, second.processed) == (2, 2)
+    assert list(pending_docs(sqlite_store)) == []
+
+
+async def test_a_rejection_by_any_chain_stage_marks_the_document_done(sqlite_store: Store) -> None:
+    doc = thread("z")
+    later = Rejection(stage="controller", reason="ungrounded", record_kind="doc", record_id=doc.id)
+    sqlite_store.put([doc, later])
+    assert later.id in output_ids(doc)
+    assert list(pending_docs(sqlite_store)) == []
+    result, _ = await curate_store(sqlite_store, baseline_chain())
+    assert result.processed == 0
+
+
+async def test_run_stage_accepts_several_output_ids_per_item(sqlite_store: Store) -> None:
+    from livemed.pipeline import run_stage
+
+    docs = [thread("x"), thread("y")]
+    sqlite_store.put([Rejection(stage="validator", reason="r", record_kind="doc", record_id=docs[0].id)])
+    seen: list[str] = []
+
+    async def work(doc: Doc) -> list[Rejection]:
+        seen.append(doc.id)
+        return [Rejection(stage="screener", reason="r", record_kind="doc", record_id=doc.id)]
+
+    result = await run_stage(
+        sqlite_store, docs, work, output_id=output_ids, output_kinds=("case", "rejection")
+    )
+    assert seen == ["forum:y"]
+    assert (result.seen, result.skipped, result.processed) == (2, 1, 1)
