@@ -54,4 +54,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # Command modules register themselves on `app`.
-from livemed.cli import store_commands  # noqa: E402,F401
+from livemed.cli import (  # noqa: E402
+    analysis,  # noqa: F401
+    store_commands,  # noqa: F401
+)
