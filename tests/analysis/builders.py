@@ -25,6 +25,16 @@ from livemed.records import (
 )
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
+CONTAMINATED_CUTOFF = 240  # day: fake/strong scores higher on cases published up to then
+CUTOFFS_TOML = """\
+[models."fake/strong"]
+cutoff = 2024-08-28
+source = "test fixture: day 240"
+
+[models."fake/weak"]
+cutoff = 2024-10-27
+source = "test fixture: day 300"
+"""
 SCRIPT = "<script>window.__pwned = 1; document.title = 'pwned'</script>"
 
 
@@ -147,6 +157,8 @@ def _answer(
         provenance=Provenance(model_id=model, prompt_hash="answerprompt01"),
     )
     skill = 0.8 - 0.2 * m
+    if model == "fake/strong" and case.published <= day(CONTAMINATED_CUTOFF):
+        skill += 0.2
     met = [bool(rng.random() < skill) for _ in rubric.criteria[:3]] + [bool(rng.random() < 0.5 - 0.2 * skill)]
     grades = [
         Grade(

@@ -178,8 +178,10 @@ def trends_chart(rows: Sequence[TrendRow], models: Sequence[str]) -> Chart:
         y = bottom - tick * (bottom - top)
         chart.add("line", x=left, y=y, x2=right, y2=y, stroke="#e5e7eb", css="grid")
         chart.add("text", x=left - 6, y=y + 4, text=f"{tick:.2f}", anchor="end", size=11, fill="#6b7280")
-    for month in month_list:
-        chart.add("text", x=x_of(month), y=bottom + 16, text=month, anchor="middle", size=11, fill="#6b7280")
+    every = max(1, -(-len(month_list) // 10))  # at most ~10 month labels
+    for index, month in enumerate(month_list):
+        if index % every == 0:
+            chart.add("text", x=x_of(month), y=bottom + 16, text=month, anchor="middle", size=11, fill="#6b7280")
     for i, model in enumerate(models):
         points = [
             (x_of(r.month), bottom - min(max(r.mean, 0.0), 1.0) * (bottom - top), r)
