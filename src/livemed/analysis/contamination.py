@@ -222,8 +222,8 @@ def analyse(
     for model, group in groups.items():
         found = find_cutoff(model, dict(registry))
         if found is None or not dates:
-            out.append(ContaminationRow(model=model, status="no cutoff", n_full=len(group),
-                                        note="no training cutoff registered for this model"))  # fmt: skip
+            note = "no training cutoff registered for this model" if found is None else "no dated cases"
+            out.append(ContaminationRow(model=model, status="no cutoff", n_full=len(group), note=note))
             continue
         row = _base_row(model, group, found, s)
         _classify(row, (min(dates), max(dates)), s)

@@ -181,7 +181,8 @@ def trends_chart(rows: Sequence[TrendRow], models: Sequence[str]) -> Chart:
     every = max(1, -(-len(month_list) // 10))  # at most ~10 month labels
     for index, month in enumerate(month_list):
         if index % every == 0:
-            chart.add("text", x=x_of(month), y=bottom + 16, text=month, anchor="middle", size=11, fill="#6b7280")
+            x = x_of(month)
+            chart.add("text", x=x, y=bottom + 16, text=month, anchor="middle", size=11, fill="#6b7280")
     for i, model in enumerate(models):
         points = [
             (x_of(r.month), bottom - min(max(r.mean, 0.0), 1.0) * (bottom - top), r)
