@@ -10,7 +10,7 @@ from livemed.records import Score
 from livemed.reports.build import ReportData, build_report
 from livemed.reports.html import render_html, write_report
 from livemed.store import Store
-from tests.analysis.builders import SCRIPT
+from tests.analysis.builders import SCRIPT, study
 from tests.reports.conftest import FAST, registry
 
 
@@ -50,7 +50,7 @@ def test_every_section_is_there_with_the_analysis_numbers(report_data: ReportDat
         assert f'id="{anchor}"' in html
     for row in report_data.leaderboard:
         assert f'<td class="n strong">{row.mean:.3f}</td>' in html
-    assert html.count("<svg") == 5
+    assert html.count("<svg") == 6
     strong = next(r for r in report_data.contamination.rows if r.model == "fake/strong")
     assert strong.status == "tested"
     assert f"{strong.pre_minus_post:.3f}" in html
@@ -76,3 +76,13 @@ def test_json_in_the_page_cannot_close_its_script(report_store: Store, tmp_path:
     html = path.read_text(encoding="utf-8")
     assert html.count("<script") == 2
     assert evil in [r["model"] for r in _embedded_json(html)["leaderboard"]]
+
+
+def test_report_builds_on_every_store_backend(any_store: Store) -> None:
+    any_store.put(study(n_cases=12))
+    data = build_report(any_store, registry(), settings=FAST, max_cases=4)
+    assert [row.n_cases for row in data.leaderboard] == [12, 12, 12]
+    assert len(data.cases) == 4
+    assert data.cases[0].case.published > data.cases[-1].case.published  # most recent first
+    assert all(len(view.answers) == 3 and len(view.answers[0].results) == 4 for view in data.cases)
+    assert sum(row.documents for row in data.funnel) == 18

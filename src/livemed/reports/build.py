@@ -22,6 +22,7 @@ from livemed.reports.charts import (
     Chart,
     axes_chart,
     contamination_chart,
+    funnel_chart,
     leaderboard_chart,
     taxonomy_chart,
     trends_chart,
@@ -129,6 +130,7 @@ def _charts(data: ReportData) -> dict[str, Chart]:
         "contamination": contamination_chart(data.contamination.rows),
         "trends": trends_chart(data.trends, models),
         "taxonomy": taxonomy_chart(data.taxonomy),
+        "funnel": funnel_chart(data.funnel),
     }
 
 

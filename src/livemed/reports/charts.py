@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from livemed.analysis.contamination import ContaminationRow
+from livemed.analysis.funnel import FunnelRow
 from livemed.analysis.leaderboard import LeaderboardRow
 from livemed.analysis.taxonomy import CATEGORIES, DistributionRow
 from livemed.analysis.trends import TrendRow, months
@@ -233,4 +234,38 @@ def taxonomy_chart(rows: Sequence[DistributionRow]) -> Chart:
                         fill="#ffffff",
                     )
             x += w
+    return chart
+
+
+FUNNEL_STEPS = (("documents", "#94a3b8"), ("cases", "#2563eb"), ("rubrics", "#7c3aed"), ("scored", "#059669"))
+
+
+def funnel_chart(rows: Sequence[FunnelRow]) -> Chart:
+    """Per source: documents harvested, cases curated, rubrics written, cases scored (bar length ∝ count)."""
+    bar_h, group_gap, top = 14.0, 16.0, 24.0
+    group_h = bar_h * len(FUNNEL_STEPS) + group_gap
+    chart = Chart(WIDTH, top + group_h * len(rows), "Curation funnel: documents → cases → rubrics → scored")
+    for j, (name, fill) in enumerate(FUNNEL_STEPS):
+        chart.add("rect", x=LABEL_W + j * 120, y=4, w=10, h=10, fill=fill)
+        chart.add("text", x=LABEL_W + j * 120 + 14, y=13, text=name, size=11, fill="#374151")
+    biggest = max([max(r.documents, r.cases) for r in rows] + [1])
+    for i, row in enumerate(rows):
+        y0 = top + i * group_h
+        chart.add(
+            "text", x=LABEL_W - 8, y=y0 + 2 * bar_h, text=row.source, anchor="end", size=12, fill="#111827"
+        )
+        for j, (name, fill) in enumerate(FUNNEL_STEPS):
+            count = int(getattr(row, name))
+            y = y0 + j * bar_h
+            w = count / biggest * (WIDTH - 120 - LABEL_W)
+            chart.add(
+                "rect",
+                x=LABEL_W,
+                y=y + 1,
+                w=max(w, 1.0),
+                h=bar_h - 3,
+                fill=fill,
+                title=f"{row.source} {name}: {count}",
+            )
+            chart.add("text", x=LABEL_W + w + 6, y=y + bar_h - 3, text=str(count), size=10, fill="#374151")
     return chart
