@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from livemed.analysis.contamination import ContaminationResult
-from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison
-from livemed.analysis.taxonomy import CATEGORIES, DistributionRow
-from livemed.analysis.trends import TrendRow
+from livemed.analysis.taxonomy import CATEGORIES
+
+if TYPE_CHECKING:  # the analysis modules import scipy: keep `livemed --help` fast
+    from livemed.analysis.contamination import ContaminationResult
+    from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison
+    from livemed.analysis.taxonomy import DistributionRow
+    from livemed.analysis.trends import TrendRow
 
 
 def num(value: float | None, digits: int = 3) -> str:
