@@ -154,3 +154,11 @@ def test_bad_registry_names_the_file(tmp_path: Path) -> None:
         load_cutoffs(path)
     with pytest.raises(InputFileError, match="cannot read"):
         load_cutoffs(tmp_path / "missing.toml")
+
+
+def test_too_few_pre_cutoff_cases_is_insufficient_data_too() -> None:
+    days = list(range(91, 100)) + list(range(100, 160))  # 9 cases up to the cutoff (day 99), 60 after
+    row = analyse(rows("fake/contaminated", [0.9] * 9 + [0.1] * 60, days), REGISTRY, FAST).rows[0]
+    assert (row.n_pre, row.n_post) == (9, 60)
+    assert row.status == "insufficient data"
+    assert row.verdict is None
