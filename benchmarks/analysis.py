@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.analysis.builders import day, study
 
-from livemed.analysis.contamination import Settings, analyse
+from livemed.analysis.contamination import AnalysisSettings, analyse
 from livemed.analysis.cutoffs import CutoffEntry
 from livemed.analysis.inputs import CaseScore
 from livemed.analysis.leaderboard import leaderboard
@@ -52,7 +52,7 @@ def main() -> None:
         for i in range(args.cases)
     ]
     registry = {f"m{m}": CutoffEntry(cutoff=date(2024, 3 + m, 1), source="bench") for m in range(args.models)}
-    settings = Settings()  # 2000 bootstrap resamples, 5000 permutations
+    settings = AnalysisSettings()  # 2000 bootstrap resamples, 5000 permutations
     print(f"{args.cases} cases x {args.models} models = {len(rows)} scores")
     timed("leaderboard (2000 resamples per model)", lambda: leaderboard(rows))
     timed("contamination (bootstrap, permutation, drift, BH)", lambda: analyse(rows, registry, settings))

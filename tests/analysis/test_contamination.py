@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from livemed.analysis.contamination import Settings, analyse
+from livemed.analysis.contamination import AnalysisSettings, analyse
 from livemed.analysis.cutoffs import CutoffEntry, bundled_cutoffs, find_cutoff, load_cutoffs
 from livemed.analysis.inputs import CaseScore
 from livemed.analysis.stats import benjamini_hochberg
@@ -16,7 +16,7 @@ from livemed.errors import InputFileError
 from tests.analysis.builders import START, rows
 
 CUTOFF = (START + timedelta(days=99)).date()  # cases on days 0..99 are pre-cutoff
-FAST = Settings(resamples=1000, permutations=1000)
+FAST = AnalysisSettings(resamples=1000, permutations=1000)
 
 
 def entry(day: date) -> CutoffEntry:

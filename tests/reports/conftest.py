@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from livemed.analysis.contamination import Settings
+from livemed.analysis.contamination import AnalysisSettings
 from livemed.analysis.cutoffs import CutoffEntry, parse_cutoffs
 from livemed.analysis.taxonomy import heuristic_label
 from livemed.reports.build import ReportData, build_report
 from livemed.store import Store
 from tests.analysis.builders import CUTOFFS_TOML, study
 
-FAST = Settings(resamples=1000, permutations=1000, min_post=5, min_pre=5)
+FAST = AnalysisSettings(resamples=1000, permutations=1000, min_post=5, min_pre=5)
 
 
 def registry() -> dict[str, CutoffEntry]:

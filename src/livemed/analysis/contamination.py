@@ -87,7 +87,9 @@ class ContaminationResult(BaseModel):
     summary: ContaminationSummary
 
 
-class Settings(BaseModel):
+class AnalysisSettings(BaseModel):
+    """Settings shared by the analyses: guards, false discovery rate, resampling, seed."""
+
     min_post: int = 50
     min_pre: int = 10
     alpha: float = 0.05
@@ -111,7 +113,7 @@ def _split(rows: Sequence[CaseScore], cutoff: date) -> tuple[list[float], list[f
 
 
 def _base_row(
-    model: str, rows: Sequence[CaseScore], found: tuple[str, CutoffEntry], s: Settings
+    model: str, rows: Sequence[CaseScore], found: tuple[str, CutoffEntry], s: AnalysisSettings
 ) -> ContaminationRow:
     key, entry = found
     dated = [r for r in rows if r.published is not None]
@@ -132,7 +134,7 @@ def _base_row(
     return row
 
 
-def _classify(row: ContaminationRow, case_range: tuple[date, date], settings: Settings) -> None:
+def _classify(row: ContaminationRow, case_range: tuple[date, date], settings: AnalysisSettings) -> None:
     first, last = case_range
     assert row.cutoff is not None
     if row.cutoff >= last:
@@ -149,7 +151,7 @@ def _classify(row: ContaminationRow, case_range: tuple[date, date], settings: Se
         )
 
 
-def _test(row: ContaminationRow, rows: Sequence[CaseScore], settings: Settings) -> None:
+def _test(row: ContaminationRow, rows: Sequence[CaseScore], settings: AnalysisSettings) -> None:
     assert row.cutoff is not None
     dated = [r for r in rows if r.published is not None]
     pre, post = _split(dated, row.cutoff)
@@ -168,7 +170,10 @@ def _test(row: ContaminationRow, rows: Sequence[CaseScore], settings: Settings) 
 
 
 def _drift(
-    row: ContaminationRow, rows: Sequence[CaseScore], controls: Mapping[str, Sequence[CaseScore]], s: Settings
+    row: ContaminationRow,
+    rows: Sequence[CaseScore],
+    controls: Mapping[str, Sequence[CaseScore]],
+    s: AnalysisSettings,
 ) -> None:
     """Difference-in-differences against the controls' per-case mean, split at this model's cutoff."""
     assert row.cutoff is not None
@@ -212,10 +217,10 @@ def _verdict(row: ContaminationRow, alpha: float) -> None:
 
 
 def analyse(
-    rows: Sequence[CaseScore], registry: Mapping[str, CutoffEntry], settings: Settings | None = None
+    rows: Sequence[CaseScore], registry: Mapping[str, CutoffEntry], settings: AnalysisSettings | None = None
 ) -> ContaminationResult:
     """The contamination table for every model in `rows`, and the across-model summary."""
-    s = settings or Settings()
+    s = settings or AnalysisSettings()
     groups = by_model(rows)
     dates = [_day(r.published) for r in rows if r.published is not None]
     out: list[ContaminationRow] = []
@@ -243,7 +248,7 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else value
 
 
-def _summary(rows: list[ContaminationRow], s: Settings, controls: list[str]) -> ContaminationSummary:
+def _summary(rows: list[ContaminationRow], s: AnalysisSettings, controls: list[str]) -> ContaminationSummary:
     tested = [r for r in rows if r.status == "tested"]
     significant = [r for r in tested if r.significant]
     return ContaminationSummary(

@@ -23,7 +23,7 @@ from livemed.cli.context import AppState, console, state
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
-    from livemed.analysis.contamination import Settings
+    from livemed.analysis.contamination import AnalysisSettings
     from livemed.analysis.cutoffs import CutoffEntry
 
 JUDGE = typer.Option(None, "--judge", help="Judge whose scores to analyse (needed when there are several).")
@@ -34,11 +34,11 @@ RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resample
 CUTOFFS = typer.Option(None, "--cutoffs", help="Your cutoff registry (TOML), on top of the bundled one.")
 
 
-def _settings(app_state: AppState, seed: int | None, resamples: int | None) -> Settings:
-    from livemed.analysis.contamination import Settings
+def _settings(app_state: AppState, seed: int | None, resamples: int | None) -> AnalysisSettings:
+    from livemed.analysis.contamination import AnalysisSettings
 
     a = app_state.config.analysis
-    return Settings(
+    return AnalysisSettings(
         min_post=a.min_post_cases,
         min_pre=a.min_pre_cases,
         alpha=a.alpha,

@@ -10,7 +10,7 @@ from itertools import chain
 
 from livemed import __version__
 from livemed.analysis.collect import ScoreSet, load_scores
-from livemed.analysis.contamination import ContaminationResult, Settings, analyse
+from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
 from livemed.analysis.cutoffs import CutoffEntry
 from livemed.analysis.funnel import FunnelRow, ReasonRow, funnel
 from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison, compare, leaderboard
@@ -54,7 +54,7 @@ class ReportData:
     store: str
     judge: str | None
     convention: str
-    settings: Settings
+    settings: AnalysisSettings
     leaderboard: list[LeaderboardRow]
     comparisons: list[PairedComparison]
     contamination: ContaminationResult
@@ -78,14 +78,14 @@ def build_report(
     store: Store,
     registry: Mapping[str, CutoffEntry],
     *,
-    settings: Settings | None = None,
+    settings: AnalysisSettings | None = None,
     judge: str | None = None,
     convention: str = "livemed",
     max_cases: int = 100,
     title: str = "livemed report",
 ) -> ReportData:
     """Everything the HTML report shows, computed by the analysis functions from the store."""
-    s = settings or Settings()
+    s = settings or AnalysisSettings()
     scored = load_scores(store, judge=judge, convention=convention)
     cases = {case.id: case for case in store.iter(Case)}
     board = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed)
