@@ -123,3 +123,31 @@ def test_report_writes_html_and_tables(project: Path) -> None:
     assert html.count('class="case"') == 5
     assert (project / "site" / "index-tables" / "contamination.csv").exists()
     assert "open it in a browser" in out
+
+
+def test_taxonomy_llm_classifier_labels_once_and_records_usage(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed import models
+    from livemed.models.fake import FakeModel
+
+    classifier = FakeModel(
+        "fake/classifier",
+        function=lambda messages, settings: '{"category": "CNIF", "rationale": "ignores CKD"}',
+    )
+    monkeypatch.setattr(models, "get_model", lambda model_id, config=None: classifier)
+    args = ("taxonomy", "--model", "fake/weak", "--k", "4", "--classifier", "fake/classifier", "--no-cache")
+    out = invoke(project, *args)
+    assert "4 classified, 0 already labelled" in out
+    out = invoke(project, *args)
+    assert "0 classified, 4 already labelled" in out  # resumable: labelled answers are not sent again
+    assert len(classifier.calls) == 4
+    with Store(project / "s.db") as store:
+        labels = list(store.iter(ErrorLabel))
+        run = next(r for r in store.iter(Run) if r.command == "taxonomy")
+    assert {(label.category, label.method, label.classifier) for label in labels} == {
+        ("CNIF", "llm", "fake/classifier")
+    }
+    assert run.usage["fake/classifier"].calls == 4
+    rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
+    assert rows[0]["reasoning_share"] == 1.0
