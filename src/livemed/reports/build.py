@@ -152,7 +152,9 @@ def _case_views(
     by_case: dict[str, list[Score]] = defaultdict(list)
     for score in scored.scores:
         by_case[score.case_id].append(score)
-    label_of = {label.answer_id: label for label in labels}
+    label_of = {
+        label.answer_id: label for label in sorted(labels, key=lambda x: x.method == "llm")
+    }  # LLM wins
     chosen = sorted(
         (c for c in cases.values() if c.id in by_case), key=lambda c: (c.published, c.id), reverse=True
     )
