@@ -144,10 +144,13 @@ def test_taxonomy_llm_classifier_labels_once_and_records_usage(
     assert len(classifier.calls) == 4
     with Store(project / "s.db") as store:
         labels = list(store.iter(ErrorLabel))
-        run = next(r for r in store.iter(Run) if r.command == "taxonomy")
+        first, second = sorted(
+            (r for r in store.iter(Run) if r.command == "taxonomy"), key=lambda r: r.started_at
+        )
     assert {(label.category, label.method, label.classifier) for label in labels} == {
         ("CNIF", "llm", "fake/classifier")
     }
-    assert run.usage["fake/classifier"].calls == 4
+    assert first.usage["fake/classifier"].calls == 4
+    assert "fake/classifier" not in second.usage  # nothing was sent the second time
     rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
     assert rows[0]["reasoning_share"] == 1.0
