@@ -78,6 +78,29 @@ class CurateConfig(BaseModel):
     grounding_min_score: float = Field(default=90.0, ge=0, le=100)
 
 
+class AnalysisConfig(BaseModel):
+    """Settings of `livemed leaderboard`, `contamination`, `taxonomy` and `report`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cutoffs: str | None = Field(
+        default=None, description="your model-cutoff registry (TOML), on top of the bundled one"
+    )
+    out_dir: str = Field(default="results", description="where tables are written as CSV and JSON")
+    report: str = Field(default="results/report.html", description="where `livemed report` writes")
+    seed: int = 0
+    resamples: int = Field(default=2000, ge=1000)
+    permutations: int = Field(default=5000, ge=1000)
+    min_post_cases: int = Field(default=50, ge=1)
+    min_pre_cases: int = Field(default=10, ge=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+
+    def path(self, value: str, config_path: Path | None) -> Path:
+        """A path from this section, relative to the project file when there is one."""
+        p = Path(value).expanduser()
+        return p if p.is_absolute() or config_path is None else config_path.parent / p
+
+
 class Config(BaseModel):
     """The whole project configuration."""
 
@@ -90,6 +113,7 @@ class Config(BaseModel):
     prices: dict[str, Price] = Field(default_factory=dict)
     thresholds: Thresholds = Field(default_factory=Thresholds)
     curate: CurateConfig = Field(default_factory=CurateConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:
@@ -192,6 +216,16 @@ s_align = 0.5
 # [prices."openai/gpt-4o-mini"]
 # input = 0.15
 # output = 0.60
+
+# Analysis and report (`livemed leaderboard`, `contamination`, `taxonomy`, `report`).
+# [analysis]
+# cutoffs = "cutoffs.toml"        # your model training-cutoff registry, on top of the bundled one
+# out_dir = "results"             # tables are written here as CSV and JSON
+# report = "results/report.html"
+# seed = 0
+# resamples = 2000                # bootstrap resamples
+# min_post_cases = 50             # fewer post-cutoff cases: "insufficient data", no verdict
+# alpha = 0.05                    # Benjamini–Hochberg false discovery rate
 """
 
 

@@ -470,8 +470,35 @@ class Run(Record):
         return sum(u.cost_usd for u in self.usage.values())
 
 
+# --------------------------------------------------------------------------- analysis
+
+
+class ErrorLabel(Record):
+    """The root cause of a low-scoring answer, assigned by the error-taxonomy classifier."""
+
+    kind: ClassVar[str] = "error_label"
+
+    answer_id: str = Field(min_length=1)
+    case_id: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    classifier: str = Field(min_length=1, description="a model id, or 'offline/heuristic'")
+    method: Literal["llm", "heuristic"] = "llm"
+    category: Literal["CNIF", "GOPR", "MHME", "KGOC"]
+    rationale: str = ""
+    score: float | None = None
+
+    @property
+    def id(self) -> str:
+        return f"error_label:{self.answer_id}:{self.classifier}"
+
+    @property
+    def parent_id(self) -> str:
+        return self.answer_id
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
-    cls.kind: cls for cls in (Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run)
+    cls.kind: cls
+    for cls in (Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run, ErrorLabel)
 }
 
 

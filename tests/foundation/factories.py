@@ -10,6 +10,7 @@ from livemed.records import (
     Case,
     Criterion,
     Doc,
+    ErrorLabel,
     EvidenceRef,
     Grade,
     GradeFailure,
@@ -122,4 +123,13 @@ def every_record() -> list[Record]:
             harm=0.0,
         ),
         Run(run_id="r1", command="grade", usage={"fake/j": Usage(calls=2, prompt_tokens=10)}),
+        ErrorLabel(
+            answer_id="answer:case:demo:1:fake/m:0",
+            case_id="case:demo:1",
+            model="fake/m",
+            classifier="offline/heuristic",
+            method="heuristic",
+            category="CNIF",
+            rationale="missed the patient's renal function",
+        ),
     ]

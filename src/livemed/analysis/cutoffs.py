@@ -1,0 +1,94 @@
+"""The registry of model training-data cutoff dates: a bundled TOML file, overridable by the user's own.
+
+```toml
+[models."gpt-4o-mini"]
+cutoff = 2023-10-31
+source = "where the claim comes from"
+aliases = ["gpt-4o-mini-2024-07-18"]
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from livemed.config import describe_validation_error
+from livemed.errors import InputFileError
+
+BUNDLED = "cutoffs.toml"
+
+
+class CutoffEntry(BaseModel):
+    """One model's training-data cutoff and the source of that claim."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cutoff: date
+    source: str = Field(min_length=1, description="where the claim comes from (a URL or document)")
+    aliases: list[str] = Field(default_factory=list)
+    note: str = ""
+
+
+class CutoffFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    include_defaults: bool = Field(default=True, description="also use the bundled registry")
+    models: dict[str, CutoffEntry] = Field(default_factory=dict)
+
+
+def parse_cutoffs(text: str, origin: str) -> CutoffFile:
+    """Parse a registry file's text; errors name `origin`."""
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputFileError(origin, f"invalid TOML: {exc}") from None
+    try:
+        return CutoffFile.model_validate(data)
+    except ValidationError as exc:
+        raise InputFileError(origin, describe_validation_error(exc)) from None
+
+
+def bundled_cutoffs() -> dict[str, CutoffEntry]:
+    text = resources.files("livemed.analysis").joinpath(BUNDLED).read_text(encoding="utf-8")
+    return parse_cutoffs(text, f"livemed/analysis/{BUNDLED}").models
+
+
+def load_cutoffs(path: str | Path | None = None) -> dict[str, CutoffEntry]:
+    """The bundled registry, with the entries of the user's file (if any) on top."""
+    if path is None:
+        return bundled_cutoffs()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputFileError(str(path), f"cannot read the cutoff registry: {exc.strerror or exc}") from None
+    user = parse_cutoffs(text, str(path))
+    merged = bundled_cutoffs() if user.include_defaults else {}
+    merged.update(user.models)
+    return merged
+
+
+def _names(model_id: str) -> list[str]:
+    """The names a model id may be registered under: the id, the id without provider, its last segment."""
+    names = [model_id]
+    if "/" in model_id:
+        names.append(model_id.split("/", 1)[1])
+        names.append(model_id.rsplit("/", 1)[1])
+    return [n.lower() for n in names]
+
+
+def find_cutoff(model_id: str, registry: dict[str, CutoffEntry]) -> tuple[str, CutoffEntry] | None:
+    """The registry key and entry for a model id, or None (exact names only: no prefix guessing)."""
+    index: dict[str, tuple[str, CutoffEntry]] = {}
+    for key, entry in registry.items():
+        for name in [key, *entry.aliases]:
+            index.setdefault(name.lower(), (key, entry))
+    for name in _names(model_id):
+        if name in index:
+            return index[name]
+    return None

@@ -1,0 +1,122 @@
+"""The leaderboard: per model mean score with a bootstrap interval, per axis, coverage, harm, failures;
+and the paired comparison of two models on the cases both answered."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from livemed.analysis import stats
+from livemed.analysis.inputs import CaseScore, by_model
+from livemed.records import AXES
+
+
+class LeaderboardRow(BaseModel):
+    rank: int
+    model: str
+    n_cases: int
+    n_answers: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    per_axis: dict[str, float] = Field(default_factory=dict)
+    coverage: float
+    harm: float
+    grade_failures: int
+
+
+class PairedComparison(BaseModel):
+    model_a: str
+    model_b: str
+    n_shared: int
+    mean_a: float | None
+    mean_b: float | None
+    diff: float | None = Field(description="mean over shared cases of score(a) − score(b)")
+    ci_low: float | None
+    ci_high: float | None
+    p_permutation: float | None = Field(description="two-sided sign-flip permutation p-value")
+    wins_a: int
+    wins_b: int
+    ties: int
+
+
+def _axis_means(rows: Sequence[CaseScore]) -> dict[str, float]:
+    out = {}
+    names = [a for a in AXES if any(a in r.per_axis for r in rows)]
+    names += sorted({k for r in rows for k in r.per_axis} - set(names))
+    for axis in names:
+        values = [r.per_axis[axis] for r in rows if axis in r.per_axis]
+        out[axis] = float(np.mean(values))
+    return out
+
+
+def leaderboard(
+    rows: Sequence[CaseScore], *, resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0, level: float = 0.95
+) -> list[LeaderboardRow]:
+    """One row per model, best mean first (ties broken by model name)."""
+    table = []
+    for model, group in by_model(rows).items():
+        interval = stats.bootstrap_mean([r.score for r in group], resamples=resamples, seed=seed, level=level)
+        table.append(
+            LeaderboardRow(
+                rank=0,
+                model=model,
+                n_cases=len(group),
+                n_answers=sum(r.samples for r in group),
+                mean=interval.estimate,
+                ci_low=interval.low,
+                ci_high=interval.high,
+                per_axis=_axis_means(group),
+                coverage=float(np.mean([r.coverage for r in group])),
+                harm=float(np.mean([r.harm for r in group])),
+                grade_failures=sum(r.failures for r in group),
+            )
+        )
+    table.sort(key=lambda r: (-r.mean, r.model))
+    for rank, row in enumerate(table, start=1):
+        row.rank = rank
+    return table
+
+
+def compare(
+    rows: Sequence[CaseScore],
+    model_a: str,
+    model_b: str,
+    *,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+    permutations: int = stats.DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+) -> PairedComparison:
+    """Paired bootstrap interval and sign-flip permutation p-value of a − b on shared cases."""
+    a = {r.case_id: r.score for r in rows if r.model == model_a}
+    b = {r.case_id: r.score for r in rows if r.model == model_b}
+    shared = sorted(set(a) & set(b))
+    xa = np.array([a[c] for c in shared], dtype=np.float64)
+    xb = np.array([b[c] for c in shared], dtype=np.float64)
+    d = xa - xb
+    if not shared:
+        return PairedComparison(
+            model_a=model_a, model_b=model_b, n_shared=0, mean_a=None, mean_b=None, diff=None,
+            ci_low=None, ci_high=None, p_permutation=None, wins_a=0, wins_b=0, ties=0,
+        )  # fmt: skip
+    interval = stats.bootstrap_mean(d, resamples=resamples, seed=seed)
+    return PairedComparison(
+        model_a=model_a,
+        model_b=model_b,
+        n_shared=len(shared),
+        mean_a=float(xa.mean()),
+        mean_b=float(xb.mean()),
+        diff=interval.estimate,
+        ci_low=_finite(interval.low),
+        ci_high=_finite(interval.high),
+        p_permutation=stats.permutation_p_paired(d, resamples=permutations, seed=seed),
+        wins_a=int(np.sum(d > 0)),
+        wins_b=int(np.sum(d < 0)),
+        ties=int(np.sum(d == 0)),
+    )
+
+
+def _finite(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)

@@ -1,0 +1,203 @@
+"""Statistics used by the analyses: seeded bootstrap intervals, permutation tests, effect sizes, FDR.
+
+Thin, typed wrappers over scipy.stats (bootstrap, permutation_test, mannwhitneyu,
+false_discovery_control) so that every analysis uses the same conventions: percentile intervals,
+a seeded generator, and `nan` instead of an exception or a warning when a sample is too small.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+FloatArray = NDArray[np.float64]
+DEFAULT_RESAMPLES = 2000
+DEFAULT_PERMUTATIONS = 5000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a confidence interval (bounds are nan when they cannot be computed)."""
+
+    estimate: float
+    low: float
+    high: float
+
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+def as_array(values: Sequence[float] | FloatArray) -> FloatArray:
+    return np.asarray(values, dtype=np.float64)
+
+
+def _mean(x: FloatArray, axis: int = -1) -> FloatArray:
+    return np.asarray(np.mean(x, axis=axis))
+
+
+def _diff_means(x: FloatArray, y: FloatArray, axis: int = -1) -> FloatArray:
+    return np.asarray(np.mean(x, axis=axis) - np.mean(y, axis=axis))
+
+
+def bootstrap_mean(
+    values: Sequence[float] | FloatArray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Mean with a percentile bootstrap interval (a single value gives a zero-width interval)."""
+    x = as_array(values)
+    if x.size == 0:
+        return Interval(math.nan, math.nan, math.nan)
+    estimate = float(x.mean())
+    if x.size < 2 or np.all(x == x[0]):
+        return Interval(estimate, estimate, estimate)
+    result = stats.bootstrap(
+        (x,),
+        _mean,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    ci = result.confidence_interval
+    return Interval(estimate, float(ci.low), float(ci.high))
+
+
+def bootstrap_diff(
+    x: Sequence[float] | FloatArray,
+    y: Sequence[float] | FloatArray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """mean(x) − mean(y) for two independent samples, each resampled on its own."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0 or b.size == 0:
+        return Interval(math.nan, math.nan, math.nan)
+    estimate = float(a.mean() - b.mean())
+    if a.size < 2 or b.size < 2:
+        return Interval(estimate, math.nan, math.nan)
+    result = stats.bootstrap(
+        (a, b),
+        _diff_means,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    ci = result.confidence_interval
+    return Interval(estimate, float(ci.low), float(ci.high))
+
+
+def bootstrap_full_minus_subset(
+    values: Sequence[float] | FloatArray,
+    in_subset: Sequence[bool] | NDArray[np.bool_],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """mean(all) − mean(subset), with the subset and the rest resampled separately (sizes fixed).
+
+    With n_rest cases outside the subset, mean(all) − mean(subset) = n_rest / n · (mean(rest) −
+    mean(subset)) exactly, so the interval is the two-sample interval scaled by n_rest / n.
+    """
+    x = as_array(values)
+    mask = np.asarray(in_subset, dtype=bool)
+    if x.size == 0 or not mask.any():
+        return Interval(math.nan, math.nan, math.nan)
+    estimate = float(x.mean() - x[mask].mean())
+    if mask.all():
+        return Interval(estimate, estimate, estimate)
+    share = float((~mask).sum()) / x.size
+    split = bootstrap_diff(x[~mask], x[mask], resamples=resamples, level=level, seed=seed)
+    return Interval(estimate, share * split.low, share * split.high)
+
+
+def permutation_p_independent(
+    x: Sequence[float] | FloatArray,
+    y: Sequence[float] | FloatArray,
+    *,
+    alternative: str = "greater",
+    resamples: int = DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+) -> float:
+    """Permutation p-value for mean(x) − mean(y) (exact when the permutations are few enough)."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    result = stats.permutation_test(
+        (a, b),
+        _diff_means,
+        permutation_type="independent",
+        alternative=alternative,
+        n_resamples=resamples,
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.pvalue)
+
+
+def permutation_p_paired(
+    differences: Sequence[float] | FloatArray,
+    *,
+    alternative: str = "two-sided",
+    resamples: int = DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+) -> float:
+    """Sign-flip permutation p-value for the mean of paired differences being 0."""
+    d = as_array(differences)
+    if d.size == 0:
+        return math.nan
+    if np.all(d == 0):
+        return 1.0
+    result = stats.permutation_test(
+        (d,),
+        _mean,
+        permutation_type="samples",
+        alternative=alternative,
+        n_resamples=resamples,
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.pvalue)
+
+
+def mann_whitney_greater(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
+    """One-sided Mann–Whitney U p-value for x tending to be larger than y."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    if np.all(np.concatenate([a, b]) == a[0]):
+        return 1.0
+    return float(stats.mannwhitneyu(a, b, alternative="greater").pvalue)
+
+
+def cliffs_delta(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
+    """Cliff's delta: P(x > y) − P(x < y) over all pairs, in [-1, 1]."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    greater = int(np.sum(a[:, None] > b[None, :]))
+    less = int(np.sum(a[:, None] < b[None, :]))
+    return (greater - less) / (a.size * b.size)
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (q-values); nan inputs stay nan and are not counted."""
+    p = as_array(p_values)
+    out = np.full(p.shape, np.nan)
+    valid = ~np.isnan(p)
+    if valid.any():
+        out[valid] = stats.false_discovery_control(p[valid], method="bh")
+    return [float(v) for v in out]

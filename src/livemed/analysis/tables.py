@@ -1,0 +1,59 @@
+"""Write analysis tables as CSV (nested dicts flattened to `parent.key` columns) and JSON."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def flatten(row: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    data = row.model_dump(mode="json") if isinstance(row, BaseModel) else dict(row)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            for sub, item in value.items():
+                out[f"{key}.{sub}"] = item
+        elif isinstance(value, list):
+            out[key] = ";".join(str(v) for v in value)
+        else:
+            out[key] = value
+    return out
+
+
+def clean_json(value: Any) -> Any:
+    """Non-finite floats become None, so the JSON is valid everywhere."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_json(v) for v in value]
+    return value
+
+
+def write_table(
+    out_dir: Path, name: str, rows: Sequence[BaseModel], extra: BaseModel | None = None
+) -> list[Path]:
+    """Write `name.csv` and `name.json` (with `extra`, e.g. a summary, beside the rows in the JSON)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    flat = [flatten(r) for r in rows]
+    columns: list[str] = []
+    for row in flat:
+        columns.extend(c for c in row if c not in columns)
+    csv_path = out_dir / f"{name}.csv"
+    with csv_path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(flat)
+    payload: dict[str, Any] = {"rows": [r.model_dump(mode="json") for r in rows]}
+    if extra is not None:
+        payload["summary"] = extra.model_dump(mode="json")
+    json_path = out_dir / f"{name}.json"
+    json_path.write_text(json.dumps(clean_json(payload), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return [csv_path, json_path]

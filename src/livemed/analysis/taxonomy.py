@@ -1,0 +1,181 @@
+"""Error taxonomy: why did a model's lowest-scoring answers fail?
+
+Four root causes (LiveMedBench method, step 9):
+
+- CNIF contextual neglect: the model knows the medicine but does not tailor it to this patient;
+- GOPR guideline overgeneralization: applies a general guideline without case-specific adaptation;
+- MHME hallucination: fabricates medical information;
+- KGOC knowledge gap: lacks the required factual knowledge.
+
+Knowledge-based failures are those about the facts themselves (KGOC: missing them, MHME: inventing
+them); reasoning-based failures are about applying correct knowledge to the case (CNIF, GOPR).
+
+`heuristic_label` is an offline baseline that reads only the pattern of missed and violated rubric
+criteria; it is labelled `method="heuristic"` and is no substitute for the LLM classifier in
+`diagnose.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from livemed.records import Answer, Case, Criterion, ErrorLabel, Grade, Rubric, Score
+
+Category = Literal["CNIF", "GOPR", "MHME", "KGOC"]
+CATEGORIES: dict[str, str] = {
+    "CNIF": "contextual neglect: knows the medicine but ignores patient-specific constraints",
+    "GOPR": "guideline overgeneralization: applies a general guideline without adapting it to the case",
+    "MHME": "hallucination: fabricates or misstates medical information",
+    "KGOC": "knowledge gap: lacks the factual knowledge the case requires",
+}
+KNOWLEDGE: tuple[Category, ...] = ("KGOC", "MHME")
+REASONING: tuple[Category, ...] = ("CNIF", "GOPR")
+HEURISTIC_ID = "offline/heuristic"
+_PRECEDENCE: tuple[Category, ...] = ("MHME", "GOPR", "CNIF", "KGOC")
+_FABRICATION = re.compile(
+    r"fabricat|invent|hallucinat|non-?existent|made[- ]up|false|incorrect|inaccurate|wrong", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    """A rubric criterion and the grader's verdict on it (met is None when no verdict was obtained)."""
+
+    criterion: Criterion
+    met: bool | None
+    explanation: str = ""
+
+    @property
+    def missed(self) -> bool:
+        return self.criterion.weight > 0 and self.met is False
+
+    @property
+    def violated(self) -> bool:
+        return self.criterion.weight < 0 and self.met is True
+
+
+@dataclass(frozen=True)
+class TaxonomyItem:
+    """Everything a classifier sees about one low-scoring answer."""
+
+    score: Score
+    case: Case
+    rubric: Rubric
+    answer: Answer
+    results: tuple[CriterionResult, ...]
+
+
+def criterion_results(rubric: Rubric, grades: Iterable[Grade]) -> tuple[CriterionResult, ...]:
+    """Join a rubric's criteria with one answer's grades by criterion id."""
+    by_id = {g.criterion_id: g for g in grades}
+    out = []
+    for criterion in rubric.criteria:
+        grade = by_id.get(criterion.id)
+        out.append(
+            CriterionResult(
+                criterion=criterion,
+                met=None if grade is None else grade.met,
+                explanation="" if grade is None else grade.explanation,
+            )
+        )
+    return tuple(out)
+
+
+def lowest_answers(scores: Iterable[Score], model: str, k: int) -> list[Score]:
+    """The model's k lowest-scoring cases, one answer per case (its lowest-scoring sample)."""
+    worst: dict[str, Score] = {}
+    for s in scores:
+        if s.model == model and (s.case_id not in worst or s.score < worst[s.case_id].score):
+            worst[s.case_id] = s
+    return sorted(worst.values(), key=lambda s: (s.score, s.case_id))[:k]
+
+
+def _evidence(result: CriterionResult) -> Category | None:
+    c = result.criterion
+    if result.violated:
+        if c.axis == "accuracy" or _FABRICATION.search(f"{c.text} {c.theme or ''}"):
+            return "MHME"
+        return "GOPR"
+    if result.missed:
+        if c.axis in ("context_awareness", "safety"):
+            return "CNIF"
+        if c.axis in ("accuracy", "completeness"):
+            return "KGOC"
+    return None
+
+
+def heuristic_category(results: Sequence[CriterionResult]) -> tuple[Category, str]:
+    """The category with the most weight of evidence, and a rationale naming the criteria behind it."""
+    weight: Counter[Category] = Counter()
+    reasons: dict[Category, list[str]] = defaultdict(list)
+    for result in results:
+        category = _evidence(result)
+        if category is None:
+            continue
+        c = result.criterion
+        weight[category] += abs(c.weight)
+        verb = "violated" if result.violated else "missed"
+        reasons[category].append(f"{verb} {c.weight:+d} [{c.axis}] {_clip(c.text)}")
+    if not weight:
+        return "KGOC", "heuristic: no missed or violated criteria were graded; defaulted to knowledge gap"
+    best = max(_PRECEDENCE, key=lambda cat: (weight[cat], -_PRECEDENCE.index(cat)))
+    tally = ", ".join(f"{cat} {weight[cat]}" for cat in _PRECEDENCE if weight[cat])
+    return best, f"heuristic ({tally}): " + "; ".join(reasons[best][:3])
+
+
+def _clip(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def heuristic_label(item: TaxonomyItem) -> ErrorLabel:
+    """The offline heuristic classifier's label for one answer."""
+    category, rationale = heuristic_category(item.results)
+    return ErrorLabel(
+        answer_id=item.score.answer_id,
+        case_id=item.score.case_id,
+        model=item.score.model,
+        classifier=HEURISTIC_ID,
+        method="heuristic",
+        category=category,
+        rationale=rationale,
+        score=item.score.score,
+    )
+
+
+class DistributionRow(BaseModel):
+    model: str
+    classifier: str
+    n: int
+    counts: dict[str, int]
+    shares: dict[str, float]
+    knowledge_share: float
+    reasoning_share: float
+
+
+def distribution(labels: Iterable[ErrorLabel]) -> list[DistributionRow]:
+    """Per (model, classifier): the count and share of each category, knowledge vs reasoning share."""
+    groups: dict[tuple[str, str], list[ErrorLabel]] = defaultdict(list)
+    for label in labels:
+        groups[(label.model, label.classifier)].append(label)
+    out = []
+    for (model, classifier), group in sorted(groups.items()):
+        counts: Counter[str] = Counter(label.category for label in group)
+        n = len(group)
+        out.append(
+            DistributionRow(
+                model=model,
+                classifier=classifier,
+                n=n,
+                counts={cat: counts[cat] for cat in CATEGORIES},
+                shares={cat: counts[cat] / n for cat in CATEGORIES},
+                knowledge_share=sum(counts[c] for c in KNOWLEDGE) / n,
+                reasoning_share=sum(counts[c] for c in REASONING) / n,
+            )
+        )
+    return out

@@ -1,0 +1,251 @@
+"""`livemed leaderboard`, `livemed contamination`, `livemed trends`, `livemed taxonomy`, `livemed report`.
+
+Each writes its tables as CSV and JSON (into `[analysis] out_dir`, default ./results) and shows them
+as rich tables; `report` writes one self-contained HTML file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from livemed.cli import app
+from livemed.cli.analysis_views import (
+    comparison_table,
+    contamination_table,
+    leaderboard_table,
+    taxonomy_table,
+    trends_table,
+)
+from livemed.cli.context import AppState, console, state
+
+if TYPE_CHECKING:
+    from livemed.analysis.collect import ScoreSet
+    from livemed.analysis.contamination import AnalysisSettings
+    from livemed.analysis.cutoffs import CutoffEntry
+
+JUDGE = typer.Option(None, "--judge", help="Judge whose scores to analyse (needed when there are several).")
+CONVENTION = typer.Option("livemed", "--convention", help="Scoring convention: livemed or healthbench.")
+OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: [analysis] out_dir).")
+SEED = typer.Option(None, "--seed", help="Random seed of the bootstrap and permutation tests.")
+RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resamples (default 2000).")
+CUTOFFS = typer.Option(None, "--cutoffs", help="Your cutoff registry (TOML), on top of the bundled one.")
+
+
+def _settings(app_state: AppState, seed: int | None, resamples: int | None) -> AnalysisSettings:
+    from livemed.analysis.contamination import AnalysisSettings
+
+    a = app_state.config.analysis
+    return AnalysisSettings(
+        min_post=a.min_post_cases,
+        min_pre=a.min_pre_cases,
+        alpha=a.alpha,
+        resamples=resamples or a.resamples,
+        permutations=a.permutations,
+        seed=a.seed if seed is None else seed,
+    )
+
+
+def _out_dir(app_state: AppState, out: Path | None) -> Path:
+    config = app_state.config
+    return out or config.analysis.path(config.analysis.out_dir, config.path)
+
+
+def _scores(app_state: AppState, judge: str | None, convention: str) -> ScoreSet:
+    from livemed.analysis.collect import load_scores
+
+    scored = load_scores(app_state.store, judge=judge, convention=convention)
+    console.print(
+        f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring[/]"
+    )
+    return scored
+
+
+def _wrote(paths: list[Path]) -> None:
+    console.print("[dim]wrote " + ", ".join(str(p) for p in paths) + "[/]")
+
+
+@app.command("leaderboard")
+def leaderboard_command(
+    ctx: typer.Context,
+    judge: str | None = JUDGE,
+    convention: str = CONVENTION,
+    compare: list[str] = typer.Option(
+        None, "--compare", help="Two models to compare on shared cases: --compare A --compare B."
+    ),
+    out: Path | None = OUT,
+    seed: int | None = SEED,
+    resamples: int | None = RESAMPLES,
+) -> None:
+    """Mean score per model with a 95% bootstrap interval, per axis, coverage, harm and failures."""
+    from livemed.analysis.leaderboard import compare as compare_models
+    from livemed.analysis.leaderboard import leaderboard
+    from livemed.analysis.tables import write_table
+    from livemed.errors import UnknownNameError, UserError
+
+    app_state = state(ctx)
+    s = _settings(app_state, seed, resamples)
+    scored = _scores(app_state, judge, convention)
+    rows = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed)
+    console.print(leaderboard_table(rows))
+    paths = write_table(_out_dir(app_state, out), "leaderboard", rows)
+    if compare:
+        if len(compare) != 2:
+            raise UserError("--compare takes exactly two models: --compare A --compare B")
+        known = [r.model for r in rows]
+        for model in compare:
+            if model not in known:
+                raise UnknownNameError("model (with scores)", model, known)
+        result = compare_models(
+            scored.rows,
+            compare[0],
+            compare[1],
+            resamples=s.resamples,
+            permutations=s.permutations,
+            seed=s.seed,
+        )
+        console.print(comparison_table(result))
+        paths += write_table(_out_dir(app_state, out), "comparison", [result])
+    _wrote(paths)
+
+
+@app.command("contamination")
+def contamination_command(
+    ctx: typer.Context,
+    judge: str | None = JUDGE,
+    convention: str = CONVENTION,
+    cutoffs: Path | None = CUTOFFS,
+    min_post: int | None = typer.Option(None, "--min-post", min=1, help="Post-cutoff cases needed (50)."),
+    out: Path | None = OUT,
+    seed: int | None = SEED,
+    resamples: int | None = RESAMPLES,
+) -> None:
+    """Full set vs post-cutoff subset per model, pre/post tests, drift control, BH across models."""
+    from livemed.analysis.contamination import analyse
+    from livemed.analysis.tables import write_table
+
+    app_state = state(ctx)
+    s = _settings(app_state, seed, resamples)
+    if min_post is not None:
+        s = s.model_copy(update={"min_post": min_post})
+    scored = _scores(app_state, judge, convention)
+    result = analyse(scored.rows, _registry(app_state, cutoffs), s)
+    console.print(contamination_table(result))
+    _wrote(write_table(_out_dir(app_state, out), "contamination", result.rows, result.summary))
+
+
+def _registry(app_state: AppState, cutoffs: Path | None) -> dict[str, CutoffEntry]:
+    from livemed.analysis.cutoffs import load_cutoffs
+
+    a = app_state.config.analysis
+    path = cutoffs or (a.path(a.cutoffs, app_state.config.path) if a.cutoffs else None)
+    return dict(load_cutoffs(path))
+
+
+@app.command("trends")
+def trends_command(
+    ctx: typer.Context,
+    judge: str | None = JUDGE,
+    convention: str = CONVENTION,
+    out: Path | None = OUT,
+    seed: int | None = SEED,
+) -> None:
+    """Mean score per model by month of case publication, with counts."""
+    from livemed.analysis.tables import write_table
+    from livemed.analysis.trends import monthly
+
+    app_state = state(ctx)
+    s = _settings(app_state, seed, None)
+    rows = monthly(_scores(app_state, judge, convention).rows, seed=s.seed)
+    console.print(trends_table(rows))
+    _wrote(write_table(_out_dir(app_state, out), "trends", rows))
+
+
+@app.command("report")
+def report_command(
+    ctx: typer.Context,
+    out: Path | None = typer.Option(None, "--out", help="HTML file to write (default: [analysis] report)."),
+    judge: str | None = JUDGE,
+    convention: str = CONVENTION,
+    cutoffs: Path | None = CUTOFFS,
+    max_cases: int = typer.Option(100, "--max-cases", min=0, help="Cases in the case browser (most recent)."),
+    title: str = typer.Option("livemed report", "--title", help="Title of the report."),
+    seed: int | None = SEED,
+    resamples: int | None = RESAMPLES,
+) -> None:
+    """Write ONE self-contained HTML report (opens offline) and every table as CSV/JSON beside it."""
+    from livemed.reports.build import build_report
+    from livemed.reports.html import write_report
+
+    app_state = state(ctx)
+    config = app_state.config
+    path = out or config.analysis.path(config.analysis.report, config.path)
+    data = build_report(
+        app_state.store,
+        _registry(app_state, cutoffs),
+        settings=_settings(app_state, seed, resamples),
+        judge=judge,
+        convention=convention,
+        max_cases=max_cases,
+        title=title,
+    )
+    console.print(leaderboard_table(data.leaderboard))
+    console.print(contamination_table(data.contamination))
+    _write_report_tables(data, path.parent / f"{path.stem}-tables")
+    write_report(data, path)
+    console.print(f"wrote [bold]{path}[/] — open it in a browser (no network needed)")
+
+
+def _write_report_tables(data: object, folder: Path) -> None:
+    from livemed.analysis.tables import write_table
+    from livemed.reports.build import ReportData
+
+    assert isinstance(data, ReportData)
+    paths = write_table(folder, "leaderboard", data.leaderboard)
+    paths += write_table(folder, "comparisons", data.comparisons)
+    paths += write_table(folder, "contamination", data.contamination.rows, data.contamination.summary)
+    paths += write_table(folder, "trends", data.trends)
+    paths += write_table(folder, "taxonomy", data.taxonomy)
+    paths += write_table(folder, "funnel", data.funnel)
+    paths += write_table(folder, "rejection_reasons", data.reasons)
+    paths += write_table(folder, "runs", data.runs)
+    paths += write_table(folder, "usage", data.usage)
+    console.print(f"[dim]wrote {len(paths)} table files to {folder}[/]")
+
+
+@app.command("taxonomy")
+def taxonomy_command(
+    ctx: typer.Context,
+    model: list[str] = typer.Option(..., "--model", "-m", help="Model(s) whose failures to classify."),
+    k: int = typer.Option(20, "--k", min=1, help="How many lowest-scoring cases per model."),
+    classifier: str = typer.Option(
+        "offline/heuristic", "--classifier", help="Classifier model id, or offline/heuristic (no LLM)."
+    ),
+    judge: str | None = JUDGE,
+    convention: str = CONVENTION,
+    out: Path | None = OUT,
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Read the cache, never write it."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop calling models past this many $."),
+) -> None:
+    """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers."""
+    from livemed.cli.taxonomy_run import run_taxonomy
+
+    app_state = state(ctx)
+    rows = run_taxonomy(
+        app_state,
+        models=model,
+        k=k,
+        classifier=classifier,
+        judge=judge,
+        convention=convention,
+        no_cache=no_cache,
+        cache_read_only=cache_read_only,
+        max_cost=max_cost,
+    )
+    console.print(taxonomy_table(rows))
+    from livemed.analysis.tables import write_table
+
+    _wrote(write_table(_out_dir(app_state, out), "taxonomy", rows))

@@ -1,0 +1,173 @@
+"""Gather everything the report shows: read the store, call the analysis functions, lay out the charts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import chain
+
+from livemed import __version__
+from livemed.analysis.collect import ScoreSet, load_scores
+from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
+from livemed.analysis.cutoffs import CutoffEntry
+from livemed.analysis.funnel import FunnelRow, ReasonRow, funnel
+from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison, compare, leaderboard
+from livemed.analysis.provenance import PromptRow, RunRow, UsageRow, prompt_hashes, runs_table, usage_by_model
+from livemed.analysis.taxonomy import CriterionResult, DistributionRow, criterion_results, distribution
+from livemed.analysis.trends import TrendRow, monthly
+from livemed.records import Answer, Case, ErrorLabel, Grade, Rejection, Rubric, Run, Score, utcnow
+from livemed.reports.charts import (
+    Chart,
+    axes_chart,
+    contamination_chart,
+    funnel_chart,
+    leaderboard_chart,
+    taxonomy_chart,
+    trends_chart,
+)
+from livemed.store import Store
+
+
+@dataclass
+class AnswerView:
+    model: str
+    answer: Answer
+    score: float | None
+    results: tuple[CriterionResult, ...]
+    label: ErrorLabel | None = None
+
+
+@dataclass
+class CaseView:
+    case: Case
+    rubric: Rubric | None
+    answers: list[AnswerView]
+
+
+@dataclass
+class ReportData:
+    title: str
+    generated_at: datetime
+    version: str
+    store: str
+    judge: str | None
+    convention: str
+    settings: AnalysisSettings
+    leaderboard: list[LeaderboardRow]
+    comparisons: list[PairedComparison]
+    contamination: ContaminationResult
+    trends: list[TrendRow]
+    taxonomy: list[DistributionRow]
+    funnel: list[FunnelRow]
+    reasons: list[ReasonRow]
+    runs: list[RunRow]
+    usage: list[UsageRow]
+    prompts: list[PromptRow]
+    cases: list[CaseView]
+    n_cases: int
+    charts: dict[str, Chart] = field(default_factory=dict)
+
+    @property
+    def total_cost(self) -> float:
+        return sum(u.cost_usd for u in self.usage)
+
+
+def build_report(
+    store: Store,
+    registry: Mapping[str, CutoffEntry],
+    *,
+    settings: AnalysisSettings | None = None,
+    judge: str | None = None,
+    convention: str = "livemed",
+    max_cases: int = 100,
+    title: str = "livemed report",
+) -> ReportData:
+    """Everything the HTML report shows, computed by the analysis functions from the store."""
+    s = settings or AnalysisSettings()
+    scored = load_scores(store, judge=judge, convention=convention)
+    cases = {case.id: case for case in store.iter(Case)}
+    board = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed)
+    comparisons = [
+        compare(
+            scored.rows,
+            board[0].model,
+            row.model,
+            resamples=s.resamples,
+            permutations=s.permutations,
+            seed=s.seed,
+        )
+        for row in board[1:]
+    ]
+    trend = monthly(scored.rows, seed=s.seed)
+    labels = list(store.iter(ErrorLabel))
+    runs = list(store.iter(Run))
+    funnel_rows, reasons = funnel(
+        store.ids("doc"),
+        store.iter(Rejection),
+        {case_id: case.source for case_id, case in cases.items()},
+        (r.case_id for r in store.iter(Rubric)),
+        (row.case_id for row in scored.rows),
+    )
+    data = ReportData(
+        title=title, generated_at=utcnow(), version=__version__, store=store.location,
+        judge=scored.judge, convention=convention, settings=s, leaderboard=board, comparisons=comparisons,
+        contamination=analyse(scored.rows, registry, s), trends=trend, taxonomy=distribution(labels),
+        funnel=funnel_rows, reasons=reasons, runs=runs_table(runs), usage=usage_by_model(runs),
+        prompts=_prompts(store), cases=_case_views(store, cases, scored, labels, max_cases),
+        n_cases=len(cases),
+    )  # fmt: skip
+    data.charts = _charts(data)
+    return data
+
+
+def _charts(data: ReportData) -> dict[str, Chart]:
+    models = [row.model for row in data.leaderboard]
+    return {
+        "leaderboard": leaderboard_chart(data.leaderboard),
+        "axes": axes_chart(data.leaderboard),
+        "contamination": contamination_chart(data.contamination.rows),
+        "trends": trends_chart(data.trends, models),
+        "taxonomy": taxonomy_chart(data.taxonomy),
+        "funnel": funnel_chart(data.funnel),
+    }
+
+
+def _prompts(store: Store) -> list[PromptRow]:
+    kinds: Iterable[type[Case | Rubric | Answer | Grade | ErrorLabel]] = (
+        Case,
+        Rubric,
+        Answer,
+        Grade,
+        ErrorLabel,
+    )
+    return prompt_hashes(chain.from_iterable(store.iter(cls) for cls in kinds))
+
+
+def _case_views(
+    store: Store, cases: Mapping[str, Case], scored: ScoreSet, labels: list[ErrorLabel], max_cases: int
+) -> list[CaseView]:
+    """The most recent scored cases, each with its rubric and every model's graded answer."""
+    by_case: dict[str, list[Score]] = defaultdict(list)
+    for score in scored.scores:
+        by_case[score.case_id].append(score)
+    label_of = {
+        label.answer_id: label for label in sorted(labels, key=lambda x: x.method == "llm")
+    }  # LLM wins
+    chosen = sorted(
+        (c for c in cases.values() if c.id in by_case), key=lambda c: (c.published, c.id), reverse=True
+    )
+    views = []
+    for case in chosen[:max_cases]:
+        rubric = store.get(Rubric, f"rubric:{case.id}")
+        answers = []
+        for score in sorted(by_case[case.id], key=lambda s: (s.model, s.answer_id)):
+            answer = store.get(Answer, score.answer_id)
+            if answer is None:
+                continue
+            grades = [g for g in store.iter(Grade, parent_id=answer.id) if g.judge == score.judge]
+            results = criterion_results(rubric, grades) if rubric is not None else ()
+            answers.append(AnswerView(score.model, answer, score.score, results, label_of.get(answer.id)))
+        views.append(CaseView(case, rubric, answers))
+    return views

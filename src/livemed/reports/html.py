@@ -1,0 +1,72 @@
+"""Render the report as ONE self-contained HTML file: inline CSS, inline SVG charts, a little inline JS.
+
+Autoescaping is on for every template; no data value is ever marked safe. The only JSON in the page
+goes through Jinja's `tojson`, which escapes `<`, `>`, `&` and `'` for a script context.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from livemed.analysis.tables import clean_json
+from livemed.reports.build import ReportData
+
+TEMPLATE = "report.html.j2"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.{digits}f}"
+
+
+def _pct(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.0%}"
+
+
+def _pvalue(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("livemed.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(num=_num, pct=_pct, pvalue=_pvalue)
+    return env
+
+
+def page_data(data: ReportData) -> dict[str, Any]:
+    """The small machine-readable summary embedded in the page (for scripts and curious readers)."""
+    summary: dict[str, Any] = clean_json(
+        {
+            "leaderboard": [row.model_dump(mode="json") for row in data.leaderboard],
+            "contamination": data.contamination.summary.model_dump(mode="json"),
+            "generated_at": data.generated_at.isoformat(),
+            "version": data.version,
+        }
+    )
+    return summary
+
+
+def render_html(data: ReportData) -> str:
+    template = environment().get_template(TEMPLATE)
+    return template.render(data=data, page_data=page_data(data))
+
+
+def write_report(data: ReportData, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(data), encoding="utf-8")
+    return path

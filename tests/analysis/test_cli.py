@@ -1,0 +1,156 @@
+"""The analysis commands end to end on a small store: tables on screen, CSV/JSON on disk, the report."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from livemed.cli import app
+from livemed.errors import UnknownNameError, UserError
+from livemed.records import ErrorLabel, Run, Score
+from livemed.store import Store
+from tests.analysis.builders import CUTOFFS_TOML, study
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    with Store(tmp_path / "s.db") as store:
+        store.put(study(n_cases=100))
+    (tmp_path / "cutoffs.toml").write_text(CUTOFFS_TOML, encoding="utf-8")
+    (tmp_path / "livemed.toml").write_text(
+        'store = "s.db"\n[analysis]\ncutoffs = "cutoffs.toml"\nresamples = 1000\npermutations = 1000\n'
+        "min_post_cases = 5\nmin_pre_cases = 5\n",
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+def invoke(project: Path, *args: str) -> str:
+    result = runner.invoke(app, ["--config", str(project / "livemed.toml"), *args], env={"COLUMNS": "200"})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_leaderboard_with_comparison_writes_csv_and_json(project: Path) -> None:
+    out = invoke(project, "leaderboard", "--compare", "fake/strong", "--compare", "fake/weak")
+    assert "leaderboard" in out
+    assert "fake/strong − fake/weak" in out
+    rows = list(
+        csv.DictReader((project / "results" / "leaderboard.csv").read_text(encoding="utf-8").splitlines())
+    )
+    means = [float(r["mean"]) for r in rows]
+    assert means == sorted(means, reverse=True)
+    assert len(rows) == 3
+    assert {"mean", "ci_low", "ci_high", "per_axis.accuracy", "coverage", "harm"} <= set(rows[0])
+    comparison = json.loads((project / "results" / "comparison.json").read_text())["rows"][0]
+    assert comparison["n_shared"] == 100
+    assert comparison["p_permutation"] < 0.05
+
+
+def test_compare_needs_known_models(project: Path) -> None:
+    with pytest.raises(UnknownNameError, match="fake/strnog"):
+        invoke(project, "leaderboard", "--compare", "fake/strnog", "--compare", "fake/weak")
+    with pytest.raises(UserError, match="exactly two"):
+        invoke(project, "leaderboard", "--compare", "fake/weak")
+
+
+def test_contamination_uses_the_configured_registry(project: Path) -> None:
+    out = invoke(project, "contamination")
+    assert "1/1 tested models with a significant drop" in out
+    data = json.loads((project / "results" / "contamination.json").read_text())
+    rows = {r["model"]: r for r in data["rows"]}
+    assert rows["fake/strong"]["status"] == "tested"
+    assert rows["fake/strong"]["significant"] is True
+    assert rows["fake/strong"]["n_controls"] == 2
+    assert rows["fake/weak"]["control_kind"] == "after every case"  # cutoff day 300, cases up to day 297
+    assert rows["openai/gpt-4o-mini"]["control_kind"] == "before every case"  # bundled cutoff, Oct 2023
+    invoke(project, "contamination", "--min-post", "50")
+    data = json.loads((project / "results" / "contamination.json").read_text())
+    assert {r["model"]: r["status"] for r in data["rows"]}["fake/strong"] == "insufficient data"
+
+
+def test_trends(project: Path) -> None:
+    invoke(project, "trends")
+    text = (project / "results" / "trends.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+    assert {r["month"] for r in rows} >= {"2024-01", "2024-10"}
+    assert sum(int(r["n"]) for r in rows if r["model"] == "fake/weak") == 100
+
+
+def test_taxonomy_heuristic_stores_labels_and_a_run(project: Path) -> None:
+    out = invoke(project, "taxonomy", "--model", "fake/weak", "--k", "7")
+    assert "offline/heuristic" in out
+    with Store(project / "s.db") as store:
+        labels = list(store.iter(ErrorLabel))
+        runs = [r for r in store.iter(Run) if r.command == "taxonomy"]
+    assert len(labels) == 7
+    assert {label.method for label in labels} == {"heuristic"}
+    assert runs
+    assert runs[0].outcome == "ok"
+    rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
+    assert rows[0]["n"] == 7
+
+
+def test_taxonomy_with_a_scripted_llm_classifier(project: Path) -> None:
+    out = invoke(project, "taxonomy", "--model", "fake/strong", "--k", "3", "--classifier", "fake/classifier")
+    # fake/classifier with no script answers with an error; failures are stored as rejections, not labels
+    assert "failed" in out
+    with Store(project / "s.db") as store:
+        assert [label for label in store.iter(ErrorLabel)] == []
+
+
+def test_several_judges_need_a_choice(project: Path) -> None:
+    with Store(project / "s.db") as store:
+        score = next(iter(store.iter(Score)))
+        store.put([score.model_copy(update={"judge": "fake/other"})])
+    with pytest.raises(UserError, match="--judge"):
+        invoke(project, "leaderboard")
+    invoke(project, "leaderboard", "--judge", "fake/judge")
+
+
+def test_report_writes_html_and_tables(project: Path) -> None:
+    out = invoke(project, "report", "--out", str(project / "site" / "index.html"), "--max-cases", "5")
+    html = (project / "site" / "index.html").read_text(encoding="utf-8")
+    assert "<h2>Leaderboard</h2>" in html
+    assert html.count('class="case"') == 5
+    assert (project / "site" / "index-tables" / "contamination.csv").exists()
+    assert "open it in a browser" in out
+
+
+def test_taxonomy_llm_classifier_labels_once_and_records_usage(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed import models
+    from livemed.models.fake import FakeModel
+
+    classifier = FakeModel(
+        "fake/classifier",
+        function=lambda messages, settings: '{"category": "CNIF", "rationale": "ignores CKD"}',
+    )
+    monkeypatch.setattr(models, "get_model", lambda model_id, config=None: classifier)
+    args = ("taxonomy", "--model", "fake/weak", "--k", "4", "--classifier", "fake/classifier", "--no-cache")
+    out = invoke(project, *args)
+    assert "4 classified, 0 already labelled" in out
+    out = invoke(project, *args)
+    assert "0 classified, 4 already labelled" in out  # resumable: labelled answers are not sent again
+    assert len(classifier.calls) == 4
+    with Store(project / "s.db") as store:
+        labels = list(store.iter(ErrorLabel))
+        first, second = sorted(
+            (r for r in store.iter(Run) if r.command == "taxonomy"), key=lambda r: r.started_at
+        )
+    assert {(label.category, label.method, label.classifier) for label in labels} == {
+        ("CNIF", "llm", "fake/classifier")
+    }
+    assert first.usage["fake/classifier"].calls == 4
+    assert "fake/classifier" not in second.usage  # nothing was sent the second time
+    rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
+    assert rows[0]["reasoning_share"] == 1.0

@@ -1,0 +1,88 @@
+"""The HTML report without a browser: self-contained, escaped, and its numbers are the analysis numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from livemed.records import Score
+from livemed.reports.build import ReportData, build_report
+from livemed.reports.html import render_html, write_report
+from livemed.store import Store
+from tests.analysis.builders import SCRIPT, study
+from tests.reports.conftest import FAST, registry
+
+
+def _embedded_json(html: str) -> dict:  # type: ignore[type-arg]
+    match = re.search(r'<script type="application/json" id="livemed-data">(.*?)</script>', html, re.S)
+    assert match is not None
+    return json.loads(match.group(1))  # type: ignore[no-any-return]
+
+
+def test_harvested_script_is_escaped_everywhere(report_data: ReportData) -> None:
+    html = render_html(report_data)
+    assert SCRIPT not in html
+    assert "&lt;script&gt;window.__pwned = 1; document.title = &#39;pwned&#39;&lt;/script&gt;" in html
+    assert html.count("<script") == 2  # the JSON block and the page's own script
+    assert "Study &lt;b&gt;42&lt;/b&gt;" in html  # even the title is data
+
+
+def test_report_is_self_contained(report_data: ReportData) -> None:
+    html = render_html(report_data)
+    assert not re.search(r"<(link|img|iframe)\b", html)
+    assert not re.search(r"""\s(src|href)=["']?(https?:)?//""", html)
+    assert "default-src 'none'" in html  # and the page forbids loading anything anyway
+
+
+def test_every_section_is_there_with_the_analysis_numbers(report_data: ReportData) -> None:
+    html = render_html(report_data)
+    for anchor in (
+        "leaderboard",
+        "axes",
+        "contamination",
+        "trends",
+        "taxonomy",
+        "funnel",
+        "cases",
+        "provenance",
+    ):
+        assert f'id="{anchor}"' in html
+    for row in report_data.leaderboard:
+        assert f'<td class="n strong">{row.mean:.3f}</td>' in html
+    assert html.count("<svg") == 6
+    strong = next(r for r in report_data.contamination.rows if r.model == "fake/strong")
+    assert strong.status == "tested"
+    assert f"{strong.pre_minus_post:.3f}" in html
+    assert "fake/weak (heuristic)" in html  # the taxonomy chart labels the baseline
+    assert ">rubricprompt01<" in html  # prompt hashes in the provenance section
+    data = _embedded_json(html)
+    assert [r["model"] for r in data["leaderboard"]] == [r.model for r in report_data.leaderboard]
+
+
+def test_funnel_counts_documents_rejections_and_cases(report_data: ReportData) -> None:
+    forum = next(f for f in report_data.funnel if f.source == "forum")
+    # 100 cases: every 4th is from pubmed -> 75 forum cases, plus 6 rejected forum docs
+    assert (forum.documents, forum.cases, forum.rubrics, forum.scored) == (81, 75, 75, 75)
+    assert forum.rejected == {"prefilter": 3, "screener": 3}
+
+
+def test_json_in_the_page_cannot_close_its_script(report_store: Store, tmp_path: Path) -> None:
+    evil = "fake/</script><script>alert(1)</script>"
+    score = next(iter(report_store.iter(Score)))
+    report_store.put([score.model_copy(update={"model": evil, "answer_id": score.answer_id + "x"})])
+    data = build_report(report_store, registry(), settings=FAST, max_cases=3)
+    path = write_report(data, tmp_path / "out" / "report.html")
+    html = path.read_text(encoding="utf-8")
+    assert html.count("<script") == 2
+    assert evil in [r["model"] for r in _embedded_json(html)["leaderboard"]]
+
+
+def test_report_builds_on_every_store_backend(any_store: Store) -> None:
+    any_store.put(study(n_cases=12))
+    data = build_report(any_store, registry(), settings=FAST, max_cases=4)
+    assert [row.n_cases for row in data.leaderboard] == [12, 12, 12]
+    assert len(data.cases) == 4
+    assert data.cases[0].case.published > data.cases[-1].case.published  # most recent first
+    assert all(len(view.answers) == 3 and len(view.answers[0].results) == 4 for view in data.cases)
+    assert sum(row.documents for row in data.funnel) == 18
