@@ -54,4 +54,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # Command modules register themselves on `app`.
-from livemed.cli import store_commands  # noqa: E402,F401
+from livemed.cli import (  # noqa: E402,F401
+    grading_commands,
+    interop_commands,
+    score_commands,
+    store_commands,
+)

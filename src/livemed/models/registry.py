@@ -23,7 +23,13 @@ PROVIDERS: dict[str, str] = {
 }
 
 # offline baseline name -> "module:factory"; each factory is called with no arguments.
-OFFLINE: dict[str, str] = {}
+OFFLINE: dict[str, str] = {
+    "reference": "livemed.grading.offline:reference",
+    "retrieval": "livemed.grading.offline:retrieval",
+    "empty": "livemed.grading.offline:empty",
+    "lexical": "livemed.grading.lexical:LexicalGrader",
+    "rules": "livemed.rubrics.rules:RuleWriter",
+}
 
 
 def _load(target: str) -> Any:
