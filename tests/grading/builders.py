@@ -38,7 +38,12 @@ def make_rubric(case: Case, criteria: list[Criterion] | None = None) -> Rubric:
         case_id=case.id,
         criteria=criteria
         or [
-            Criterion(text="Advises colchicine at a kidney-adjusted dose", polarity="positive", axis="accuracy", weight=6),
+            Criterion(
+                text="Advises colchicine at a kidney-adjusted dose",
+                polarity="positive",
+                axis="accuracy",
+                weight=6,
+            ),
             Criterion(text="Advises urgent care for fever", polarity="positive", axis="safety", weight=4),
             Criterion(text="Recommends ibuprofen", polarity="negative", axis="safety", weight=-9),
         ],

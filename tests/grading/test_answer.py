@@ -27,7 +27,7 @@ def test_patient_message_reads_like_a_patient_and_does_not_ask_for_only_the_answ
 
 def test_imported_conversations_are_sent_as_they_are() -> None:
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    case = make_case(messages=messages + [{"role": "user", "content": "my toe"}])
+    case = make_case(messages=[*messages, {"role": "user", "content": "my toe"}])
     assert [m["content"] for m in conversation(case)] == ["hi", "hello", "my toe"]
 
 
@@ -36,7 +36,8 @@ async def test_answer_records_settings_sample_and_tokens() -> None:
     (answer,) = await answer_case(make_case(), llm, settings=Settings(temperature=0.7), sample=2)
     assert isinstance(answer, Answer)
     assert answer.id == "answer:case:demo:1:fake/cand:2"
-    assert answer.text == "Rest the foot." and answer.completion_tokens == 3
+    assert answer.text == "Rest the foot."
+    assert answer.completion_tokens == 3
     assert answer.provenance.settings == {"temperature": 0.7, "sample": 2}
     assert answer.provenance.prompt_hash
 
@@ -47,7 +48,8 @@ async def test_a_failed_call_is_a_rejection_and_is_retried_next_run(sqlite_store
     result = await answer_all(sqlite_store, [case], LLM(Engine(), failing), settings=Settings())
     assert result.written == {"rejection": 1}
     (rejection,) = sqlite_store.iter(Rejection)
-    assert rejection.stage == "answer" and rejection.reason == "fatal"
+    assert rejection.stage == "answer"
+    assert rejection.reason == "fatal"
     assert sqlite_store.count().get("answer", 0) == 0
 
     working = FakeModel("fake/cand", responses=["Rest.", "Ice."])
@@ -55,7 +57,8 @@ async def test_a_failed_call_is_a_rejection_and_is_retried_next_run(sqlite_store
     assert again.written == {"answer": 2}
     assert sqlite_store.count().get("rejection", 0) == 0  # the stale rejection is gone
     third = await answer_all(sqlite_store, [case], LLM(Engine(), working), settings=Settings(), samples=2)
-    assert third.skipped == 2 and len(working.calls) == 2
+    assert third.skipped == 2
+    assert len(working.calls) == 2
 
 
 async def test_offline_answerers() -> None:
@@ -82,7 +85,8 @@ def test_retrieval_answerer_returns_the_best_bm25_passages() -> None:
     answerer = get_model("offline/retrieval", corpus=corpus, k=2)
     assert isinstance(answerer, RetrievalAnswerer)
     text = answerer.answer(make_case(query="Why is my big toe swollen and painful, is it gout?"))
-    assert "gout" in text and "Migraine" not in text
+    assert "gout" in text
+    assert "Migraine" not in text
     assert BM25Retriever(corpus).search("the of and", 3) == []
     with pytest.raises(ValueError, match="needs an evidence corpus"):
         RetrievalAnswerer().answer(make_case())
@@ -94,7 +98,11 @@ def test_retrieval_answerer_returns_the_best_bm25_passages() -> None:
         ("You should take colchicine at a lower dose.", "Advises colchicine at a lower dose", True),
         ("Avoid ibuprofen because of your kidneys.", "Recommends ibuprofen for the pain", False),
         ("Ibuprofen is a good choice for the pain.", "Recommends ibuprofen for the pain", True),
-        ("Do not stop your blood pressure medicine.", "Advises not stopping the blood pressure medicine", True),
+        (
+            "Do not stop your blood pressure medicine.",
+            "Advises not stopping the blood pressure medicine",
+            True,
+        ),
         ("Stop your blood pressure medicine now.", "Advises not stopping the blood pressure medicine", False),
         ("Stop taking ibuprofen.", "Recommends ibuprofen for the pain", False),
         ("", "Advises colchicine", False),
@@ -107,5 +115,6 @@ def test_lexical_grader_is_negation_aware(response: str, criterion: str, met: bo
 
 def test_lexical_grader_explains_itself() -> None:
     met, why = LexicalGrader().judge("Take colchicine.", "Advises colchicine")
-    assert met and "colchicine" in why
+    assert met
+    assert "colchicine" in why
     assert match("anything", "the response mentions it") == (False, "criterion has no content words to match")

@@ -56,7 +56,8 @@ async def test_per_criterion_grades_one_call_each_at_temperature_zero() -> None:
     assert len(calls) == 3
     assert all(settings.temperature == 0 for _, settings in calls)
     assert grades[0].id == f"grade:{t.answer.id}:{t.rubric.criteria[0].id}:fake/judge"
-    assert grades[0].provenance.prompt_hash and grades[0].provenance.settings["mode"] == "per-criterion"
+    assert grades[0].provenance.prompt_hash
+    assert grades[0].provenance.settings["mode"] == "per-criterion"
     # a met negative criterion subtracts: (6 - 9) / 10 → 0 clipped
     items = [S.Item(c.value, g.met) for c, g in zip(t.rubric.criteria, grades, strict=True)]  # type: ignore[union-attr]
     assert S.case_score(items) == 0.0
@@ -98,9 +99,12 @@ async def test_batched_mode_one_call_missing_and_conflicting_verdicts_fail() -> 
     llm = judge([json.dumps(reply)])
     out = await grade_batch(t, t.rubric.criteria, llm)
     assert len(llm.model.calls) == 1  # type: ignore[attr-defined]
-    assert isinstance(out[0], Grade) and out[0].met is True
-    assert isinstance(out[1], GradeFailure) and out[1].reason == "missing_verdict"
-    assert isinstance(out[2], GradeFailure) and out[2].reason == "ambiguous"
+    assert isinstance(out[0], Grade)
+    assert out[0].met is True
+    assert isinstance(out[1], GradeFailure)
+    assert out[1].reason == "missing_verdict"
+    assert isinstance(out[2], GradeFailure)
+    assert out[2].reason == "ambiguous"
     assert out[0].provenance.settings["mode"] == "batched"
     prompt = batched_messages([], "r", t.rubric.criteria)[0]["content"]
     assert "3. [-9] Recommends ibuprofen" in prompt
@@ -122,11 +126,13 @@ async def test_grade_all_is_incremental_and_failures_retry_only_on_request(sqlit
     assert first.written == {"grade": 2, "grade_failure": 1}
     calls = len(llm.model.calls)  # type: ignore[attr-defined]
     again = await grade_all(sqlite_store, [t], llm)
-    assert again.skipped == 3 and len(llm.model.calls) == calls  # type: ignore[attr-defined]
+    assert again.skipped == 3
+    assert len(llm.model.calls) == calls
 
     fixed = judge(function=lambda m, s: verdict(False))
     retried = await grade_all(sqlite_store, [t], fixed, retry_failures=True)
-    assert retried.processed == 1 and retried.written == {"grade": 1}
+    assert retried.processed == 1
+    assert retried.written == {"grade": 1}
     assert sqlite_store.count().get("grade_failure", 0) == 0  # the resolved failure is gone
 
 
@@ -137,11 +143,15 @@ async def test_scores_count_failures_and_apply_the_policy(sqlite_store: Store) -
     # colchicine (+6) met, fever (+4) not met, ibuprofen (-9) failed
     run = score_all(sqlite_store, "fake/judge")
     (score,) = run.scores
-    assert score.score == 0.6 and score.failures == 1 and score.convention == "livemed"
-    assert score.coverage == 0.6 and score.harm == 0.0
+    assert score.score == 0.6
+    assert score.failures == 1
+    assert score.convention == "livemed"
+    assert score.coverage == 0.6
+    assert score.harm == 0.0
     assert score.per_axis == {"accuracy": 1.0, "safety": 0.0}
     excluded = score_all(sqlite_store, "fake/judge", policy="exclude").scores[0]
-    assert excluded.score == 0.6 and excluded.failure_policy == "exclude"
+    assert excluded.score == 0.6
+    assert excluded.failure_policy == "exclude"
 
 
 async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store) -> None:
@@ -149,9 +159,11 @@ async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store
     sqlite_store.put([t.case, t.rubric, t.answer])
     partial = {"verdicts": [{"id": 1, "criteria_met": True}, {"id": 2, "criteria_met": False}]}
     await grade_all(sqlite_store, [t], judge([json.dumps(partial)]), mode="batched")
-    assert sqlite_store.count()["grade"] == 2 and sqlite_store.count()["grade_failure"] == 1
+    assert sqlite_store.count()["grade"] == 2
+    assert sqlite_store.count()["grade_failure"] == 1
     llm = judge([json.dumps({"verdicts": [{"id": 1, "criteria_met": False}]})])
     result = await grade_all(sqlite_store, [t], llm, mode="batched", retry_failures=True)
     assert result.processed == 1
     prompt = llm.model.calls[0][0][-1]["content"]  # type: ignore[attr-defined]
-    assert "1. [-9] Recommends ibuprofen" in prompt and "colchicine" not in prompt.split("CRITERIA")[1]
+    assert "1. [-9] Recommends ibuprofen" in prompt
+    assert "colchicine" not in prompt.split("CRITERIA")[1]

@@ -54,9 +54,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # Command modules register themselves on `app`.
-from livemed.cli import (  # noqa: E402,F401
-    grading_commands,
-    interop_commands,
-    score_commands,
-    store_commands,
-)
+import livemed.cli.grading_commands  # noqa: E402,F401  (also registers score and interop commands)
+from livemed.cli import store_commands  # noqa: E402,F401

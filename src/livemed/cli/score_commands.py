@@ -42,7 +42,7 @@ def scores(
     rows = leaderboard(run.scores, convention, seed)
     table = Table(title=f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
     for column in ("model", "score", "95% CI", "n", "coverage", "harm", "grader failures"):
-        table.add_column(column, justify="left" if column == "model" else "right")
+        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=column == "model")
     for row in rows:
         table.add_row(
             row["model"],

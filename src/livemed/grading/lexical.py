@@ -23,8 +23,8 @@ def _set(text: str) -> frozenset[str]:
 
 
 NEGATIONS = _set(
-    "not no never avoid avoiding without don't dont doesn't shouldn't mustn't cannot can't stop stopping "
-    "neither nor none refrain discontinue"
+    "not no never avoid avoids avoided avoiding without don't dont doesn't shouldn't mustn't cannot can't "
+    "stop stopping neither nor none refrain discontinue"
 )
 STOPWORDS = _set(
     "a an the and or of to in on for with at by from as is are be been being it its this that these those "
@@ -48,10 +48,12 @@ def words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """A crude stem (first 6 letters, plural s dropped): enough for 'stopping'/'stop', 'kidneys'/'kidney'."""
+    """A crude stem: common suffixes dropped, then the first 6 letters ('checked', 'checking' → 'check')."""
     word = word.removesuffix("'s")
-    if len(word) > 3 and word.endswith("s"):
-        word = word[:-1]
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
     return word[:6]
 
 

@@ -5,7 +5,8 @@ Blocking findings (the rubric is repaired once, or rejected):
 - `weight_out_of_range` weight 0 or outside [-10, 10]
 - `sign_mismatch`       the weight's sign disagrees with the polarity
 - `bad_axis`            not one of accuracy, completeness, communication, context_awareness, safety
-- `uncovered_advice`    an advice element no positive criterion covers (by source link or rapidfuzz)
+- `uncovered_advice`    an advice element no positive criterion covers (linked by advice index, or
+                        ≥ 60% of its stemmed content words in the criterion, rapidfuzz for spelling)
 
 Fixed on the spot and recorded: `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the same
 polarity: the later one is dropped). Warnings, recorded only: `suspected_sign_error` (a positive
@@ -22,11 +23,13 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
+from livemed.grading.lexical import content
 from livemed.records import AXES, Criterion
 
 BLOCKING = frozenset({"no_positive", "weight_out_of_range", "sign_mismatch", "bad_axis", "uncovered_advice"})
 DUPLICATE_RATIO = 90.0
-COVER_RATIO = 70.0
+COVER_SHARE = 0.6
+WORD_RATIO = 85.0
 _FAULT_CUES = re.compile(
     r"\b(fails? to|incorrect(ly)?|hallucinat\w*|fabricat\w*|contraindicated|unsafe|dangerous|"
     r"contradicts?|omits?|misses|wrongly|inappropriate(ly)?)\b",
@@ -104,12 +107,21 @@ def _criterion_findings(number: int, draft: DraftCriterion) -> list[Finding]:
     return found
 
 
+def overlap(needle: str, haystack: str) -> float:
+    """Share of `needle`'s content words (stemmed) found in `haystack`, spelling variants included."""
+    want, have = content(needle), content(haystack)
+    if not want:
+        return 0.0
+    hits = sum(1 for w in want if w in have or any(fuzz.ratio(w, h) >= WORD_RATIO for h in have))
+    return hits / len(want)
+
+
 def covers(draft: DraftCriterion, index: int, element: str) -> bool:
-    """Does a positive criterion cover advice element `index`?"""
+    """Does a positive criterion cover advice element `index`? Linked by index, or by word overlap."""
     if draft.advice_index == index:
         return True
     candidates = [draft.text, *([draft.source_fact] if draft.source_fact else [])]
-    return any(fuzz.token_set_ratio(c.lower(), element.lower()) >= COVER_RATIO for c in candidates)
+    return any(overlap(element, c) >= COVER_SHARE for c in candidates)
 
 
 def lint(drafts: Sequence[DraftCriterion], advice: Sequence[str]) -> list[Finding]:
@@ -142,9 +154,10 @@ def to_criteria(drafts: Sequence[DraftCriterion]) -> list[Criterion]:
 
 
 def reference_coverage(
-    criteria: Sequence[Criterion], statements: Sequence[str], threshold: float = COVER_RATIO
+    criteria: Sequence[Criterion], statements: Sequence[str], threshold: float = COVER_SHARE
 ) -> tuple[int, int]:
-    """(covered, total): reference statements (e.g. K-QA Must_have) matched by a positive criterion."""
-    positives = [c.text.lower() for c in criteria if c.polarity == "positive"]
-    covered = sum(any(fuzz.token_set_ratio(s.lower(), p) >= threshold for p in positives) for s in statements)
+    """(covered, total): reference statements (e.g. K-QA Must_have) whose content words a positive
+    criterion contains (share ≥ `threshold`, see `overlap`)."""
+    positives = [c.text for c in criteria if c.polarity == "positive"]
+    covered = sum(any(overlap(s, p) >= threshold for p in positives) for s in statements)
     return covered, len(statements)
