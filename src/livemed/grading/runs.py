@@ -117,7 +117,8 @@ async def grade_all(
         )
     else:
         result = await _grade_batched(store, targets, judge, kinds, batch_size)
-    _drop_resolved_failures(store, targets, judge.id)
+    if retry_failures:  # only a re-graded failure can have turned into a Grade
+        _drop_resolved_failures(store, targets, judge.id)
     return result
 
 
@@ -125,14 +126,17 @@ async def _grade_batched(
     store: Store, targets: Sequence[Target], judge: Judge, kinds: list[str], batch_size: int
 ) -> StageResult:
     def pending() -> Iterator[tuple[Target, list[Criterion]]]:
-        for target in targets:
-            ids = [grade_id(target.answer.id, c.id, judge.id) for c in target.rubric.criteria]
+        for start in range(0, len(targets), 256):  # one store query per kind per chunk
+            chunk = targets[start : start + 256]
+            ids = [[grade_id(t.answer.id, c.id, judge.id) for c in t.rubric.criteria] for t in chunk]
+            flat = [i for group in ids for i in group]
             done: set[str] = set()
             for kind in kinds:
-                done |= store.has(kind, ids)
-            todo = [c for c, i in zip(target.rubric.criteria, ids, strict=True) if i not in done]
-            if todo:
-                yield target, todo
+                done |= store.has(kind, flat)
+            for target, group in zip(chunk, ids, strict=True):
+                todo = [c for c, i in zip(target.rubric.criteria, group, strict=True) if i not in done]
+                if todo:
+                    yield target, todo
 
     async def work(item: tuple[Target, list[Criterion]]) -> list[Record]:
         return list(await grade_batch(item[0], item[1], judge))
