@@ -66,30 +66,42 @@ def rubrics(
     writer: str = typer.Option(..., "--writer", help="Rubric writer model, or offline/rules (baseline)."),
     status: str | None = typer.Option(None, "--status", help="Only cases with this status (e.g. accepted)."),
     limit: int | None = LIMIT,
+    retry_rejected: bool = typer.Option(
+        False, "--retry-rejected", help="Try cases whose rubric was rejected again."
+    ),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
     from livemed.pipeline import run_stage, track_run
-    from livemed.rubrics.write import OfflineWriter, write_rubric
+    from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
 
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     model = resolve(app_state, engine, writer, "rubrics", OfflineWriter)
     cases = list(select_cases(app_state, status, limit))
+    rejected = set() if retry_rejected else store.has("rejection", [rejection_id(c.id) for c in cases])
+    todo = [case for case in cases if rejection_id(case.id) not in rejected]
+    if rejected:
+        console.print(
+            f"skipping {len(rejected)} case(s) whose rubric was rejected (--retry-rejected to retry)"
+        )
     with track_run(store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine):
         result = asyncio.run(
             run_stage(
                 store,
-                cases,
+                todo,
                 lambda case: write_rubric(case, model),
                 output_id=lambda case: f"rubric:{case.id}",
-                output_kinds=["rubric", "rejection"],
+                output_kinds=["rubric"],
                 batch_size=16,
             )
         )
+    done = store.has("rubric", [f"rubric:{case.id}" for case in todo])
+    stale = store.has("rejection", [rejection_id(case.id) for case in todo if f"rubric:{case.id}" in done])
+    store.delete("rejection", sorted(stale))
     print_result("rubrics", result)
     report_reference_coverage(app_state, cases)
     print_usage(engine)

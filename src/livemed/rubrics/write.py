@@ -264,6 +264,11 @@ async def _repair(
     return repaired.criteria
 
 
+def rejection_id(case_id: str) -> str:
+    """The id of the Rejection a case's rubric gets (a rubric id and a rejection id never coincide)."""
+    return f"{STAGE}:rubric:{case_id}"
+
+
 def _reject(case: Case, reason: str, detail: str) -> Rejection:
     return Rejection(
         stage=STAGE,
