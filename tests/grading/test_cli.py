@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from livemed.cli import app
 from livemed.interop.kqa import REFERENCE_NAMESPACE
-from livemed.records import Answer, Case, Rubric, Score
+from livemed.records import Answer, Case, Rejection, Rubric, Score
 from livemed.store import Store
 
 
@@ -147,3 +147,12 @@ def test_user_errors_are_one_line(tmp_path: Path) -> None:
     with Store(store) as s:
         assert s.count().get("answer", 0) == 0
         assert not list(s.iter(Answer))
+
+
+def test_failed_answer_calls_are_rejections_not_answers(kqa_store: Path) -> None:
+    out = run(kqa_store, "answer", "--model", "fake/unscripted", "--limit", "2")
+    assert "rejected (fatal): 2" in out
+    with Store(kqa_store) as store:
+        assert store.count().get("answer", 0) == 0
+        assert {r.stage for r in store.iter(Rejection)} == {"answer"}
+    assert "wrote 2 rejection" in run(kqa_store, "answer", "--model", "fake/unscripted", "--limit", "2")
