@@ -102,3 +102,28 @@ async def test_grade_items_counts_failures_as_not_met() -> None:
     lexical, none = await grade_items(items, LexicalGrader())
     assert lexical == [True, False, True]
     assert none == {}
+
+
+def test_reads_healthbench_meta_eval_lines(tmp_path: Path) -> None:
+    base = {
+        "prompt": [{"role": "user", "content": "Is my chest pain serious?"}],
+        "completion": "Call emergency services now.",
+        "rubric": "Advises calling emergency services.",
+        "category": "cluster:emergency_referrals",
+    }
+    path = tmp_path / "meta.jsonl"
+    rows = [
+        {**base, "binary_labels": [True, True, False]},
+        {**base, "binary_labels": [False, False, True]},
+        {**base, "binary_labels": [True, False]},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    met, not_met, tie = list(read_labels(path))
+    assert isinstance(met, LabelItem)
+    assert met.label is True
+    assert met.question == "Is my chest pain serious?"
+    assert met.group == "cluster:emergency_referrals"
+    assert isinstance(not_met, LabelItem)
+    assert not_met.label is False
+    assert isinstance(tie, InputFileError)
+    assert "no majority" in str(tie)

@@ -6,7 +6,10 @@ Two formats are read:
   neutral/contradiction (case-insensitive);
 - K-QA's NLI annotation CSV (`Question, llm_x, answer, claim, category_x, majority_label,
   label_0, label_1, label_2`): response = `answer`, criterion = `claim`, question = `Question`,
-  label = `majority_label` (Entailment = met; Neutral and Contradiction = not met).
+  label = `majority_label` (Entailment = met; Neutral and Contradiction = not met);
+- HealthBench's meta-evaluation JSONL (`prompt`, `completion`, `rubric`, `binary_labels`, `category`):
+  response = `completion`, criterion = `rubric`, question = the last user turn, label = the
+  physicians' majority (a tie is not a label: the row is reported and skipped).
 A row that cannot be read is an `InputFileError` naming the file and line; the others still load.
 """
 
@@ -24,6 +27,7 @@ from livemed.errors import InputFileError
 MET = frozenset({"true", "1", "yes", "met", "entailment"})
 NOT_MET = frozenset({"false", "0", "no", "not met", "not_met", "unmet", "neutral", "contradiction"})
 KQA_COLUMNS = frozenset({"Question", "answer", "claim", "majority_label"})
+META_EVAL_KEYS = frozenset({"completion", "rubric", "binary_labels"})
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,25 @@ def parse_label(value: Any) -> bool:
     if text in NOT_MET:
         return False
     raise ValueError(f"label {value!r} is neither met nor not met")
+
+
+def _meta_eval(row: dict[str, Any]) -> LabelItem:
+    labels = row.get("binary_labels")
+    if not isinstance(labels, list) or not labels or not all(isinstance(v, bool) for v in labels):
+        raise ValueError("'binary_labels' must be a non-empty list of booleans")
+    met = sum(labels)
+    if met * 2 == len(labels):
+        raise ValueError(f"physicians are split {met}-{len(labels) - met}: no majority label")
+    prompt = row.get("prompt")
+    prompt = prompt if isinstance(prompt, list) else []
+    users = [str(m.get("content", "")) for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+    completion, rubric = row.get("completion"), row.get("rubric")
+    if not isinstance(completion, str) or not isinstance(rubric, str) or not rubric.strip():
+        raise ValueError("needs a 'completion' and a non-empty 'rubric'")
+    question = users[-1] if users else ""
+    return LabelItem(
+        completion, rubric.strip(), met * 2 > len(labels), question, 1.0, str(row.get("category", ""))
+    )
 
 
 def _item(row: dict[str, Any], kqa: bool) -> LabelItem:
@@ -99,7 +122,10 @@ def _read_jsonl(path: Path) -> Iterator[LabelItem | InputFileError]:
                 data = json.loads(raw)
                 if not isinstance(data, dict):
                     raise ValueError("expected a JSON object")
-                yield _item(data, data.keys() >= KQA_COLUMNS)
+                if data.keys() >= META_EVAL_KEYS:
+                    yield _meta_eval(data)
+                else:
+                    yield _item(data, data.keys() >= KQA_COLUMNS)
             except json.JSONDecodeError as exc:
                 yield InputFileError(path, f"invalid JSON: {exc.msg}", number)
             except (ValueError, UnicodeDecodeError) as exc:
