@@ -78,8 +78,9 @@ def test_offline_pipeline_orders_reference_retrieval_empty(
     with Store(kqa_store) as store:
         assert store.count()["score"] == 18
         assert all(s.convention == "livemed" for s in store.iter(Score))
-    hb = run(kqa_store, "scores", "--judge", "offline/lexical", "--convention", "healthbench")
+    hb = run(kqa_store, "scores", "--judge", "offline/lexical", "--convention", "healthbench", "--by", "axis")
     assert "convention: healthbench" in hb
+    assert "by axis (same formula on each subset)" in hb
 
 
 def test_kqa_import_keeps_must_have_as_reference(kqa_store: Path) -> None:

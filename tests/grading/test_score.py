@@ -129,3 +129,34 @@ def test_healthbench_bootstrap_clips_each_resample() -> None:
     low, high, _ = S.bootstrap([-2.0, -1.0, 0.5], "healthbench", seed=3)
     assert low == 0.0
     assert 0.0 <= high <= 0.5
+
+
+def test_leaderboard_and_breakdown_aggregate_score_records() -> None:
+    from livemed.records import Score
+
+    def rec(model: str, value: float, axis: dict[str, float]) -> Score:
+        return Score(
+            answer_id=f"answer:c{value}:{model}:0",
+            case_id=f"case:c{value}",
+            model=model,
+            judge="j",
+            score=value,
+            per_axis=axis,
+            coverage=value,
+            harm=0.0,
+            failures=1,
+        )
+
+    records = [
+        rec("a", 0.5, {"accuracy": 0.5}),
+        rec("a", 1.0, {"accuracy": 1.0, "safety": 0.0}),
+        rec("b", 0.25, {}),
+    ]
+    rows = S.leaderboard(records, "livemed", seed=0)
+    assert [r["model"] for r in rows] == ["a", "b"]
+    assert rows[0]["score"] == pytest.approx(0.75)
+    assert rows[0]["n"] == 2
+    assert rows[0]["failures"] == 2
+    assert rows[0]["convention"] == "livemed"
+    by_axis = {(r["model"], r["axis"]): (r["score"], r["n"]) for r in S.breakdown(records, "axis", "livemed")}
+    assert by_axis == {("a", "accuracy"): (0.75, 2), ("a", "safety"): (0.0, 1)}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ def scores(
     policy: str = typer.Option("not-met", "--policy", help="Failed verdicts: not-met (default) or exclude."),
     model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (1,000 resamples)."),
+    by: str | None = typer.Option(None, "--by", help="Also break scores down by axis or theme."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the leaderboard as JSON."),
 ) -> None:
     """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs."""
@@ -38,11 +38,14 @@ def scores(
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
     if policy not in ("not-met", "exclude"):
         raise ConfigError(f"--policy must be not-met or exclude, got {policy!r}")
+    if by not in (None, "axis", "theme"):
+        raise ConfigError(f"--by must be axis or theme, got {by!r}")
     run = score_all(state(ctx).store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
-    rows = leaderboard(run.scores, convention, seed)
+    rows = S.leaderboard(run.scores, convention, seed=seed)
+    breakdown = S.breakdown(run.scores, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
     table = Table(title=f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
     for column in ("model", "score", "95% CI", "n", "coverage", "harm", "grader failures"):
-        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=column == "model")
+        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
     for row in rows:
         table.add_row(
             row["model"],
@@ -54,6 +57,8 @@ def scores(
             str(row["failures"]),
         )
     console.print(table)
+    if by:
+        _print_breakdown(by, breakdown)
     for reason, n in sorted(run.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
     if json_out is not None:
@@ -62,38 +67,21 @@ def scores(
             "convention": convention,
             "policy": policy,
             "models": rows,
+            "by": {by: breakdown} if by else {},
             "excluded": dict(run.excluded),
         }
         json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
 
 
-def leaderboard(records: list[Any], convention: str, seed: int) -> list[dict[str, Any]]:
-    """One row per model: aggregate under the convention, bootstrap CI, mean coverage/harm, failures."""
-    from livemed.grading import score as S
-
-    by_model: dict[str, list[Any]] = defaultdict(list)
-    for record in records:
-        by_model[record.model].append(record)
-    rows = []
-    for name, group in by_model.items():
-        summary = S.summarize([r.score for r in group], convention, seed=seed)  # type: ignore[arg-type]
-        assert summary is not None
-        rows.append(
-            {
-                "model": name,
-                "convention": convention,
-                "score": summary.mean,
-                "ci_low": summary.ci_low,
-                "ci_high": summary.ci_high,
-                "bootstrap_std": summary.bootstrap_std,
-                "n": summary.n,
-                "coverage": sum(r.coverage for r in group) / len(group),
-                "harm": sum(r.harm for r in group) / len(group),
-                "failures": sum(r.failures for r in group),
-            }
-        )
-    return sorted(rows, key=lambda row: -row["score"])
+def _print_breakdown(by: str, rows: list[dict[str, Any]]) -> None:
+    table = Table(title=f"by {by} (same formula on each subset)")
+    for column in ("model", by, "score", "95% CI", "n"):
+        table.add_column(column, justify="right" if column in ("score", "n") else "left", no_wrap=True)
+    for row in rows:
+        ci = f"{row['ci_low']:.3f}–{row['ci_high']:.3f}"
+        table.add_row(row["model"], row[by], f"{row['score']:.3f}", ci, str(row["n"]))
+    console.print(table)
 
 
 @judges_app.command("agreement")

@@ -20,11 +20,15 @@ seeded) and apply the convention's aggregate to each resample.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from livemed.records import Score
 
 Convention = Literal["livemed", "healthbench"]
 FailurePolicy = Literal["not-met", "exclude"]
@@ -188,3 +192,58 @@ def summarize(
         return None
     low, high, std = bootstrap(kept, convention, resamples=resamples, seed=seed)
     return Summary(convention, aggregate(kept, convention), len(kept), low, high, std, excluded)
+
+
+# --------------------------------------------------------------------------- leaderboards
+
+
+def leaderboard(records: Sequence[Score], convention: Convention, *, seed: int = 0) -> list[dict[str, Any]]:
+    """One row per model, best first: the convention's aggregate, bootstrap CI, mean coverage and harm."""
+    by_model: dict[str, list[Score]] = defaultdict(list)
+    for record in records:
+        by_model[record.model].append(record)
+    rows = []
+    for name, group in by_model.items():
+        summary = summarize([r.score for r in group], convention, seed=seed)
+        assert summary is not None  # Score records always carry a score
+        rows.append(
+            {
+                "model": name,
+                "convention": convention,
+                "score": summary.mean,
+                "ci_low": summary.ci_low,
+                "ci_high": summary.ci_high,
+                "bootstrap_std": summary.bootstrap_std,
+                "n": summary.n,
+                "coverage": sum(r.coverage for r in group) / len(group),
+                "harm": sum(r.harm for r in group) / len(group),
+                "failures": sum(r.failures for r in group),
+            }
+        )
+    return sorted(rows, key=lambda row: (-row["score"], row["model"]))
+
+
+def breakdown(
+    records: Sequence[Score], by: Literal["axis", "theme"], convention: Convention, *, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Per model and axis (or theme): the aggregate over the answers that have a score for it."""
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in records:
+        for name, value in (record.per_axis if by == "axis" else record.per_theme).items():
+            groups[(record.model, name)].append(value)
+    rows = []
+    for (model, name), values in sorted(groups.items()):
+        summary = summarize(values, convention, seed=seed)
+        assert summary is not None
+        rows.append(
+            {
+                "model": model,
+                by: name,
+                "convention": convention,
+                "score": summary.mean,
+                "ci_low": summary.ci_low,
+                "ci_high": summary.ci_high,
+                "n": summary.n,
+            }
+        )
+    return rows
