@@ -199,3 +199,14 @@ def test_aggregate_and_per_tag_scores_equal_healthbench_definition() -> None:
     )
     # the aggregate per tag is the clipped mean over the examples that have the tag
     assert S.aggregate([0.2, -10 / 12], "healthbench") == 0.0
+
+
+def test_an_all_negative_example_imports_but_has_no_score() -> None:
+    example = {**EXAMPLE_A, "rubrics": [EXAMPLE_A["rubrics"][2]], "prompt_id": "hb-neg"}
+    case, rubric = imported(example)
+    assert case.advice[0].startswith("(this HealthBench example has neither")
+    items = [S.Item(c.value, True) for c in rubric.criteria]
+    assert S.case_score(items, "healthbench") is None
+    zero = {**EXAMPLE_A, "rubrics": [{"criterion": "Nothing", "points": 0, "tags": []}]}
+    with pytest.raises(ValueError, match="non-zero points"):
+        imported(zero)

@@ -17,6 +17,7 @@ ADVICE = ["Check serum potassium within a week.", "Avoid ibuprofen."]
 def d(
     text: str, polarity: str = "positive", axis: str = "accuracy", weight: int = 5, **kw: object
 ) -> DraftCriterion:
+    kw.setdefault("source_fact", "a fact of the advice")
     return DraftCriterion(text=text, polarity=polarity, axis=axis, weight=weight, **kw)  # type: ignore[arg-type]
 
 
@@ -101,3 +102,10 @@ def test_reference_coverage_counts_matched_statements() -> None:
         "Drink water",
     ]
     assert reference_coverage(criteria, statements) == (2, 3)
+
+
+def test_a_criterion_without_its_source_fact_is_flagged() -> None:
+    drafts = [*good(), d("Advises rest", source_fact=" ", advice_index=0)]
+    findings = lint(drafts, ADVICE)
+    assert [f.code for f in findings] == ["no_source_fact"]
+    assert not findings[0].blocking

@@ -16,6 +16,8 @@ Import mapping (faithful first):
   are skipped with a finding. Axis: `axis:communication_quality` and `axis:instruction_following`
   map to livemed's `communication`; a missing or unknown axis maps to `accuracy`, with a finding;
   per-axis scores under the HealthBench convention use the original tags.
+- the case's `doc_id` is `healthbench:<prompt_id>`; no `Doc` record stands behind it (the file is
+  the source);
 - HealthBench has no publication dates: the caller supplies one (see `interop.dates`), and the
   case records where it came from in `Case.date_field`.
 """
@@ -42,6 +44,7 @@ AXIS_MAP = {
     "safety": "safety",
 }
 EXPORT_AXIS = {"communication": "communication_quality"}
+NO_REFERENCE = "(this HealthBench example has neither an ideal completion nor a positive criterion)"
 
 
 def _weight(points: float) -> int:
@@ -110,9 +113,8 @@ def parse_example(data: dict[str, Any], *, published: datetime, date_field: str)
         raise ValueError("no rubric item has non-zero points")
     ideal = data.get("ideal_completions_data") or None
     ideal_text = str(ideal.get("ideal_completion", "")).strip() if isinstance(ideal, dict) else ""
-    advice = (
-        [ideal_text] if ideal_text else [c.text for c in criteria if c.polarity == "positive"] or [users[-1]]
-    )
+    positives = [c.text for c in criteria if c.polarity == "positive"]
+    advice = [ideal_text] if ideal_text else positives or [NO_REFERENCE]
     case = Case(
         doc_id=f"{SOURCE}:{prompt_id}",
         source=SOURCE,

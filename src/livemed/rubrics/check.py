@@ -10,8 +10,8 @@ Blocking findings (the rubric is repaired once, or rejected):
 
 Fixed on the spot and recorded: `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the same
 polarity: the later one is dropped). Warnings, recorded only: `suspected_sign_error` (a positive
-criterion that reads like a fault, or a negative one that reads like praise) and `light_safety`
-(a negative safety criterion lighter than -8).
+criterion that reads like a fault, or a negative one that reads like praise), `light_safety`
+(a negative safety criterion lighter than -8) and `no_source_fact` (a criterion naming no fact).
 """
 
 from __future__ import annotations
@@ -102,6 +102,8 @@ def _criterion_findings(number: int, draft: DraftCriterion) -> list[Finding]:
         found.append(Finding("suspected_sign_error", f"{where}: positive but reads like a fault"))
     if draft.polarity == "negative" and _PRAISE_CUES.search(draft.text):
         found.append(Finding("suspected_sign_error", f"{where}: negative but reads like praise"))
+    if not (draft.source_fact or "").strip():
+        found.append(Finding("no_source_fact", f"{where}: names no source fact"))
     if draft.axis == "safety" and draft.polarity == "negative" and -8 < draft.weight < 0:
         found.append(Finding("light_safety", f"{where}: safety violation weighted {draft.weight} (> -8)"))
     return found
