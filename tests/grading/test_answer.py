@@ -42,21 +42,21 @@ async def test_answer_records_settings_sample_and_tokens() -> None:
     assert answer.provenance.prompt_hash
 
 
-async def test_a_failed_call_is_a_rejection_and_is_retried_next_run(sqlite_store: Store) -> None:
+async def test_a_failed_call_is_a_rejection_and_is_retried_next_run(any_store: Store) -> None:
     case = make_case()
     failing = FakeModel("fake/cand", function=lambda m, s: FatalModelError("400 bad request", status=400))
-    result = await answer_all(sqlite_store, [case], LLM(Engine(), failing), settings=Settings())
+    result = await answer_all(any_store, [case], LLM(Engine(), failing), settings=Settings())
     assert result.written == {"rejection": 1}
-    (rejection,) = sqlite_store.iter(Rejection)
+    (rejection,) = any_store.iter(Rejection)
     assert rejection.stage == "answer"
     assert rejection.reason == "fatal"
-    assert sqlite_store.count().get("answer", 0) == 0
+    assert any_store.count().get("answer", 0) == 0
 
     working = FakeModel("fake/cand", responses=["Rest.", "Ice."])
-    again = await answer_all(sqlite_store, [case], LLM(Engine(), working), settings=Settings(), samples=2)
+    again = await answer_all(any_store, [case], LLM(Engine(), working), settings=Settings(), samples=2)
     assert again.written == {"answer": 2}
-    assert sqlite_store.count().get("rejection", 0) == 0  # the stale rejection is gone
-    third = await answer_all(sqlite_store, [case], LLM(Engine(), working), settings=Settings(), samples=2)
+    assert any_store.count().get("rejection", 0) == 0  # the stale rejection is gone
+    third = await answer_all(any_store, [case], LLM(Engine(), working), settings=Settings(), samples=2)
     assert third.skipped == 2
     assert len(working.calls) == 2
 

@@ -118,22 +118,22 @@ def scripted_by_criterion(messages: list[Message], settings: Settings) -> str:
     return verdict("colchicine" in criterion)
 
 
-async def test_grade_all_is_incremental_and_failures_retry_only_on_request(sqlite_store: Store) -> None:
+async def test_grade_all_is_incremental_and_failures_retry_only_on_request(any_store: Store) -> None:
     t = target()
-    sqlite_store.put([t.case, t.rubric, t.answer])
+    any_store.put([t.case, t.rubric, t.answer])
     llm = judge(function=scripted_by_criterion)
-    first = await grade_all(sqlite_store, [t], llm)
+    first = await grade_all(any_store, [t], llm)
     assert first.written == {"grade": 2, "grade_failure": 1}
     calls = len(llm.model.calls)  # type: ignore[attr-defined]
-    again = await grade_all(sqlite_store, [t], llm)
+    again = await grade_all(any_store, [t], llm)
     assert again.skipped == 3
     assert len(llm.model.calls) == calls
 
     fixed = judge(function=lambda m, s: verdict(False))
-    retried = await grade_all(sqlite_store, [t], fixed, retry_failures=True)
+    retried = await grade_all(any_store, [t], fixed, retry_failures=True)
     assert retried.processed == 1
     assert retried.written == {"grade": 1}
-    assert sqlite_store.count().get("grade_failure", 0) == 0  # the resolved failure is gone
+    assert any_store.count().get("grade_failure", 0) == 0  # the resolved failure is gone
 
 
 async def test_scores_count_failures_and_apply_the_policy(sqlite_store: Store) -> None:

@@ -101,7 +101,8 @@ def rubrics(
         )
     done = store.has("rubric", [f"rubric:{case.id}" for case in todo])
     stale = store.has("rejection", [rejection_id(case.id) for case in todo if f"rubric:{case.id}" in done])
-    store.delete("rejection", sorted(stale))
+    if stale:
+        store.delete("rejection", sorted(stale))
     print_result("rubrics", result)
     report_reference_coverage(app_state, cases)
     print_usage(engine)

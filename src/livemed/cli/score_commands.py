@@ -44,7 +44,7 @@ def scores(
     rows = S.leaderboard(run.scores, convention, seed=seed)
     breakdown = S.breakdown(run.scores, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
     table = Table(title=f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
-    for column in ("model", "score", "95% CI", "n", "coverage", "harm", "grader failures"):
+    for column in ("model", "score", "95% CI", "n", "coverage", "harm", "failures"):
         table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
     for row in rows:
         table.add_row(
