@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from livemed.cli import app
 from livemed.interop.kqa import REFERENCE_NAMESPACE
-from livemed.records import Answer, Case, Rejection, Rubric, Score
+from livemed.records import Answer, Case, Rejection, Rubric, Run, Score
 from livemed.store import Store
 
 
@@ -77,6 +77,9 @@ def test_offline_pipeline_orders_reference_retrieval_empty(
     assert rows["offline/reference"]["convention"] == "livemed"
     with Store(kqa_store) as store:
         assert store.count()["score"] == 18
+        grade_runs = [r for r in store.iter(Run) if r.command == "grade"]
+        assert [r.counts.get("grade", 0) for r in grade_runs].count(0) == 1  # the second run wrote nothing
+        assert all(r.outcome == "ok" for r in grade_runs)
         assert all(s.convention == "livemed" for s in store.iter(Score))
     hb = run(kqa_store, "scores", "--judge", "offline/lexical", "--convention", "healthbench", "--by", "axis")
     assert "convention: healthbench" in hb

@@ -53,6 +53,11 @@ def select_cases(app_state: AppState, status: str | None, limit: int | None) -> 
         yield case
 
 
+def counts(result: StageResult) -> dict[str, int]:
+    """What a stage run did, for its Run record."""
+    return {"seen": result.seen, "skipped": result.skipped, **dict(result.written)}
+
+
 def print_result(what: str, result: StageResult) -> None:
     written = ", ".join(f"{n} {k}" for k, n in sorted(result.written.items())) or "nothing"
     console.print(f"{what}: {result.seen} seen, {result.skipped} already done, wrote {written}")
@@ -88,7 +93,7 @@ def rubrics(
         console.print(
             f"skipping {len(rejected)} case(s) whose rubric was rejected (--retry-rejected to retry)"
         )
-    with track_run(store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine):
+    with track_run(store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine) as run:
         result = asyncio.run(
             run_stage(
                 store,
@@ -99,6 +104,7 @@ def rubrics(
                 batch_size=16,
             )
         )
+        run.counts = counts(result)
     done = store.has("rubric", [f"rubric:{case.id}" for case in todo])
     stale = store.has("rejection", [rejection_id(case.id) for case in todo if f"rubric:{case.id}" in done])
     if stale:
@@ -181,8 +187,9 @@ def answer(
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
     if samples > 1 and temperature == 0:
         err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
-    with track_run(app_state.store, "answer", settings=run_settings, models=[model], engine=engine):
+    with track_run(app_state.store, "answer", settings=run_settings, models=[model], engine=engine) as run:
         result = asyncio.run(answer_all(app_state.store, cases, answerer, settings=settings, samples=samples))
+        run.counts = counts(result)
     print_result(f"answers by {model}", result)
     print_usage(engine)
 
@@ -214,8 +221,9 @@ def grade(
     grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
     plan = plan_targets(store, (a for a in store.iter(Answer) if model is None or a.model == model))
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
-    with track_run(store, "grade", settings=settings, models=[judge], engine=engine):
+    with track_run(store, "grade", settings=settings, models=[judge], engine=engine) as run:
         result = asyncio.run(grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures))
+        run.counts = counts(result)
     print_result(f"grades by {judge} ({mode})", result)
     for reason, n in sorted(plan.skipped.items()):
         console.print(f"  answers not graded ({reason}): {n}")
