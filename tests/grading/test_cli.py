@@ -11,7 +11,10 @@ from typer.testing import CliRunner
 
 from livemed.cli import app
 from livemed.interop.kqa import REFERENCE_NAMESPACE
-from livemed.records import Answer, Case, Rejection, Rubric, Run, Score
+from livemed.models import Message, Settings
+from livemed.models.fake import FakeModel
+from livemed.models.registry import PROVIDERS
+from livemed.records import Answer, Case, Grade, Rejection, Rubric, Run, Score
 from livemed.store import Store
 
 
@@ -160,3 +163,36 @@ def test_failed_answer_calls_are_rejections_not_answers(kqa_store: Path) -> None
         assert store.count().get("answer", 0) == 0
         assert {r.stage for r in store.iter(Rejection)} == {"answer"}
     assert "wrote 2 rejection" in run(kqa_store, "answer", "--model", "fake/unscripted", "--limit", "2")
+
+
+def scripted_judge(model_id: str) -> FakeModel:
+    """A judge for the `fake` provider: met when the response mentions the criterion's first word."""
+
+    def reply(messages: list[Message], settings: Settings) -> str:
+        text = messages[0]["content"]
+        response = text.split("<<<RESPONSE")[1].split("RESPONSE>>>")[0].lower()
+        if "<<<CRITERIA" in text:
+            lines = text.split("<<<CRITERIA")[1].split("CRITERIA>>>")[0].strip().splitlines()
+            verdicts = [{"id": n, "criteria_met": bool(response.strip())} for n in range(1, len(lines) + 1)]
+            return json.dumps({"verdicts": verdicts})
+        return json.dumps({"explanation": "scripted", "criteria_met": bool(response.strip())})
+
+    return FakeModel(model_id, function=reply)
+
+
+@pytest.mark.parametrize("mode", ["per-criterion", "batched"])
+def test_grading_with_an_llm_judge(kqa_store: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_cli:scripted_judge")
+    run(kqa_store, "rubrics", "--writer", "offline/rules", "--limit", "2")
+    run(kqa_store, "answer", "--model", "offline/reference", "--limit", "2")
+    run(kqa_store, "answer", "--model", "offline/empty", "--limit", "2")
+    out = run(kqa_store, "grade", "--judge", "fake/judge", "--mode", mode)
+    assert f"grades by fake/judge ({mode})" in out
+    assert "model usage" in out
+    board = run(kqa_store, "scores", "--judge", "fake/judge")
+    assert "offline/reference │ 1.000" in board
+    assert "offline/empty │ 0.000" in board
+    with Store(kqa_store) as store:
+        grades = list(store.iter(Grade))
+        assert {g.provenance.settings["mode"] for g in grades} == {mode}
+        assert all(g.provenance.prompt_hash for g in grades)
