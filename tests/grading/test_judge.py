@@ -94,6 +94,7 @@ async def test_batched_mode_one_call_missing_and_conflicting_verdicts_fail() -> 
             {"id": 1, "explanation": "yes", "criteria_met": True},
             {"id": 3, "explanation": "a", "criteria_met": True},
             {"id": 3, "explanation": "b", "criteria_met": False},
+            {"id": 2, "explanation": "unsure", "criteria_met": "partly"},
         ]
     }
     llm = judge([json.dumps(reply)])
@@ -102,7 +103,7 @@ async def test_batched_mode_one_call_missing_and_conflicting_verdicts_fail() -> 
     assert isinstance(out[0], Grade)
     assert out[0].met is True
     assert isinstance(out[1], GradeFailure)
-    assert out[1].reason == "missing_verdict"
+    assert out[1].reason == "ambiguous"  # "partly" is not a verdict; the others still count
     assert isinstance(out[2], GradeFailure)
     assert out[2].reason == "ambiguous"
     assert out[0].provenance.settings["mode"] == "batched"
@@ -161,6 +162,7 @@ async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store
     await grade_all(sqlite_store, [t], judge([json.dumps(partial)]), mode="batched")
     assert sqlite_store.count()["grade"] == 2
     assert sqlite_store.count()["grade_failure"] == 1
+    assert [f.reason for f in sqlite_store.iter(GradeFailure)] == ["missing_verdict"]
     llm = judge([json.dumps({"verdicts": [{"id": 1, "criteria_met": False}]})])
     result = await grade_all(sqlite_store, [t], llm, mode="batched", retry_failures=True)
     assert result.processed == 1

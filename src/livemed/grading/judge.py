@@ -14,7 +14,7 @@ not met for either polarity (or drop it, with the `exclude` policy).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
@@ -88,8 +88,14 @@ class Verdict(BaseModel):
     criteria_met: StrictBool
 
 
-class NumberedVerdict(Verdict):
+class NumberedVerdict(BaseModel):
+    """One verdict of a batch; `criteria_met` is checked per criterion, so one bad verdict stays one."""
+
+    model_config = ConfigDict(extra="ignore")
+
     id: int
+    explanation: str = ""
+    criteria_met: Any = None
 
 
 class BatchVerdict(BaseModel):
@@ -242,29 +248,19 @@ async def grade_batch(target: Target, criteria: list[Criterion], judge: Judge) -
         by_number.setdefault(verdict.id, []).append(verdict)
     out: list[Grade | GradeFailure] = []
     for number, criterion in enumerate(criteria, start=1):
-        found = by_number.get(number, [])
-        if not found:
-            out.append(
-                _failure(
-                    target, criterion, judge, mode, "missing_verdict", f"no verdict for #{number}", result.raw
-                )
-            )
-        elif len({v.criteria_met for v in found}) > 1:
-            out.append(
-                _failure(
-                    target,
-                    criterion,
-                    judge,
-                    mode,
-                    "ambiguous",
-                    f"conflicting verdicts for #{number}",
-                    result.raw,
-                )
-            )
+        met, reason, detail = _resolve(number, by_number.get(number, []))
+        if met is None:
+            out.append(_failure(target, criterion, judge, mode, reason, detail, result.raw))
         else:
-            out.append(
-                _grade(
-                    target, criterion, judge, mode, found[0].criteria_met, found[0].explanation, result.raw
-                )
-            )
+            out.append(_grade(target, criterion, judge, mode, met, detail, result.raw))
     return out
+
+
+def _resolve(number: int, found: list[NumberedVerdict]) -> tuple[bool | None, str, str]:
+    """(met, "", explanation) for a usable verdict, else (None, reason, detail)."""
+    if not found:
+        return None, "missing_verdict", f"no verdict for #{number}"
+    values = {v.criteria_met for v in found if isinstance(v.criteria_met, bool)}
+    if len(values) != 1 or any(not isinstance(v.criteria_met, bool) for v in found):
+        return None, "ambiguous", f"verdicts for #{number}: {[v.criteria_met for v in found]!r:.200}"
+    return values.pop(), "", found[0].explanation
