@@ -37,30 +37,32 @@ async def answer_all(
 ) -> StageResult:
     """Every (case, sample) without an answer from this model gets one (or a Rejection)."""
     model = answerer.id
-    items = ((case, n) for case in cases for n in range(samples))
+    keys = [(case, n) for case in cases for n in range(samples)]
 
     async def work(item: tuple[Case, int]) -> list[Record]:
         return await answer_case(item[0], answerer, settings=settings, sample=item[1])
 
     result = await run_stage(
         store,
-        items,
+        keys,
         work,
         output_id=lambda item: answer_id(item[0].id, model, item[1]),
         output_kinds=["answer"],
         batch_size=batch_size,
     )
-    _drop_stale_rejections(store, model)
+    _drop_stale_rejections(store, [(case.id, n) for case, n in keys], model)
     return result
 
 
-def _drop_stale_rejections(store: Store, model: str) -> None:
-    stale = [rejection_id(a.case_id, a.model, a.sample) for a in store.iter(Answer) if a.model == model]
-    for start in range(0, len(stale), 500):
-        chunk = stale[start : start + 500]
-        present = store.has("rejection", chunk)
-        if present:
-            store.delete("rejection", sorted(present))
+def _drop_stale_rejections(store: Store, keys: list[tuple[str, int]], model: str) -> None:
+    """Delete the Rejection of every (case, sample) that has an answer now."""
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        answered = store.has("answer", [answer_id(c, model, n) for c, n in chunk])
+        candidates = [rejection_id(c, model, n) for c, n in chunk if answer_id(c, model, n) in answered]
+        stale = store.has("rejection", candidates) if candidates else set()
+        if stale:
+            store.delete("rejection", sorted(stale))
 
 
 @dataclass
