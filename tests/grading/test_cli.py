@@ -196,3 +196,27 @@ def test_grading_with_an_llm_judge(kqa_store: Path, monkeypatch: pytest.MonkeyPa
         grades = list(store.iter(Grade))
         assert {g.provenance.settings["mode"] for g in grades} == {mode}
         assert all(g.provenance.prompt_hash for g in grades)
+
+
+def test_retrieval_without_a_corpus_uses_the_cases_pooled_evidence(tmp_path: Path) -> None:
+    from livemed.records import AdviceCheck, EvidenceRef, Validation
+    from tests.grading.builders import make_case
+
+    evidence = [EvidenceRef(id="pmid:1", snippet="Gout in the big toe is treated with colchicine.")]
+    validation = Validation(
+        s_cc=True,
+        s_inf=0.8,
+        s_align=1.0,
+        advice_checks=[AdviceCheck(advice_index=1, score=1.0, evidence=evidence)],
+    )
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        store.put([make_case(validation=validation), make_case("demo:2", query="Is my big toe gout?")])
+    assert "wrote 2 answer" in run(db, "answer", "--model", "offline/retrieval")
+    with Store(db) as store:
+        assert {a.text for a in store.iter(Answer)} == {"Gout in the big toe is treated with colchicine."}
+    empty = tmp_path / "empty.db"
+    with Store(empty) as store:
+        store.put([make_case()])
+    result = CliRunner().invoke(app, ["--store", str(empty), "answer", "--model", "offline/retrieval"])
+    assert "needs an evidence corpus" in str(result.exception)
