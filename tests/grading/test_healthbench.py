@@ -129,6 +129,7 @@ def test_export_of_a_livemed_case_is_valid_healthbench() -> None:
         "tags": ["axis:accuracy", "level:example"],
     }
     assert line["example_tags"] == ["theme:medication safety"]
+    assert line["ideal_completions_data"] == {"ideal_completion": "\n".join(case.advice)}
     # and it imports back to the same criteria
     _, again = parse_example(line, published=DAY, date_field="option")
     assert [(c.text, c.weight, c.axis) for c in again.criteria] == [

@@ -180,7 +180,7 @@ def to_healthbench(case: Case, rubric: Rubric, prompt: list[dict[str, str]]) -> 
         ideal = imported.get("ideal_completions_data")
     else:
         example_tags = [f"theme:{t}" for t in rubric.themes]
-        ideal = {"ideal_completion": "\n".join(case.advice), "source": "livemed gold advice"}
+        ideal = {"ideal_completion": "\n".join(case.advice)}  # the gold advice LA
     return {
         "prompt": prompt,
         "rubrics": [
