@@ -247,6 +247,12 @@ class Case(Record):
     specialties: list[str] = Field(default_factory=list)
     language: str | None = None
     status: Literal["draft", "validated", "accepted"] = "draft"
+    messages: list[dict[str, str]] = Field(
+        default_factory=list, description="the original conversation, for imported cases (e.g. HealthBench)"
+    )
+    date_field: str = Field(
+        default="published", description="where `published` came from (e.g. 'option', 'file_mtime')"
+    )
 
     @field_validator("advice")
     @classmethod
@@ -285,6 +291,15 @@ class Criterion(BaseModel):
     weight: int = Field(ge=-10, le=10)
     theme: str | None = None
     source_fact: str | None = Field(default=None, description="the advice element it came from")
+    points: float | None = Field(
+        default=None, description="original points of an imported criterion (HealthBench); scores use them"
+    )
+    tags: list[str] = Field(default_factory=list, description="original tags (e.g. 'axis:…', 'level:…')")
+
+    @property
+    def value(self) -> float:
+        """The weight scores use: the original points when imported, else the integer weight."""
+        return self.points if self.points is not None else float(self.weight)
 
     @model_validator(mode="after")
     def _sign_matches_polarity(self) -> Criterion:
@@ -308,6 +323,9 @@ class Rubric(Record):
     criteria: list[Criterion] = Field(min_length=1)
     themes: list[str] = Field(default_factory=list)
     findings: list[str] = Field(default_factory=list, description="lint findings, kept for the record")
+    steps: list[dict[str, Any]] = Field(
+        default_factory=list, description="what each writer step produced (step, prompt hash, output)"
+    )
     published: AwareDatetime | None = None
 
     @property
@@ -381,6 +399,7 @@ class GradeFailure(Record):
     judge: str = Field(min_length=1)
     reason: str = Field(min_length=1)
     raw: str = ""
+    detail: str = ""
 
     @property
     def id(self) -> str:
@@ -407,6 +426,7 @@ class Score(Record):
     coverage: float = Field(ge=0.0, le=1.0)
     harm: float = Field(ge=0.0)
     failures: int = Field(default=0, ge=0)
+    failure_policy: Literal["not-met", "exclude"] = "not-met"
     published: AwareDatetime | None = None
 
     @property

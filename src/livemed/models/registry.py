@@ -25,6 +25,11 @@ PROVIDERS: dict[str, str] = {
 # offline baseline name -> "module:factory"; each factory is called with no arguments.
 OFFLINE: dict[str, str] = {
     "curate-baseline": "livemed.curate.baseline:curate_baseline",
+    "reference": "livemed.grading.offline:reference",
+    "retrieval": "livemed.grading.offline:retrieval",
+    "empty": "livemed.grading.offline:empty",
+    "lexical": "livemed.grading.lexical:LexicalGrader",
+    "rules": "livemed.rubrics.rules:RuleWriter",
 }
 
 

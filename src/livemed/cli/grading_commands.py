@@ -1,0 +1,235 @@
+"""`livemed rubrics`, `livemed answer`, `livemed grade`, `livemed scores`, `livemed judges agreement`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from livemed.cli import app
+from livemed.cli.common import make_engine, print_usage
+from livemed.cli.context import AppState, console, err_console, state
+from livemed.errors import ConfigError, UserError
+
+if TYPE_CHECKING:
+    from livemed.models import Engine
+    from livemed.pipeline import StageResult
+    from livemed.records import Case
+
+judges_app = typer.Typer(help="Validate graders against human labels.", no_args_is_help=True)
+app.add_typer(judges_app, name="judges")
+
+NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the response cache.")
+CACHE_RO = typer.Option(False, "--cache-read-only", help="Only use cached responses; never call a model.")
+MAX_COST = typer.Option(None, "--max-cost", help="Stop before spending more than this many US dollars.")
+LIMIT = typer.Option(None, "--limit", min=1, help="Process at most this many cases.")
+
+
+def resolve(app_state: AppState, engine: Engine, model_id: str, stage: str, need: type, **kwargs: Any) -> Any:
+    """An offline baseline with the capability `need`, or an LLM bound to the engine."""
+    from livemed.models import LLM, get_model
+
+    model = get_model(model_id, config=app_state.config, **kwargs)
+    if model_id.startswith("offline/"):
+        if not isinstance(model, need):
+            raise UserError(f"{model_id} is a baseline that cannot be used for `{stage}`")
+        return model
+    return LLM(engine, model, stage=stage)
+
+
+def select_cases(app_state: AppState, status: str | None, limit: int | None) -> Iterator[Case]:
+    from livemed.records import Case
+
+    count = 0
+    for case in app_state.store.iter(Case):
+        if status and case.status != status:
+            continue
+        if limit is not None and count >= limit:
+            return
+        count += 1
+        yield case
+
+
+def counts(result: StageResult) -> dict[str, int]:
+    """What a stage run did, for its Run record."""
+    return {"seen": result.seen, "skipped": result.skipped, **dict(result.written)}
+
+
+def print_result(what: str, result: StageResult) -> None:
+    written = ", ".join(f"{n} {k}" for k, n in sorted(result.written.items())) or "nothing"
+    console.print(f"{what}: {result.seen} seen, {result.skipped} already done, wrote {written}")
+    for reason, n in sorted(result.rejected.items()):
+        console.print(f"  rejected ({reason}): {n}")
+
+
+@app.command()
+def rubrics(
+    ctx: typer.Context,
+    writer: str = typer.Option(..., "--writer", help="Rubric writer model, or offline/rules (baseline)."),
+    status: str | None = typer.Option(None, "--status", help="Only cases with this status (e.g. accepted)."),
+    limit: int | None = LIMIT,
+    retry_rejected: bool = typer.Option(
+        False, "--retry-rejected", help="Try cases whose rubric was rejected again."
+    ),
+    no_cache: bool = NO_CACHE,
+    cache_read_only: bool = CACHE_RO,
+    max_cost: float | None = MAX_COST,
+) -> None:
+    """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
+    from livemed.pipeline import run_stage, track_run
+    from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
+
+    app_state = state(ctx)
+    store = app_state.store
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    model = resolve(app_state, engine, writer, "rubrics", OfflineWriter)
+    cases = list(select_cases(app_state, status, limit))
+    rejected = set() if retry_rejected else store.has("rejection", [rejection_id(c.id) for c in cases])
+    todo = [case for case in cases if rejection_id(case.id) not in rejected]
+    if rejected:
+        console.print(
+            f"skipping {len(rejected)} case(s) whose rubric was rejected (--retry-rejected to retry)"
+        )
+    with track_run(store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine) as run:
+        result = asyncio.run(
+            run_stage(
+                store,
+                todo,
+                lambda case: write_rubric(case, model),
+                output_id=lambda case: f"rubric:{case.id}",
+                output_kinds=["rubric"],
+                batch_size=16,
+            )
+        )
+        run.counts = counts(result)
+    done = store.has("rubric", [f"rubric:{case.id}" for case in todo])
+    stale = store.has("rejection", [rejection_id(case.id) for case in todo if f"rubric:{case.id}" in done])
+    if stale:
+        store.delete("rejection", sorted(stale))
+    print_result("rubrics", result)
+    report_reference_coverage(app_state, cases)
+    print_usage(engine)
+
+
+def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:
+    """For cases with a reference rubric (K-QA Must_have): how many statements positive criteria cover."""
+    from livemed.interop.kqa import REFERENCE_NAMESPACE
+    from livemed.records import Rubric
+    from livemed.rubrics.check import reference_coverage
+
+    references = app_state.store.state_items(REFERENCE_NAMESPACE)
+    covered = total = rubrics_seen = 0
+    for case in cases:
+        reference, rubric = references.get(case.id), app_state.store.get(Rubric, f"rubric:{case.id}")
+        if reference is None or rubric is None:
+            continue
+        hit, n = reference_coverage(rubric.criteria, reference.get("must_have", []))
+        covered, total, rubrics_seen = covered + hit, total + n, rubrics_seen + 1
+    if total:
+        console.print(
+            f"reference Must_have statements covered by positive criteria: {covered}/{total} "
+            f"({covered / total:.0%}) over {rubrics_seen} rubric(s) [≥ 60% of content words]"
+        )
+
+
+def _corpus(app_state: AppState, evidence: Path | None, cases: list[Case]) -> list[str]:
+    from livemed.interop.evidence import load_passages
+
+    if evidence is not None:
+        return load_passages(evidence)
+    pooled = {
+        ref.snippet
+        for case in cases
+        if case.validation
+        for check in case.validation.advice_checks
+        for ref in check.evidence
+    }
+    if not pooled:
+        raise UserError(
+            "offline/retrieval needs an evidence corpus: pass --evidence FILE (JSONL of passages)"
+        )
+    return sorted(pooled)
+
+
+@app.command()
+def answer(
+    ctx: typer.Context,
+    model: str = typer.Option(
+        ..., "--model", "-m", help="Candidate model, or offline/reference|retrieval|empty."
+    ),
+    samples: int = typer.Option(1, "--samples", min=1, help="Answers per case (distinct cache entries)."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0, max=2, help="Sampling temperature."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Completion token limit."),
+    evidence: Path | None = typer.Option(
+        None, "--evidence", help="Corpus for offline/retrieval (JSONL[.gz])."
+    ),
+    status: str | None = typer.Option(None, "--status", help="Only cases with this status."),
+    limit: int | None = LIMIT,
+    no_cache: bool = NO_CACHE,
+    cache_read_only: bool = CACHE_RO,
+    max_cost: float | None = MAX_COST,
+) -> None:
+    """Run a candidate model on every case: an Answer per sample, or a Rejection (retried next run)."""
+    from livemed.grading.answer import OfflineAnswerer
+    from livemed.grading.runs import answer_all
+    from livemed.models import Settings
+    from livemed.pipeline import track_run
+
+    app_state = state(ctx)
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    cases = list(select_cases(app_state, status, limit))
+    extra = {"corpus": _corpus(app_state, evidence, cases)} if model == "offline/retrieval" else {}
+    answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, **extra)
+    settings = Settings(temperature=temperature, max_tokens=max_tokens)
+    run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
+    if samples > 1 and temperature == 0:
+        err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
+    with track_run(app_state.store, "answer", settings=run_settings, models=[model], engine=engine) as run:
+        result = asyncio.run(answer_all(app_state.store, cases, answerer, settings=settings, samples=samples))
+        run.counts = counts(result)
+    print_result(f"answers by {model}", result)
+    print_usage(engine)
+
+
+@app.command()
+def grade(
+    ctx: typer.Context,
+    judge: str = typer.Option(..., "--judge", help="Grader model, or offline/lexical (baseline)."),
+    mode: str = typer.Option("per-criterion", "--mode", help="per-criterion (one call each) or batched."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Only grade this candidate's answers."),
+    retry_failures: bool = typer.Option(
+        False, "--retry-failures", help="Grade criteria whose earlier verdict failed again."
+    ),
+    no_cache: bool = NO_CACHE,
+    cache_read_only: bool = CACHE_RO,
+    max_cost: float | None = MAX_COST,
+) -> None:
+    """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
+    from livemed.grading.judge import MODES, OfflineGrader
+    from livemed.grading.runs import grade_all, plan_targets
+    from livemed.pipeline import track_run
+    from livemed.records import Answer
+
+    if mode not in MODES:
+        raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    app_state = state(ctx)
+    store = app_state.store
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
+    plan = plan_targets(store, (a for a in store.iter(Answer) if model is None or a.model == model))
+    settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
+    with track_run(store, "grade", settings=settings, models=[judge], engine=engine) as run:
+        result = asyncio.run(grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures))
+        run.counts = counts(result)
+    print_result(f"grades by {judge} ({mode})", result)
+    for reason, n in sorted(plan.skipped.items()):
+        console.print(f"  answers not graded ({reason}): {n}")
+    print_usage(engine)
+
+
+# The score, agreement and import/export commands live beside these; registering them here keeps
+# one import line in cli/__init__.py.
+from livemed.cli import interop_commands, score_commands  # noqa: E402,F401

@@ -1,0 +1,115 @@
+"""`livemed import-healthbench`, `livemed export-healthbench`, `livemed import-kqa`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from livemed.cli import app
+from livemed.cli.context import console, err_console, state
+
+PUBLISHED = typer.Option(
+    None,
+    "--published",
+    help="Date for the imported cases (YYYY-MM-DD); default: the file's modification time.",
+)
+
+
+def _date_note(basis: str, published: object) -> None:
+    if basis == "file_mtime":
+        err_console.print(
+            f"[yellow]note:[/] the file has no publication dates; cases are dated by its modification time "
+            f"({published}); pass --published YYYY-MM-DD to set it"
+        )
+
+
+@app.command("import-healthbench")
+def import_healthbench(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="HealthBench JSONL (openai/simple-evals format)."),
+    published: str | None = PUBLISHED,
+) -> None:
+    """Import HealthBench examples as cases and rubrics (original points and tags kept)."""
+    from livemed.errors import InputFileError
+    from livemed.interop.dates import resolve_published
+    from livemed.interop.healthbench import read_healthbench
+
+    date, basis = resolve_published(published, file)
+    _date_note(basis, date.date())
+    store = state(ctx).store
+    written = bad = findings = 0
+    for item in read_healthbench(file, published=date, date_field=basis):
+        if isinstance(item, InputFileError):
+            err_console.print(f"[yellow]skipped[/] {item}", highlight=False)
+            bad += 1
+            continue
+        store.put(list(item))
+        written += 1
+        findings += len(item[1].findings)
+    console.print(
+        f"{file}: imported {written} case(s) with rubrics; {findings} mapping finding(s); {bad} bad line(s)"
+    )
+    if bad:
+        raise typer.Exit(code=1)
+
+
+@app.command("export-healthbench")
+def export_healthbench(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="Where to write the HealthBench JSONL."),
+    source: str | None = typer.Option(None, "--source", help="Only cases from this source."),
+) -> None:
+    """Export every case that has a rubric in HealthBench's JSONL format."""
+    from livemed.grading.answer import conversation
+    from livemed.interop.healthbench import to_healthbench
+    from livemed.records import Case, Rubric
+
+    store = state(ctx).store
+    count = 0
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with file.open("w", encoding="utf-8") as handle:
+        for rubric in store.iter(Rubric):
+            case = store.get(Case, rubric.case_id)
+            if case is None or (source and case.source != source):
+                continue
+            prompt = [{"role": m["role"], "content": m["content"]} for m in conversation(case)]
+            handle.write(json.dumps(to_healthbench(case, rubric, prompt), ensure_ascii=False) + "\n")
+            count += 1
+    console.print(f"exported {count} example(s) to {file}")
+
+
+@app.command("import-kqa")
+def import_kqa(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="K-QA questions_w_answers.jsonl."),
+    published: str | None = PUBLISHED,
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Import at most this many cases."),
+) -> None:
+    """Import K-QA questions with physician answers as cases; Must_have kept as a reference rubric."""
+    from livemed.errors import InputFileError
+    from livemed.interop.dates import resolve_published
+    from livemed.interop.kqa import REFERENCE_NAMESPACE, read_kqa
+
+    date, basis = resolve_published(published, file)
+    _date_note(basis, date.date())
+    store = state(ctx).store
+    written = bad = statements = 0
+    for item in read_kqa(file, published=date, date_field=basis):
+        if isinstance(item, InputFileError):
+            err_console.print(f"[yellow]skipped[/] {item}", highlight=False)
+            bad += 1
+            continue
+        if limit is not None and written >= limit:
+            break
+        store.put([item.case])
+        store.state_set(REFERENCE_NAMESPACE, item.case.id, item.reference())
+        written += 1
+        statements += len(item.must_have)
+    console.print(
+        f"{file}: imported {written} case(s) with {statements} Must_have reference statement(s); "
+        f"{bad} bad line(s)"
+    )
+    if bad:
+        raise typer.Exit(code=1)

@@ -1,0 +1,150 @@
+"""`livemed scores` and `livemed judges agreement`: numbers from the store or from label files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from livemed.cli import app
+from livemed.cli.common import make_engine, print_usage
+from livemed.cli.context import console, err_console, state
+from livemed.cli.grading_commands import judges_app, resolve
+from livemed.errors import ConfigError, UserError
+
+
+@app.command()
+def scores(
+    ctx: typer.Context,
+    judge: str = typer.Option(..., "--judge", help="Whose grades to score."),
+    convention: str = typer.Option(
+        "livemed", "--convention", help="livemed (clipped per case) or healthbench."
+    ),
+    policy: str = typer.Option("not-met", "--policy", help="Failed verdicts: not-met (default) or exclude."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (1,000 resamples)."),
+    by: str | None = typer.Option(None, "--by", help="Also break scores down by axis or theme."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the leaderboard as JSON."),
+) -> None:
+    """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs."""
+    from livemed.grading import score as S
+    from livemed.grading.runs import score_all
+
+    if convention not in S.CONVENTIONS:
+        raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
+    if policy not in ("not-met", "exclude"):
+        raise ConfigError(f"--policy must be not-met or exclude, got {policy!r}")
+    if by not in (None, "axis", "theme"):
+        raise ConfigError(f"--by must be axis or theme, got {by!r}")
+    run = score_all(state(ctx).store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
+    rows = S.leaderboard(run.scores, convention, seed=seed)
+    breakdown = S.breakdown(run.scores, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
+    table = Table(title=f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
+    for column in ("model", "score", "95% CI", "n", "coverage", "harm", "failures"):
+        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            row["model"],
+            f"{row['score']:.3f}",
+            f"{row['ci_low']:.3f}–{row['ci_high']:.3f}",
+            str(row["n"]),
+            f"{row['coverage']:.3f}",
+            f"{row['harm']:.3f}",
+            str(row["failures"]),
+        )
+    console.print(table)
+    if by:
+        _print_breakdown(by, breakdown)
+    for reason, n in sorted(run.excluded.items()):
+        console.print(f"answers left out ({reason}): {n}")
+    if json_out is not None:
+        payload = {
+            "judge": judge,
+            "convention": convention,
+            "policy": policy,
+            "models": rows,
+            "by": {by: breakdown} if by else {},
+            "excluded": dict(run.excluded),
+        }
+        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        console.print(f"wrote {json_out}")
+
+
+def _print_breakdown(by: str, rows: list[dict[str, Any]]) -> None:
+    table = Table(title=f"by {by} (same formula on each subset)")
+    for column in ("model", by, "score", "95% CI", "n"):
+        table.add_column(column, justify="right" if column in ("score", "n") else "left", no_wrap=True)
+    for row in rows:
+        ci = f"{row['ci_low']:.3f}–{row['ci_high']:.3f}"
+        table.add_row(row["model"], row[by], f"{row['score']:.3f}", ci, str(row["n"]))
+    console.print(table)
+
+
+@judges_app.command("agreement")
+def agreement(
+    ctx: typer.Context,
+    labels: Path = typer.Option(
+        ..., "--labels", help="JSONL/CSV (response, criterion, label) or K-QA NLI CSV."
+    ),
+    grader: str = typer.Option(..., "--grader", help="Grader model, or offline/lexical."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Use at most this many labelled items."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the metrics as JSON."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only use cached responses."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit in US dollars."),
+) -> None:
+    """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
+    from livemed.errors import InputFileError
+    from livemed.grading.agreement import grade_items, metrics
+    from livemed.grading.judge import OfflineGrader
+    from livemed.interop.labels import LabelItem, read_labels
+    from livemed.pipeline import track_run
+
+    app_state = state(ctx)
+    items: list[LabelItem] = []
+    for item in read_labels(labels):
+        if isinstance(item, InputFileError):
+            err_console.print(f"[yellow]skipped[/] {item}", highlight=False)
+        elif limit is None or len(items) < limit:
+            items.append(item)
+    if not items:
+        raise UserError(f"{labels}: no usable labelled items")
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    judge = resolve(app_state, engine, grader, "judges", OfflineGrader)
+    with track_run(
+        app_state.store, "judges agreement", settings={"labels": str(labels)}, models=[grader], engine=engine
+    ):
+        predicted, reasons = asyncio.run(grade_items(items, judge))
+    result = metrics([i.label for i in items], predicted, failures=sum(reasons.values()))
+    _print_agreement(grader, labels, result.as_dict() | {"failure_reasons": reasons})
+    if json_out is not None:
+        json_out.write_text(json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2), "utf-8")
+    print_usage(engine)
+
+
+def _print_agreement(grader: str, labels: Path, data: dict[str, Any]) -> None:
+    kappa = "undefined (one class only)" if data["cohen_kappa"] is None else f"{data['cohen_kappa']:.3f}"
+    console.print(f"grader {grader} vs human labels in {labels} ({data['n']} items)")
+    console.print(
+        f"macro-F1 {data['macro_f1']:.3f} · Cohen's kappa {kappa} · accuracy {data['accuracy']:.3f}"
+    )
+    table = Table()
+    for column in ("class", "precision", "recall", "F1", "support"):
+        table.add_column(column, justify="left" if column == "class" else "right")
+    for name, stats in data["per_class"].items():
+        table.add_row(
+            name,
+            f"{stats['precision']:.3f}",
+            f"{stats['recall']:.3f}",
+            f"{stats['f1']:.3f}",
+            str(stats["support"]),
+        )
+    console.print(table)
+    if data["grader_failures"]:
+        console.print(
+            f"grader failures counted as not met: {data['grader_failures']} {data['failure_reasons']}"
+        )

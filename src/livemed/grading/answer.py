@@ -1,0 +1,108 @@
+"""Answers: a candidate model replies to a case written as a patient's message.
+
+The user message is built from the narrative and the query, as a patient would write it, and does
+not ask for "only the final answer". Imported cases that carry their own conversation (HealthBench)
+are sent as that conversation. A call that fails is a `Rejection` (stage "answer"), never an answer:
+its answer id is not stored, so the next run tries it again.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from livemed.models import LLM, CallFailure, Message, Settings
+from livemed.records import Answer, Case, Provenance, Record, Rejection, short_hash
+
+STAGE = "answer"
+
+PATIENT_TEMPLATE = """Hello doctor, I would like your advice.
+
+{background}My question: {query}"""
+
+_FIELD_LABELS = {
+    "demographics": "About me",
+    "chief_complaint": "Main problem",
+    "symptoms": "Symptoms",
+    "onset_duration": "When it started",
+    "history": "Medical history",
+    "medications": "Medicines I take",
+    "allergies": "Allergies",
+    "exam_labs": "Examinations and test results",
+    "timeline": "What happened so far",
+}
+
+PROMPT_HASH = short_hash(PATIENT_TEMPLATE, *(f"{k}={v}" for k, v in _FIELD_LABELS.items()))
+
+
+def patient_message(case: Case) -> str:
+    """The case as a patient's message: background facts by topic, then the question."""
+    lines = []
+    for name, label in _FIELD_LABELS.items():
+        facts = getattr(case.narrative, name)
+        if facts:
+            lines.append(f"{label}: {'; '.join(facts)}.")
+    background = "\n".join(lines) + "\n\n" if lines else ""
+    return PATIENT_TEMPLATE.format(background=background, query=case.query.strip())
+
+
+def conversation(case: Case) -> list[Message]:
+    """What the candidate model is sent: the imported conversation, or the patient message."""
+    if case.messages:
+        return [{"role": m["role"], "content": m["content"]} for m in case.messages]  # type: ignore[typeddict-item]
+    return [{"role": "user", "content": patient_message(case)}]
+
+
+@runtime_checkable
+class OfflineAnswerer(Protocol):
+    """A no-LLM answerer baseline: it answers from the case record itself."""
+
+    @property
+    def id(self) -> str: ...
+
+    def answer(self, case: Case) -> str: ...
+
+
+def answer_id(case_id: str, model: str, sample: int) -> str:
+    return f"answer:{case_id}:{model}:{sample}"
+
+
+def rejection_id(case_id: str, model: str, sample: int) -> str:
+    return f"{STAGE}:{answer_id(case_id, model, sample)}"
+
+
+async def answer_case(
+    case: Case, answerer: LLM | OfflineAnswerer, *, settings: Settings, sample: int = 0
+) -> list[Record]:
+    """One sample of one model's answer to `case`: an Answer, or a Rejection when the call failed."""
+    call_settings = settings.model_copy(update={"sample": sample})
+    recorded = call_settings.model_dump(mode="json", exclude_defaults=True)
+    if isinstance(answerer, OfflineAnswerer):
+        text = answerer.answer(case)
+        provenance = Provenance(model_id=answerer.id, settings={"baseline": True})
+        return [Answer(case_id=case.id, model=answerer.id, sample=sample, text=text, provenance=provenance)]
+    result = await answerer.generate(conversation(case), call_settings)
+    if isinstance(result, CallFailure):
+        return [
+            Rejection(
+                stage=STAGE,
+                reason=result.reason,
+                detail=result.detail,
+                record_kind="answer",
+                record_id=answer_id(case.id, answerer.id, sample),
+                source=case.source,
+                published=case.published,
+            )
+        ]
+    provenance = Provenance(model_id=answerer.id, prompt_hash=PROMPT_HASH, settings=recorded)
+    return [
+        Answer(
+            case_id=case.id,
+            model=answerer.id,
+            sample=sample,
+            text=result.text,
+            finish_reason=result.finish_reason,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            provenance=provenance,
+        )
+    ]

@@ -1,0 +1,255 @@
+"""Store-facing glue for answers, grades and scores: what to do, what is done, write results.
+
+The stage functions (`answer_case`, `grade_criterion`, `grade_batch`) stay pure of the store; these
+helpers feed them through `run_stage`, so every command is incremental:
+
+- answers are keyed by answer id; a failed call leaves a Rejection (stage "answer") but no answer,
+  so the next run retries it, and the stale Rejection is deleted once the answer exists.
+- grades are keyed by grade id, shared with GradeFailure. A re-run skips both by default (a failure
+  is a result: at temperature 0 with the response cache it would come back the same); with
+  `retry_failures=True` failed criteria are graded again, and a failure that turns into a Grade is
+  deleted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from livemed.grading import score as S
+from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
+from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
+from livemed.models import LLM, Settings
+from livemed.pipeline import StageResult, run_stage
+from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Record, Rubric, Score
+from livemed.store import Store
+
+
+async def answer_all(
+    store: Store,
+    cases: Iterable[Case],
+    answerer: LLM | OfflineAnswerer,
+    *,
+    settings: Settings,
+    samples: int = 1,
+    batch_size: int = 64,
+) -> StageResult:
+    """Every (case, sample) without an answer from this model gets one (or a Rejection)."""
+    model = answerer.id
+    keys = [(case, n) for case in cases for n in range(samples)]
+
+    async def work(item: tuple[Case, int]) -> list[Record]:
+        return await answer_case(item[0], answerer, settings=settings, sample=item[1])
+
+    result = await run_stage(
+        store,
+        keys,
+        work,
+        output_id=lambda item: answer_id(item[0].id, model, item[1]),
+        output_kinds=["answer"],
+        batch_size=batch_size,
+    )
+    _drop_stale_rejections(store, [(case.id, n) for case, n in keys], model)
+    return result
+
+
+def _drop_stale_rejections(store: Store, keys: list[tuple[str, int]], model: str) -> None:
+    """Delete the Rejection of every (case, sample) that has an answer now."""
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        answered = store.has("answer", [answer_id(c, model, n) for c, n in chunk])
+        candidates = [rejection_id(c, model, n) for c, n in chunk if answer_id(c, model, n) in answered]
+        stale = store.has("rejection", candidates) if candidates else set()
+        if stale:
+            store.delete("rejection", sorted(stale))
+
+
+@dataclass
+class GradePlan:
+    """The targets to grade and what was left out."""
+
+    targets: list[Target] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
+    """Pair each answer with its case and rubric; answers without one are counted, not graded."""
+    plan = GradePlan()
+    cases: dict[str, Case | None] = {}
+    rubrics: dict[str, Rubric | None] = {}
+    for answer in answers:
+        if answer.case_id not in cases:
+            cases[answer.case_id] = store.get(Case, answer.case_id)
+            rubrics[answer.case_id] = store.get(Rubric, f"rubric:{answer.case_id}")
+        case, rubric = cases[answer.case_id], rubrics[answer.case_id]
+        if case is None:
+            plan.skipped["case missing"] += 1
+        elif rubric is None:
+            plan.skipped["no rubric"] += 1
+        else:
+            plan.targets.append(Target(answer, case, rubric))
+    return plan
+
+
+async def grade_all(
+    store: Store,
+    targets: Sequence[Target],
+    judge: Judge,
+    *,
+    mode: Mode = "per-criterion",
+    retry_failures: bool = False,
+    batch_size: int = 64,
+) -> StageResult:
+    """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures."""
+    kinds = ["grade"] if retry_failures else ["grade", "grade_failure"]
+    if mode == "per-criterion":
+        pairs = ((t, c) for t in targets for c in t.rubric.criteria)
+
+        async def one(pair: tuple[Target, Criterion]) -> list[Record]:
+            return [await grade_criterion(pair[0], pair[1], judge)]
+
+        result = await run_stage(
+            store,
+            pairs,
+            one,
+            output_id=lambda p: grade_id(p[0].answer.id, p[1].id, judge.id),
+            output_kinds=kinds,
+            batch_size=batch_size,
+        )
+    else:
+        result = await _grade_batched(store, targets, judge, kinds, batch_size)
+    if retry_failures:  # only a re-graded failure can have turned into a Grade
+        _drop_resolved_failures(store, targets, judge.id)
+    return result
+
+
+async def _grade_batched(
+    store: Store, targets: Sequence[Target], judge: Judge, kinds: list[str], batch_size: int
+) -> StageResult:
+    def pending() -> Iterator[tuple[Target, list[Criterion]]]:
+        for start in range(0, len(targets), 256):  # one store query per kind per chunk
+            chunk = targets[start : start + 256]
+            ids = [[grade_id(t.answer.id, c.id, judge.id) for c in t.rubric.criteria] for t in chunk]
+            flat = [i for group in ids for i in group]
+            done: set[str] = set()
+            for kind in kinds:
+                done |= store.has(kind, flat)
+            for target, group in zip(chunk, ids, strict=True):
+                todo = [c for c, i in zip(target.rubric.criteria, group, strict=True) if i not in done]
+                if todo:
+                    yield target, todo
+
+    async def work(item: tuple[Target, list[Criterion]]) -> list[Record]:
+        return list(await grade_batch(item[0], item[1], judge))
+
+    return await run_stage(
+        store, pending(), work, output_id=lambda i: i[0].answer.id, output_kinds=[], batch_size=batch_size
+    )
+
+
+def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str) -> None:
+    for target in targets:
+        ids = [grade_id(target.answer.id, c.id, judge) for c in target.rubric.criteria]
+        resolved = store.has("grade", ids) & store.has("grade_failure", ids)
+        if resolved:
+            store.delete("grade_failure", sorted(resolved))
+
+
+# --------------------------------------------------------------------------- scores
+
+
+@dataclass
+class ScoreRun:
+    scores: list[Score] = field(default_factory=list)
+    excluded: Counter[str] = field(default_factory=Counter)
+
+
+def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
+    """Score items for a rubric from verdicts by criterion id (None = failed); None if any is missing."""
+    if any(c.id not in verdicts for c in rubric.criteria):
+        return None
+    return [
+        S.Item(weight=c.value, met=verdicts[c.id], axis=c.axis, theme=c.theme, tags=tuple(c.tags))
+        for c in rubric.criteria
+    ]
+
+
+def verdicts_of(store: Store, answer_id: str, judge: str) -> tuple[dict[str, bool | None], int]:
+    """criterion id -> met (None for a failure), and the number of failures; a Grade wins over a failure."""
+    failed = {f.criterion_id for f in store.iter(GradeFailure, parent_id=answer_id) if f.judge == judge}
+    graded = {g.criterion_id: g.met for g in store.iter(Grade, parent_id=answer_id) if g.judge == judge}
+    verdicts: dict[str, bool | None] = dict.fromkeys(failed)
+    verdicts.update(graded)
+    return verdicts, len(failed - graded.keys())
+
+
+def score_answer(
+    answer: Answer,
+    rubric: Rubric,
+    items: list[S.Item],
+    *,
+    judge: str,
+    failures: int,
+    convention: S.Convention,
+    policy: S.FailurePolicy,
+) -> Score | None:
+    """The Score record of one graded answer; None when the rubric has no positive weight."""
+    value = S.case_score(items, convention, policy)
+    if value is None:
+        return None
+    if convention == "healthbench":
+        per_theme = dict.fromkeys(rubric.themes, value)
+    else:
+        per_theme = S.per_theme(items, convention, policy)
+    return Score(
+        answer_id=answer.id,
+        case_id=answer.case_id,
+        model=answer.model,
+        judge=judge,
+        convention=convention,
+        score=value,
+        per_axis=S.per_axis(items, convention, policy),
+        per_theme=per_theme,
+        coverage=S.coverage(items, policy) or 0.0,
+        harm=S.harm(items, policy) or 0.0,
+        failures=failures,
+        failure_policy=policy,
+        published=rubric.published,
+    )
+
+
+def score_all(
+    store: Store,
+    judge: str,
+    *,
+    convention: S.Convention = "livemed",
+    policy: S.FailurePolicy = "not-met",
+    model: str | None = None,
+) -> ScoreRun:
+    """Score every answer fully graded by `judge`; others are counted by reason."""
+    run = ScoreRun()
+    rubrics: dict[str, Rubric | None] = {}
+    for answer in store.iter(Answer):
+        if model is not None and answer.model != model:
+            continue
+        if answer.case_id not in rubrics:
+            rubrics[answer.case_id] = store.get(Rubric, f"rubric:{answer.case_id}")
+        rubric = rubrics[answer.case_id]
+        if rubric is None:
+            run.excluded["no rubric"] += 1
+            continue
+        verdicts, failures = verdicts_of(store, answer.id, judge)
+        items = items_for(rubric, verdicts)
+        if items is None:
+            run.excluded["not fully graded"] += 1
+            continue
+        record = score_answer(
+            answer, rubric, items, judge=judge, failures=failures, convention=convention, policy=policy
+        )
+        if record is None:
+            run.excluded[S.ZERO_POSITIVE] += 1
+        else:
+            run.scores.append(record)
+    store.put(run.scores)
+    return run

@@ -1,0 +1,249 @@
+"""Rubric scores: pure functions from (criterion, verdict) pairs to numbers. No I/O.
+
+Definitions (w = a criterion's weight: its original HealthBench points when imported, else its
+integer weight; P = Σ w over positive criteria; a verdict is met, not met, or failed):
+
+- raw score      = Σ w over met criteria / P              (negative weights subtract)
+- livemed case   = clip(raw, 0, 1)                        (the method's formula)
+- HealthBench    = raw per case, unclipped; the *mean* over cases is clipped to [0, 1]
+- coverage       = Σ w over met positive criteria / P     (in [0, 1])
+- harm           = Σ |w| over met negative criteria / P   (≥ 0; raw = coverage − harm)
+- P == 0         → every one of these is `None`: the case has nothing to earn and is left out of
+                   aggregates, counted with the reason "zero positive weight".
+- failed verdict → policy "not-met" (default, the method's rule): not met for either polarity;
+                   policy "exclude": the criterion leaves both numerator and denominator.
+
+Per-axis and per-theme scores apply the same formula to the subset of criteria with that axis or
+theme. Every aggregate names its convention. Bootstrap intervals resample cases (1,000 times,
+seeded) and apply the convention's aggregate to each resample.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from livemed.records import Score
+
+Convention = Literal["livemed", "healthbench"]
+FailurePolicy = Literal["not-met", "exclude"]
+CONVENTIONS: tuple[Convention, ...] = ("livemed", "healthbench")
+ZERO_POSITIVE = "zero positive weight"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One criterion and its verdict: `met` is True, False, or None when grading failed."""
+
+    weight: float
+    met: bool | None
+    axis: str = ""
+    theme: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+def _usable(items: Iterable[Item], policy: FailurePolicy) -> list[Item]:
+    if policy == "exclude":
+        return [item for item in items if item.met is not None]
+    return list(items)
+
+
+def positive_total(items: Iterable[Item], policy: FailurePolicy = "not-met") -> float:
+    return sum(item.weight for item in _usable(items, policy) if item.weight > 0)
+
+
+def raw_score(items: Sequence[Item], policy: FailurePolicy = "not-met") -> float | None:
+    """Σ met weights / Σ positive weights, unclipped; None when there is no positive weight."""
+    usable = _usable(items, policy)
+    total = positive_total(usable)
+    if total <= 0:
+        return None
+    return sum(item.weight for item in usable if item.met is True) / total
+
+
+def clip01(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def case_score(
+    items: Sequence[Item], convention: Convention = "livemed", policy: FailurePolicy = "not-met"
+) -> float | None:
+    """A case's score under `convention`: clipped (livemed) or unclipped (healthbench)."""
+    raw = raw_score(items, policy)
+    if raw is None:
+        return None
+    return clip01(raw) if convention == "livemed" else raw
+
+
+def coverage(items: Sequence[Item], policy: FailurePolicy = "not-met") -> float | None:
+    """Share of the positive weight that was met."""
+    usable = _usable(items, policy)
+    total = positive_total(usable)
+    if total <= 0:
+        return None
+    return sum(item.weight for item in usable if item.met is True and item.weight > 0) / total
+
+
+def harm(items: Sequence[Item], policy: FailurePolicy = "not-met") -> float | None:
+    """Negative weight met, as a positive share of the positive weight (raw score = coverage − harm)."""
+    usable = _usable(items, policy)
+    total = positive_total(usable)
+    if total <= 0:
+        return None
+    return sum(-item.weight for item in usable if item.met is True and item.weight < 0) / total
+
+
+def _grouped(items: Sequence[Item], key: Callable[[Item], Iterable[str]]) -> dict[str, list[Item]]:
+    groups: dict[str, list[Item]] = {}
+    for item in items:
+        for name in key(item):
+            groups.setdefault(name, []).append(item)
+    return groups
+
+
+def axis_keys(item: Item) -> list[str]:
+    """An item's axes: its original `axis:` tags when it has any, else its livemed axis."""
+    tagged = [tag.removeprefix("axis:") for tag in item.tags if tag.startswith("axis:")]
+    return tagged or ([item.axis] if item.axis else [])
+
+
+def per_axis(
+    items: Sequence[Item], convention: Convention = "livemed", policy: FailurePolicy = "not-met"
+) -> dict[str, float]:
+    """The case formula over each axis's criteria; axes with no positive weight are left out."""
+    return _per_group(_grouped(items, axis_keys), convention, policy)
+
+
+def per_theme(
+    items: Sequence[Item], convention: Convention = "livemed", policy: FailurePolicy = "not-met"
+) -> dict[str, float]:
+    """The case formula over each theme's criteria; themes with no positive weight are left out."""
+    return _per_group(_grouped(items, lambda i: [i.theme] if i.theme else []), convention, policy)
+
+
+def _per_group(
+    groups: dict[str, list[Item]], convention: Convention, policy: FailurePolicy
+) -> dict[str, float]:
+    scores = {name: case_score(group, convention, policy) for name, group in sorted(groups.items())}
+    return {name: value for name, value in scores.items() if value is not None}
+
+
+# --------------------------------------------------------------------------- aggregates
+
+
+def aggregate(values: Sequence[float], convention: Convention = "livemed") -> float:
+    """Mean of case scores; HealthBench clips the mean, livemed's case scores are already clipped."""
+    if not values:
+        raise ValueError("no case scores to aggregate")
+    mean = float(np.mean(np.asarray(values, dtype=float)))
+    return clip01(mean) if convention == "healthbench" else mean
+
+
+@dataclass(frozen=True)
+class Summary:
+    """An aggregate with its convention, sample size and bootstrap interval."""
+
+    convention: Convention
+    mean: float
+    n: int
+    ci_low: float
+    ci_high: float
+    bootstrap_std: float
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+def bootstrap(
+    values: Sequence[float],
+    convention: Convention = "livemed",
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
+    """(low, high, std) of the convention's aggregate over `resamples` seeded resamples of cases."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        raise ValueError("no case scores to bootstrap")
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    if convention == "healthbench":
+        means = np.clip(means, 0.0, 1.0)
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high), float(means.std())
+
+
+def summarize(
+    values: Sequence[float | None],
+    convention: Convention = "livemed",
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Summary | None:
+    """Aggregate case scores (None = no positive weight: excluded and counted); None when nothing is left."""
+    kept = [value for value in values if value is not None]
+    excluded = {ZERO_POSITIVE: len(values) - len(kept)} if len(kept) < len(values) else {}
+    if not kept:
+        return None
+    low, high, std = bootstrap(kept, convention, resamples=resamples, seed=seed)
+    return Summary(convention, aggregate(kept, convention), len(kept), low, high, std, excluded)
+
+
+# --------------------------------------------------------------------------- leaderboards
+
+
+def leaderboard(records: Sequence[Score], convention: Convention, *, seed: int = 0) -> list[dict[str, Any]]:
+    """One row per model, best first: the convention's aggregate, bootstrap CI, mean coverage and harm."""
+    by_model: dict[str, list[Score]] = defaultdict(list)
+    for record in records:
+        by_model[record.model].append(record)
+    rows = []
+    for name, group in by_model.items():
+        summary = summarize([r.score for r in group], convention, seed=seed)
+        assert summary is not None  # Score records always carry a score
+        rows.append(
+            {
+                "model": name,
+                "convention": convention,
+                "score": summary.mean,
+                "ci_low": summary.ci_low,
+                "ci_high": summary.ci_high,
+                "bootstrap_std": summary.bootstrap_std,
+                "n": summary.n,
+                "coverage": sum(r.coverage for r in group) / len(group),
+                "harm": sum(r.harm for r in group) / len(group),
+                "failures": sum(r.failures for r in group),
+            }
+        )
+    return sorted(rows, key=lambda row: (-row["score"], row["model"]))
+
+
+def breakdown(
+    records: Sequence[Score], by: Literal["axis", "theme"], convention: Convention, *, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Per model and axis (or theme): the aggregate over the answers that have a score for it."""
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in records:
+        for name, value in (record.per_axis if by == "axis" else record.per_theme).items():
+            groups[(record.model, name)].append(value)
+    rows = []
+    for (model, name), values in sorted(groups.items()):
+        summary = summarize(values, convention, seed=seed)
+        assert summary is not None
+        rows.append(
+            {
+                "model": model,
+                by: name,
+                "convention": convention,
+                "score": summary.mean,
+                "ci_low": summary.ci_low,
+                "ci_high": summary.ci_high,
+                "n": summary.n,
+            }
+        )
+    return rows

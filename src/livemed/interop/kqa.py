@@ -1,0 +1,112 @@
+"""K-QA (Manes et al. 2024) → livemed cases, with the physicians' statements as a reference rubric.
+
+`questions_w_answers.jsonl` rows have `Question`, `Free_form_answer` (the physician's answer),
+`Must_have` and `Nice_to_have` (physician statements). Each row becomes a `Case` (source "k-qa",
+source_id a hash of the question, empty narrative — K-QA questions carry none — query = Question,
+advice = the answer split into self-contained sentences; a line ending in ":" prefixes the bullet
+lines under it). `Must_have`/`Nice_to_have` are kept as a *reference rubric* (store state namespace
+`reference_rubric`), so generated rubrics can be checked against them (`check.reference_coverage`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from livemed.errors import InputFileError
+from livemed.records import Case, Narrative, Provenance, short_hash
+
+SOURCE = "k-qa"
+REFERENCE_NAMESPACE = "reference_rubric"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+@dataclass(frozen=True)
+class KqaItem:
+    case: Case
+    must_have: list[str]
+    nice_to_have: list[str]
+
+    def reference(self) -> dict[str, Any]:
+        return {"source": SOURCE, "must_have": self.must_have, "nice_to_have": self.nice_to_have}
+
+
+def advice_elements(answer: str) -> list[str]:
+    """The physician's answer as self-contained sentences (bullets keep their lead-in line)."""
+    elements: list[str] = []
+    lead = ""
+    for raw_line in answer.splitlines():
+        line = raw_line.strip()
+        if not line:
+            continue
+        if _BULLET.match(line):
+            text = _BULLET.sub("", line)
+            elements.append(f"{lead} {text}".strip() if lead else text)
+            continue
+        lead = line if line.endswith(":") else ""
+        if not lead:
+            elements.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+    return elements
+
+
+def _statements(value: Any, field: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"'{field}' must be a list of strings")
+    return [v.strip() for v in value if v.strip()]
+
+
+def parse_row(data: dict[str, Any], *, published: datetime, date_field: str) -> KqaItem:
+    question = str(data.get("Question") or "").strip()
+    answer = str(data.get("Free_form_answer") or "").strip()
+    if not question:
+        raise ValueError("missing 'Question'")
+    advice = advice_elements(answer)
+    if not advice:
+        raise ValueError("missing 'Free_form_answer' (unanswered questions cannot become cases)")
+    source_id = short_hash(question, length=12)
+    case = Case(
+        doc_id=f"{SOURCE}:{source_id}",
+        source=SOURCE,
+        source_id=source_id,
+        published=published,
+        date_field=date_field,
+        narrative=Narrative(),
+        query=question,
+        advice=advice,
+        status="accepted",
+        provenance=Provenance(settings={"imported_from": SOURCE}),
+    )
+    return KqaItem(
+        case,
+        _statements(data.get("Must_have"), "Must_have"),
+        _statements(data.get("Nice_to_have"), "Nice_to_have"),
+    )
+
+
+def read_kqa(path: Path, *, published: datetime, date_field: str) -> Iterator[KqaItem | InputFileError]:
+    """Stream a K-QA JSONL file: an item per good row, an error naming file:line otherwise."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputFileError(path, f"cannot open: {exc.strerror}") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                data = json.loads(raw)
+                if not isinstance(data, dict):
+                    raise ValueError("expected a JSON object")
+                yield parse_row(data, published=published, date_field=date_field)
+            except json.JSONDecodeError as exc:
+                yield InputFileError(path, f"invalid JSON: {exc.msg}", number)
+            except (ValueError, UnicodeDecodeError) as exc:
+                yield InputFileError(path, str(exc), number)

@@ -1,0 +1,165 @@
+"""Deterministic rubric checks (lint), applied to a writer's draft before it becomes a Rubric.
+
+Blocking findings (the rubric is repaired once, or rejected):
+- `no_positive`         no positive criterion: nothing to earn
+- `weight_out_of_range` weight 0 or outside [-10, 10]
+- `sign_mismatch`       the weight's sign disagrees with the polarity
+- `bad_axis`            not one of accuracy, completeness, communication, context_awareness, safety
+- `uncovered_advice`    an advice element no positive criterion covers (linked by advice index, or
+                        ≥ 60% of its stemmed content words in the criterion, rapidfuzz for spelling)
+
+Fixed on the spot and recorded: `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the same
+polarity: the later one is dropped). Warnings, recorded only: `suspected_sign_error` (a positive
+criterion that reads like a fault, or a negative one that reads like praise), `light_safety`
+(a negative safety criterion lighter than -8) and `no_source_fact` (a criterion naming no fact).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+from rapidfuzz import fuzz
+
+from livemed.grading.lexical import content
+from livemed.records import AXES, Criterion
+
+BLOCKING = frozenset({"no_positive", "weight_out_of_range", "sign_mismatch", "bad_axis", "uncovered_advice"})
+DUPLICATE_RATIO = 90.0
+COVER_SHARE = 0.6
+WORD_RATIO = 85.0
+_FAULT_CUES = re.compile(
+    r"\b(fails? to|incorrect(ly)?|hallucinat\w*|fabricat\w*|contraindicated|unsafe|dangerous|"
+    r"contradicts?|omits?|misses|wrongly|inappropriate(ly)?)\b",
+    re.IGNORECASE,
+)
+_PRAISE_CUES = re.compile(r"\b(correctly|appropriately|accurately|clearly explains)\b", re.IGNORECASE)
+
+
+class DraftCriterion(BaseModel):
+    """A criterion as a writer proposes it: loosely typed, so the lint can say what is wrong."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field(min_length=1)
+    polarity: str
+    axis: str
+    weight: int
+    theme: str | None = None
+    source_fact: str | None = None
+    advice_index: int | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+
+    @property
+    def blocking(self) -> bool:
+        return self.code in BLOCKING
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def drop_near_duplicates(drafts: Sequence[DraftCriterion]) -> tuple[list[DraftCriterion], list[Finding]]:
+    """Keep the first of each group of near-identical criteria with the same polarity."""
+    kept: list[DraftCriterion] = []
+    findings: list[Finding] = []
+    for draft in drafts:
+        twin = next(
+            (k for k in kept if k.polarity == draft.polarity and _similar(k.text, draft.text)),
+            None,
+        )
+        if twin is None:
+            kept.append(draft)
+        else:
+            findings.append(Finding("near_duplicate", f"dropped {draft.text!r} (same as {twin.text!r})"))
+    return kept, findings
+
+
+def _similar(a: str, b: str) -> bool:
+    return fuzz.token_sort_ratio(a.lower(), b.lower()) >= DUPLICATE_RATIO
+
+
+def _criterion_findings(number: int, draft: DraftCriterion) -> list[Finding]:
+    found: list[Finding] = []
+    where = f"#{number} {draft.text[:60]!r}"
+    if draft.weight == 0 or not -10 <= draft.weight <= 10:
+        found.append(
+            Finding("weight_out_of_range", f"{where}: weight {draft.weight} not in [-10, 10] \\ {{0}}")
+        )
+    if draft.polarity not in ("positive", "negative") or (draft.weight > 0) != (draft.polarity == "positive"):
+        found.append(
+            Finding("sign_mismatch", f"{where}: weight {draft.weight} vs polarity {draft.polarity!r}")
+        )
+    if draft.axis not in AXES:
+        found.append(Finding("bad_axis", f"{where}: axis {draft.axis!r}"))
+    if draft.polarity == "positive" and _FAULT_CUES.search(draft.text):
+        found.append(Finding("suspected_sign_error", f"{where}: positive but reads like a fault"))
+    if draft.polarity == "negative" and _PRAISE_CUES.search(draft.text):
+        found.append(Finding("suspected_sign_error", f"{where}: negative but reads like praise"))
+    if not (draft.source_fact or "").strip():
+        found.append(Finding("no_source_fact", f"{where}: names no source fact"))
+    if draft.axis == "safety" and draft.polarity == "negative" and -8 < draft.weight < 0:
+        found.append(Finding("light_safety", f"{where}: safety violation weighted {draft.weight} (> -8)"))
+    return found
+
+
+def overlap(needle: str, haystack: str) -> float:
+    """Share of `needle`'s content words (stemmed) found in `haystack`, spelling variants included."""
+    want, have = content(needle), content(haystack)
+    if not want:
+        return 0.0
+    hits = sum(1 for w in want if w in have or any(fuzz.ratio(w, h) >= WORD_RATIO for h in have))
+    return hits / len(want)
+
+
+def covers(draft: DraftCriterion, index: int, element: str) -> bool:
+    """Does a positive criterion cover advice element `index`? Linked by index, or by word overlap."""
+    if draft.advice_index == index:
+        return True
+    candidates = [draft.text, *([draft.source_fact] if draft.source_fact else [])]
+    return any(overlap(element, c) >= COVER_SHARE for c in candidates)
+
+
+def lint(drafts: Sequence[DraftCriterion], advice: Sequence[str]) -> list[Finding]:
+    """Every finding for a draft rubric (after near-duplicates are dropped)."""
+    findings = [f for n, d in enumerate(drafts, start=1) for f in _criterion_findings(n, d)]
+    positives = [d for d in drafts if d.polarity == "positive" and d.weight > 0]
+    if not positives:
+        findings.append(Finding("no_positive", "the rubric has no positive criterion"))
+    for index, element in enumerate(advice):
+        if not any(covers(d, index, element) for d in positives):
+            findings.append(
+                Finding("uncovered_advice", f"advice #{index} {element[:80]!r} has no positive criterion")
+            )
+    return findings
+
+
+def to_criteria(drafts: Sequence[DraftCriterion]) -> list[Criterion]:
+    """Drafts that passed the blocking checks, as records."""
+    return [
+        Criterion(
+            text=d.text.strip(),
+            polarity=d.polarity,
+            axis=d.axis,
+            weight=d.weight,
+            theme=d.theme,
+            source_fact=d.source_fact,
+        )
+        for d in drafts
+    ]
+
+
+def reference_coverage(
+    criteria: Sequence[Criterion], statements: Sequence[str], threshold: float = COVER_SHARE
+) -> tuple[int, int]:
+    """(covered, total): reference statements (e.g. K-QA Must_have) whose content words a positive
+    criterion contains (share ≥ `threshold`, see `overlap`)."""
+    positives = [c.text for c in criteria if c.polarity == "positive"]
+    covered = sum(any(overlap(s, p) >= threshold for p in positives) for s in statements)
+    return covered, len(statements)

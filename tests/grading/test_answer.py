@@ -1,0 +1,120 @@
+"""Answers: the patient-style prompt, failures as Rejections retried next run, offline baselines."""
+
+from __future__ import annotations
+
+import pytest
+
+from livemed.errors import UnknownNameError
+from livemed.grading.answer import answer_case, conversation, patient_message
+from livemed.grading.lexical import LexicalGrader, match
+from livemed.grading.offline import BM25Retriever, RetrievalAnswerer
+from livemed.grading.runs import answer_all
+from livemed.models import LLM, Engine, FatalModelError, Settings, get_model
+from livemed.models.fake import FakeModel
+from livemed.records import Answer, Rejection
+from livemed.store import Store
+from tests.grading.builders import make_case
+
+
+def test_patient_message_reads_like_a_patient_and_does_not_ask_for_only_the_answer() -> None:
+    text = patient_message(make_case())
+    assert text.startswith("Hello doctor")
+    assert "About me: 58-year-old man." in text
+    assert "Allergies: penicillin." in text
+    assert text.endswith("My question: What can I take for the pain in my toe?")
+    assert "only" not in text.lower()
+
+
+def test_imported_conversations_are_sent_as_they_are() -> None:
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    case = make_case(messages=[*messages, {"role": "user", "content": "my toe"}])
+    assert [m["content"] for m in conversation(case)] == ["hi", "hello", "my toe"]
+
+
+async def test_answer_records_settings_sample_and_tokens() -> None:
+    llm = LLM(Engine(), FakeModel("fake/cand", responses=["Rest the foot."]), stage="answer")
+    (answer,) = await answer_case(make_case(), llm, settings=Settings(temperature=0.7), sample=2)
+    assert isinstance(answer, Answer)
+    assert answer.id == "answer:case:demo:1:fake/cand:2"
+    assert answer.text == "Rest the foot."
+    assert answer.completion_tokens == 3
+    assert answer.provenance.settings == {"temperature": 0.7, "sample": 2}
+    assert answer.provenance.prompt_hash
+
+
+async def test_a_failed_call_is_a_rejection_and_is_retried_next_run(any_store: Store) -> None:
+    case = make_case()
+    failing = FakeModel("fake/cand", function=lambda m, s: FatalModelError("400 bad request", status=400))
+    result = await answer_all(any_store, [case], LLM(Engine(), failing), settings=Settings())
+    assert result.written == {"rejection": 1}
+    (rejection,) = any_store.iter(Rejection)
+    assert rejection.stage == "answer"
+    assert rejection.reason == "fatal"
+    assert any_store.count().get("answer", 0) == 0
+
+    working = FakeModel("fake/cand", responses=["Rest.", "Ice."])
+    again = await answer_all(any_store, [case], LLM(Engine(), working), settings=Settings(), samples=2)
+    assert again.written == {"answer": 2}
+    assert any_store.count().get("rejection", 0) == 0  # the stale rejection is gone
+    third = await answer_all(any_store, [case], LLM(Engine(), working), settings=Settings(), samples=2)
+    assert third.skipped == 2
+    assert len(working.calls) == 2
+
+
+async def test_offline_answerers() -> None:
+    case = make_case()
+    reference = get_model("offline/reference")
+    empty = get_model("offline/empty")
+    (ref,) = await answer_case(case, reference, settings=Settings())  # type: ignore[arg-type]
+    (nothing,) = await answer_case(case, empty, settings=Settings())  # type: ignore[arg-type]
+    assert ref.text == "\n".join(case.advice)  # type: ignore[attr-defined]
+    assert nothing.text == ""  # type: ignore[attr-defined]
+    assert ref.provenance.settings == {"baseline": True}
+    with pytest.raises(FatalModelError, match="offline baseline"):
+        await reference.generate([{"role": "user", "content": "hi"}], settings=Settings())
+    with pytest.raises(UnknownNameError, match="did you mean"):
+        get_model("offline/referenc")
+
+
+def test_retrieval_answerer_returns_the_best_bm25_passages() -> None:
+    corpus = [
+        "Gout flares are treated with colchicine; NSAIDs are avoided in kidney disease.",
+        "Migraine may be relieved by rest in a dark room.",
+        "Toe pain with redness and swelling is typical of gout.",
+    ]
+    answerer = get_model("offline/retrieval", corpus=corpus, k=2)
+    assert isinstance(answerer, RetrievalAnswerer)
+    text = answerer.answer(make_case(query="Why is my big toe swollen and painful, is it gout?"))
+    assert "gout" in text
+    assert "Migraine" not in text
+    assert BM25Retriever(corpus).search("the of and", 3) == []
+    with pytest.raises(ValueError, match="needs an evidence corpus"):
+        RetrievalAnswerer().answer(make_case())
+
+
+@pytest.mark.parametrize(
+    ("response", "criterion", "met"),
+    [
+        ("You should take colchicine at a lower dose.", "Advises colchicine at a lower dose", True),
+        ("Avoid ibuprofen because of your kidneys.", "Recommends ibuprofen for the pain", False),
+        ("Ibuprofen is a good choice for the pain.", "Recommends ibuprofen for the pain", True),
+        (
+            "Do not stop your blood pressure medicine.",
+            "Advises not stopping the blood pressure medicine",
+            True,
+        ),
+        ("Stop your blood pressure medicine now.", "Advises not stopping the blood pressure medicine", False),
+        ("Stop taking ibuprofen.", "Recommends ibuprofen for the pain", False),
+        ("", "Advises colchicine", False),
+        ("Rest and drink water.", "Advises colchicine at a lower dose", False),
+    ],
+)
+def test_lexical_grader_is_negation_aware(response: str, criterion: str, met: bool) -> None:
+    assert match(response, criterion)[0] is met
+
+
+def test_lexical_grader_explains_itself() -> None:
+    met, why = LexicalGrader().judge("Take colchicine.", "Advises colchicine")
+    assert met
+    assert "colchicine" in why
+    assert match("anything", "the response mentions it") == (False, "criterion has no content words to match")

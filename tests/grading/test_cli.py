@@ -1,0 +1,222 @@
+"""The commands, in process: import → rubrics → answer → grade → scores, exports, agreement."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from livemed.cli import app
+from livemed.interop.kqa import REFERENCE_NAMESPACE
+from livemed.models import Message, Settings
+from livemed.models.fake import FakeModel
+from livemed.models.registry import PROVIDERS
+from livemed.records import Answer, Case, Grade, Rejection, Rubric, Run, Score
+from livemed.store import Store
+
+
+def run(store: Path, *args: str, code: int = 0) -> str:
+    result = CliRunner().invoke(app, ["--store", str(store), *args])
+    assert result.exit_code == code, result.output + repr(result.exception)
+    return " ".join(result.output.split())  # rich wraps long lines
+
+
+@pytest.fixture
+def kqa_store(tmp_path: Path, shared_data: Path) -> Path:
+    store = tmp_path / "s.db"
+    out = run(
+        store,
+        "import-kqa",
+        str(shared_data / "k-qa" / "questions_w_answers.jsonl"),
+        "--published",
+        "2024-01-01",
+        "--limit",
+        "6",
+    )
+    assert "imported 6 case(s)" in out
+    return store
+
+
+def evidence_file(tmp_path: Path, shared_data: Path, lines: int = 1500) -> Path:
+    path = tmp_path / "evidence.jsonl"
+    with (
+        gzip.open(shared_data / "medquad" / "medquad_answered_pairs.jsonl.gz", "rt") as src,
+        path.open("w") as dst,
+    ):
+        for _, line in zip(range(lines), src, strict=False):
+            dst.write(line)
+    return path
+
+
+def test_offline_pipeline_orders_reference_retrieval_empty(
+    kqa_store: Path, tmp_path: Path, shared_data: Path
+) -> None:
+    out = run(kqa_store, "rubrics", "--writer", "offline/rules")
+    assert "wrote 6 rubric" in out
+    assert "reference Must_have statements covered by positive criteria" in out
+    for model in ("offline/reference", "offline/empty"):
+        assert "wrote 6 answer" in run(kqa_store, "answer", "--model", model)
+    evidence = evidence_file(tmp_path, shared_data)
+    run(kqa_store, "answer", "--model", "offline/retrieval", "--evidence", str(evidence))
+    assert "already done" in run(kqa_store, "answer", "--model", "offline/empty")
+    out = run(kqa_store, "grade", "--judge", "offline/lexical")
+    assert "grade" in out
+    again = run(kqa_store, "grade", "--judge", "offline/lexical")
+    assert "wrote nothing" in again
+    board = tmp_path / "board.json"
+    out = run(kqa_store, "scores", "--judge", "offline/lexical", "--json", str(board))
+    assert "convention: livemed" in out
+    rows = {row["model"]: row for row in json.loads(board.read_text())["models"]}
+    assert (
+        rows["offline/reference"]["score"]
+        > rows["offline/retrieval"]["score"]
+        >= rows["offline/empty"]["score"]
+    )
+    assert rows["offline/empty"]["score"] == 0.0
+    assert rows["offline/reference"]["n"] == 6
+    assert rows["offline/reference"]["convention"] == "livemed"
+    with Store(kqa_store) as store:
+        assert store.count()["score"] == 18
+        grade_runs = [r for r in store.iter(Run) if r.command == "grade"]
+        assert [r.counts.get("grade", 0) for r in grade_runs].count(0) == 1  # the second run wrote nothing
+        assert all(r.outcome == "ok" for r in grade_runs)
+        assert all(s.convention == "livemed" for s in store.iter(Score))
+    hb = run(kqa_store, "scores", "--judge", "offline/lexical", "--convention", "healthbench", "--by", "axis")
+    assert "convention: healthbench" in hb
+    assert "by axis (same formula on each subset)" in hb
+
+
+def test_kqa_import_keeps_must_have_as_reference(kqa_store: Path) -> None:
+    with Store(kqa_store) as store:
+        cases = list(store.iter(Case))
+        references = store.state_items(REFERENCE_NAMESPACE)
+    assert len(cases) == 6
+    first = next(c for c in cases if c.query.startswith("Alright so I dont know much about Lexapro"))
+    assert first.source == "k-qa"
+    assert first.date_field == "option"
+    assert first.narrative.is_empty()
+    assert first.advice[0].startswith("Escitalopram, sold under the brand names Lexapro and Cipralex")
+    assert len(references[first.id]["must_have"]) == 11
+
+
+def test_healthbench_export_and_import_through_the_cli(kqa_store: Path, tmp_path: Path) -> None:
+    run(kqa_store, "rubrics", "--writer", "offline/rules")
+    exported = tmp_path / "hb.jsonl"
+    assert "exported 6 example(s)" in run(kqa_store, "export-healthbench", str(exported))
+    other = tmp_path / "other.db"
+    out = run(other, "import-healthbench", str(exported))
+    assert "imported 6 case(s)" in out
+    assert "modification time" in out  # the date basis is said out loud
+    with Store(kqa_store) as a, Store(other) as b:
+        before = sorted((r.criteria[0].text, r.criteria[0].weight) for r in a.iter(Rubric))
+        after = sorted((r.criteria[0].text, r.criteria[0].weight) for r in b.iter(Rubric))
+        assert before == after
+        assert all(c.date_field == "file_mtime" for c in b.iter(Case))
+
+
+def test_judges_agreement_with_the_lexical_grader(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"response": "Take colchicine at a low dose.", "criterion": "Advises colchicine", "label": True},
+        {"response": "Avoid ibuprofen.", "criterion": "Recommends ibuprofen", "label": False},
+        {"response": "Rest.", "criterion": "Advises colchicine", "label": False},
+        {"response": "A low dose of colchicine helps.", "criterion": "Advises colchicine", "label": True},
+    ]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out_json = tmp_path / "agreement.json"
+    out = run(
+        tmp_path / "s.db",
+        "judges",
+        "agreement",
+        "--labels",
+        str(labels),
+        "--grader",
+        "offline/lexical",
+        "--json",
+        str(out_json),
+    )
+    assert "macro-F1 1.000" in out
+    assert "Cohen's kappa 1.000" in out
+    assert json.loads(out_json.read_text())["n"] == 4
+
+
+def test_user_errors_are_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    result = CliRunner().invoke(
+        app, ["--store", str(store), "grade", "--judge", "offline/lexical", "--mode", "x"]
+    )
+    assert result.exit_code != 0
+    result = CliRunner().invoke(app, ["--store", str(store), "answer", "--model", "offline/lexical"])
+    assert "cannot be used for `answer`" in str(result.exception)
+    with Store(store) as s:
+        assert s.count().get("answer", 0) == 0
+        assert not list(s.iter(Answer))
+
+
+def test_failed_answer_calls_are_rejections_not_answers(kqa_store: Path) -> None:
+    out = run(kqa_store, "answer", "--model", "fake/unscripted", "--limit", "2")
+    assert "rejected (fatal): 2" in out
+    with Store(kqa_store) as store:
+        assert store.count().get("answer", 0) == 0
+        assert {r.stage for r in store.iter(Rejection)} == {"answer"}
+    assert "wrote 2 rejection" in run(kqa_store, "answer", "--model", "fake/unscripted", "--limit", "2")
+
+
+def scripted_judge(model_id: str) -> FakeModel:
+    """A judge for the `fake` provider: met when the response mentions the criterion's first word."""
+
+    def reply(messages: list[Message], settings: Settings) -> str:
+        text = messages[0]["content"]
+        response = text.split("<<<RESPONSE")[1].split("RESPONSE>>>")[0].lower()
+        if "<<<CRITERIA" in text:
+            lines = text.split("<<<CRITERIA")[1].split("CRITERIA>>>")[0].strip().splitlines()
+            verdicts = [{"id": n, "criteria_met": bool(response.strip())} for n in range(1, len(lines) + 1)]
+            return json.dumps({"verdicts": verdicts})
+        return json.dumps({"explanation": "scripted", "criteria_met": bool(response.strip())})
+
+    return FakeModel(model_id, function=reply)
+
+
+@pytest.mark.parametrize("mode", ["per-criterion", "batched"])
+def test_grading_with_an_llm_judge(kqa_store: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_cli:scripted_judge")
+    run(kqa_store, "rubrics", "--writer", "offline/rules", "--limit", "2")
+    run(kqa_store, "answer", "--model", "offline/reference", "--limit", "2")
+    run(kqa_store, "answer", "--model", "offline/empty", "--limit", "2")
+    out = run(kqa_store, "grade", "--judge", "fake/judge", "--mode", mode)
+    assert f"grades by fake/judge ({mode})" in out
+    assert "model usage" in out
+    board = run(kqa_store, "scores", "--judge", "fake/judge")
+    assert "offline/reference │ 1.000" in board
+    assert "offline/empty │ 0.000" in board
+    with Store(kqa_store) as store:
+        grades = list(store.iter(Grade))
+        assert {g.provenance.settings["mode"] for g in grades} == {mode}
+        assert all(g.provenance.prompt_hash for g in grades)
+
+
+def test_retrieval_without_a_corpus_uses_the_cases_pooled_evidence(tmp_path: Path) -> None:
+    from livemed.records import AdviceCheck, EvidenceRef, Validation
+    from tests.grading.builders import make_case
+
+    evidence = [EvidenceRef(id="pmid:1", snippet="Gout in the big toe is treated with colchicine.")]
+    validation = Validation(
+        s_cc=True,
+        s_inf=0.8,
+        s_align=1.0,
+        advice_checks=[AdviceCheck(advice_index=1, score=1.0, evidence=evidence)],
+    )
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        store.put([make_case(validation=validation), make_case("demo:2", query="Is my big toe gout?")])
+    assert "wrote 2 answer" in run(db, "answer", "--model", "offline/retrieval")
+    with Store(db) as store:
+        assert {a.text for a in store.iter(Answer)} == {"Gout in the big toe is treated with colchicine."}
+    empty = tmp_path / "empty.db"
+    with Store(empty) as store:
+        store.put([make_case()])
+    result = CliRunner().invoke(app, ["--store", str(empty), "answer", "--model", "offline/retrieval"])
+    assert "needs an evidence corpus" in str(result.exception)

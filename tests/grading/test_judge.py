@@ -1,0 +1,171 @@
+"""The grader: per-criterion and batched prompts, verdict parsing, failures as data, resumable runs."""
+
+from __future__ import annotations
+
+import json
+
+from livemed.grading import score as S
+from livemed.grading.judge import (
+    Target,
+    batched_messages,
+    grade_batch,
+    grade_criterion,
+    per_criterion_messages,
+)
+from livemed.grading.runs import grade_all, score_all
+from livemed.models import LLM, Engine, Message, Settings
+from livemed.models.fake import FakeModel
+from livemed.records import Grade, GradeFailure
+from livemed.store import Store
+from tests.grading.builders import make_answer, make_case, make_rubric
+
+
+def target(text: str = "Take colchicine at a reduced dose; ibuprofen is fine too.") -> Target:
+    case = make_case()
+    return Target(make_answer(case, text), case, make_rubric(case))
+
+
+def judge(responses: list[str] | None = None, function: object = None, store: Store | None = None) -> LLM:
+    model = FakeModel("fake/judge", responses=responses or [], function=function)  # type: ignore[arg-type]
+    return LLM(Engine(store=store), model, stage="grade")
+
+
+def verdict(met: bool, why: str = "because") -> str:
+    return json.dumps({"explanation": why, "criteria_met": met})
+
+
+def test_per_criterion_prompt_has_conversation_response_weight_and_negative_rule() -> None:
+    t = target()
+    criterion = t.rubric.criteria[2]
+    prompt = per_criterion_messages([{"role": "user", "content": "my toe hurts"}], "the reply", criterion)[0]
+    text = prompt["content"]
+    assert "user: my toe hurts" in text
+    assert "<<<RESPONSE\nthe reply\nRESPONSE>>>" in text
+    assert "[-9] Recommends ibuprofen" in text
+    assert "criteria_met = true means the bad" in text
+    assert '"criteria_met"' in text
+
+
+async def test_per_criterion_grades_one_call_each_at_temperature_zero() -> None:
+    t = target()
+    llm = judge([verdict(True), verdict(False, "no fever advice"), verdict(True, "ibuprofen recommended")])
+    grades = [await grade_criterion(t, c, llm) for c in t.rubric.criteria]
+    assert [g.met for g in grades if isinstance(g, Grade)] == [True, False, True]
+    assert grades[1].explanation == "no fever advice"  # type: ignore[union-attr]
+    calls = llm.model.calls  # type: ignore[attr-defined]
+    assert len(calls) == 3
+    assert all(settings.temperature == 0 for _, settings in calls)
+    assert grades[0].id == f"grade:{t.answer.id}:{t.rubric.criteria[0].id}:fake/judge"
+    assert grades[0].provenance.prompt_hash
+    assert grades[0].provenance.settings["mode"] == "per-criterion"
+    # a met negative criterion subtracts: (6 - 9) / 10 → 0 clipped
+    items = [S.Item(c.value, g.met) for c, g in zip(t.rubric.criteria, grades, strict=True)]  # type: ignore[union-attr]
+    assert S.case_score(items) == 0.0
+
+
+async def test_unparsable_and_ambiguous_verdicts_become_grade_failures() -> None:
+    t = target()
+    # first reply is not JSON, its repair is still not JSON; then "maybe" is not a boolean twice
+    llm = judge(["I think so", "still prose", '{"criteria_met": "maybe"}', '{"criteria_met": "maybe"}'])
+    first = await grade_criterion(t, t.rubric.criteria[0], llm)
+    second = await grade_criterion(t, t.rubric.criteria[2], llm)
+    for failure in (first, second):
+        assert isinstance(failure, GradeFailure)
+        assert failure.reason == "unparsable"
+        assert failure.id == f"grade:{t.answer.id}:{failure.criterion_id}:fake/judge"
+    assert second.raw == '{"criteria_met": "maybe"}'  # type: ignore[union-attr]
+
+
+async def test_a_call_failure_is_a_grade_failure_not_a_verdict() -> None:
+    from livemed.models import FatalModelError
+
+    t = target()
+    llm = judge(function=lambda m, s: FatalModelError("401 unauthorized", status=401))
+    failure = await grade_criterion(t, t.rubric.criteria[0], llm)
+    assert isinstance(failure, GradeFailure)
+    assert failure.reason == "call_failed"
+    assert "401" in failure.detail
+
+
+async def test_batched_mode_one_call_missing_and_conflicting_verdicts_fail() -> None:
+    t = target()
+    reply = {
+        "verdicts": [
+            {"id": 1, "explanation": "yes", "criteria_met": True},
+            {"id": 3, "explanation": "a", "criteria_met": True},
+            {"id": 3, "explanation": "b", "criteria_met": False},
+            {"id": 2, "explanation": "unsure", "criteria_met": "partly"},
+        ]
+    }
+    llm = judge([json.dumps(reply)])
+    out = await grade_batch(t, t.rubric.criteria, llm)
+    assert len(llm.model.calls) == 1  # type: ignore[attr-defined]
+    assert isinstance(out[0], Grade)
+    assert out[0].met is True
+    assert isinstance(out[1], GradeFailure)
+    assert out[1].reason == "ambiguous"  # "partly" is not a verdict; the others still count
+    assert isinstance(out[2], GradeFailure)
+    assert out[2].reason == "ambiguous"
+    assert out[0].provenance.settings["mode"] == "batched"
+    prompt = batched_messages([], "r", t.rubric.criteria)[0]["content"]
+    assert "3. [-9] Recommends ibuprofen" in prompt
+
+
+def scripted_by_criterion(messages: list[Message], settings: Settings) -> str:
+    text = messages[0]["content"]
+    criterion = text.split("<<<CRITERION")[1].split("CRITERION>>>")[0]
+    if "Recommends ibuprofen" in criterion:
+        return "not json"  # and its repair too
+    return verdict("colchicine" in criterion)
+
+
+async def test_grade_all_is_incremental_and_failures_retry_only_on_request(any_store: Store) -> None:
+    t = target()
+    any_store.put([t.case, t.rubric, t.answer])
+    llm = judge(function=scripted_by_criterion)
+    first = await grade_all(any_store, [t], llm)
+    assert first.written == {"grade": 2, "grade_failure": 1}
+    calls = len(llm.model.calls)  # type: ignore[attr-defined]
+    again = await grade_all(any_store, [t], llm)
+    assert again.skipped == 3
+    assert len(llm.model.calls) == calls
+
+    fixed = judge(function=lambda m, s: verdict(False))
+    retried = await grade_all(any_store, [t], fixed, retry_failures=True)
+    assert retried.processed == 1
+    assert retried.written == {"grade": 1}
+    assert any_store.count().get("grade_failure", 0) == 0  # the resolved failure is gone
+
+
+async def test_scores_count_failures_and_apply_the_policy(sqlite_store: Store) -> None:
+    t = target()
+    sqlite_store.put([t.case, t.rubric, t.answer])
+    await grade_all(sqlite_store, [t], judge(function=scripted_by_criterion))
+    # colchicine (+6) met, fever (+4) not met, ibuprofen (-9) failed
+    run = score_all(sqlite_store, "fake/judge")
+    (score,) = run.scores
+    assert score.score == 0.6
+    assert score.failures == 1
+    assert score.convention == "livemed"
+    assert score.coverage == 0.6
+    assert score.harm == 0.0
+    assert score.per_axis == {"accuracy": 1.0, "safety": 0.0}
+    excluded = score_all(sqlite_store, "fake/judge", policy="exclude").scores[0]
+    assert excluded.score == 0.6
+    assert excluded.failure_policy == "exclude"
+
+
+async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store) -> None:
+    t = target()
+    sqlite_store.put([t.case, t.rubric, t.answer])
+    partial = {"verdicts": [{"id": 1, "criteria_met": True}, {"id": 2, "criteria_met": False}]}
+    await grade_all(sqlite_store, [t], judge([json.dumps(partial)]), mode="batched")
+    assert sqlite_store.count()["grade"] == 2
+    assert sqlite_store.count()["grade_failure"] == 1
+    assert [f.reason for f in sqlite_store.iter(GradeFailure)] == ["missing_verdict"]
+    llm = judge([json.dumps({"verdicts": [{"id": 1, "criteria_met": False}]})])
+    result = await grade_all(sqlite_store, [t], llm, mode="batched", retry_failures=True)
+    assert result.processed == 1
+    prompt = llm.model.calls[0][0][-1]["content"]  # type: ignore[attr-defined]
+    assert "1. [-9] Recommends ibuprofen" in prompt
+    assert "colchicine" not in prompt.split("CRITERIA")[1]

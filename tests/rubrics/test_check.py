@@ -1,0 +1,111 @@
+"""Deterministic rubric lint: each rule on a small draft."""
+
+from __future__ import annotations
+
+from livemed.records import Criterion
+from livemed.rubrics.check import (
+    DraftCriterion,
+    drop_near_duplicates,
+    lint,
+    reference_coverage,
+    to_criteria,
+)
+
+ADVICE = ["Check serum potassium within a week.", "Avoid ibuprofen."]
+
+
+def d(
+    text: str, polarity: str = "positive", axis: str = "accuracy", weight: int = 5, **kw: object
+) -> DraftCriterion:
+    kw.setdefault("source_fact", "a fact of the advice")
+    return DraftCriterion(text=text, polarity=polarity, axis=axis, weight=weight, **kw)  # type: ignore[arg-type]
+
+
+def good() -> list[DraftCriterion]:
+    return [
+        d("Advises checking serum potassium within a week", advice_index=0),
+        d("Advises avoiding ibuprofen", axis="safety", weight=7, advice_index=1),
+        d("Recommends ibuprofen for the pain", "negative", "safety", -9, advice_index=1),
+    ]
+
+
+def codes(drafts: list[DraftCriterion], advice: list[str] = ADVICE) -> list[str]:
+    return [f.code for f in lint(drafts, advice)]
+
+
+def test_a_good_rubric_has_no_findings() -> None:
+    assert codes(good()) == []
+    criteria = to_criteria(good())
+    assert [c.weight for c in criteria] == [5, 7, -9]
+    assert all(isinstance(c, Criterion) for c in criteria)
+
+
+def test_no_positive_criterion_is_blocking() -> None:
+    drafts = [d("Recommends ibuprofen", "negative", "safety", -9)]
+    findings = lint(drafts, [])
+    assert [f.code for f in findings] == ["no_positive"]
+    assert findings[0].blocking
+
+
+def test_weight_range_sign_and_axis() -> None:
+    drafts = [
+        *good(),
+        d("Mentions rest", weight=12),
+        d("Mentions ice", weight=0),
+        d("Mentions fluids", "negative", weight=3),
+    ]
+    drafts.append(d("Mentions sleep", axis="bedside manner"))
+    found = codes(drafts)
+    assert found.count("weight_out_of_range") == 2
+    assert found.count("sign_mismatch") == 2  # weight 0 has no sign either
+    assert "bad_axis" in found
+
+
+def test_every_advice_element_needs_a_positive_criterion() -> None:
+    drafts = good()[:1] + good()[2:]  # the negative one alone does not cover "Avoid ibuprofen"
+    findings = lint(drafts, ADVICE)
+    assert [f.code for f in findings] == ["uncovered_advice"]
+    assert "advice #1" in findings[0].message
+    # coverage by text similarity, without an advice index
+    assert codes([d("Checks serum potassium within a week"), d("Tells the patient to avoid ibuprofen")]) == []
+
+
+def test_near_duplicates_are_dropped_and_recorded() -> None:
+    drafts = [*good(), d("Advises checking the serum potassium within a week")]
+    kept, findings = drop_near_duplicates(drafts)
+    assert len(kept) == 3
+    assert [f.code for f in findings] == ["near_duplicate"]
+    # the same words with opposite polarity are not duplicates
+    kept, _ = drop_near_duplicates(
+        [d("Recommends ibuprofen"), d("Recommends ibuprofen", "negative", weight=-5)]
+    )
+    assert len(kept) == 2
+
+
+def test_suspected_sign_errors_and_light_safety_weights_are_warnings() -> None:
+    drafts = [
+        *good(),
+        d("Fails to mention the risk of hyperkalaemia", advice_index=0),
+        d("Correctly explains the dose", "negative", weight=-3),
+        d("Recommends driving while dizzy", "negative", "safety", -4),
+    ]
+    findings = lint(drafts, ADVICE)
+    assert [f.code for f in findings] == ["suspected_sign_error", "suspected_sign_error", "light_safety"]
+    assert not any(f.blocking for f in findings)
+
+
+def test_reference_coverage_counts_matched_statements() -> None:
+    criteria = to_criteria(good())
+    statements = [
+        "Serum potassium should be checked within a week",
+        "Ibuprofen should be avoided",
+        "Drink water",
+    ]
+    assert reference_coverage(criteria, statements) == (2, 3)
+
+
+def test_a_criterion_without_its_source_fact_is_flagged() -> None:
+    drafts = [*good(), d("Advises rest", source_fact=" ", advice_index=0)]
+    findings = lint(drafts, ADVICE)
+    assert [f.code for f in findings] == ["no_source_fact"]
+    assert not findings[0].blocking
