@@ -1,0 +1,153 @@
+"""`livemed demo`: the whole pipeline, offline, on the bundled demo data.
+
+The demo is a script of real `livemed` commands run in-process against a fresh project folder
+(its own livemed.toml and SQLite store), so every step prints exactly what the same command prints
+when a user runs it, and the folder can be explored afterwards with the same commands.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import typer
+from rich.panel import Panel
+from rich.rule import Rule
+
+from livemed.cli import app
+from livemed.cli.context import console
+from livemed.errors import LivemedError, RunError, UserError
+
+DEMO_MODELS = ("offline/reference", "offline/retrieval", "offline/empty")
+JUDGE = "offline/lexical"
+
+
+def demo_config(evidence: Path) -> str:
+    """The demo project's livemed.toml."""
+    from livemed.demo import DEMO_CUTOFF
+
+    return f"""\
+# livemed demo project: bundled demo data (written by the livemed team; not real patients),
+# offline baseline models, a SQLite store beside this file.
+store = "livemed.db"
+# Harvest window start: the demo data runs from 2024-01 to 2026-10.
+cutoff = 2024-01-01
+
+[curate]
+evidence = "{evidence}"
+
+[analysis]
+# Demo training cutoffs for the offline baselines ({DEMO_CUTOFF.isoformat()}): not real training cutoffs,
+# they only give the contamination view a pre/post split to draw.
+cutoffs = "demo-cutoffs.toml"
+out_dir = "results"
+report = "results/report.html"
+"""
+
+
+def demo_cutoffs() -> str:
+    from livemed.demo import DEMO_CUTOFF
+
+    entries = [
+        f'[models."{model}"]\ncutoff = {DEMO_CUTOFF.isoformat()}\n'
+        'source = "livemed demo: an illustrative cutoff for an offline baseline, not a real training cutoff"\n'
+        for model in DEMO_MODELS
+    ]
+    return "\n".join(entries)
+
+
+def steps(evidence: Path) -> list[tuple[str, list[str]]]:
+    """(what it does, the livemed command) for each demo step."""
+    answers = [
+        ("Answer: the gold advice, an upper bound", ["answer", "--model", "offline/reference"]),
+        (
+            "Answer: top BM25 evidence passages",
+            ["answer", "--model", "offline/retrieval", "--evidence", str(evidence)],
+        ),
+        ("Answer: nothing at all, a lower bound", ["answer", "--model", "offline/empty"]),
+    ]
+    taxonomy = ["taxonomy", "--classifier", "offline/heuristic", "--k", "5"]
+    for model in DEMO_MODELS:
+        taxonomy += ["--model", model]
+    return [
+        ("Harvest the bundled demo source, with pre-filters", ["harvest", "--source", "demo"]),
+        ("Curate: Screener → Validator → Controller (rule-based baselines)", ["curate"]),
+        ("Rubrics: bipolar, weighted criteria from each case's advice", ["rubrics", "--writer", "offline/rules"]),
+        *answers,
+        ("Grade every criterion (lexical baseline grader)", ["grade", "--judge", JUDGE]),
+        ("Score: clip(met weights / positive weights, 0, 1)", ["scores", "--judge", JUDGE]),
+        ("Contamination: full set vs post-cutoff cases", ["contamination"]),
+        ("Error taxonomy of the lowest-scoring answers (heuristic)", taxonomy),
+        ("Leaderboard with 95% bootstrap intervals", ["leaderboard"]),
+        ("Report: one self-contained HTML file", ["report", "--title", "livemed demo report"]),
+    ]
+
+
+NEXT_STEPS = """\
+[bold]Explore this run[/]
+  cd {folder}
+  livemed store info
+  livemed leaderboard --compare offline/reference --compare offline/retrieval
+
+[bold]A real run[/] (see examples/ for a weekly livemed.toml and walkthrough)
+  livemed init --cutoff 2025-06-30
+  livemed harvest --source europepmc --since 2025-06-30 --limit 200      # or --source pubmed
+  livemed curate --model vllm/Qwen/Qwen2.5-72B-Instruct --evidence medquad_answered_pairs.jsonl.gz
+  livemed rubrics --writer vllm/Qwen/Qwen2.5-72B-Instruct
+  livemed answer --model openai/gpt-4o-mini          # key from $OPENAI_API_KEY (api_key_env in livemed.toml)
+  livemed grade --judge vllm/Qwen/Qwen2.5-72B-Instruct
+  livemed scores --judge vllm/Qwen/Qwen2.5-72B-Instruct && livemed report"""
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("livemed-demo"), "--out", help="Project folder for the demo run."),
+    evidence: Path | None = typer.Option(
+        None, "--evidence", help="Evidence corpus (JSONL or MedQuAD) instead of the bundled demo set."
+    ),
+    fresh: bool = typer.Option(False, "--fresh", help="Delete the folder first and start over."),
+) -> None:
+    """Run the whole pipeline offline on bundled demo data and write an HTML report."""
+    from livemed.demo import demo_evidence_path
+
+    if evidence is not None and not evidence.exists():
+        raise UserError(f"evidence corpus {evidence} does not exist")
+    corpus = (evidence or demo_evidence_path()).resolve()
+    folder = out.resolve()
+    if fresh and folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "livemed.toml"
+    config.write_text(demo_config(corpus), encoding="utf-8")
+    (folder / "demo-cutoffs.toml").write_text(demo_cutoffs(), encoding="utf-8")
+    console.print(
+        Panel.fit(
+            f"livemed demo: the whole pipeline on bundled demo data, offline.\nProject folder: {folder}",
+            border_style="cyan",
+        )
+    )
+    started = time.perf_counter()
+    plan = steps(corpus)
+    for number, (title, argv) in enumerate(plan, start=1):
+        console.print(Rule(f"[bold]{number}/{len(plan)}[/] {title}", align="left"))
+        console.print(f"[dim]$ livemed {' '.join(argv)}[/]")
+        _run(["--config", str(config), *argv])
+    report = folder / "results" / "report.html"
+    console.print(Rule())
+    console.print(f"finished in {time.perf_counter() - started:.0f} s; report: [bold]{report}[/]")
+    console.print(f"open it in a browser: file://{report}")
+    console.print(NEXT_STEPS.format(folder=folder))
+
+
+def _run(argv: list[str]) -> None:
+    """Run one livemed command in-process; a failing step stops the demo with its message."""
+    step = " ".join(argv[2:])
+    try:
+        code = app(args=argv, prog_name="livemed", standalone_mode=False)
+    except LivemedError:
+        raise
+    except Exception as exc:  # a usage error in a step is a bug in the demo script
+        raise RunError(f"demo step `livemed {step}` failed: {exc}") from exc
+    if code not in (0, None):
+        raise RunError(f"demo step `livemed {step}` exited with code {code}")
