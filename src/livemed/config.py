@@ -55,6 +55,25 @@ class Thresholds(BaseModel):
     s_align: float = Field(default=0.5, ge=0, le=1)
 
 
+class PrefilterConfig(BaseModel):
+    """Harvest pre-filters (`[prefilter]`): cheap checks before any model sees a document."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: list[str] = Field(
+        default_factory=lambda: ["html", "length", "language", "vocabulary", "duplicate"],
+        description="pre-filters to run, in this order",
+    )
+    languages: list[str] = Field(default_factory=lambda: ["en"], description="ISO 639-1 codes to keep")
+    min_chars: int = Field(default=100, ge=0)
+    max_chars: int = Field(default=100_000, ge=1)
+    near_duplicate_threshold: float = Field(default=0.8, gt=0, lt=1)
+    num_perm: int = Field(default=64, ge=16, le=512)
+    shingle_words: int = Field(default=3, ge=1, le=10)
+    min_vocabulary_hits: int = Field(default=2, ge=0)
+    extra_terms: list[str] = Field(default_factory=list, description="more medical terms to match")
+
+
 class Config(BaseModel):
     """The whole project configuration."""
 
@@ -66,6 +85,7 @@ class Config(BaseModel):
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    prefilter: PrefilterConfig = Field(default_factory=PrefilterConfig)
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:
@@ -141,9 +161,25 @@ cutoff = {cutoff}
 s_inf = 0.5
 s_align = 0.5
 
-# Data sources and their settings.
+# Data sources and their settings (`livemed sources` lists them). API keys: name the variable.
 # [sources.europepmc]
 # licences = ["cc by", "cc0"]
+# [sources.pubmed]
+# email = "you@example.org"
+# api_key_env = "NCBI_API_KEY"
+# [sources.stackexchange]
+# site = "medicalsciences"
+# api_key_env = "STACKEXCHANGE_KEY"
+# [sources.files]
+# path = "threads.jsonl"
+# mapping = { id = "id", date = "created", post = "body", title = "title", replies = "answers" }
+
+# Harvest pre-filters.
+# [prefilter]
+# languages = ["en"]
+# min_chars = 100
+# max_chars = 100000
+# near_duplicate_threshold = 0.8
 
 # Models: ids are "provider/name". API keys are never written here: name the environment variable.
 # [models."openai/gpt-4o-mini"]

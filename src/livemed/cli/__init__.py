@@ -55,3 +55,6 @@ def main(argv: list[str] | None = None) -> None:
 
 # Command modules register themselves on `app`.
 from livemed.cli import store_commands  # noqa: E402,F401
+
+# isort: split
+from livemed.cli import harvest  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""Bundled demo data (documents for an offline first run)."""
