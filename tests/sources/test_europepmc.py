@@ -8,7 +8,7 @@ import pytest
 from livemed.errors import SourceError
 from livemed.sources.europepmc import EuropePMC, Settings
 from livemed.sources.xml import jats_body_text, jats_licence, parse_xml
-from tests.fakes.http_replay import Reply, ReplayServer
+from tests.fakes.http_replay import ReplayServer, Reply
 from tests.sources.helpers import FAST, collect, day
 
 JATS = """<?xml version="1.0"?>
@@ -17,11 +17,14 @@ JATS = """<?xml version="1.0"?>
 <permissions><license xlink:href="https://creativecommons.org/licenses/by/4.0/"><license-p>CC BY</license-p>
 </license></permissions></article-meta></front>
 <body><sec><title>Case presentation</title><p>A 54-year-old man presented with chest pain
-<xref ref-type="bibr">1</xref> and dyspnoea.&xxe;</p><table-wrap><p>table text</p></table-wrap></sec></body></article>
+<xref ref-type="bibr">1</xref> and dyspnoea.&xxe;</p>
+<table-wrap><p>table text</p></table-wrap></sec></body></article>
 """
 
 
-def result(pmcid: str, date: str | None = "2025-03-02", licence: str = "cc by", **extra: Any) -> dict[str, Any]:
+def result(
+    pmcid: str, date: str | None = "2025-03-02", licence: str = "cc by", **extra: Any
+) -> dict[str, Any]:
     return {
         "id": pmcid.removeprefix("PMC"),
         "source": "PMC",
@@ -50,8 +53,10 @@ PAGES = {
 
 def handler(path: str, query: dict[str, str]) -> Reply:
     if path == "/search":
-        assert 'PUB_TYPE:"Case Reports"' in query["query"] and "FIRST_PDATE:[2025-03-01 TO" in query["query"]
-        assert query["format"] == "json" and query["resultType"] == "core"
+        assert 'PUB_TYPE:"Case Reports"' in query["query"]
+        assert "FIRST_PDATE:[2025-03-01 TO" in query["query"]
+        assert query["format"] == "json"
+        assert query["resultType"] == "core"
         return Reply.json(PAGES[query["cursorMark"]])
     if path == "/PMC1/fullTextXML":
         return Reply.xml(JATS)
@@ -67,11 +72,14 @@ async def test_pages_with_cursor_mark_keep_licence_and_reject_bad_records() -> N
     assert [d.source_id for d in docs] == ["PMC1"]
     doc = docs[0]
     assert doc.id == "europepmc:PMC1"
-    assert doc.date_field == "firstPublicationDate" and doc.doc_type == "case_report"
+    assert doc.date_field == "firstPublicationDate"
+    assert doc.doc_type == "case_report"
     assert doc.licence == "cc by"
-    assert doc.metadata["mesh"] == ["Chest Pain"] and doc.metadata["full_text"] is True
+    assert doc.metadata["mesh"] == ["Chest Pain"]
+    assert doc.metadata["full_text"] is True
     assert doc.text.startswith("Case presentation\nA 54-year-old man presented with chest pain")
-    assert "table text" not in doc.text and "root:" not in doc.text  # no entity resolution
+    assert "table text" not in doc.text
+    assert "root:" not in doc.text
     reasons = sorted(r.reason for r in rejections)
     assert reasons == ["bad_xml", "licence", "malformed", "missing_date"]
     assert all(r.stage == "harvest" and r.source == "europepmc" for r in rejections)
@@ -82,13 +90,18 @@ async def test_limit_stops_early_and_empty_result_is_fine() -> None:
     with ReplayServer(handler) as server:
         source = EuropePMC(Settings(base_url=server.url, full_text=False, **FAST))
         docs, _ = await collect(source.harvest(day("2025-03-01"), day("2025-03-31"), limit=1))
-    assert len(docs) == 1 and docs[0].text == "Abstract text of the case." and not docs[0].metadata["full_text"]
+    assert len(docs) == 1
+    assert docs[0].text == "Abstract text of the case."
+    assert not docs[0].metadata["full_text"]
 
     empty = {"hitCount": 0, "nextCursorMark": "*", "resultList": {"result": []}}
     with ReplayServer(lambda p, q: Reply.json(empty)) as server:
-        docs, rejections = await collect(EuropePMC(Settings(base_url=server.url, **FAST)).harvest(
-            day("2025-03-01"), day("2025-03-31")))
-    assert docs == [] and rejections == [] and len(server.requests) == 1
+        docs, rejections = await collect(
+            EuropePMC(Settings(base_url=server.url, **FAST)).harvest(day("2025-03-01"), day("2025-03-31"))
+        )
+    assert docs == []
+    assert rejections == []
+    assert len(server.requests) == 1
 
 
 async def test_non_json_page_is_a_source_error() -> None:

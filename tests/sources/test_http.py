@@ -6,7 +6,7 @@ import pytest
 
 from livemed.errors import SourceError
 from livemed.sources.http import HttpClient, retry_after_seconds
-from tests.fakes.http_replay import Reply, ReplayServer
+from tests.fakes.http_replay import ReplayServer, Reply
 
 
 def client(**kw: float) -> HttpClient:
@@ -19,7 +19,9 @@ async def test_429_is_retried_after_retry_after() -> None:
 
     def handler(path: str, query: dict[str, str]) -> Reply:
         calls.append(path)
-        return Reply.json({"n": len(calls)}, 429, **{"Retry-After": "1"}) if len(calls) == 1 else Reply.json({})
+        return (
+            Reply.json({"n": len(calls)}, 429, **{"Retry-After": "1"}) if len(calls) == 1 else Reply.json({})
+        )
 
     with ReplayServer(handler) as server:
         async with client() as http:
@@ -39,7 +41,9 @@ async def test_source_that_stays_down_fails_with_a_clear_message_and_no_key() ->
                 await http.get(f"{server.url}/search", {"api_key": "SECRET123"})
     assert len(server.requests) == 3  # 1 + max_retries
     message = str(caught.value)
-    assert "test" in message and "HTTP 503" in message and "3 attempts" in message
+    assert "test" in message
+    assert "HTTP 503" in message
+    assert "3 attempts" in message
     assert "SECRET123" not in message
 
 

@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 from __future__ import annotations
 
 from datetime import date, datetime
@@ -9,7 +10,7 @@ from livemed.errors import SourceError
 from livemed.records import Doc
 from livemed.sources.pubmed import ESEARCH_MAX, PubMed, Settings, parse_article
 from livemed.sources.xml import parse_xml
-from tests.fakes.http_replay import Reply, ReplayServer
+from tests.fakes.http_replay import ReplayServer, Reply
 from tests.sources.helpers import FAST, collect, day
 
 ESEARCH = """<?xml version="1.0" encoding="UTF-8" ?>
@@ -40,9 +41,11 @@ def per_day(first: str, last: str) -> int:
 
 
 def handler(path: str, query: dict[str, str]) -> Reply:
-    assert query["db"] == "pubmed" and query["tool"] == "livemed"
+    assert query["db"] == "pubmed"
+    assert query["tool"] == "livemed"
     if path == "/esearch.fcgi":
-        assert query["term"] == '"Case Reports"[Publication Type]' and query["datetype"] == "edat"
+        assert query["term"] == '"Case Reports"[Publication Type]'
+        assert query["datetype"] == "edat"
         count = per_day(query["mindate"], query["maxdate"]) if query["mindate"] != "2025/02/01" else 0
         window = f"{query['mindate']}:{query['maxdate']}"
         return Reply.xml(ESEARCH.format(count=count, webenv=f"MCID_{window}", window=window))
@@ -61,13 +64,17 @@ async def test_windows_are_split_under_the_esearch_limit() -> None:
     fetched = [q for p, q in server.requests if p == "/efetch.fcgi"]
     served = {q["WebEnv"] for q in fetched}
     counts = {f"MCID_{q['mindate']}:{q['maxdate']}": per_day(q["mindate"], q["maxdate"]) for q in searches}
-    assert served and all(counts[webenv] <= ESEARCH_MAX for webenv in served)
-    assert searches[0]["mindate"] == "2025/03/01" and searches[0]["maxdate"] == "2025/03/10"
+    assert served
+    assert all(counts[webenv] <= ESEARCH_MAX for webenv in served)
+    assert searches[0]["mindate"] == "2025/03/01"
+    assert searches[0]["maxdate"] == "2025/03/10"
     assert all(q["api_key"] == "KEY" and q["email"] == "me@example.org" for _, q in server.requests)
     assert source.rate == 10.0
     assert len(docs) == 4
-    assert docs[0].id == "pubmed:40000000" and docs[0].date_field == "entrez"
-    assert docs[0].published == day("2025-03-01") and docs[0].metadata["mesh"] == ["Fever"]
+    assert docs[0].id == "pubmed:40000000"
+    assert docs[0].date_field == "entrez"
+    assert docs[0].published == day("2025-03-01")
+    assert docs[0].metadata["mesh"] == ["Fever"]
     assert docs[0].text == "CASE: A 40-year-old woman with fever and rash."
     assert {r.reason for r in rejections} == {"missing_date", "bad_xml"}
 
@@ -77,7 +84,8 @@ async def test_empty_window_fetches_nothing_and_esearch_error_fails_the_source()
         source = PubMed(Settings(base_url=server.url, **FAST))
         assert source.rate <= 3.0
         docs, _ = await collect(source.harvest(day("2025-02-01"), day("2025-02-01")))
-    assert docs == [] and server.paths() == ["/esearch.fcgi"]
+    assert docs == []
+    assert server.paths() == ["/esearch.fcgi"]
 
     error = "<eSearchResult><ERROR>Invalid query</ERROR></eSearchResult>"
     with ReplayServer(lambda p, q: Reply.xml(error)) as server:
@@ -90,12 +98,15 @@ async def test_empty_window_fetches_nothing_and_esearch_error_fails_the_source()
 def test_real_esearch_and_efetch_samples_parse(shared_data: Path) -> None:
     folder = shared_data / "ncbi-eutils-samples"
     search = parse_xml((folder / "esearch2.xml").read_bytes())
-    assert int(search.findtext("Count") or 0) == 42249 and search.findtext("WebEnv", "").startswith("MCID_")
+    assert int(search.findtext("Count") or 0) == 42249
+    assert search.findtext("WebEnv", "").startswith("MCID_")
     root = parse_xml((folder / "pubmed1.xml").read_bytes())
     items = [parse_article(a) for a in root.iter("PubmedArticle")]
     assert items[0].reason == "no_text"  # type: ignore[union-attr]  # 12091962 has no abstract
     doc = items[1]
     assert isinstance(doc, Doc)
-    assert doc.source_id == "9997" and doc.published.date() == date(1976, 9, 28)
+    assert doc.source_id == "9997"
+    assert doc.published.date() == date(1976, 9, 28)
     assert doc.title.startswith("Magnetic studies of Chromatium flavocytochrome C552")
-    assert "Heme" in doc.metadata["mesh"] and doc.metadata["doi"] == "10.1016/0005-2795(76)90109-4"
+    assert "Heme" in doc.metadata["mesh"]
+    assert doc.metadata["doi"] == "10.1016/0005-2795(76)90109-4"

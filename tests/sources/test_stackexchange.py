@@ -8,7 +8,7 @@ import pytest
 from livemed.errors import SourceError
 from livemed.records import ReplyRole
 from livemed.sources.stackexchange import Settings, StackExchange
-from tests.fakes.http_replay import Reply, ReplayServer
+from tests.fakes.http_replay import ReplayServer, Reply
 from tests.sources.helpers import FAST, collect, day
 
 T0 = int(day("2025-03-02").timestamp())
@@ -21,7 +21,11 @@ def question(qid: int, **extra: Any) -> dict[str, Any]:
         "body": "<p>My father (68) takes <b>lisinopril</b> for hypertension.</p>",
         "creation_date": T0 + qid,
         "link": f"https://medicalsciences.stackexchange.com/questions/{qid}",
-        "owner": {"user_id": 7, "display_name": "asker", "link": "https://medicalsciences.stackexchange.com/users/7"},
+        "owner": {
+            "user_id": 7,
+            "display_name": "asker",
+            "link": "https://medicalsciences.stackexchange.com/users/7",
+        },
         "tags": ["pharmacology"],
         "content_license": "CC BY-SA 4.0",
         "answer_count": 2,
@@ -34,21 +38,38 @@ def wrapper(items: list[Any], has_more: bool, **extra: Any) -> dict[str, Any]:
 
 
 def handler(path: str, query: dict[str, str]) -> Reply:
-    assert query["site"] == "medicalsciences" and query["filter"] == "withbody"
+    assert query["site"] == "medicalsciences"
+    assert query["filter"] == "withbody"
     if path == "/search/advanced":
-        assert query["answers"] == "1" and query["sort"] == "creation" and query["order"] == "asc"
+        assert query["answers"] == "1"
+        assert query["sort"] == "creation"
+        assert query["order"] == "asc"
         if query["page"] == "1":
             items = [question(1), question(2, creation_date=None), question(3, body="x" * 10_000_001)]
             return Reply.json(wrapper(items, True, backoff=1))
         return Reply.json(wrapper([question(4)], False))
     ids = path.split("/")[2].split(";")
     answers = [
-        {"answer_id": 100 + int(i), "question_id": int(i), "body": "<p>NSAIDs can blunt ACE inhibitors.</p>",
-         "is_accepted": True, "creation_date": T0 + 50, "owner": {"user_id": 9, "display_name": "doc"}}
+        {
+            "answer_id": 100 + int(i),
+            "question_id": int(i),
+            "body": "<p>NSAIDs can blunt ACE inhibitors.</p>",
+            "is_accepted": True,
+            "creation_date": T0 + 50,
+            "owner": {"user_id": 9, "display_name": "doc"},
+        }
         for i in ids
     ]
-    answers.append({"answer_id": 999, "question_id": int(ids[0]), "body": "Thanks, it worked", "is_accepted": False,
-                    "creation_date": T0 + 60, "owner": {"user_id": 7, "display_name": "asker"}})
+    answers.append(
+        {
+            "answer_id": 999,
+            "question_id": int(ids[0]),
+            "body": "Thanks, it worked",
+            "is_accepted": False,
+            "creation_date": T0 + 60,
+            "owner": {"user_id": 7, "display_name": "asker"},
+        }
+    )
     return Reply.json(wrapper(answers, False))
 
 
@@ -60,7 +81,9 @@ async def test_questions_with_answers_roles_attribution_and_backoff() -> None:
         elapsed = time.monotonic() - started
     assert [d.source_id for d in docs] == ["1", "4"]
     doc = docs[0]
-    assert doc.id == "stackexchange:1" and doc.doc_type == "thread" and doc.date_field == "creation_date"
+    assert doc.id == "stackexchange:1"
+    assert doc.doc_type == "thread"
+    assert doc.date_field == "creation_date"
     assert doc.licence == "CC BY-SA 4.0"
     assert doc.metadata["attribution"]["author"] == "asker"
     assert doc.metadata["attribution"]["link"] == "https://medicalsciences.stackexchange.com/questions/1"
@@ -77,7 +100,8 @@ async def test_error_reply_and_used_up_quota_fail_the_source() -> None:
         source = StackExchange(Settings(base_url=server.url, **FAST), api_key="SEKEY")
         with pytest.raises(SourceError, match="throttle_violation") as caught:
             await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
-    assert server.requests[0][1]["key"] == "SEKEY" and "SEKEY" not in str(caught.value)
+    assert server.requests[0][1]["key"] == "SEKEY"
+    assert "SEKEY" not in str(caught.value)
 
     spent = wrapper([], True, quota_remaining=0)
     with ReplayServer(lambda p, q: Reply.json(spent)) as server:

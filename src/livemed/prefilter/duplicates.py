@@ -22,6 +22,7 @@ from livemed.store import Store
 
 _WORDS = re.compile(r"\w+")
 SEED = 1
+SCHEME = "affine32"  # datasketch 2 hash scheme: 32-bit values, what the store keeps
 
 
 def _crc32(data: bytes) -> int:
@@ -55,7 +56,7 @@ class DuplicateFilter:
     def minhash(self, tokens: list[str]) -> MinHash:
         k = self.shingle_words
         shingles = {" ".join(tokens[i : i + k]) for i in range(max(1, len(tokens) - k + 1))}
-        sketch = MinHash(num_perm=self.num_perm, seed=SEED, hashfunc=_crc32)
+        sketch = MinHash(num_perm=self.num_perm, seed=SEED, hashfunc=_crc32, scheme=SCHEME)
         sketch.update_batch([s.encode() for s in shingles])
         return sketch
 
@@ -63,7 +64,7 @@ class DuplicateFilter:
         self.exact.setdefault(key, doc_id)
         self.signatures[doc_id] = values
         if doc_id not in self.lsh:
-            self.lsh.insert(doc_id, LeanMinHash(seed=SEED, hashvalues=values.astype(np.uint64)))
+            self.lsh.insert(doc_id, LeanMinHash(seed=SEED, hashvalues=values, scheme=SCHEME))
 
     def load(self, store: Store) -> int:
         """Index every stored signature, and sign stored docs that have none; returns the index size."""
@@ -71,11 +72,11 @@ class DuplicateFilter:
 
         for doc_id, key, blob in store.signatures_iter():
             self._remember(doc_id, key, np.frombuffer(blob, dtype=np.uint32))
-        if store.count().get("doc", 0) > len(self.signatures):
-            for doc in store.iter(DocRecord):
-                if doc.id not in self.signatures:
-                    self._add(doc.id, words(doc))
-            self.flush(store)
+        for doc_id in [i for i in store.ids("doc") if i not in self.signatures]:
+            doc = store.get(DocRecord, doc_id)
+            if doc is not None:
+                self._add(doc.id, words(doc))
+        self.flush(store)
         return len(self.signatures)
 
     def _add(self, doc_id: str, tokens: list[str], sketch: MinHash | None = None) -> None:

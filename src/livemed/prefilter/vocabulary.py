@@ -11,6 +11,7 @@ the record carries counts as one.
 from __future__ import annotations
 
 import re
+import warnings
 from functools import lru_cache
 
 import ahocorasick
@@ -53,7 +54,9 @@ _WORD = re.compile(r"[a-z][a-z'-]{3,}")
 @lru_cache(maxsize=1)
 def icd10_terms() -> frozenset[str]:
     """Distinct words (4+ letters) of ICD-10-CM titles in chapters A-U, generic words removed."""
-    import simple_icd_10_cm as icd
+    with warnings.catch_warnings():  # the package reads its bundled list with a deprecated API
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import simple_icd_10_cm as icd
 
     terms: set[str] = set()
     for code in icd.get_all_codes(False):
