@@ -30,6 +30,8 @@ _BOILERPLATE = re.compile(
 
 def strip_html(text: str) -> str:
     """Plain text from HTML (entities decoded, blocks on their own lines), boilerplate lines dropped."""
+    if not text:
+        return text
     if _LOOKS_LIKE_HTML.search(text):
         tree = HTMLParser(_BLOCK_END.sub(lambda m: "\n" + m.group(0), text))
         tree.strip_tags(_DROP_TAGS)

@@ -25,8 +25,12 @@ SEED = 1
 SCHEME = "affine32"  # datasketch 2 hash scheme: 32-bit values, what the store keeps
 
 
-def _crc32(data: bytes) -> int:
-    return zlib.crc32(data)
+_MIX = np.uint64(0x9E3779B1)  # an odd 32-bit constant: shingle hash = fold(h * MIX + next word's hash)
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def _identity(value: int) -> int:
+    return value
 
 
 def words(doc: Doc) -> list[str]:
@@ -50,14 +54,34 @@ class DuplicateFilter:
         self.exact: dict[str, str] = {}
         self.signatures: dict[str, np.ndarray] = {}
         self.pending: list[tuple[str, str, bytes]] = []
+        self._token_hashes: dict[str, int] = {}
+        # Permutations depend only on (num_perm, seed): make them once, not per document.
+        self._permutations = MinHash(num_perm=num_perm, seed=SEED, scheme=SCHEME).permutations
 
     # ------------------------------------------------------------------ signatures
 
     def minhash(self, tokens: list[str]) -> MinHash:
-        k = self.shingle_words
-        shingles = {" ".join(tokens[i : i + k]) for i in range(max(1, len(tokens) - k + 1))}
-        sketch = MinHash(num_perm=self.num_perm, seed=SEED, hashfunc=_crc32, scheme=SCHEME)
-        sketch.update_batch([s.encode() for s in shingles])
+        """MinHash over word k-shingles; a shingle's hash mixes its words' CRC-32s (vectorised)."""
+        cache = self._token_hashes
+        if len(cache) > 2_000_000:
+            cache.clear()
+        hashes = np.fromiter(
+            (cache.get(t) or cache.setdefault(t, zlib.crc32(t.encode())) for t in tokens),
+            dtype=np.uint64,
+            count=len(tokens),
+        )
+        k = min(self.shingle_words, max(1, len(hashes)))
+        shingles = np.zeros(max(1, len(hashes) - k + 1), dtype=np.uint64)
+        for offset in range(k):
+            shingles = shingles * _MIX + hashes[offset : offset + len(shingles)]
+        sketch = MinHash(
+            num_perm=self.num_perm,
+            seed=SEED,
+            hashfunc=_identity,
+            scheme=SCHEME,
+            permutations=self._permutations,
+        )
+        sketch.update_batch((shingles & _MASK32).tolist())
         return sketch
 
     def _remember(self, doc_id: str, key: str, values: np.ndarray) -> None:

@@ -41,6 +41,43 @@ GENERIC = frozenset(
         """
     )
 )
+# Everyday English words that happen to occur in ICD-10-CM titles ("that", "night", "feeling", …).
+COMMON_ENGLISH = frozenset(
+    _split(
+        """
+    absence absent acting action active adult adults affect african allied alone altered ambient animal
+    animals another applied around arrival aspect attack attacks attempt balance bearing being best between
+    biting black blue border boston both branch break breaks bridges brief broken brown buried cannot cause
+    caused causes causing center change changes channel children class classic clear closing cloudy cluster
+    codes color common complex concern conduct content context contour control correct count cracked created
+    crying crystal daily dark decline deep defect defects defined degree delay density desire detail direct
+    distant double down drop dynamic earth eastern eaten eating element equal errors event events excess
+    exclude exposed extent extreme factor factors failed failure falling false feeding feeling female fibers
+    field finding fish floor flying food forced forces forest form forms found free fruits full fully gain
+    gender general german given glasgow global grand grey group growth habit hammer hanging hard harmful
+    having healed hearing heavy height hidden hole hour human hungry imposed impulse induced inertia infancy
+    kissing known lack lacking large larger lasting latent layer layers lead legal length levels life light
+    limited line linear linens lines liquids local locked loose lying magnum main male margin margins marine
+    marked marker markers mass massive matter mature maximum medical medium memory mention metal metals mild
+    minimal minor minus missed mixed mode monster months morning most mother motion movement narrow native
+    natural need neglect never night noise none normal north notched noted novel number numbers object only
+    opening organic origin outcome outlet output over overlap overuse packing page paints passage passive
+    pattern paving percent period phantom phase pillar pillow planned plant plants plastic plate plateau
+    plus pointes poor portion position post present prior product profile pure purging raised range rapidly
+    rare rate reading reason rebound recent reduced regions regular release removal repair rest result
+    results return reverse rich rising river role roof root roots round running saddle scale scanty score
+    section sector seed seeds segment self senses seventh shape shared shift sick sided signs silent similar
+    simple sixth size slight slow small smaller smooth social solid something sound sounds source south
+    space spacing spatial special species specific split spot spots stable stated states static stem storm
+    strange streak stream struck studies study sudden super support surface suspect systems taken tall
+    tearing tension term test that theater their threat three through tight together total trapped tree
+    trial trigger triplet true typical unable under undue unequal unknown urban usually utility vacuum
+    valley variant various vehicle versus very viable violent visible void wake walking warm water wear
+    webbed weeks west western white whole wide widow wild window within words work worries written yellow
+    young zero zone
+        """
+    )
+)
 CLINICAL = _split(
     """
     diagnosis diagnosed symptom symptoms medication medications prescribed prescription dose dosage
@@ -49,6 +86,7 @@ CLINICAL = _split(
     """
 )
 _WORD = re.compile(r"[a-z][a-z'-]{3,}")
+_TOKEN = re.compile(r"[\w'-]+")
 
 
 @lru_cache(maxsize=1)
@@ -63,30 +101,25 @@ def icd10_terms() -> frozenset[str]:
         if code[0] in "VWXYZ":
             continue
         terms.update(_WORD.findall(icd.get_description(code).lower()))
-    return frozenset(terms - GENERIC)
+    return frozenset(terms - GENERIC - COMMON_ENGLISH)
 
 
 @lru_cache(maxsize=8)
 def build_automaton(extra: tuple[str, ...] = ()) -> ahocorasick.Automaton:
+    """Keys are " term " and " terms " (space-delimited), so matches fall on word boundaries."""
     automaton = ahocorasick.Automaton()
-    for term in sorted(icd10_terms() | set(CLINICAL) | {t.lower().strip() for t in extra if t.strip()}):
-        automaton.add_word(term, term)
+    terms = icd10_terms() | set(CLINICAL) | {" ".join(_TOKEN.findall(t.lower())) for t in extra}
+    for term in sorted(t for t in terms if t):
+        automaton.add_word(f" {term} ", term)
+        automaton.add_word(f" {term}s ", term)
     automaton.make_automaton()
     return automaton
 
 
-def _boundary(text: str, start: int, end: int) -> bool:
-    if start > 0 and text[start - 1].isalnum():
-        return False
-    if end + 1 < len(text) and text[end + 1] == "s":  # a plural: "fractures"
-        end += 1
-    return end + 1 >= len(text) or not text[end + 1].isalnum()
-
-
 def medical_terms(text: str, automaton: ahocorasick.Automaton) -> set[str]:
-    """Distinct vocabulary terms found in `text` on word boundaries."""
-    lowered = text.lower()
-    return {term for end, term in automaton.iter(lowered) if _boundary(lowered, end - len(term) + 1, end)}
+    """Distinct vocabulary terms found in `text` (whole words, plural -s allowed)."""
+    padded = f" {' '.join(_TOKEN.findall(text.lower()))} "
+    return {term for _, term in automaton.iter(padded)}
 
 
 class VocabularyFilter:
