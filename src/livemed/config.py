@@ -172,7 +172,7 @@ s_align = 0.5
 # api_key_env = "STACKEXCHANGE_KEY"
 # [sources.files]
 # path = "threads.jsonl"
-# mapping = { id = "id", date = "created", post = "body", title = "title", replies = "answers" }
+# mapping = {{ id = "id", date = "created", post = "body", title = "title", replies = "answers" }}
 
 # Harvest pre-filters.
 # [prefilter]

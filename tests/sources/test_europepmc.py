@@ -115,3 +115,19 @@ def test_real_pmc_jats_sample_parses(shared_data: Path) -> None:
     root = parse_xml((shared_data / "ncbi-eutils-samples" / "efetch_pmc.xml").read_bytes())
     assert jats_body_text(root).startswith("This article was originally published with an error in table 2.")
     assert jats_licence(root) == "https://creativecommons.org/licenses/by-nc/4.0/"
+
+
+async def test_429_on_a_page_is_retried_and_the_harvest_goes_on() -> None:
+    calls: list[str] = []
+
+    def flaky(path: str, query: dict[str, str]) -> Reply:
+        calls.append(path)
+        if len(calls) == 1:
+            return Reply.json({"error": "slow down"}, 429, **{"Retry-After": "0"})
+        return handler(path, query)
+
+    with ReplayServer(flaky) as server:
+        source = EuropePMC(Settings(base_url=server.url, **FAST))
+        docs, _ = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert [d.source_id for d in docs] == ["PMC1"]
+    assert calls[:2] == ["/search", "/search"]

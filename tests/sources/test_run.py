@@ -90,3 +90,16 @@ async def test_failing_source_keeps_its_watermark_and_the_docs_it_gave(sqlite_st
     assert watermark(sqlite_store, "flaky") == day("2025-01-15")
     assert sqlite_store.has("doc", ["flaky:1"]) == {"flaky:1"}
     assert report.since == day("2025-01-15")
+
+
+async def test_limited_run_of_an_unordered_source_keeps_the_watermark(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    write_threads(path, ["2025-03-01", "2025-02-01", "2025-04-01"])
+    chain = Prefilters([LengthFilter(10, 1000)])
+    report = await harvest_source(
+        sqlite_store, Files(Settings(path=path)), chain, until=day("2025-12-31"), cutoff=CUTOFF, limit=1
+    )
+    assert report.kept == 1
+    assert watermark(sqlite_store, "files") is None  # an unordered partial run could skip older documents

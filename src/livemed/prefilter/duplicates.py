@@ -62,14 +62,7 @@ class DuplicateFilter:
 
     def minhash(self, tokens: list[str]) -> MinHash:
         """MinHash over word k-shingles; a shingle's hash mixes its words' CRC-32s (vectorised)."""
-        cache = self._token_hashes
-        if len(cache) > 2_000_000:
-            cache.clear()
-        hashes = np.fromiter(
-            (cache.get(t) or cache.setdefault(t, zlib.crc32(t.encode())) for t in tokens),
-            dtype=np.uint64,
-            count=len(tokens),
-        )
+        hashes = self._token_hash_array(tokens)
         k = min(self.shingle_words, max(1, len(hashes)))
         shingles = np.zeros(max(1, len(hashes) - k + 1), dtype=np.uint64)
         for offset in range(k):
@@ -83,6 +76,18 @@ class DuplicateFilter:
         )
         sketch.update_batch((shingles & _MASK32).tolist())
         return sketch
+
+    def _token_hash_array(self, tokens: list[str]) -> np.ndarray:
+        """CRC-32 of each token, memoised (a C-level lookup per token once the words are known)."""
+        cache = self._token_hashes
+        try:
+            return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+        except KeyError:
+            if len(cache) > 2_000_000:
+                cache.clear()
+            for token in set(tokens).difference(cache):
+                cache[token] = zlib.crc32(token.encode())
+            return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
 
     def _remember(self, doc_id: str, key: str, values: np.ndarray) -> None:
         self.exact.setdefault(key, doc_id)

@@ -26,7 +26,7 @@ class LanguageFilter:
 
     name = "language"
 
-    def __init__(self, languages: list[str], sample_chars: int = 600) -> None:
+    def __init__(self, languages: list[str], sample_chars: int = 400) -> None:
         self.languages = {code.lower() for code in languages}
         self.sample_chars = sample_chars
 

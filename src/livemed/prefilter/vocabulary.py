@@ -116,10 +116,15 @@ def build_automaton(extra: tuple[str, ...] = ()) -> ahocorasick.Automaton:
     return automaton
 
 
-def medical_terms(text: str, automaton: ahocorasick.Automaton) -> set[str]:
-    """Distinct vocabulary terms found in `text` (whole words, plural -s allowed)."""
+def medical_terms(text: str, automaton: ahocorasick.Automaton, enough: int | None = None) -> set[str]:
+    """Distinct vocabulary terms in `text` (whole words, plural -s allowed); stops once `enough` are found."""
     padded = f" {' '.join(_TOKEN.findall(text.lower()))} "
-    return {term for _, term in automaton.iter(padded)}
+    found: set[str] = set()
+    for _, term in automaton.iter(padded):
+        found.add(term)
+        if enough is not None and len(found) >= enough:
+            break
+    return found
 
 
 class VocabularyFilter:
@@ -131,8 +136,10 @@ class VocabularyFilter:
 
     def __call__(self, doc: Doc) -> Doc | Rejection:
         mesh = doc.metadata.get("mesh") or []
-        found = medical_terms(f"{doc.title}\n{doc.text}", self.automaton)
-        hits = len(found) + (len(mesh) if isinstance(mesh, list) else 0)
+        mesh_hits = len(mesh) if isinstance(mesh, list) else 0
+        needed = max(0, self.min_hits - mesh_hits)
+        found = medical_terms(f"{doc.title}\n{doc.text}", self.automaton, enough=needed) if needed else set()
+        hits = len(found) + mesh_hits
         if hits < self.min_hits:
             shown = ", ".join(sorted(found)) or "none"
             return reject(doc, "not_medical", f"{hits} medical term(s) ({shown}), need {self.min_hits}")
