@@ -109,3 +109,30 @@ def test_sources_and_harvest_commands_with_local_servers(tmp_path: Path) -> None
         assert later.counts["stackexchange.kept"] == 0
         assert later.counts["stackexchange.skipped"] == 3
         assert store.count()["doc"] == 1
+
+
+def test_demo_source_from_a_configured_path_and_a_missing_file(tmp_path: Path) -> None:
+    good = Doc(
+        source="demo",
+        source_id="d1",
+        published=day("2025-05-01"),
+        doc_type="thread",
+        text=BODY.replace("<p>", "").replace("</p>", " "),
+    )
+    data = tmp_path / "docs.jsonl"
+    data.write_text(good.model_dump_json() + "\n", encoding="utf-8")
+    cfg = tmp_path / "livemed.toml"
+    cfg.write_text(f'cutoff = 2025-01-01\n[sources.demo]\npath = "{data}"\n', encoding="utf-8")
+    runner = CliRunner(env={"COLUMNS": "200"})
+    base = ["--store", str(tmp_path / "s.db"), "--config", str(cfg)]
+    result = runner.invoke(app, [*base, "harvest", "--source", "demo"])
+    assert result.exit_code == 0, result.output
+    with Store(tmp_path / "s.db") as store:
+        assert store.has("doc", ["demo:d1"]) == {"demo:d1"}
+    cfg.write_text(
+        f'cutoff = 2025-01-01\n[sources.demo]\npath = "{tmp_path / "gone.jsonl"}"\n', encoding="utf-8"
+    )
+    missing = runner.invoke(app, [*base, "harvest", "--source", "demo"])
+    assert missing.exit_code == 1
+    assert "demo documents not found" in missing.output
+    assert "sources.demo.path" in missing.output

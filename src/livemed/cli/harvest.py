@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
@@ -37,7 +38,8 @@ def sources_command(ctx: typer.Context) -> None:
         table.add_column(column)
     for name in SOURCES:
         settings = source_settings(name, app_state.config)
-        where = getattr(settings, "base_url", None) or getattr(settings, "path", None) or "(bundled)"
+        where = getattr(settings, "base_url", None) or getattr(settings, "path", None)
+        where = where or ("(bundled)" if name == "demo" else "(not set)")
         key_env = getattr(settings, "api_key_env", None)
         key = "-" if key_env is None else f"{key_env} {'set' if os.environ.get(key_env) else 'not set'}"
         configured = "yes" if name in app_state.config.sources else "defaults"
@@ -91,7 +93,7 @@ def harvest_command(
             if report.error:
                 failed.append(report.error)
     for message in failed:
-        err_console.print(f"[bold red]source failed:[/] {message}", highlight=False)
+        err_console.print(f"[bold red]source failed:[/] {escape(message)}", highlight=False)
     if failed:
         raise typer.Exit(code=1)
 

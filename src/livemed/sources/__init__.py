@@ -40,7 +40,7 @@ def source_settings(name: str, config: Config) -> BaseModel:
     try:
         return settings_cls.model_validate(config.sources.get(name, {}))
     except ValidationError as exc:
-        raise ConfigError(f"[sources.{name}]: {describe_validation_error(exc)}") from None
+        raise ConfigError(f"livemed.toml sources.{name}: {describe_validation_error(exc)}") from None
 
 
 def build_source(name: str, config: Config) -> Source:

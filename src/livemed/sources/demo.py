@@ -48,7 +48,7 @@ class Demo:
         except OSError:
             raise SourceError(
                 f"{NAME}: demo documents not found at {self.path} (reinstall livemed, or set "
-                "[sources.demo] path)"
+                "sources.demo.path in livemed.toml)"
             ) from None
         yielded = 0
         for number, raw in enumerate(lines, start=1):

@@ -32,6 +32,7 @@ class Settings(HttpSettings):
     licences: list[str] = Field(default_factory=lambda: ["cc by", "cc0"])
     full_text: bool = True
     query: str = 'PUB_TYPE:"Case Reports" AND OPEN_ACCESS:y'
+    sort: str = Field(default="FIRST_PDATE_D asc", description="oldest first, so a --limit run can resume")
 
 
 def licence_allowed(licence: str | None, allowed: list[str]) -> bool:
@@ -79,7 +80,7 @@ class EuropePMC:
                 "resultType": "core",
                 "pageSize": self.settings.page_size,
                 "cursorMark": cursor,
-                "sort": "FIRST_PDATE_D asc",
+                "sort": self.settings.sort,
             }
             response = await http.get(f"{self.settings.base_url}/search", params)
             try:

@@ -63,7 +63,7 @@ class Files:
     ) -> AsyncIterator[DocOrRejection]:
         path = self.settings.path
         if path is None:
-            raise SourceError(f"{self.name}: set [sources.files] path = '…' (a .jsonl or .csv file)")
+            raise SourceError(f"{self.name}: set sources.files.path in livemed.toml (a .jsonl or .csv file)")
         try:
             data = path.read_bytes()
         except OSError as exc:
