@@ -110,3 +110,18 @@ def test_real_esearch_and_efetch_samples_parse(shared_data: Path) -> None:
     assert doc.title.startswith("Magnetic studies of Chromatium flavocytochrome C552")
     assert "Heme" in doc.metadata["mesh"]
     assert doc.metadata["doi"] == "10.1016/0005-2795(76)90109-4"
+
+
+async def test_a_single_day_over_the_limit_is_reported_as_truncated() -> None:
+    def busy(path: str, query: dict[str, str]) -> Reply:
+        if path == "/esearch.fcgi":
+            return Reply.xml(ESEARCH.format(count=12_000, webenv="MCID_day", window="day"))
+        return Reply.xml(efetch_page(int(query["retstart"])))
+
+    with ReplayServer(busy) as server:
+        source = PubMed(Settings(base_url=server.url, page_size=2, **FAST), "KEY")
+        docs, rejections = await collect(source.harvest(day("2025-03-01"), day("2025-03-01"), limit=2))
+    assert len(docs) == 2
+    truncated = [r for r in rejections if r.reason == "window_truncated"]
+    assert len(truncated) == 1
+    assert "12,000 hits" in truncated[0].detail

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -108,3 +109,19 @@ async def test_error_reply_and_used_up_quota_fail_the_source() -> None:
         source = StackExchange(Settings(base_url=server.url, **FAST))
         with pytest.raises(SourceError, match="quota"):
             await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+
+
+async def test_non_utf8_bytes_reject_one_question_and_keep_the_page() -> None:
+    page = wrapper([question(1, body="<p>caf__BAD__</p>"), question(2)], False)
+    raw = json.dumps(page).encode().replace(b"__BAD__", b"\xff\xfe")
+
+    def handler(path: str, query: dict[str, str]) -> Reply:
+        if path == "/search/advanced":
+            return Reply(200, raw, {"Content-Type": "application/json"})
+        return Reply.json(wrapper([], False))
+
+    with ReplayServer(handler) as server:
+        source = StackExchange(Settings(base_url=server.url, min_answers=0, **FAST))
+        docs, rejections = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert [d.source_id for d in docs] == ["2"]
+    assert [(r.reason, r.record_id) for r in rejections] == [("bad_encoding", "stackexchange:1")]

@@ -18,7 +18,7 @@ from pydantic import Field
 from livemed.errors import SourceError
 from livemed.records import Doc
 from livemed.sources.base import DocOrRejection, HttpSettings, parse_date, rejection, too_large
-from livemed.sources.http import HttpClient
+from livemed.sources.http import HttpClient, has_bad_bytes, json_body
 from livemed.sources.xml import jats_body_text, parse_xml
 
 NAME = "europepmc"
@@ -84,7 +84,7 @@ class EuropePMC:
             }
             response = await http.get(f"{self.settings.base_url}/search", params)
             try:
-                page = response.json()
+                page = json_body(response)
                 results = page.get("resultList", {}).get("result", [])
             except (ValueError, AttributeError):
                 raise SourceError(f"{NAME}: search returned a page that is not the expected JSON") from None
@@ -102,6 +102,10 @@ class EuropePMC:
         published = parse_date(result.get("firstPublicationDate"))
         if published is None:
             return rejection(NAME, source_id, "missing_date", "no firstPublicationDate")
+        if has_bad_bytes(result.get("title"), result.get("abstractText")):
+            return rejection(
+                NAME, source_id, "bad_encoding", "title or abstract had bytes that are not UTF-8"
+            )
         licence = result.get("license")
         if not licence_allowed(licence, self.settings.licences):
             return rejection(NAME, source_id, "licence", f"licence {licence!r} is not allowed")

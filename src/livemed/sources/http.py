@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -45,6 +46,19 @@ def retry_after_seconds(value: str | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def json_body(response: httpx.Response) -> Any:
+    """The reply's JSON; bytes that are not UTF-8 become U+FFFD so one bad record cannot sink a page.
+
+    Raises ValueError when the body is not JSON at all.
+    """
+    return json.loads(response.content.decode("utf-8", errors="replace"))
+
+
+def has_bad_bytes(*texts: object) -> bool:
+    """True when a text carries U+FFFD from `json_body`'s repair (the record had non-UTF-8 bytes)."""
+    return any(isinstance(text, str) and "\ufffd" in text for text in texts)
 
 
 class HttpClient:

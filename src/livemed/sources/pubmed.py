@@ -68,7 +68,12 @@ class PubMed:
             timeout_s=s.timeout_s,
             backoff_base_s=s.backoff_base_s,
         ) as http:
-            async for _first, _last, count, history in self._windows(http, since.date(), until.date()):
+            async for first, last, count, history in self._windows(http, since.date(), until.date()):
+                if count > ESEARCH_MAX:
+                    detail = (
+                        f"{count:,} hits on {first}..{last}; esearch serves only the first {ESEARCH_MAX:,}"
+                    )
+                    yield rejection(NAME, f"window:{first}", "window_truncated", detail)
                 for retstart in range(0, min(count, ESEARCH_MAX), s.page_size):
                     async for item in self._fetch(http, history, retstart):
                         yield item

@@ -17,7 +17,7 @@ from pydantic import Field
 from livemed.errors import SourceError
 from livemed.records import Doc, Reply, ReplyRole
 from livemed.sources.base import DocOrRejection, HttpSettings, parse_date, rejection, too_large
-from livemed.sources.http import HttpClient
+from livemed.sources.http import HttpClient, has_bad_bytes, json_body
 
 NAME = "stackexchange"
 
@@ -78,7 +78,7 @@ class StackExchange:
             query["key"] = self._api_key
         response = await http.get(f"{s.base_url}{path}", query, accept=frozenset({400, 404}))
         try:
-            data = response.json()
+            data = json_body(response)
         except ValueError:
             raise SourceError(f"{NAME}: {path} returned a reply that is not JSON") from None
         if not isinstance(data, dict):
@@ -118,6 +118,10 @@ class StackExchange:
         if not isinstance(body, str) or not body.strip():
             return rejection(NAME, qid, "no_text", "question without a body (is the filter 'withbody'?)")
         thread = answers.get(question["question_id"], [])
+        if has_bad_bytes(body, question.get("title"), *(a.get("body") for a in thread)):
+            return rejection(
+                NAME, qid, "bad_encoding", "question or answer text had bytes that are not UTF-8"
+            )
         size = len(body.encode()) + sum(len(str(a.get("body", "")).encode()) for a in thread)
         big = too_large(NAME, qid, size, self.settings.max_record_bytes)
         if big:
