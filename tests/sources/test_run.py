@@ -23,29 +23,29 @@ def write_threads(path: Path, dates: list[str]) -> None:
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
 
 
-async def test_watermark_advances_and_reharvest_adds_nothing(sqlite_store: Store, tmp_path: Path) -> None:
+async def test_watermark_advances_and_reharvest_adds_nothing(any_store: Store, tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     write_threads(path, ["2024-12-01", "2025-02-01", "2025-03-01"])
     source = Files(Settings(path=path))
     chain = Prefilters([LengthFilter(10, 1000)])
-    report = await harvest_source(sqlite_store, source, chain, until=day("2025-12-31"), cutoff=CUTOFF)
+    report = await harvest_source(any_store, source, chain, until=day("2025-12-31"), cutoff=CUTOFF)
     assert report.kept == 2
     assert report.since == CUTOFF
-    assert sqlite_store.ids("doc")
-    assert sorted(sqlite_store.ids("doc")) == ["files:t1", "files:t2"]
-    assert watermark(sqlite_store, "files") == day("2025-03-01")
+    assert any_store.ids("doc")
+    assert sorted(any_store.ids("doc")) == ["files:t1", "files:t2"]
+    assert watermark(any_store, "files") == day("2025-03-01")
 
-    before = sqlite_store.count()
-    again = await harvest_source(sqlite_store, source, chain, until=day("2025-12-31"), since=CUTOFF)
+    before = any_store.count()
+    again = await harvest_source(any_store, source, chain, until=day("2025-12-31"), since=CUTOFF)
     assert again.kept == 0
     assert again.skipped == 2
-    assert sqlite_store.count() == before
+    assert any_store.count() == before
 
     write_threads(path, ["2024-12-01", "2025-02-01", "2025-03-01", "2025-04-01"])
-    third = await harvest_source(sqlite_store, source, chain, until=day("2025-12-31"), cutoff=CUTOFF)
+    third = await harvest_source(any_store, source, chain, until=day("2025-12-31"), cutoff=CUTOFF)
     assert third.since == day("2025-03-01")  # continued from the watermark
     assert third.kept == 1
-    assert watermark(sqlite_store, "files") == day("2025-04-01")
+    assert watermark(any_store, "files") == day("2025-04-01")
 
 
 async def test_prefilter_rejections_are_stored_and_not_redone(sqlite_store: Store, tmp_path: Path) -> None:
