@@ -103,3 +103,24 @@ async def test_limited_run_of_an_unordered_source_keeps_the_watermark(
     )
     assert report.kept == 1
     assert watermark(sqlite_store, "files") is None  # an unordered partial run could skip older documents
+
+
+async def test_near_duplicates_of_stored_docs_are_rejected_across_runs(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    from livemed.prefilter.duplicates import DuplicateFilter
+
+    text = "my knee has been swollen and painful for three weeks after a fall while running " * 3
+    first = tmp_path / "a.jsonl"
+    first.write_text(json.dumps({"id": "a", "date": "2025-02-01", "post": text}), encoding="utf-8")
+    second = tmp_path / "b.jsonl"
+    second.write_text(json.dumps({"id": "b", "date": "2025-02-02", "post": text + " help"}), encoding="utf-8")
+    until = day("2025-12-31")
+    await harvest_source(
+        sqlite_store, Files(Settings(path=first)), Prefilters([DuplicateFilter()]), until=until, since=CUTOFF
+    )
+    fresh = Prefilters([DuplicateFilter()])  # a new process: the index comes from the store
+    report = await harvest_source(
+        sqlite_store, Files(Settings(path=second)), fresh, until=until, since=CUTOFF
+    )
+    assert report.rejected == {("prefilter", "duplicate_near"): 1}

@@ -62,6 +62,7 @@ class Prefilters:
 
     def __init__(self, filters: list[Prefilter]) -> None:
         self.filters = filters
+        self._loaded: set[str] = set()
 
     @property
     def names(self) -> list[str]:
@@ -76,6 +77,10 @@ class Prefilters:
         return doc
 
     def load(self, store: Store) -> None:
+        """Give stateful filters what the store already holds (once per store)."""
+        if store.url in self._loaded:
+            return
+        self._loaded.add(store.url)
         for check in self.filters:
             load = getattr(check, "load", None)
             if load is not None:

@@ -128,6 +128,7 @@ async def harvest_source(
     start, floor = window_start(store, source.name, since, cutoff)
     report = SourceReport(source.name, since=start, until=until)
     report.watermark_before = store.state_get(WATERMARKS, source.name)
+    prefilters.load(store)  # duplicates are judged against everything already stored
     run = _Harvest(store, prefilters, report, batch_size)
     try:
         async for item in source.harvest(start, until, limit=limit):
