@@ -71,6 +71,7 @@ async def test_csv_with_reply_roles_column(tmp_path: Path) -> None:
     docs, rejections = await collect(source.harvest(SINCE, UNTIL))
     assert [d.source_id for d in docs] == ["a1"]
     assert docs[0].text == "My knee hurts\nwhen I run"
+    assert docs[0].metadata["file_line"] == "threads.csv:2"  # the row starts on line 2 and spans two
     assert [(r.text, r.role) for r in docs[0].replies] == [
         ("ice it", ReplyRole.VERIFIED),
         ("see a physio", ReplyRole.ASKER),

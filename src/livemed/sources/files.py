@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, BinaryIO, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,20 +65,21 @@ class Files:
         if path is None:
             raise SourceError(f"{self.name}: set sources.files.path in livemed.toml (a .jsonl or .csv file)")
         try:
-            data = path.read_bytes()
+            handle = path.open("rb")
         except OSError as exc:
             raise SourceError(f"{self.name}: cannot read {path}: {exc.strerror or exc}") from None
         yielded = 0
-        for line, row in self._rows(path, data):
-            item = row if not isinstance(row, dict) else self._doc(row, f"{path.name}:{line}")
-            if isinstance(item, Doc) and not since < item.published <= until:
-                continue
-            yield item
-            yielded += isinstance(item, Doc)
-            if limit is not None and yielded >= limit:
-                return
+        with handle:  # streamed: a large export is never read whole
+            for line, row in self._rows(path, handle):
+                item = row if not isinstance(row, dict) else self._doc(row, f"{path.name}:{line}")
+                if isinstance(item, Doc) and not since < item.published <= until:
+                    continue
+                yield item
+                yielded += isinstance(item, Doc)
+                if limit is not None and yielded >= limit:
+                    return
 
-    def _rows(self, path: Path, data: bytes) -> Iterator[tuple[int, dict[str, Any] | DocOrRejection]]:
+    def _rows(self, path: Path, data: BinaryIO) -> Iterator[tuple[int, dict[str, Any] | DocOrRejection]]:
         kind = self.settings.format
         if kind == "auto":
             kind = "csv" if path.suffix.lower() in (".csv", ".tsv") else "jsonl"
@@ -87,8 +88,10 @@ class Files:
     def _bad(self, where: str, reason: str, detail: str) -> DocOrRejection:
         return rejection(self.name, where, reason, f"{where}: {detail}")
 
-    def _jsonl_rows(self, path: Path, data: bytes) -> Iterator[tuple[int, dict[str, Any] | DocOrRejection]]:
-        for number, raw in enumerate(data.splitlines(), start=1):
+    def _jsonl_rows(
+        self, path: Path, data: BinaryIO
+    ) -> Iterator[tuple[int, dict[str, Any] | DocOrRejection]]:
+        for number, raw in enumerate(data, start=1):
             where = f"{path.name}:{number}"
             if not raw.strip():
                 continue
@@ -105,22 +108,23 @@ class Files:
                 continue
             yield number, row if isinstance(row, dict) else self._bad(where, "bad_json", "not an object")
 
-    def _csv_rows(self, path: Path, data: bytes) -> Iterator[tuple[int, dict[str, Any] | DocOrRejection]]:
-        text = data.decode("utf-8", errors="surrogateescape")
+    def _csv_rows(self, path: Path, data: BinaryIO) -> Iterator[tuple[int, dict[str, Any] | DocOrRejection]]:
         delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
         csv.field_size_limit(max(csv.field_size_limit(), self.settings.max_record_bytes * 2))
-        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-        start = 2
-        for row in reader:
-            where = f"{path.name}:{start}"
-            start = reader.line_num + 1
-            values = [v for v in row.values() if isinstance(v, str)]
-            if any(_has_surrogates(v) for v in values):
-                yield start - 1, self._bad(where, "bad_encoding", "not UTF-8")
-            elif sum(len(v) for v in values) > self.settings.max_record_bytes:
-                yield start - 1, self._bad(where, "too_large", "row over the size limit")
-            else:
-                yield start - 1, {k: v for k, v in row.items() if k is not None}
+        with io.TextIOWrapper(data, encoding="utf-8", errors="surrogateescape", newline="") as text:
+            reader = csv.DictReader(text, delimiter=delimiter)
+            first = 2
+            for row in reader:
+                line, first = first, reader.line_num + 1  # a quoted cell may span lines: report the first
+                yield line, self._csv_row(row, f"{path.name}:{line}")
+
+    def _csv_row(self, row: dict[str | None, Any], where: str) -> dict[str, Any] | DocOrRejection:
+        values = [v for v in row.values() if isinstance(v, str)]
+        if any(_has_surrogates(v) for v in values):
+            return self._bad(where, "bad_encoding", "not UTF-8")
+        if sum(len(v) for v in values) > self.settings.max_record_bytes:
+            return self._bad(where, "too_large", "row over the size limit")
+        return {k: v for k, v in row.items() if k is not None}
 
     def _doc(self, row: dict[str, Any], where: str) -> DocOrRejection:
         m = self.settings.mapping
