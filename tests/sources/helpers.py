@@ -19,4 +19,4 @@ def day(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-FAST: dict[str, Any] = {"backoff_base_s": 0.01, "requests_per_second": 10, "max_retries": 2}
+FAST: dict[str, Any] = {"backoff_base_s": 0.01, "requests_per_second": 9.5, "max_retries": 2}

@@ -28,7 +28,7 @@ class Settings(HttpSettings):
     description: ClassVar[str] = "Europe PMC open-access case reports (REST search + JATS full text)"
 
     base_url: str = "https://www.ebi.ac.uk/europepmc/webservices/rest"
-    requests_per_second: float = Field(default=8.0, gt=0, le=10)
+    requests_per_second: float = Field(default=8.0, gt=0, lt=10)
     licences: list[str] = Field(default_factory=lambda: ["cc by", "cc0"])
     full_text: bool = True
     query: str = 'PUB_TYPE:"Case Reports" AND OPEN_ACCESS:y'

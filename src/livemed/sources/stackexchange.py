@@ -29,6 +29,7 @@ class Settings(HttpSettings):
     site: str = "medicalsciences"
     requests_per_second: float = Field(default=5.0, gt=0, le=30)
     min_answers: int = Field(default=1, ge=0)
+    page_size: int = Field(default=100, ge=1, le=100)
     filter: str = "withbody"
     api_key_env: str | None = "STACKEXCHANGE_KEY"
 
