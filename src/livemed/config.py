@@ -101,6 +101,25 @@ class AnalysisConfig(BaseModel):
         return p if p.is_absolute() or config_path is None else config_path.parent / p
 
 
+class PrefilterConfig(BaseModel):
+    """Harvest pre-filters (`[prefilter]`): cheap checks before any model sees a document."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: list[str] = Field(
+        default_factory=lambda: ["html", "length", "language", "vocabulary", "duplicate"],
+        description="pre-filters to run, in this order",
+    )
+    languages: list[str] = Field(default_factory=lambda: ["en"], description="ISO 639-1 codes to keep")
+    min_chars: int = Field(default=100, ge=0)
+    max_chars: int = Field(default=100_000, ge=1)
+    near_duplicate_threshold: float = Field(default=0.8, gt=0, lt=1)
+    num_perm: int = Field(default=64, ge=16, le=512)
+    shingle_words: int = Field(default=3, ge=1, le=10)
+    min_vocabulary_hits: int = Field(default=2, ge=0)
+    extra_terms: list[str] = Field(default_factory=list, description="more medical terms to match")
+
+
 class Config(BaseModel):
     """The whole project configuration."""
 
@@ -114,6 +133,7 @@ class Config(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     curate: CurateConfig = Field(default_factory=CurateConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    prefilter: PrefilterConfig = Field(default_factory=PrefilterConfig)
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:
@@ -199,9 +219,25 @@ s_align = 0.5
 # llm_audit = true                                # the model audits paraphrases fuzzy matching missed
 # grounding_min_score = 90                        # rapidfuzz partial ratio (0-100) to count as grounded
 
-# Data sources and their settings.
+# Data sources and their settings (`livemed sources` lists them). API keys: name the variable.
 # [sources.europepmc]
 # licences = ["cc by", "cc0"]
+# [sources.pubmed]
+# email = "you@example.org"
+# api_key_env = "NCBI_API_KEY"
+# [sources.stackexchange]
+# site = "medicalsciences"
+# api_key_env = "STACKEXCHANGE_KEY"
+# [sources.files]
+# path = "threads.jsonl"
+# mapping = { id = "id", date = "created", post = "body", title = "title", replies = "answers" }
+
+# Harvest pre-filters.
+# [prefilter]
+# languages = ["en"]
+# min_chars = 100
+# max_chars = 100000
+# near_duplicate_threshold = 0.8
 
 # Models: ids are "provider/name". API keys are never written here: name the environment variable.
 # [models."openai/gpt-4o-mini"]

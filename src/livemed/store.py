@@ -66,6 +66,14 @@ state_table = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
 )
 
+signatures_table = sa.Table(
+    "doc_signatures",
+    metadata,
+    sa.Column("doc_id", sa.String(512), primary_key=True),
+    sa.Column("exact", sa.String(64), nullable=False, index=True),
+    sa.Column("minhash", sa.LargeBinary, nullable=False),
+)
+
 # Migrations from version N to N+1, applied in order when an older store is opened.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
 
@@ -304,6 +312,27 @@ class Store:
         query = sa.select(state_table.c.key, state_table.c.value).where(state_table.c.namespace == namespace)
         with self.engine.connect() as conn:
             return {key: json.loads(value) for key, value in conn.execute(query).all()}
+
+    # ------------------------------------------------------------------ duplicate-detection signatures
+
+    def signatures_put(self, rows: Sequence[tuple[str, str, bytes]]) -> None:
+        """Upsert (doc id, exact-text hash, MinHash signature bytes) rows in one transaction."""
+        payload = [{"doc_id": d, "exact": e, "minhash": m} for d, e, m in rows]
+        with self._write() as conn:
+            self._upsert(conn, signatures_table, payload, ["doc_id"])
+
+    def signatures_iter(self, *, batch_size: int = 5000) -> Iterator[tuple[str, str, bytes]]:
+        """Every stored signature, streamed in doc-id order."""
+        last = ""
+        columns = (signatures_table.c.doc_id, signatures_table.c.exact, signatures_table.c.minhash)
+        while True:
+            query = sa.select(*columns).where(signatures_table.c.doc_id > last)
+            with self.engine.connect() as conn:
+                rows = conn.execute(query.order_by(signatures_table.c.doc_id).limit(batch_size)).all()
+            if not rows:
+                return
+            yield from ((r.doc_id, r.exact, bytes(r.minhash)) for r in rows)
+            last = rows[-1].doc_id
 
     # ------------------------------------------------------------------ helpers
 

@@ -54,5 +54,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # Command modules register themselves on `app`.
-from livemed.cli import analysis, demo, grading_commands, store_commands  # noqa: E402,F401
+from livemed.cli import analysis, demo, grading_commands, harvest, store_commands  # noqa: E402,F401
 from livemed.cli import curate as curate_commands  # noqa: E402,F401

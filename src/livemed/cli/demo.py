@@ -51,7 +51,7 @@ def demo_cutoffs() -> str:
 
     entries = [
         f'[models."{model}"]\ncutoff = {DEMO_CUTOFF.isoformat()}\n'
-        'source = "livemed demo: an illustrative cutoff for an offline baseline, not a real training cutoff"\n'
+        'source = "livemed demo: an illustrative date for an offline baseline, not a training cutoff"\n'
         for model in DEMO_MODELS
     ]
     return "\n".join(entries)
@@ -73,7 +73,10 @@ def steps(evidence: Path) -> list[tuple[str, list[str]]]:
     return [
         ("Harvest the bundled demo source, with pre-filters", ["harvest", "--source", "demo"]),
         ("Curate: Screener → Validator → Controller (rule-based baselines)", ["curate"]),
-        ("Rubrics: bipolar, weighted criteria from each case's advice", ["rubrics", "--writer", "offline/rules"]),
+        (
+            "Rubrics: bipolar, weighted criteria from each case's advice",
+            ["rubrics", "--writer", "offline/rules"],
+        ),
         *answers,
         ("Grade every criterion (lexical baseline grader)", ["grade", "--judge", JUDGE]),
         ("Score: clip(met weights / positive weights, 0, 1)", ["scores", "--judge", JUDGE]),

@@ -1,0 +1,117 @@
+"""`livemed sources` and `livemed harvest`."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from livemed.cli import app
+from livemed.cli.context import console, err_console, state
+from livemed.errors import ConfigError
+
+
+def _date(value: str | None, option: str, *, end_of_day: bool = False) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"{option} must be a date like 2025-06-30, got {value!r}") from None
+    return datetime.combine(day, time.max if end_of_day else time.min, UTC)
+
+
+@app.command("sources")
+def sources_command(ctx: typer.Context) -> None:
+    """List the sources: what each is, whether it is configured, its API key and watermark."""
+    from livemed.sources import SOURCES, source_settings
+    from livemed.sources.run import WATERMARKS
+
+    app_state = state(ctx)
+    marks = app_state.store.state_items(WATERMARKS)
+    table = Table(title="sources")
+    for column in ("name", "what", "configured", "endpoint / file", "API key", "watermark"):
+        table.add_column(column)
+    for name in SOURCES:
+        settings = source_settings(name, app_state.config)
+        where = getattr(settings, "base_url", None) or getattr(settings, "path", None)
+        where = where or ("(bundled)" if name == "demo" else "(not set)")
+        key_env = getattr(settings, "api_key_env", None)
+        key = "-" if key_env is None else f"{key_env} {'set' if os.environ.get(key_env) else 'not set'}"
+        configured = "yes" if name in app_state.config.sources else "defaults"
+        table.add_row(
+            name,
+            getattr(type(settings), "description", ""),
+            configured,
+            str(where),
+            key,
+            marks.get(name) or "-",
+        )
+    console.print(table)
+
+
+@app.command("harvest")
+def harvest_command(
+    ctx: typer.Context,
+    source: list[str] = typer.Option(..., "--source", "-s", help="Source name(s); see `livemed sources`."),
+    since: str | None = typer.Option(
+        None, help="Keep documents published after this date (default: cutoff, or the watermark)."
+    ),
+    until: str | None = typer.Option(None, help="Last publication date to harvest (default: now)."),
+    limit: int | None = typer.Option(None, min=1, help="At most this many documents per source."),
+    no_prefilter: bool = typer.Option(False, "--no-prefilter", help="Keep documents without pre-filters."),
+) -> None:
+    """Harvest dated documents into the store, pre-filter them and log rejections."""
+    import asyncio
+
+    from livemed.pipeline import track_run
+    from livemed.prefilter import build_prefilters
+    from livemed.sources import build_source
+    from livemed.sources.run import harvest_source
+
+    app_state = state(ctx)
+    config, store = app_state.config, app_state.store
+    start, end = _date(since, "--since"), _date(until, "--until", end_of_day=True) or datetime.now(UTC)
+    cutoff = _date(config.cutoff.isoformat(), "cutoff") if config.cutoff else None
+    built = [build_source(name, config) for name in source]
+    prefilters = build_prefilters(config.prefilter, [] if no_prefilter else None)
+    settings: dict[str, Any] = {"sources": source, "since": since, "until": until, "limit": limit}
+    settings["prefilters"] = prefilters.names
+    failed = []
+    with track_run(store, "harvest", settings=settings) as run:
+        prefilters.load(store)
+        for item in built:
+            report = asyncio.run(
+                harvest_source(store, item, prefilters, until=end, since=start, cutoff=cutoff, limit=limit)
+            )
+            run.counts.update(report.counts())
+            _print_report(report)
+            if report.error:
+                failed.append(report.error)
+    for message in failed:
+        err_console.print(f"[bold red]source failed:[/] {escape(message)}", highlight=False)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _print_report(report: Any) -> None:
+    window = f"{report.since:%Y-%m-%d} → {report.until:%Y-%m-%d}"
+    status = "[red]failed[/]" if report.error else "ok"
+    table = Table(title=f"{report.source}: {window} ({status})")
+    table.add_column("outcome")
+    table.add_column("reason")
+    table.add_column("count", justify="right")
+    table.add_row("fetched", "", str(report.fetched))
+    table.add_row("[green]kept[/]", "", str(report.kept))
+    table.add_row("already stored", "", str(report.skipped))
+    table.add_row("outside window", "", str(report.out_of_window))
+    for (stage, reason), n in sorted(report.rejected.items()):
+        table.add_row(f"rejected ({stage})", reason, str(n))
+    console.print(table)
+    console.print(
+        f"watermark {report.source}: {report.watermark_before or '-'} → {report.watermark_after or '-'}"
+    )

@@ -1,0 +1,168 @@
+"""Europe PMC: open-access case reports by first publication date, full text from JATS.
+
+Search: `PUB_TYPE:"Case Reports" AND FIRST_PDATE:[a TO b] AND OPEN_ACCESS:y`, `format=json`,
+`resultType=core`, `cursorMark` paging, ascending by first publication date. Full text comes from
+`/{PMCID}/fullTextXML` (JATS); the abstract stands in when no full text is available. Only articles
+whose licence is allowed (default: CC BY and CC0) are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any, ClassVar
+
+from lxml import etree
+from pydantic import Field
+
+from livemed.errors import SourceError
+from livemed.records import Doc
+from livemed.sources.base import DocOrRejection, HttpSettings, parse_date, rejection, too_large
+from livemed.sources.http import HttpClient, has_bad_bytes, json_body
+from livemed.sources.xml import jats_body_text, parse_xml
+
+NAME = "europepmc"
+
+
+class Settings(HttpSettings):
+    description: ClassVar[str] = "Europe PMC open-access case reports (REST search + JATS full text)"
+
+    base_url: str = "https://www.ebi.ac.uk/europepmc/webservices/rest"
+    requests_per_second: float = Field(default=8.0, gt=0, lt=10)
+    licences: list[str] = Field(default_factory=lambda: ["cc by", "cc0"])
+    full_text: bool = True
+    query: str = 'PUB_TYPE:"Case Reports" AND OPEN_ACCESS:y'
+    sort: str = Field(default="FIRST_PDATE_D asc", description="oldest first, so a --limit run can resume")
+
+
+def licence_allowed(licence: str | None, allowed: list[str]) -> bool:
+    return licence is not None and licence.strip().lower() in {a.strip().lower() for a in allowed}
+
+
+class EuropePMC:
+    name = NAME
+    ordered = True
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def _query(self, since: datetime, until: datetime) -> str:
+        window = f"FIRST_PDATE:[{since.date().isoformat()} TO {until.date().isoformat()}]"
+        return f"{self.settings.query} AND {window}"
+
+    async def harvest(
+        self, since: datetime, until: datetime, *, limit: int | None = None
+    ) -> AsyncIterator[DocOrRejection]:
+        s = self.settings
+        yielded = 0
+        async with HttpClient(
+            NAME,
+            requests_per_second=s.requests_per_second,
+            max_retries=s.max_retries,
+            timeout_s=s.timeout_s,
+            backoff_base_s=s.backoff_base_s,
+        ) as http:
+            async for result in self._results(http, since, until):
+                item = await self._record(http, result)
+                yield item
+                yielded += isinstance(item, Doc)
+                if limit is not None and yielded >= limit:
+                    return
+
+    async def _results(
+        self, http: HttpClient, since: datetime, until: datetime
+    ) -> AsyncIterator[dict[str, Any]]:
+        cursor = "*"
+        while True:
+            params = {
+                "query": self._query(since, until),
+                "format": "json",
+                "resultType": "core",
+                "pageSize": self.settings.page_size,
+                "cursorMark": cursor,
+                "sort": self.settings.sort,
+            }
+            response = await http.get(f"{self.settings.base_url}/search", params)
+            try:
+                page = json_body(response)
+                results = page.get("resultList", {}).get("result", [])
+            except (ValueError, AttributeError):
+                raise SourceError(f"{NAME}: search returned a page that is not the expected JSON") from None
+            for result in results:
+                yield result if isinstance(result, dict) else {"_malformed": repr(result)[:200]}
+            following = page.get("nextCursorMark")
+            if not results or not following or following == cursor:
+                return
+            cursor = following
+
+    async def _record(self, http: HttpClient, result: dict[str, Any]) -> DocOrRejection:
+        source_id = str(result.get("pmcid") or result.get("id") or "")
+        if not source_id or "_malformed" in result:
+            return rejection(NAME, source_id, "malformed", "search result without an id")
+        published = parse_date(result.get("firstPublicationDate"))
+        if published is None:
+            return rejection(NAME, source_id, "missing_date", "no firstPublicationDate")
+        if has_bad_bytes(result.get("title"), result.get("abstractText")):
+            return rejection(
+                NAME, source_id, "bad_encoding", "title or abstract had bytes that are not UTF-8"
+            )
+        licence = result.get("license")
+        if not licence_allowed(licence, self.settings.licences):
+            return rejection(NAME, source_id, "licence", f"licence {licence!r} is not allowed")
+        text, full = str(result.get("abstractText") or ""), False
+        if self.settings.full_text and result.get("pmcid"):
+            fetched = await self._full_text(http, source_id)
+            if not isinstance(fetched, str):
+                return fetched
+            if fetched:
+                text, full = fetched, True
+        if not text.strip():
+            return rejection(NAME, source_id, "no_text", "neither full text nor abstract")
+        big = too_large(NAME, source_id, len(text.encode()), self.settings.max_record_bytes)
+        return big or _doc(result, source_id, published, text, full, str(licence))
+
+    async def _full_text(self, http: HttpClient, pmcid: str) -> str | DocOrRejection:
+        response = await http.get(f"{self.settings.base_url}/{pmcid}/fullTextXML")
+        if response.status_code == 404:
+            return ""
+        big = too_large(NAME, pmcid, len(response.content), self.settings.max_record_bytes * 4)
+        if big:
+            return big
+        try:
+            return jats_body_text(parse_xml(response.content))
+        except etree.XMLSyntaxError as exc:
+            return rejection(NAME, pmcid, "bad_xml", f"fullTextXML: {exc}")
+
+
+def _doc(
+    result: dict[str, Any], source_id: str, published: datetime, text: str, full: bool, licence: str
+) -> Doc:
+    mesh = [
+        str(h.get("descriptorName"))
+        for h in (result.get("meshHeadingList") or {}).get("meshHeading", [])
+        if isinstance(h, dict) and h.get("descriptorName")
+    ]
+    keywords = [str(k) for k in (result.get("keywordList") or {}).get("keyword", []) if k]
+    pmcid = result.get("pmcid")
+    return Doc(
+        source=NAME,
+        source_id=source_id,
+        url=f"https://europepmc.org/article/PMC/{pmcid}" if pmcid else None,
+        published=published,
+        date_field="firstPublicationDate",
+        doc_type="case_report",
+        title=str(result.get("title") or ""),
+        text=text,
+        language=None,
+        licence=licence,
+        metadata={
+            "pmid": result.get("pmid"),
+            "pmcid": pmcid,
+            "doi": result.get("doi"),
+            "journal": ((result.get("journalInfo") or {}).get("journal") or {}).get("title"),
+            "authors": result.get("authorString"),
+            "mesh": mesh,
+            "keywords": keywords,
+            "full_text": full,
+        },
+    )

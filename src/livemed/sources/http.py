@@ -1,0 +1,129 @@
+"""A polite HTTP client for sources: a request-rate limit, bounded retries, Retry-After and backoff.
+
+Retries use the engine's own policy (`livemed.models.engine.backoff_delay`): 429, 5xx, timeouts and
+connection errors are retried up to `max_retries` times; other 4xx fail at once. Failure is a
+`SourceError` naming the source and the URL path, never the query string (it may carry an API key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+import httpx
+from aiolimiter import AsyncLimiter
+
+from livemed import __version__
+from livemed.errors import SourceError
+from livemed.models.engine import backoff_delay
+
+# httpx logs full request URLs at INFO level; query strings may hold API keys.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+USER_AGENT = f"livemed/{__version__} (+https://github.com/livemed/livemed)"
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After as seconds: a number, or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def json_body(response: httpx.Response) -> Any:
+    """The reply's JSON; bytes that are not UTF-8 become U+FFFD so one bad record cannot sink a page.
+
+    Raises ValueError when the body is not JSON at all.
+    """
+    return json.loads(response.content.decode("utf-8", errors="replace"))
+
+
+def has_bad_bytes(*texts: object) -> bool:
+    """True when a text carries U+FFFD from `json_body`'s repair (the record had non-UTF-8 bytes)."""
+    return any(isinstance(text, str) and "\ufffd" in text for text in texts)
+
+
+class HttpClient:
+    """`async with HttpClient(...) as http: response = await http.get(url, params)`."""
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        requests_per_second: float,
+        max_retries: int = 4,
+        timeout_s: float = 30.0,
+        backoff_base_s: float = 1.0,
+    ) -> None:
+        self.source = source
+        self.max_retries = max_retries
+        self.backoff_base_s = backoff_base_s
+        rate = requests_per_second
+        self.limiter = AsyncLimiter(rate, 1.0) if rate >= 1 else AsyncLimiter(1, 1.0 / rate)
+        self.client = httpx.AsyncClient(
+            timeout=timeout_s, headers={"User-Agent": USER_AGENT}, follow_redirects=True
+        )
+        self.requests = 0
+        self.retries = 0
+        self._not_before = 0.0
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.client.aclose()
+
+    def pause(self, seconds: float) -> None:
+        """Send nothing for `seconds` (an API's own `backoff` instruction)."""
+        self._not_before = max(self._not_before, time.monotonic() + max(0.0, seconds))
+
+    async def get(
+        self, url: str, params: Mapping[str, Any] | None = None, *, accept: frozenset[int] = frozenset({404})
+    ) -> httpx.Response:
+        """GET with rate limit and retries; statuses in `accept` are returned, other failures raise."""
+        where = httpx.URL(url).copy_with(query=None)
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            wait = self._not_before - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            async with self.limiter:
+                self.requests += 1
+                try:
+                    response = await self.client.get(url, params=dict(params or {}))
+                except httpx.TransportError as exc:
+                    last, retry_after = type(exc).__name__, None
+                else:
+                    if response.status_code < 400 or response.status_code in accept:
+                        return response
+                    last = f"HTTP {response.status_code}"
+                    if response.status_code not in RETRY_STATUSES:
+                        raise SourceError(f"{self.source}: GET {where} failed: {last}")
+                    retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            if attempt < self.max_retries:
+                self.retries += 1
+                await asyncio.sleep(backoff_delay(attempt, retry_after, base=self.backoff_base_s))
+        raise SourceError(
+            f"{self.source}: GET {where} still failing after {self.max_retries + 1} attempts ({last}); "
+            "the source is down or refusing requests, try again later"
+        )

@@ -1,0 +1,146 @@
+"""Harvest one source into the store: the date window, pre-filters, rejections and the watermark.
+
+The window starts at `--since` when given, else at the later of the cutoff and the source's
+watermark (its newest publication date harvested so far), and ends at `until`. Only documents
+published after the cutoff (or `--since`) and not after `until` are kept. Documents already stored
+(as a Doc or as a pre-filter Rejection) are skipped, so re-harvesting a window adds nothing. The
+watermark moves only when the source finished without error (and, for a `--limit` run, only for
+sources that deliver in date order); a failing source keeps its old watermark.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from livemed.errors import ConfigError, SourceError
+from livemed.prefilter import STAGE as PREFILTER_STAGE
+from livemed.prefilter import Prefilters
+from livemed.records import Doc, Record, Rejection
+from livemed.sources.base import Source, parse_date
+from livemed.store import Store
+
+WATERMARKS = "watermark"
+
+
+@dataclass
+class SourceReport:
+    """What one harvest of one source did."""
+
+    source: str
+    since: datetime | None = None
+    until: datetime | None = None
+    fetched: int = 0
+    kept: int = 0
+    skipped: int = 0
+    out_of_window: int = 0
+    rejected: Counter[tuple[str, str]] = field(default_factory=Counter)
+    watermark_before: str | None = None
+    watermark_after: str | None = None
+    error: str | None = None
+
+    def counts(self) -> dict[str, int]:
+        """Flat counts for the Run record."""
+        flat = {
+            f"{self.source}.fetched": self.fetched,
+            f"{self.source}.kept": self.kept,
+            f"{self.source}.skipped": self.skipped,
+            f"{self.source}.out_of_window": self.out_of_window,
+        }
+        for (stage, reason), n in self.rejected.items():
+            flat[f"{self.source}.rejected.{stage}.{reason}"] = n
+        return flat
+
+
+def watermark(store: Store, source: str) -> datetime | None:
+    return parse_date(store.state_get(WATERMARKS, source))
+
+
+def window_start(
+    store: Store, source: str, since: datetime | None, cutoff: datetime | None
+) -> tuple[datetime, datetime]:
+    """(query start, keep-after floor) for a harvest of `source`."""
+    if since is not None:
+        return since, since
+    if cutoff is None:
+        raise ConfigError("no start date: pass --since or set `cutoff` in livemed.toml")
+    mark = watermark(store, source)
+    return (max(cutoff, mark) if mark else cutoff), cutoff
+
+
+class _Harvest:
+    def __init__(self, store: Store, prefilters: Prefilters, report: SourceReport, batch_size: int) -> None:
+        self.store, self.prefilters, self.report = store, prefilters, report
+        self.batch_size = batch_size
+        self.pending: list[Doc] = []
+        self.records: list[Record] = []
+        self.newest: datetime | None = None
+
+    def add(self, item: Doc | Rejection, floor: datetime, until: datetime) -> None:
+        if isinstance(item, Rejection):
+            self.report.rejected[(item.stage, item.reason)] += 1
+            self.records.append(item)
+        elif not floor < item.published <= until:
+            self.report.out_of_window += 1
+        else:
+            self.report.fetched += 1
+            self.newest = max(self.newest or item.published, item.published)
+            self.pending.append(item)
+        if len(self.pending) + len(self.records) >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        docs, self.pending = self.pending, []
+        ids = [doc.id for doc in docs]
+        done = self.store.has("doc", ids)
+        done |= {
+            i.split(":", 1)[1] for i in self.store.has("rejection", [f"{PREFILTER_STAGE}:{d}" for d in ids])
+        }
+        for doc in docs:
+            if doc.id in done:
+                self.report.skipped += 1
+                continue
+            done.add(doc.id)
+            result = self.prefilters(doc)
+            self.records.append(result)
+            if isinstance(result, Rejection):
+                self.report.rejected[(result.stage, result.reason)] += 1
+            else:
+                self.report.kept += 1
+        self.store.put(self.records)
+        self.prefilters.flush(self.store)
+        self.records = []
+
+
+async def harvest_source(
+    store: Store,
+    source: Source,
+    prefilters: Prefilters,
+    *,
+    until: datetime,
+    since: datetime | None = None,
+    cutoff: datetime | None = None,
+    limit: int | None = None,
+    batch_size: int = 200,
+) -> SourceReport:
+    """Harvest `source` into `store`; a SourceError is caught into the report (other sources go on)."""
+    start, floor = window_start(store, source.name, since, cutoff)
+    report = SourceReport(source.name, since=start, until=until)
+    report.watermark_before = store.state_get(WATERMARKS, source.name)
+    prefilters.load(store)  # duplicates are judged against everything already stored
+    run = _Harvest(store, prefilters, report, batch_size)
+    try:
+        async for item in source.harvest(start, until, limit=limit):
+            run.add(item, floor, until)
+    except SourceError as exc:
+        report.error = str(exc)
+    finally:
+        run.flush()
+    reached_limit = limit is not None and report.fetched + report.out_of_window >= limit
+    if report.error is None and run.newest is not None and (source.ordered or not reached_limit):
+        before = watermark(store, source.name)
+        if before is None or run.newest > before:
+            store.state_set(WATERMARKS, source.name, run.newest.isoformat())
+    report.watermark_after = store.state_get(WATERMARKS, source.name)
+    return report

@@ -1,0 +1,173 @@
+"""Stack Exchange (default site: Medical Sciences): answered questions with their answers.
+
+`/search/advanced` (answers >= 1, `fromdate`/`todate`, ascending by creation) with bodies, then
+`/questions/{ids}/answers` for each page. Obeys the API's `backoff` field and stops cleanly when
+the daily quota runs out. Content is CC BY-SA: each Doc keeps the licence, author and link.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from livemed.errors import SourceError
+from livemed.records import Doc, Reply, ReplyRole
+from livemed.sources.base import DocOrRejection, HttpSettings, parse_date, rejection, too_large
+from livemed.sources.http import HttpClient, has_bad_bytes, json_body
+
+NAME = "stackexchange"
+
+
+class Settings(HttpSettings):
+    description: ClassVar[str] = "Stack Exchange Q&A (default site medicalsciences), CC BY-SA"
+
+    base_url: str = "https://api.stackexchange.com/2.3"
+    site: str = "medicalsciences"
+    requests_per_second: float = Field(default=5.0, gt=0, le=30)
+    min_answers: int = Field(default=1, ge=0)
+    page_size: int = Field(default=100, ge=1, le=100)
+    filter: str = "withbody"
+    api_key_env: str | None = "STACKEXCHANGE_KEY"
+
+
+class StackExchange:
+    name = NAME
+    ordered = True
+
+    def __init__(self, settings: Settings, api_key: str | None = None) -> None:
+        self.settings = settings
+        self._api_key = api_key
+
+    async def harvest(
+        self, since: datetime, until: datetime, *, limit: int | None = None
+    ) -> AsyncIterator[DocOrRejection]:
+        s = self.settings
+        yielded = 0
+        async with HttpClient(
+            NAME,
+            requests_per_second=s.requests_per_second,
+            max_retries=s.max_retries,
+            timeout_s=s.timeout_s,
+            backoff_base_s=s.backoff_base_s,
+        ) as http:
+            page, more = 1, True
+            while more:
+                params: dict[str, Any] = {
+                    "fromdate": int(since.timestamp()),
+                    "todate": int(until.timestamp()),
+                }
+                params |= {"answers": s.min_answers, "sort": "creation", "order": "asc", "page": page}
+                questions, more = await self._call(http, "/search/advanced", params)
+                answers = await self._answers(http, questions)
+                for question in questions:
+                    item = self._doc(question, answers)
+                    yield item
+                    yielded += isinstance(item, Doc)
+                    if limit is not None and yielded >= limit:
+                        return
+                page += 1
+
+    async def _call(self, http: HttpClient, path: str, params: dict[str, Any]) -> tuple[list[Any], bool]:
+        """One API call: (items, has_more), honouring `backoff` and the quota."""
+        s = self.settings
+        query = {"site": s.site, "filter": s.filter, "pagesize": s.page_size, **params}
+        if self._api_key:
+            query["key"] = self._api_key
+        response = await http.get(f"{s.base_url}{path}", query, accept=frozenset({400, 404}))
+        try:
+            data = json_body(response)
+        except ValueError:
+            raise SourceError(f"{NAME}: {path} returned a reply that is not JSON") from None
+        if not isinstance(data, dict):
+            raise SourceError(f"{NAME}: {path} returned unexpected JSON")
+        if "error_id" in data or response.status_code >= 400:
+            name, message = data.get("error_name", "error"), data.get("error_message", "")
+            raise SourceError(f"{NAME}: {path} refused: {name} {message}".strip())
+        if isinstance(data.get("backoff"), int | float):
+            http.pause(float(data["backoff"]))
+        items = data.get("items")
+        more = bool(data.get("has_more"))
+        if more and data.get("quota_remaining", 1) <= 0:
+            raise SourceError(f"{NAME}: daily API quota used up ({data.get('quota_max')}); try tomorrow")
+        return (items if isinstance(items, list) else []), more
+
+    async def _answers(self, http: HttpClient, questions: list[Any]) -> dict[int, list[dict[str, Any]]]:
+        ids = [q["question_id"] for q in questions if isinstance(q, dict) and "question_id" in q]
+        by_question: dict[int, list[dict[str, Any]]] = {}
+        page, more = 1, bool(ids)
+        while more:
+            path = f"/questions/{';'.join(str(i) for i in ids)}/answers"
+            items, more = await self._call(http, path, {"page": page, "sort": "creation", "order": "asc"})
+            for answer in items:
+                if isinstance(answer, dict) and "question_id" in answer:
+                    by_question.setdefault(answer["question_id"], []).append(answer)
+            page += 1
+        return by_question
+
+    def _doc(self, question: Any, answers: dict[int, list[dict[str, Any]]]) -> DocOrRejection:
+        if not isinstance(question, dict) or "question_id" not in question:
+            return rejection(NAME, "", "malformed", "question without question_id")
+        qid = str(question["question_id"])
+        published = parse_date(question.get("creation_date"))
+        if published is None:
+            return rejection(NAME, qid, "missing_date", "question without creation_date")
+        body = question.get("body")
+        if not isinstance(body, str) or not body.strip():
+            return rejection(NAME, qid, "no_text", "question without a body (is the filter 'withbody'?)")
+        thread = answers.get(question["question_id"], [])
+        if has_bad_bytes(body, question.get("title"), *(a.get("body") for a in thread)):
+            return rejection(
+                NAME, qid, "bad_encoding", "question or answer text had bytes that are not UTF-8"
+            )
+        size = len(body.encode()) + sum(len(str(a.get("body", "")).encode()) for a in thread)
+        big = too_large(NAME, qid, size, self.settings.max_record_bytes)
+        if big:
+            return big
+        owner = question.get("owner") or {}
+        return Doc(
+            source=NAME,
+            source_id=qid,
+            url=question.get("link"),
+            published=published,
+            date_field="creation_date",
+            doc_type="thread",
+            title=html.unescape(str(question.get("title") or "")),
+            text=body,
+            replies=[
+                _reply(a, owner.get("user_id"), self.settings.site)
+                for a in thread
+                if isinstance(a.get("body"), str)
+            ],
+            licence=str(question.get("content_license") or "CC BY-SA 4.0"),
+            metadata={
+                "site": self.settings.site,
+                "tags": question.get("tags", []),
+                "score": question.get("score"),
+                "attribution": {
+                    "author": owner.get("display_name"),
+                    "author_url": owner.get("link"),
+                    "link": question.get("link"),
+                },
+            },
+        )
+
+
+def _reply(answer: dict[str, Any], asker_id: Any, site: str) -> Reply:
+    owner = answer.get("owner") or {}
+    role = ReplyRole.OTHER
+    if answer.get("is_accepted"):
+        role = ReplyRole.ACCEPTED
+    elif asker_id is not None and owner.get("user_id") == asker_id:
+        role = ReplyRole.ASKER
+    answer_id = answer.get("answer_id")
+    return Reply(
+        role=role,
+        author=owner.get("display_name"),
+        text=str(answer["body"]),
+        date=parse_date(answer.get("creation_date")),
+        url=f"https://{site}.stackexchange.com/a/{answer_id}" if answer_id else None,
+    )

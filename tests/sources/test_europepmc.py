@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from livemed.errors import SourceError
+from livemed.sources.europepmc import EuropePMC, Settings
+from livemed.sources.xml import jats_body_text, jats_licence, parse_xml
+from tests.fakes.http_replay import ReplayServer, Reply
+from tests.sources.helpers import FAST, collect, day
+
+JATS = """<?xml version="1.0"?>
+<!DOCTYPE article [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+<article xmlns:xlink="http://www.w3.org/1999/xlink"><front><article-meta>
+<permissions><license xlink:href="https://creativecommons.org/licenses/by/4.0/"><license-p>CC BY</license-p>
+</license></permissions></article-meta></front>
+<body><sec><title>Case presentation</title><p>A 54-year-old man presented with chest pain
+<xref ref-type="bibr">1</xref> and dyspnoea.&xxe;</p>
+<table-wrap><p>table text</p></table-wrap></sec></body></article>
+"""
+
+
+def result(
+    pmcid: str, date: str | None = "2025-03-02", licence: str = "cc by", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "id": pmcid.removeprefix("PMC"),
+        "source": "PMC",
+        "pmcid": pmcid,
+        "pmid": "123",
+        "title": f"Case {pmcid}",
+        "license": licence,
+        "isOpenAccess": "Y",
+        "firstPublicationDate": date,
+        "abstractText": "Abstract text of the case.",
+        "journalInfo": {"journal": {"title": "BMJ Case Rep"}},
+        "meshHeadingList": {"meshHeading": [{"descriptorName": "Chest Pain"}]},
+        **extra,
+    }
+
+
+PAGES = {
+    "*": {"nextCursorMark": "AoE1", "resultList": {"result": [result("PMC1"), result("PMC2", date=None)]}},
+    "AoE1": {
+        "nextCursorMark": "AoE2",
+        "resultList": {"result": [result("PMC3", licence="cc by-nc"), result("PMC4"), "junk"]},
+    },
+    "AoE2": {"nextCursorMark": "AoE2", "resultList": {"result": []}},
+}
+
+
+def handler(path: str, query: dict[str, str]) -> Reply:
+    if path == "/search":
+        assert 'PUB_TYPE:"Case Reports"' in query["query"]
+        assert "FIRST_PDATE:[2025-03-01 TO" in query["query"]
+        assert query["format"] == "json"
+        assert query["resultType"] == "core"
+        return Reply.json(PAGES[query["cursorMark"]])
+    if path == "/PMC1/fullTextXML":
+        return Reply.xml(JATS)
+    if path == "/PMC4/fullTextXML":
+        return Reply.xml(b"<article><body><p>unclosed")
+    return Reply(404)
+
+
+async def test_pages_with_cursor_mark_keep_licence_and_reject_bad_records() -> None:
+    with ReplayServer(handler) as server:
+        source = EuropePMC(Settings(base_url=server.url, **FAST))
+        docs, rejections = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert [d.source_id for d in docs] == ["PMC1"]
+    doc = docs[0]
+    assert doc.id == "europepmc:PMC1"
+    assert doc.date_field == "firstPublicationDate"
+    assert doc.doc_type == "case_report"
+    assert doc.licence == "cc by"
+    assert doc.metadata["mesh"] == ["Chest Pain"]
+    assert doc.metadata["full_text"] is True
+    assert doc.text.startswith("Case presentation\nA 54-year-old man presented with chest pain")
+    assert "table text" not in doc.text
+    assert "root:" not in doc.text
+    reasons = sorted(r.reason for r in rejections)
+    assert reasons == ["bad_xml", "licence", "malformed", "missing_date"]
+    assert all(r.stage == "harvest" and r.source == "europepmc" for r in rejections)
+    assert [q["cursorMark"] for p, q in server.requests if p == "/search"] == ["*", "AoE1", "AoE2"]
+
+
+async def test_limit_stops_early_and_empty_result_is_fine() -> None:
+    with ReplayServer(handler) as server:
+        source = EuropePMC(Settings(base_url=server.url, full_text=False, **FAST))
+        docs, _ = await collect(source.harvest(day("2025-03-01"), day("2025-03-31"), limit=1))
+    assert len(docs) == 1
+    assert docs[0].text == "Abstract text of the case."
+    assert not docs[0].metadata["full_text"]
+
+    empty = {"hitCount": 0, "nextCursorMark": "*", "resultList": {"result": []}}
+    with ReplayServer(lambda p, q: Reply.json(empty)) as server:
+        docs, rejections = await collect(
+            EuropePMC(Settings(base_url=server.url, **FAST)).harvest(day("2025-03-01"), day("2025-03-31"))
+        )
+    assert docs == []
+    assert rejections == []
+    assert len(server.requests) == 1
+
+
+async def test_non_json_page_is_a_source_error() -> None:
+    with ReplayServer(lambda p, q: Reply(200, b"<html>maintenance</html>")) as server:
+        source = EuropePMC(Settings(base_url=server.url, **FAST))
+        with pytest.raises(SourceError, match="europepmc"):
+            await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+
+
+def test_real_pmc_jats_sample_parses(shared_data: Path) -> None:
+    root = parse_xml((shared_data / "ncbi-eutils-samples" / "efetch_pmc.xml").read_bytes())
+    assert jats_body_text(root).startswith("This article was originally published with an error in table 2.")
+    assert jats_licence(root) == "https://creativecommons.org/licenses/by-nc/4.0/"
+
+
+async def test_429_on_a_page_is_retried_and_the_harvest_goes_on() -> None:
+    calls: list[str] = []
+
+    def flaky(path: str, query: dict[str, str]) -> Reply:
+        calls.append(path)
+        if len(calls) == 1:
+            return Reply.json({"error": "slow down"}, 429, **{"Retry-After": "0"})
+        return handler(path, query)
+
+    with ReplayServer(flaky) as server:
+        source = EuropePMC(Settings(base_url=server.url, **FAST))
+        docs, _ = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert [d.source_id for d in docs] == ["PMC1"]
+    assert calls[:2] == ["/search", "/search"]

@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+
+from livemed.errors import SourceError
+from livemed.prefilter import Prefilters
+from livemed.prefilter.simple import LengthFilter
+from livemed.records import Doc, Rejection
+from livemed.sources.base import DocOrRejection
+from livemed.sources.files import Files, Settings
+from livemed.sources.run import harvest_source, watermark
+from livemed.store import Store
+from tests.sources.helpers import day
+
+CUTOFF = day("2025-01-01")
+
+
+def write_threads(path: Path, dates: list[str]) -> None:
+    rows = [{"id": f"t{i}", "date": d, "post": f"post number {i} " * 5} for i, d in enumerate(dates)]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+
+
+async def test_watermark_advances_and_reharvest_adds_nothing(any_store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    write_threads(path, ["2024-12-01", "2025-02-01", "2025-03-01"])
+    source = Files(Settings(path=path))
+    chain = Prefilters([LengthFilter(10, 1000)])
+    report = await harvest_source(any_store, source, chain, until=day("2025-12-31"), cutoff=CUTOFF)
+    assert report.kept == 2
+    assert report.since == CUTOFF
+    assert any_store.ids("doc")
+    assert sorted(any_store.ids("doc")) == ["files:t1", "files:t2"]
+    assert watermark(any_store, "files") == day("2025-03-01")
+
+    before = any_store.count()
+    again = await harvest_source(any_store, source, chain, until=day("2025-12-31"), since=CUTOFF)
+    assert again.kept == 0
+    assert again.skipped == 2
+    assert any_store.count() == before
+
+    write_threads(path, ["2024-12-01", "2025-02-01", "2025-03-01", "2025-04-01"])
+    third = await harvest_source(any_store, source, chain, until=day("2025-12-31"), cutoff=CUTOFF)
+    assert third.since == day("2025-03-01")  # continued from the watermark
+    assert third.kept == 1
+    assert watermark(any_store, "files") == day("2025-04-01")
+
+
+async def test_prefilter_rejections_are_stored_and_not_redone(sqlite_store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        json.dumps({"id": "short", "date": "2025-02-01", "post": "hi"}) + "\n{broken\n", encoding="utf-8"
+    )
+    chain = Prefilters([LengthFilter(10, 1000)])
+    report = await harvest_source(
+        sqlite_store, Files(Settings(path=path)), chain, until=day("2025-12-31"), since=CUTOFF
+    )
+    assert report.rejected == {("prefilter", "too_short"): 1, ("harvest", "bad_json"): 1}
+    stored = sqlite_store.get(Rejection, "prefilter:files:short")
+    assert stored is not None
+    assert stored.reason == "too_short"
+    again = await harvest_source(
+        sqlite_store, Files(Settings(path=path)), chain, until=day("2025-12-31"), since=CUTOFF
+    )
+    assert again.skipped == 1
+    assert ("prefilter", "too_short") not in again.rejected
+    assert report.counts()["files.rejected.prefilter.too_short"] == 1
+
+
+class Flaky:
+    name = "flaky"
+    ordered = True
+
+    async def harvest(
+        self, since: datetime, until: datetime, *, limit: int | None = None
+    ) -> AsyncIterator[DocOrRejection]:
+        yield Doc(source="flaky", source_id="1", published=day("2025-02-01"), text="a document text")
+        raise SourceError("flaky: GET /x still failing after 5 attempts (HTTP 503)")
+
+
+async def test_failing_source_keeps_its_watermark_and_the_docs_it_gave(sqlite_store: Store) -> None:
+    sqlite_store.state_set("watermark", "flaky", "2025-01-15T00:00:00+00:00")
+    report = await harvest_source(
+        sqlite_store, Flaky(), Prefilters([]), until=day("2025-12-31"), cutoff=CUTOFF
+    )
+    assert report.error is not None
+    assert "HTTP 503" in report.error
+    assert watermark(sqlite_store, "flaky") == day("2025-01-15")
+    assert sqlite_store.has("doc", ["flaky:1"]) == {"flaky:1"}
+    assert report.since == day("2025-01-15")
+
+
+async def test_limited_run_of_an_unordered_source_keeps_the_watermark(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    write_threads(path, ["2025-03-01", "2025-02-01", "2025-04-01"])
+    chain = Prefilters([LengthFilter(10, 1000)])
+    report = await harvest_source(
+        sqlite_store, Files(Settings(path=path)), chain, until=day("2025-12-31"), cutoff=CUTOFF, limit=1
+    )
+    assert report.kept == 1
+    assert watermark(sqlite_store, "files") is None  # an unordered partial run could skip older documents
+
+
+async def test_near_duplicates_of_stored_docs_are_rejected_across_runs(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    from livemed.prefilter.duplicates import DuplicateFilter
+
+    text = "my knee has been swollen and painful for three weeks after a fall while running " * 3
+    first = tmp_path / "a.jsonl"
+    first.write_text(json.dumps({"id": "a", "date": "2025-02-01", "post": text}), encoding="utf-8")
+    second = tmp_path / "b.jsonl"
+    second.write_text(json.dumps({"id": "b", "date": "2025-02-02", "post": text + " help"}), encoding="utf-8")
+    until = day("2025-12-31")
+    await harvest_source(
+        sqlite_store, Files(Settings(path=first)), Prefilters([DuplicateFilter()]), until=until, since=CUTOFF
+    )
+    fresh = Prefilters([DuplicateFilter()])  # a new process: the index comes from the store
+    report = await harvest_source(
+        sqlite_store, Files(Settings(path=second)), fresh, until=until, since=CUTOFF
+    )
+    assert report.rejected == {("prefilter", "duplicate_near"): 1}
