@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh store per test (SQLite, and PostgreSQL when configured) and the real data folder."""
+"""Shared fixtures: a fresh store per test (SQLite; PostgreSQL when configured) and the real data folder."""
 
 from __future__ import annotations
 
