@@ -68,6 +68,7 @@ class FakeOpenAIServer:
     responder: Responder | None = None
     rate_429: float = 0.0
     rate_500: float = 0.0
+    random_retry_after: float = 0.0
     seed: int = 0
     record: bool = True
     host: str = "127.0.0.1"
@@ -107,7 +108,7 @@ class FakeOpenAIServer:
             return self.responder(body)
         roll = self._random.random()
         if roll < self.rate_429:
-            return Behavior(status=429, latency=self.default.latency, retry_after=0.0)
+            return Behavior(status=429, latency=self.default.latency, retry_after=self.random_retry_after)
         if roll < self.rate_429 + self.rate_500:
             return Behavior(status=500, latency=self.default.latency)
         return self.default
@@ -269,12 +270,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--rate-429", type=float, default=0.0)
     parser.add_argument("--rate-500", type=float, default=0.0)
+    parser.add_argument("--retry-after", type=float, default=0.0, help="Retry-After seconds on random 429s")
     parser.add_argument("--text", default="ok")
     args = parser.parse_args()
     server = FakeOpenAIServer(
         default=Behavior(text=args.text, latency=args.latency),
         rate_429=args.rate_429,
         rate_500=args.rate_500,
+        random_retry_after=args.retry_after,
         port=args.port,
         record=False,
     )

@@ -36,6 +36,7 @@ async def test_completion_fields_and_request_body(
     assert out.latency_s > 0
     request = server.chat_requests[0]
     assert request.headers["authorization"] == f"Bearer {api_key}"
+    assert request.headers["content-type"].startswith("application/json")
     body = request.body
     assert body is not None
     assert body["model"] == "fake-gpt"

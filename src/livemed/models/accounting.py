@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from livemed.config import Config
@@ -39,28 +39,72 @@ class EngineEvent:
 Observer = Callable[[EngineEvent], None]
 
 
-@dataclass
-class Accounting:
-    """Calls, tokens and cost per model and per stage."""
+USAGE_FIELDS: tuple[str, ...] = tuple(Usage.model_fields)
 
-    by_model: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
-    by_stage: dict[str, dict[str, Usage]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(Usage))
-    )
+
+class Accounting:
+    """Calls, tokens and cost per model and per stage.
+
+    Counts are kept in plain lists (adding pydantic models on every call costs more than the rest of
+    a cache hit); `by_model` and `by_stage` build `Usage` records from them when asked.
+    """
+
+    def __init__(self) -> None:
+        self._models: dict[str, list[float]] = {}
+        self._stages: dict[tuple[str, str], list[float]] = {}
 
     def record(self, stage: str, model: str, delta: Usage) -> None:
-        self.by_model[model] = self.by_model[model].add(delta)
-        self.by_stage[stage][model] = self.by_stage[stage][model].add(delta)
+        self.add(stage, model, **{name: getattr(delta, name) for name in USAGE_FIELDS})
+
+    def add(self, stage: str, model: str, **counts: float) -> None:
+        """Add counts (Usage field names) for `model` in `stage`."""
+        by_model = self._models.get(model)
+        if by_model is None:
+            by_model = self._models[model] = [0] * len(USAGE_FIELDS)
+        by_stage = self._stages.get((stage, model))
+        if by_stage is None:
+            by_stage = self._stages[(stage, model)] = [0] * len(USAGE_FIELDS)
+        for index, name in enumerate(USAGE_FIELDS):
+            value = counts.get(name)
+            if value:
+                by_model[index] += value
+                by_stage[index] += value
+
+    @property
+    def by_model(self) -> dict[str, Usage]:
+        """Usage per model (a fresh mapping; an unknown model reads as zero usage)."""
+        usage: dict[str, Usage] = defaultdict(Usage)
+        usage.update((model, _usage(values)) for model, values in self._models.items())
+        return usage
+
+    @property
+    def by_stage(self) -> dict[str, dict[str, Usage]]:
+        """Usage per stage, then per model."""
+        usage: dict[str, dict[str, Usage]] = defaultdict(lambda: defaultdict(Usage))
+        for (stage, model), values in self._stages.items():
+            usage[stage][model] = _usage(values)
+        return usage
 
     @property
     def cost_usd(self) -> float:
-        return sum(u.cost_usd for u in self.by_model.values())
+        index = USAGE_FIELDS.index("cost_usd")
+        return float(sum(values[index] for values in self._models.values()))
 
     def totals(self) -> Usage:
-        total = Usage()
-        for usage in self.by_model.values():
-            total = total.add(usage)
-        return total
+        sums = [0.0] * len(USAGE_FIELDS)
+        for values in self._models.values():
+            for index, value in enumerate(values):
+                sums[index] += value
+        return _usage(sums)
+
+
+def _usage(values: list[float]) -> Usage:
+    return Usage(
+        **{
+            name: value if name == "cost_usd" else int(value)
+            for name, value in zip(USAGE_FIELDS, values, strict=True)
+        }
+    )
 
 
 def cost_of(config: Config, model_id: str, prompt_tokens: float, completion_tokens: float) -> float:

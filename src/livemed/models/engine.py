@@ -129,16 +129,16 @@ class Engine:
         if payload is not None:
             completion = Completion.model_validate(payload)
             completion.cached = True
-            self._record("cache_hit", stage, model.id, Usage(cache_hits=1))
+            self._record("cache_hit", stage, model.id, cache_hits=1)
             return completion
         if self.cache_mode == "read-only":
-            self._record("failure", stage, model.id, Usage(failures=1), "cache miss")
+            self._record("failure", stage, model.id, "cache miss", failures=1)
             return CallFailure(
                 model=model.id, reason="cache_miss", detail="not in the cache (--cache-read-only)"
             )
         limits = self._limits_for(model)
         if limits.disabled is not None:
-            self._record("failure", stage, model.id, Usage(failures=1), limits.disabled)
+            self._record("failure", stage, model.id, limits.disabled, failures=1)
             return CallFailure(model=model.id, reason="fatal", detail=limits.disabled)
         reserved = self._reserve_budget(model, messages, settings, limits)
         try:
@@ -219,7 +219,7 @@ class Engine:
                         base=self.backoff_base_s,
                         cap=self.backoff_max_s,
                     )
-                    self._record("retry", stage, model.id, Usage(calls=1, retries=1), str(exc))
+                    self._record("retry", stage, model.id, str(exc), calls=1, retries=1)
                     log.debug(
                         "%s: attempt %d failed (%s); retrying in %.2f s", model.id, attempt + 1, exc, delay
                     )
@@ -227,16 +227,18 @@ class Engine:
                 continue
             limits.largest_completion = max(limits.largest_completion, completion.completion_tokens)
             cost = cost_of(self.config, model.id, completion.prompt_tokens, completion.completion_tokens)
-            usage = Usage(
+            self._record(
+                "completion",
+                stage,
+                model.id,
                 calls=1,
                 prompt_tokens=completion.prompt_tokens,
                 completion_tokens=completion.completion_tokens,
                 cost_usd=cost,
             )
-            self._record("completion", stage, model.id, usage)
             return completion
         detail = f"gave up after {attempts} attempt(s): {last or 'no attempt made'}"
-        self._record("failure", stage, model.id, Usage(calls=1, failures=1), detail)
+        self._record("failure", stage, model.id, detail, calls=1, failures=1)
         log.info("%s: %s", model.id, detail)
         return CallFailure(
             model=model.id,
@@ -252,7 +254,7 @@ class Engine:
         detail = str(exc)
         if exc.model_wide and limits.disabled is None:
             limits.disabled = f"{detail} (later calls to {model.id} are not sent)"
-        self._record("failure", stage, model.id, Usage(calls=1, failures=1), detail)
+        self._record("failure", stage, model.id, detail, calls=1, failures=1)
         log.info("%s: %s", model.id, detail)
         return CallFailure(
             model=model.id, reason="fatal", detail=detail, status=exc.status, attempts=attempts
@@ -273,12 +275,13 @@ class Engine:
                 completion.latency_s = time.perf_counter() - started
             return completion
 
-    def _record(self, kind: EventKind, stage: str, model: str, delta: Usage, detail: str = "") -> None:
-        self.accounting.record(stage, model, delta)
+    def _record(self, kind: EventKind, stage: str, model: str, detail: str = "", **counts: float) -> None:
+        self.accounting.add(stage, model, **counts)
         self.events[kind] += 1
         if self.observers:
+            usage = Usage.model_validate(counts)
             notify(
-                self.observers, EngineEvent(kind=kind, model=model, stage=stage, usage=delta, detail=detail)
+                self.observers, EngineEvent(kind=kind, model=model, stage=stage, usage=usage, detail=detail)
             )
 
     # ------------------------------------------------------------------ budget

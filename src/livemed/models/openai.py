@@ -23,6 +23,7 @@ of `chat.completions.create`, which matters at hundreds of calls per second on a
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import re
@@ -40,6 +41,8 @@ from livemed.models.base import Completion, FatalModelError, Message, Settings, 
 PLACEHOLDER_KEY = "EMPTY"
 REDACTED = "[redacted]"
 _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_POST_TAKES_CONTENT = "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
+_JSON: Any = {"headers": {"Content-Type": "application/json"}}
 
 
 @dataclass(frozen=True)
@@ -95,10 +98,14 @@ class OpenAICompatibleModel:
     async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
         client = self._client_for_loop()
         started = time.perf_counter()
+        body = self.request_body(messages, settings)
         try:
-            data = await client.post(
-                "/chat/completions", cast_to=object, body=self.request_body(messages, settings)
-            )
+            if _POST_TAKES_CONTENT:  # pre-serialised: the client would deep-copy and re-encode a dict
+                data = await client.post(
+                    "/chat/completions", cast_to=object, content=json.dumps(body).encode(), options=_JSON
+                )
+            else:
+                data = await client.post("/chat/completions", cast_to=object, body=body)
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APIConnectionError as exc:  # includes APITimeoutError
