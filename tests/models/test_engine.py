@@ -201,3 +201,29 @@ async def test_unpriced_model_under_a_budget_warns(caplog: pytest.LogCaptureFixt
         await engine.generate(model, ASK)
         await engine.generate(model, [{"role": "user", "content": "b"}])
     assert caplog.text.count("has no price") == 1
+
+
+def test_one_engine_serves_several_event_loops(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from livemed.store import Store
+
+    async def slow(messages: object, settings: object) -> str:
+        await asyncio.sleep(0.005)
+        return "ok"
+
+    model = FakeModel("fake/loops", function=slow)
+    store = Store(tmp_path / "loops.db")
+    engine = Engine(store=store, config=Config(models={"fake/loops": ModelConfig(max_concurrency=2)}))
+
+    async def batch(tag: str) -> list[object]:
+        questions = [[{"role": "user", "content": f"{tag} {i}"}] for i in range(6)]
+        return await asyncio.gather(*(engine.generate(model, q) for q in questions))  # type: ignore[arg-type]
+
+    first = asyncio.run(batch("a"))  # contends for the semaphore, so it binds to this loop
+    second = asyncio.run(batch("b"))  # a new loop: fresh limits (the old semaphore would refuse)
+    third = asyncio.run(batch("a"))  # cached answers, read on yet another loop
+    assert all(isinstance(r, Completion) for r in first + second + third)
+    assert all(r.cached for r in third if isinstance(r, Completion))
+    assert len(model.calls) == 12
+    engine.flush()
+    assert store.cache_count() == 12
+    store.close()

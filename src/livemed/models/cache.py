@@ -35,8 +35,9 @@ class ResponseCache:
         self.reads = 0  # queries made
         self._pending: Pending = {}
         self._waiting: dict[str, list[asyncio.Future[dict[str, Any] | None]]] = {}
-        self._read_scheduled = False
+        self._read_scheduled: asyncio.AbstractEventLoop | None = None  # the loop a batch read is queued on
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
         if store is not None:
             weakref.finalize(self, _write_rows, store, self._pending)
 
@@ -61,13 +62,13 @@ class ResponseCache:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any] | None] = loop.create_future()
         self._waiting.setdefault(key, []).append(future)
-        if not self._read_scheduled:
-            self._read_scheduled = True
+        if self._read_scheduled is not loop:
+            self._read_scheduled = loop
             loop.call_soon(self._read_batch)
         return await future
 
     def _read_batch(self) -> None:
-        self._read_scheduled = False
+        self._read_scheduled = None
         waiting, self._waiting = self._waiting, {}
         assert self.store is not None
         try:
@@ -81,7 +82,7 @@ class ResponseCache:
             return
         for key, futures in waiting.items():
             for future in futures:
-                if not future.done():
+                if not future.done() and not future.get_loop().is_closed():
                     future.set_result(found.get(key))
 
     def put(self, key: str, model: str, payload: dict[str, Any]) -> None:
@@ -91,8 +92,11 @@ class ResponseCache:
         self._pending[key] = (model, payload)
         if len(self._pending) >= self.flush_every:
             self.flush()
-        elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.flush_after_s, self._flush_later)
+            return
+        loop = asyncio.get_running_loop()
+        if self._timer is None or self._timer_loop is not loop:
+            self._timer = loop.call_later(self.flush_after_s, self._flush_later)
+            self._timer_loop = loop
 
     def flush(self) -> int:
         """Write the buffer now, in one transaction; returns how many entries were written."""

@@ -150,7 +150,7 @@ class Engine:
         return result
 
     def limits(self, model: Model) -> ModelConfig:
-        return self._limits_for(model).config
+        return self.config.model_settings(model.id)
 
     def flush(self) -> int:
         """Write buffered cache entries to the store now; returns how many."""
@@ -198,7 +198,7 @@ class Engine:
         if limits is None:
             limits = self._limits[model.id] = ModelLimits.from_config(self.config.model_settings(model.id))
             self._models[model.id] = model
-        return limits
+        return limits.for_loop(asyncio.get_running_loop())
 
     async def _call_with_retries(
         self, model: Model, messages: list[Message], settings: Settings, stage: str, limits: ModelLimits

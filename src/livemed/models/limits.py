@@ -48,6 +48,7 @@ class ModelLimits:
     tokens: AsyncLimiter | None
     disabled: str | None = None
     largest_completion: int = 0
+    loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def from_config(cls, config: ModelConfig) -> ModelLimits:
@@ -58,6 +59,14 @@ class ModelLimits:
             requests=_limiter(rpm) if rpm else None,
             tokens=_limiter(tpm) if tpm else None,
         )
+
+    def for_loop(self, loop: asyncio.AbstractEventLoop) -> ModelLimits:
+        """These limits for `loop`: asyncio primitives belong to one loop, so a new loop gets fresh ones."""
+        if self.loop is not loop:
+            fresh = ModelLimits.from_config(self.config)
+            self.semaphore, self.requests, self.tokens = fresh.semaphore, fresh.requests, fresh.tokens
+            self.loop = loop
+        return self
 
     async def acquire_rate(self, estimated_tokens: int) -> None:
         """Wait for a request slot and for `estimated_tokens` of token budget in the rate windows."""
