@@ -98,6 +98,7 @@ async def test_write_behind_flushes_by_size_time_and_close(sqlite_store: Store) 
     assert await cache.get("a") == {"text": "a"}  # a buffered entry is already a hit
     cache.put("c", "fake/m", {"text": "c"})
     assert sqlite_store.cache_count() == 3  # the buffer was full
+    assert await cache.get("a") == '{"text": "a"}'  # a stored entry comes back as its JSON text
     cache.put("d", "fake/m", {"text": "d"})
     await asyncio.sleep(0.25)
     assert sqlite_store.cache_count() == 4  # written by the timer

@@ -20,6 +20,7 @@ log = logging.getLogger("livemed.models")
 
 CacheMode = Literal["on", "read-only", "off"]
 Pending = dict[str, tuple[str, dict[str, Any]]]  # key -> (model id, payload)
+Payload = dict[str, Any] | str  # a buffered payload, or the JSON text of a stored one
 
 
 class ResponseCache:
@@ -34,7 +35,7 @@ class ResponseCache:
         self.flush_after_s = flush_after_s
         self.reads = 0  # queries made
         self._pending: Pending = {}
-        self._waiting: dict[str, list[asyncio.Future[dict[str, Any] | None]]] = {}
+        self._waiting: dict[str, list[asyncio.Future[Payload | None]]] = {}
         self._read_scheduled: asyncio.AbstractEventLoop | None = None  # the loop a batch read is queued on
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
@@ -53,14 +54,17 @@ class ResponseCache:
     def pending(self) -> int:
         return len(self._pending)
 
-    async def get(self, key: str) -> dict[str, Any] | None:
-        """The cached payload for `key`, or None; lookups in the same loop turn share one query."""
+    async def get(self, key: str) -> Payload | None:
+        """The cached payload for `key` (a dict while buffered, else its stored JSON text), or None.
+
+        Lookups made in the same event-loop turn share one query.
+        """
         if not self.readable:
             return None
         if key in self._pending:
             return self._pending[key][1]
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        future: asyncio.Future[Payload | None] = loop.create_future()
         self._waiting.setdefault(key, []).append(future)
         if self._read_scheduled is not loop:
             self._read_scheduled = loop
@@ -73,7 +77,7 @@ class ResponseCache:
         assert self.store is not None
         try:
             self.reads += 1
-            found = self.store.cache_get_many(list(waiting))
+            found = self.store.cache_get_many_json(list(waiting))
         except Exception as exc:
             for futures in waiting.values():
                 for future in futures:

@@ -127,7 +127,11 @@ class Engine:
         key = cache_key(model, messages, settings)
         payload = await self.cache.get(key)
         if payload is not None:
-            completion = Completion.model_validate(payload)
+            completion = (
+                Completion.model_validate_json(payload)
+                if isinstance(payload, str)
+                else Completion.model_validate(payload)
+            )
             completion.cached = True
             self._record("cache_hit", stage, model.id, cache_hits=1)
             return completion
