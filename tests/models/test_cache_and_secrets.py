@@ -13,6 +13,7 @@ from livemed.models.cache import ResponseCache
 from livemed.models.fake import FakeModel
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
+from tests.models.conftest import KEY_ENV
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 
@@ -56,7 +57,7 @@ async def test_every_setting_and_the_sample_index_are_in_the_key(
 
 
 async def test_cache_off_and_read_only(
-    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     off, model = make_engine(store=sqlite_store, cache="off")
     await off.generate(model, HELLO)
@@ -67,9 +68,10 @@ async def test_cache_off_and_read_only(
     await writer.generate(model, HELLO)
     await writer.aclose()
     assert len(server.chat_requests) == 3
-    reader, _ = make_engine(store=sqlite_store, cache="read-only")
-    hit = await reader.generate(model, HELLO)
-    miss = await reader.generate(model, [{"role": "user", "content": "never asked"}])
+    monkeypatch.delenv(KEY_ENV)  # replaying the cache needs no key
+    reader, fresh = make_engine(store=sqlite_store, cache="read-only")
+    hit = await reader.generate(fresh, HELLO)
+    miss = await reader.generate(fresh, [{"role": "user", "content": "never asked"}])
     assert isinstance(hit, Completion)
     assert hit.cached
     assert isinstance(miss, CallFailure)
