@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -273,3 +274,23 @@ async def test_a_failure_never_becomes_answer_text(
     assert structured.call_failure is not None
     assert structured.failure is not None
     assert structured.failure.startswith("call failed")
+
+
+def test_a_forgotten_client_is_closed_when_the_loop_ends(server: FakeOpenAIServer, api_key: str) -> None:
+    from livemed.models import Engine
+
+    config = Config(models={"openai/fake-gpt": ModelConfig(base_url=server.base_url, api_key_env=KEY_ENV)})
+    model = get_model("openai/fake-gpt", config=config)
+    assert isinstance(model, OpenAICompatibleModel)
+    clients = []
+
+    async def forgetful() -> None:
+        out = await Engine(config=config).generate(model, HELLO)  # and never aclose()
+        assert isinstance(out, Completion)
+        clients.append(model._client)
+
+    asyncio.run(forgetful())
+    asyncio.run(forgetful())  # a second loop gets its own client
+    assert len(clients) == 2
+    assert clients[0] is not clients[1]
+    assert all(client is not None and client.is_closed() for client in clients)

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -79,6 +80,7 @@ class OpenAICompatibleModel:
         self._max_tokens_field = preset.max_tokens_field if official else "max_tokens"
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
         self._key: str | None = None
 
     # ------------------------------------------------------------------ Model protocol
@@ -96,7 +98,7 @@ class OpenAICompatibleModel:
         return self._json_schema
 
     async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
-        client = self._client_for_loop()
+        client = await self._client_for_loop()
         started = time.perf_counter()
         body = self.request_body(messages, settings)
         try:
@@ -116,9 +118,9 @@ class OpenAICompatibleModel:
 
     async def aclose(self) -> None:
         """Close the HTTP connections (the engine's `aclose()` calls this)."""
-        client, self._client = self._client, None
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.close()
+        closer, self._closer, self._client = self._closer, None, None
+        if closer is not None and self._client_loop is asyncio.get_running_loop():
+            await closer.aclose()
 
     # ------------------------------------------------------------------ requests
 
@@ -165,18 +167,22 @@ class OpenAICompatibleModel:
 
     # ------------------------------------------------------------------ client and key
 
-    def _client_for_loop(self) -> openai.AsyncOpenAI:
+    async def _client_for_loop(self) -> openai.AsyncOpenAI:
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             self._key = self._api_key()
-            self._client = openai.AsyncOpenAI(
+            client = openai.AsyncOpenAI(
                 api_key=self._key,
                 base_url=self.base_url,
                 max_retries=0,
                 timeout=self.config.timeout_s,
                 http_client=_http_client(),
             )
-            self._client_loop = loop
+            self._client, self._client_loop = client, loop
+            # The loop closes suspended async generators when it shuts down (asyncio.run does), so
+            # a caller that never calls aclose() still leaves no open HTTP session behind.
+            self._closer = _close_at_shutdown(client)
+            await anext(self._closer)
         return self._client
 
     def _api_key(self) -> str:
@@ -280,6 +286,13 @@ def parse_retry_after(headers: Any) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return max(0.0, (moment - datetime.now(UTC)).total_seconds())
+
+
+async def _close_at_shutdown(client: openai.AsyncOpenAI) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.close()
 
 
 def _http_client() -> Any:
