@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from livemed.config import Config, ModelConfig  # noqa: E402
-from livemed.models import CallFailure, Completion, Engine, Message, get_model  # noqa: E402
+from livemed.models import CallFailure, Completion, Engine, Message, Settings, get_model  # noqa: E402
 from livemed.store import Store  # noqa: E402
 
 KEY_ENV = "LIVEMED_BENCH_KEY"
@@ -125,6 +125,64 @@ def throughput(calls: int, latency: float) -> None:
         server.stop()
 
 
+async def bare_calls(server: Server, calls: int, concurrency: int) -> float:
+    """The machine's ceiling: the same requests from a bare aiohttp client (no openai client, no engine)."""
+    import aiohttp
+
+    url = server.base_url + "/chat/completions"
+    gate = asyncio.Semaphore(concurrency)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+        async def one(i: int) -> None:
+            async with (
+                gate,
+                session.post(
+                    url, json={"model": "fake-gpt", "messages": [{"role": "user", "content": str(i)}]}
+                ) as r,
+            ):
+                await r.json()
+
+        await asyncio.gather(*(one(i) for i in range(concurrency)))
+        wall = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(calls)))
+        return time.perf_counter() - wall
+
+
+async def client_only_calls(server: Server, calls: int, concurrency: int) -> float:
+    """The same requests through the openai client alone (as livemed configures it), without the engine."""
+    model = get_model(
+        MODEL, config=Config(models={MODEL: ModelConfig(base_url=server.base_url, api_key_env=KEY_ENV)})
+    )
+    gate = asyncio.Semaphore(concurrency)
+    settings = Settings()
+
+    async def one(i: int) -> None:
+        async with gate:
+            await model.generate([{"role": "user", "content": str(i)}], settings=settings)
+
+    await asyncio.gather(*(one(i) for i in range(concurrency)))
+    wall = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(calls)))
+    wall = time.perf_counter() - wall
+    await model.aclose()  # type: ignore[attr-defined]
+    return wall
+
+
+def reference(calls: int, latency: float) -> None:
+    server = Server(latency)
+    try:
+        print("## reference: a bare aiohttp client, and the openai client without the engine, same server")
+        for concurrency in (32, 128):
+            bound = concurrency / latency
+            bare = calls / asyncio.run(bare_calls(server, calls, concurrency)) / bound
+            client = calls / asyncio.run(client_only_calls(server, calls, concurrency)) / bound
+            print(
+                f"concurrency {concurrency}: bare aiohttp {bare:.2f} of the bound, openai client {client:.2f}"
+            )
+    finally:
+        server.stop()
+
+
 def faults(calls: int, latency: float) -> None:
     server = Server(latency, rate_429=0.10, rate_500=0.02)
     try:
@@ -132,12 +190,14 @@ def faults(calls: int, latency: float) -> None:
     finally:
         server.stop()
     ended = out.completions + out.failures
+    most = calls * (MAX_RETRIES + 1)
     rate, bound = calls / out.wall_s, 32 / latency
     print("## faults: concurrency 32, 10% 429 (Retry-After 0.1 s), 2% 500")
     print(
         f"calls {calls}: {out.completions} completions + {out.failures} failure records = {ended} "
         f"({'all ended' if ended == calls else 'MISSING RESULTS'}); HTTP requests {out.requests}, "
-        f"retries {out.retries} ({out.retries / calls:.3f} per call, bound {MAX_RETRIES}); "
+        f"retries {out.retries} ({out.retries / calls:.3f} per call, at most {MAX_RETRIES}: "
+        f"{'within' if out.requests <= most else 'BEYOND'} the bound of {most} requests); "
         f"{rate:.0f} calls/s = {rate / bound:.2f} of the fault-free bound"
     )
 
@@ -164,12 +224,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Benchmark the model call engine.")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.1)
-    parser.add_argument("--only", choices=["throughput", "faults", "cache"])
+    parser.add_argument("--only", choices=["throughput", "reference", "faults", "cache"])
     args = parser.parse_args()
     os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    for name, step in (("throughput", throughput), ("faults", faults), ("cache", cached)):
+    steps = (("throughput", throughput), ("reference", reference), ("faults", faults), ("cache", cached))
+    for name, step in steps:
         if args.only in (None, name):
             step(args.calls, args.latency)
 
