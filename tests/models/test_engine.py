@@ -227,3 +227,23 @@ def test_one_engine_serves_several_event_loops(tmp_path) -> None:  # type: ignor
     engine.flush()
     assert store.cache_count() == 12
     store.close()
+
+
+async def test_budget_estimates_learn_from_billed_prompt_tokens() -> None:
+    # the endpoint bills 3x the prompt tokens of the 4-characters-per-token estimate: $0.322 per call
+    def billed(messages: object, settings: object) -> Completion:
+        return Completion(text="x", prompt_tokens=312, completion_tokens=10, model="fake/paid")
+
+    model = FakeModel("fake/paid", function=billed)
+    engine = Engine(config=priced("fake/paid"), max_cost=1.1)
+    settings = Settings(max_tokens=10)
+
+    async def spend() -> None:
+        for i in range(10):
+            await engine.generate(model, [{"role": "user", "content": "x" * 400 + str(i)}], settings)
+
+    with pytest.raises(BudgetExceededError):
+        await spend()
+    # without learning, the 4th call would be estimated at $0.114 and taken the total to $1.288
+    assert len(model.calls) == 3
+    assert engine.accounting.cost_usd <= 1.1

@@ -229,7 +229,7 @@ class Engine:
                     )
                     await asyncio.sleep(delay)
                 continue
-            limits.largest_completion = max(limits.largest_completion, completion.completion_tokens)
+            limits.learn(estimate_tokens(messages), completion.prompt_tokens, completion.completion_tokens)
             cost = cost_of(self.config, model.id, completion.prompt_tokens, completion.completion_tokens)
             self._record(
                 "completion",
@@ -303,9 +303,8 @@ class Engine:
         if self._budget_stop is not None:
             raise BudgetExceededError(self._budget_stop)
         self._warn_unpriced(model.id)
-        estimate = cost_of(
-            self.config, model.id, estimate_tokens(messages), self._output_estimate(settings, limits)
-        )
+        prompt = estimate_tokens(messages) * limits.prompt_ratio
+        estimate = cost_of(self.config, model.id, prompt, self._output_estimate(settings, limits))
         spent = self.accounting.cost_usd
         if spent + self._reserved_usd + estimate > self.max_cost:
             self._budget_stop = (

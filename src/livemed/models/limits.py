@@ -48,6 +48,14 @@ class ModelLimits:
     tokens: AsyncLimiter | None
     disabled: str | None = None
     largest_completion: int = 0
+    prompt_ratio: float = 1.0  # the largest (prompt tokens billed / estimate_tokens) seen so far
+
+    def learn(self, estimated_prompt: int, prompt_tokens: int, completion_tokens: int) -> None:
+        """Remember what calls really cost, so that budget estimates stay on the safe side."""
+        self.largest_completion = max(self.largest_completion, completion_tokens)
+        if estimated_prompt > 0:
+            self.prompt_ratio = max(self.prompt_ratio, prompt_tokens / estimated_prompt)
+
     loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
