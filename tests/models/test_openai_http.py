@@ -179,6 +179,7 @@ async def test_fatal_errors_are_not_retried(
     assert isinstance(out, CallFailure)
     assert (out.reason, out.status, out.attempts) == ("fatal", status, 1)
     assert f"HTTP {status}" in out.detail
+    assert ("nope" in out.detail) == (status in (400, 404))  # the server's reason, except for key refusals
     assert len(server.chat_requests) == 1
 
 

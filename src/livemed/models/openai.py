@@ -73,7 +73,6 @@ class OpenAICompatibleModel:
         self.config = settings or ModelConfig()
         self.base_url = (self.config.base_url or preset.base_url).rstrip("/")
         self.api_key_env = self.config.api_key_env or preset.api_key_env
-        self.key_required = self.api_key_env is not None
         json_schema = self.config.json_schema
         self._json_schema = preset.json_schema if json_schema is None else json_schema
         official = provider == "openai" and self.config.base_url is None
