@@ -54,5 +54,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # Command modules register themselves on `app`.
-import livemed.cli.models_commands  # noqa: E402,F401
-from livemed.cli import store_commands  # noqa: E402,F401
+from livemed.cli import models_commands, store_commands  # noqa: E402,F401
