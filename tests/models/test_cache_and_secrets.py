@@ -213,3 +213,43 @@ async def test_structured_output_on_a_cached_run_keeps_compliance(
     assert second.completion.cached
     assert len(server.chat_requests) == 1
     assert engine.compliance_of(model.id).total == 2
+
+
+async def test_max_cost_over_http_stops_before_exceeding(server: FakeOpenAIServer, api_key: str) -> None:
+    from livemed.config import Price
+    from livemed.errors import BudgetExceededError
+    from tests.models.conftest import MODEL_ID, server_config
+
+    config = server_config(server)
+    config.prices[MODEL_ID] = Price(input=10_000.0, output=10_000.0)  # $0.01 per token
+    server.default = Behavior(text="ok", prompt_tokens=11, completion_tokens=1)  # $0.12 per call
+    from livemed.models import get_model
+
+    model = get_model(MODEL_ID, config=config)
+    results: list[object] = []
+    async with Engine(config=config, max_cost=0.5) as engine:
+        for i in range(10):
+            try:
+                results.append(
+                    await engine.generate(
+                        model, [{"role": "user", "content": f"q{i}"}], Settings(max_tokens=1)
+                    )
+                )
+            except BudgetExceededError:
+                break
+        assert engine.accounting.cost_usd <= 0.5
+    # 4 calls = $0.48; a 5th would cross $0.50 (estimates learn the billed prompt size after the 1st call)
+    assert len(results) == len(server.chat_requests) == 4
+    assert all(isinstance(r, Completion) for r in results)
+
+
+def test_make_engine_maps_the_cache_flags(tmp_path: Path) -> None:
+    from livemed.cli.common import make_engine
+    from livemed.cli.context import AppState
+
+    state = AppState(store_override=str(tmp_path / "flags.db"))
+    assert make_engine(state).cache_mode == "on"
+    assert make_engine(state, no_cache=True).cache_mode == "off"
+    assert make_engine(state, cache_read_only=True).cache_mode == "read-only"
+    assert make_engine(state, max_cost=2.5).max_cost == 2.5
+    state.store.close()
