@@ -152,3 +152,18 @@ def test_engine_progress_shows_calls_hits_retries_failures_tokens_cost() -> None
     assert "1 retries" in text
     assert "0 failed" in text
     assert "calls/s" in text
+
+
+def test_check_names_a_missing_key_variable(
+    tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    config = write_config(tmp_path, server)
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, ["-c", str(config), "models", "check", "openai/fake-gpt"]
+    )
+    assert result.exit_code == 1
+    out = " ".join(result.output.split())
+    assert f"environment variable {KEY_ENV} is not set" in out
+    assert '[models."openai/fake-gpt"]' in out  # printed as text, not eaten as markup
+    assert server.chat_requests == []

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from pydantic import BaseModel
+from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
@@ -51,12 +52,14 @@ def check(
 
     config = _check_config(state(ctx).config, model_id, timeout)
     model = get_model(model_id, config=config)
-    console.print(f"[bold]{model.id}[/] → {model.endpoint}{_key_note(model)}")
+    console.print(f"[bold]{escape(model.id)}[/] → {escape(model.endpoint)}{_key_note(model)}")
     engine = Engine(store=None, config=config, cache="off")
     result = asyncio.run(_run_check(engine, model))
     plain = result.plain
     if isinstance(plain, CallFailure):
-        console.print(f"[red]call failed[/] ({plain.reason}, {plain.attempts} attempt(s)): {plain.detail}")
+        console.print(
+            f"[red]call failed[/] ({plain.reason}, {plain.attempts} attempt(s)): {escape(plain.detail)}"
+        )
         raise typer.Exit(code=1)
     _print_plain(plain)
     _print_structured(model.supports_json_schema, result.structured)
@@ -86,7 +89,8 @@ def _print_plain(plain: Completion) -> None:
     reply = reply if len(reply) <= 60 else reply[:57] + "…"
     console.print(
         f"plain call: [green]ok[/] in {plain.latency_s:.2f} s · {plain.prompt_tokens} prompt + "
-        f"{plain.completion_tokens} completion tokens · finish {plain.finish_reason or '?'} · reply {reply!r}"
+        f"{plain.completion_tokens} completion tokens · finish {plain.finish_reason or '?'} · "
+        f"reply {escape(repr(reply))}"
     )
 
 
@@ -98,7 +102,7 @@ def _print_structured(supports_json_schema: bool, structured: Structured[CheckRe
     elif structured.ok:
         console.print(f"{how}: [yellow]works after one repair[/] (the first reply did not validate)")
     else:
-        console.print(f"{how}: [red]does not work[/]: {structured.failure}")
+        console.print(f"{how}: [red]does not work[/]: {escape(structured.failure or '')}")
         if supports_json_schema:
             console.print(
                 "  (if the endpoint ignores response_format, set json_schema = false for this model)"
