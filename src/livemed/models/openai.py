@@ -191,7 +191,7 @@ class OpenAICompatibleModel:
         if not value:
             raise FatalModelError(
                 f"{self.id}: environment variable {self.api_key_env} is not set; it must hold the API key "
-                f'(or set api_key_env under [models."{self.id}"] in livemed.toml)',
+                "(or name another variable with api_key_env for this model in livemed.toml)",
                 model_wide=True,
             )
         return value
