@@ -295,3 +295,21 @@ def test_a_forgotten_client_is_closed_when_the_loop_ends(server: FakeOpenAIServe
     assert len(clients) == 2
     assert clients[0] is not clients[1]
     assert all(client is not None and client.is_closed() for client in clients)
+
+
+async def test_fake_server_speaks_the_models_endpoint(server: FakeOpenAIServer, api_key: str) -> None:
+    import openai
+
+    async with openai.AsyncOpenAI(api_key=api_key, base_url=server.base_url, max_retries=0) as client:
+        page = await client.models.list()
+    assert [m.id for m in page.data] == ["fake-gpt"]
+    assert server.requests[-1].path == "/v1/models"
+
+
+def test_unknown_provider_suggests_the_right_one() -> None:
+    from livemed.errors import ConfigError, UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="did you mean 'openai'"):
+        get_model("opneai/gpt-4o")
+    with pytest.raises(ConfigError, match="provider/name"):
+        get_model("gpt-4o")
