@@ -253,3 +253,16 @@ def test_make_engine_maps_the_cache_flags(tmp_path: Path) -> None:
     assert make_engine(state, cache_read_only=True).cache_mode == "read-only"
     assert make_engine(state, max_cost=2.5).max_cost == 2.5
     state.store.close()
+
+
+def test_store_batch_cache_methods(any_store: Store) -> None:
+    entries = [(f"k{i}", "fake/m", {"text": f"t{i}", "n": i}) for i in range(1200)]
+    assert any_store.cache_put_many(entries) == 1200
+    assert any_store.cache_put_many([("k1", "fake/m", {"text": "again"})]) == 1  # upsert
+    keys = [f"k{i}" for i in range(0, 1300, 2)]  # crosses the 500-key chunks; k1200+ are absent
+    found = any_store.cache_get_many(keys)
+    assert len(found) == 600
+    assert found["k998"] == {"text": "t998", "n": 998}
+    assert any_store.cache_get_many(["k1"]) == {"k1": {"text": "again"}}
+    assert any_store.cache_get_many_json(["k3"]) == {"k3": '{"text": "t3", "n": 3}'}
+    assert any_store.cache_count() == 1200
