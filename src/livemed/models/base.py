@@ -64,7 +64,10 @@ class CallFailure(BaseModel):
 
 @runtime_checkable
 class Model(Protocol):
-    """One endpoint. `generate` raises `TransientModelError` or `FatalModelError` on failure."""
+    """One endpoint. `generate` raises `TransientModelError` or `FatalModelError` on failure.
+
+    A model that holds connections may also define `async aclose()`; `Engine.aclose()` calls it.
+    """
 
     @property
     def id(self) -> str: ...
