@@ -200,6 +200,7 @@ async def test_model_wide_errors_stop_later_calls_but_400_does_not(
     assert later.reason == "fatal"
     assert "not sent" in later.detail
     assert len(server.chat_requests) == before
+    assert list(engine.disabled_models()) == [model.id]
 
 
 async def test_missing_key_names_the_variable_and_sends_nothing(

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -152,6 +153,8 @@ def print_usage(engine: Engine) -> None:
         )
     console.print(table)
     print_compliance(engine)
+    for model, reason in engine.disabled_models().items():
+        console.print(f"[red]{escape(model)} was disabled[/]: {escape(reason)}")
 
 
 def print_compliance(engine: Engine) -> None:

@@ -192,6 +192,10 @@ class Engine:
         counts[1] += repaired
         counts[2] += 1
 
+    def disabled_models(self) -> dict[str, str]:
+        """Models whose calls are no longer sent (after a refused key, a missing key or an unknown model)."""
+        return {model: limits.disabled for model, limits in self._limits.items() if limits.disabled}
+
     def usage_summary(self) -> dict[str, Any]:
         return {model: usage.model_dump() for model, usage in self.accounting.by_model.items()}
 
@@ -258,6 +262,7 @@ class Engine:
         detail = str(exc)
         if exc.model_wide and limits.disabled is None:
             limits.disabled = f"{detail} (later calls to {model.id} are not sent)"
+            log.warning("%s: %s; later calls to it are not sent", model.id, detail)
         self._record("failure", stage, model.id, detail, calls=1, failures=1)
         log.info("%s: %s", model.id, detail)
         return CallFailure(
