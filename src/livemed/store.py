@@ -283,6 +283,33 @@ class Store:
         with self._write() as conn:
             self._upsert(conn, cache_table, [row], ["key"])
 
+    def cache_get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Cached payloads for those of `keys` that are in the cache (one query per 500 keys)."""
+        return {key: dict(json.loads(text)) for key, text in self.cache_get_many_json(keys).items()}
+
+    def cache_get_many_json(self, keys: Sequence[str]) -> dict[str, str]:
+        """Like `cache_get_many`, with each payload as its stored JSON text (for fast validation)."""
+        found: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                query = sa.select(cache_table.c.key, cache_table.c.payload).where(
+                    cache_table.c.key.in_(chunk)
+                )
+                found.update((key, payload) for key, payload in conn.execute(query).all())
+        return found
+
+    def cache_put_many(self, entries: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        """Write `(key, model, payload)` entries in one transaction; returns how many."""
+        now = naive_utc(utcnow())
+        rows = [
+            {"key": key, "model": model, "created_at": now, "payload": json.dumps(payload)}
+            for key, model, payload in entries
+        ]
+        with self._write() as conn:
+            self._upsert(conn, cache_table, rows, ["key"])
+        return len(rows)
+
     def cache_count(self) -> int:
         with self.engine.connect() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(cache_table)).scalar_one())

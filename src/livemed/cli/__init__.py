@@ -54,5 +54,12 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # Command modules register themselves on `app`.
-from livemed.cli import analysis, demo, grading_commands, harvest, store_commands  # noqa: E402,F401
+from livemed.cli import (  # noqa: E402,F401
+    analysis,
+    demo,
+    grading_commands,
+    harvest,
+    models_commands,
+    store_commands,
+)
 from livemed.cli import curate as curate_commands  # noqa: E402,F401

@@ -1,11 +1,40 @@
-"""Helpers shared by the commands that call models: engine options and the usage summary."""
+"""Helpers shared by the commands that call models: engine options, live progress and the usage summary.
+
+```python
+engine = make_engine(state(ctx), no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+with track_run(store, "grade", engine=engine), engine_progress(engine, "grading", total=len(cases)):
+    asyncio.run(work(engine))        # end the work with `await engine.aclose()`
+print_usage(engine)                  # also writes any cache entries still buffered
+```
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from livemed.cli.context import AppState, console
+from livemed.models.accounting import EngineEvent
 from livemed.models.engine import CacheMode, Engine
+
+STATS = (
+    "{task.fields[rate]} calls/s · {task.fields[hits]} cached · {task.fields[retries]} retries · "
+    "{task.fields[failures]} failed · {task.fields[tokens]} tok · ${task.fields[cost]}"
+)
 
 
 def make_engine(
@@ -20,12 +49,86 @@ def make_engine(
     return Engine(store=app_state.store, config=app_state.config, cache=mode, max_cost=max_cost)
 
 
+class EngineProgress:
+    """A rich progress line fed by engine events: calls/s, cache hits, retries, failures, tokens, cost."""
+
+    def __init__(self, engine: Engine, progress: Progress, task: TaskID, *, refresh_s: float = 0.1) -> None:
+        self.engine = engine
+        self.progress = progress
+        self.task = task
+        self.refresh_s = refresh_s
+        self._start_finished = engine.finished
+        self._started = time.monotonic()
+        self._last = 0.0
+
+    def set_total(self, total: int | None) -> None:
+        self.progress.update(self.task, total=total)
+
+    def __call__(self, event: EngineEvent) -> None:
+        now = time.monotonic()
+        if now - self._last >= self.refresh_s:
+            self._last = now
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Copy the engine's totals into the progress line."""
+        totals = self.engine.accounting.totals()
+        done = self.engine.finished - self._start_finished
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        self.progress.update(
+            self.task,
+            completed=done,
+            rate=f"{done / elapsed:.1f}",
+            hits=totals.cache_hits,
+            retries=totals.retries,
+            failures=totals.failures,
+            tokens=totals.prompt_tokens + totals.completion_tokens,
+            cost=f"{totals.cost_usd:.4f}",
+        )
+
+
+@contextmanager
+def engine_progress(
+    engine: Engine,
+    description: str = "calling models",
+    *,
+    total: int | None = None,
+    out: Console | None = None,
+) -> Iterator[EngineProgress]:
+    """Show live progress of the engine's calls while the block runs (a final line when not a terminal)."""
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(STATS),
+        TimeElapsedColumn(),
+        console=out or console,
+    )
+    task = progress.add_task(
+        description, total=total, rate="0.0", hits=0, retries=0, failures=0, tokens=0, cost="0.0000"
+    )
+    display = EngineProgress(engine, progress, task)
+    engine.observers.append(display)
+    try:
+        with progress:
+            yield display
+            display.refresh()
+    finally:
+        engine.observers.remove(display)
+
+
 def print_usage(engine: Engine) -> None:
-    """The per-model accounting table printed at the end of every command that called a model."""
+    """The per-model accounting table printed at the end of every command that called a model.
+
+    It also writes any response-cache entries still buffered, so a command that forgot
+    `await engine.aclose()` loses nothing.
+    """
+    engine.flush()
     if not engine.accounting.by_model:
         return
     table = Table(title="model usage")
-    for column in (
+    columns = (
         "model",
         "calls",
         "cache hits",
@@ -34,7 +137,8 @@ def print_usage(engine: Engine) -> None:
         "prompt tok",
         "completion tok",
         "cost $",
-    ):
+    )
+    for column in columns:
         table.add_column(column, justify="left" if column == "model" else "right")
     for model, usage in sorted(engine.accounting.by_model.items()):
         table.add_row(
@@ -47,4 +151,21 @@ def print_usage(engine: Engine) -> None:
             str(usage.completion_tokens),
             f"{usage.cost_usd:.4f}",
         )
+    console.print(table)
+    print_compliance(engine)
+    for model, reason in engine.disabled_models().items():
+        console.print(f"[red]{escape(model)} was disabled[/]: {escape(reason)}")
+
+
+def print_compliance(engine: Engine) -> None:
+    """Structured-output compliance per model: valid first try, after one repair, failed."""
+    rows = [(model, engine.compliance_of(model)) for model in sorted(engine.compliance)]
+    rows = [(model, c) for model, c in rows if c.total]
+    if not rows:
+        return
+    table = Table(title="structured output")
+    for column in ("model", "outputs", "valid first try", "repaired", "failed", "compliance"):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for model, c in rows:
+        table.add_row(model, str(c.total), str(c.first_try), str(c.repaired), str(c.failed), f"{c.rate:.1%}")
     console.print(table)

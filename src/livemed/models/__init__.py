@@ -2,11 +2,13 @@
 
 ```python
 from livemed.models import Engine, LLM, get_model
-engine = Engine(store=store, config=config)
-judge = LLM(engine, get_model("openai/gpt-4o-mini", config=config), stage="grade")
-completion_or_failure = await judge.generate(messages)
-structured = await judge.structured(messages, Verdict)   # .value or .failure
+async with Engine(store=store, config=config) as engine:       # on exit: cache flushed, connections closed
+    judge = LLM(engine, get_model("openai/gpt-4o-mini", config=config), stage="grade")
+    completion_or_failure = await judge.generate(messages)
+    structured = await judge.structured(messages, Verdict)      # .value or .failure
 ```
+Providers: `openai/` (any OpenAI-compatible endpoint), `vllm/`, `ollama/` (`models/openai.py`), `fake/`
+(`models/fake.py`), `offline/` (baselines registered in `models/registry.py`).
 """
 
 from livemed.models.base import (

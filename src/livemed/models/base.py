@@ -64,7 +64,10 @@ class CallFailure(BaseModel):
 
 @runtime_checkable
 class Model(Protocol):
-    """One endpoint. `generate` raises `TransientModelError` or `FatalModelError` on failure."""
+    """One endpoint. `generate` raises `TransientModelError` or `FatalModelError` on failure.
+
+    A model that holds connections may also define `async aclose()`; `Engine.aclose()` calls it.
+    """
 
     @property
     def id(self) -> str: ...
@@ -90,8 +93,13 @@ class TransientModelError(Exception):
 
 
 class FatalModelError(Exception):
-    """A failure not worth retrying (400/401/403/404, bad configuration)."""
+    """A failure not worth retrying (400/401/403/404, bad configuration).
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    `model_wide` marks failures that every later call to the same model would repeat (a refused or
+    missing API key, an unknown model): the engine then fails those calls without sending them.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, model_wide: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.model_wide = model_wide

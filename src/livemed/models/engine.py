@@ -5,6 +5,12 @@ bounded retries with exponential backoff and jitter that honour Retry-After, the
 (in the store), and accounting of calls, tokens and cost per model and per stage. A call that
 cannot succeed returns a `CallFailure`; it never raises for a per-item problem and never turns
 an error into text. Only `BudgetExceededError` stops a run.
+
+```python
+async with Engine(store=store, config=config, max_cost=5.0) as engine:   # aclose() flushes the cache
+    engine.observers.append(print)                                        # EngineEvent per step
+    out = await engine.generate(model, messages, Settings(temperature=0), stage="grade")
+```
 """
 
 from __future__ import annotations
@@ -12,16 +18,23 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import random
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from aiolimiter import AsyncLimiter
+from collections import Counter, defaultdict
+from types import TracebackType
+from typing import Any
 
 from livemed.config import Config, ModelConfig
 from livemed.errors import BudgetExceededError
+from livemed.models.accounting import (
+    Accounting,
+    Compliance,
+    EngineEvent,
+    EventKind,
+    Observer,
+    cost_of,
+    log,
+    notify,
+)
 from livemed.models.base import (
     CallFailure,
     Completion,
@@ -31,20 +44,32 @@ from livemed.models.base import (
     Settings,
     TransientModelError,
 )
+from livemed.models.cache import CacheMode, ResponseCache
+from livemed.models.limits import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    ModelLimits,
+    _Limits,
+    backoff_delay,
+    estimate_tokens,
+)
 from livemed.records import Usage
 from livemed.store import Store
 
-CacheMode = Literal["on", "read-only", "off"]
+__all__ = [
+    "Accounting",
+    "CacheMode",
+    "Engine",
+    "EngineEvent",
+    "Observer",
+    "_Limits",
+    "backoff_delay",
+    "cache_key",
+    "estimate_tokens",
+]
 
-BACKOFF_BASE_S = 0.5
-BACKOFF_MAX_S = 30.0
-
-
-def backoff_delay(attempt: int, retry_after: float | None = None, *, base: float = BACKOFF_BASE_S) -> float:
-    """Seconds before retry `attempt` (0-based): Retry-After if given, else full-jitter exponential."""
-    if retry_after is not None and retry_after >= 0:
-        return min(retry_after, BACKOFF_MAX_S)
-    return random.uniform(0, min(BACKOFF_MAX_S, base * 2**attempt))
+DEFAULT_OUTPUT_ESTIMATE = 512  # completion tokens assumed for budgets when max_tokens is unset
+FREE_PROVIDERS = ("fake/", "offline/")
 
 
 def cache_key(model: Model, messages: list[Message], settings: Settings) -> str:
@@ -56,62 +81,6 @@ def cache_key(model: Model, messages: list[Message], settings: Settings) -> str:
         "settings": settings.model_dump(mode="json"),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-@dataclass
-class _Limits:
-    """Live limiters for one model."""
-
-    config: ModelConfig
-    semaphore: asyncio.Semaphore
-    requests: AsyncLimiter | None
-    tokens: AsyncLimiter | None
-
-    @classmethod
-    def from_config(cls, config: ModelConfig) -> _Limits:
-        rpm, tpm = config.requests_per_minute, config.tokens_per_minute
-        return cls(
-            config=config,
-            semaphore=asyncio.Semaphore(config.max_concurrency),
-            requests=AsyncLimiter(rpm, 60) if rpm else None,
-            tokens=AsyncLimiter(tpm, 60) if tpm else None,
-        )
-
-    async def acquire_rate(self, estimated_tokens: int) -> None:
-        if self.requests is not None:
-            await self.requests.acquire()
-        if self.tokens is not None:
-            assert self.config.tokens_per_minute is not None
-            await self.tokens.acquire(min(float(estimated_tokens), self.config.tokens_per_minute))
-
-
-@dataclass
-class Accounting:
-    """Calls, tokens and cost per model and per stage."""
-
-    by_model: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
-    by_stage: dict[str, dict[str, Usage]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(Usage))
-    )
-
-    def record(self, stage: str, model: str, delta: Usage) -> None:
-        self.by_model[model] = self.by_model[model].add(delta)
-        self.by_stage[stage][model] = self.by_stage[stage][model].add(delta)
-
-    @property
-    def cost_usd(self) -> float:
-        return sum(u.cost_usd for u in self.by_model.values())
-
-    def totals(self) -> Usage:
-        total = Usage()
-        for usage in self.by_model.values():
-            total = total.add(usage)
-        return total
-
-
-def estimate_tokens(messages: list[Message]) -> int:
-    """A cheap upper-ish estimate (4 characters per token) for rate limits and budgets."""
-    return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages)
 
 
 class Engine:
@@ -127,13 +96,21 @@ class Engine:
     ) -> None:
         self.store = store
         self.config = config or Config()
-        self.cache_mode: CacheMode = cache if store is not None else "off"
+        self.cache = ResponseCache(store, cache)
+        self.cache_mode: CacheMode = self.cache.mode
         self.max_cost = max_cost
         self.accounting = Accounting()
-        self.compliance: dict[str, list[int]] = defaultdict(
-            lambda: [0, 0, 0]
-        )  # valid first try, repaired, total
-        self._limits: dict[str, _Limits] = {}
+        # model -> [valid first try, repaired, total]; see compliance_of()
+        self.compliance: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        self.observers: list[Observer] = []
+        self.events: Counter[str] = Counter()  # EngineEvent kinds seen so far
+        self.backoff_base_s = BACKOFF_BASE_S
+        self.backoff_max_s = BACKOFF_MAX_S
+        self._limits: dict[str, ModelLimits] = {}
+        self._models: dict[str, Model] = {}
+        self._reserved_usd = 0.0
+        self._budget_stop: str | None = None
+        self._unpriced_warned: set[str] = set()
 
     # ------------------------------------------------------------------ public
 
@@ -148,119 +125,205 @@ class Engine:
         """One call: cache, then limits and retries; a `CallFailure` when it cannot succeed."""
         settings = settings or Settings()
         key = cache_key(model, messages, settings)
-        cached = self._cache_lookup(key)
-        if cached is not None:
-            self.accounting.record(stage, model.id, Usage(cache_hits=1))
-            return cached
+        payload = await self.cache.get(key)
+        if payload is not None:
+            completion = (
+                Completion.model_validate_json(payload)
+                if isinstance(payload, str)
+                else Completion.model_validate(payload)
+            )
+            completion.cached = True
+            self._record("cache_hit", stage, model.id, cache_hits=1)
+            return completion
         if self.cache_mode == "read-only":
-            self.accounting.record(stage, model.id, Usage(failures=1))
+            self._record("failure", stage, model.id, "cache miss", failures=1)
             return CallFailure(
                 model=model.id, reason="cache_miss", detail="not in the cache (--cache-read-only)"
             )
-        self._check_budget(model, messages, settings)
-        result = await self._call_with_retries(model, messages, settings, stage)
-        if isinstance(result, Completion) and self.cache_mode == "on" and self.store is not None:
-            self.store.cache_put(key, model.id, result.model_dump(mode="json"))
+        limits = self._limits_for(model)
+        if limits.disabled is not None:
+            self._record("failure", stage, model.id, limits.disabled, failures=1)
+            return CallFailure(model=model.id, reason="fatal", detail=limits.disabled)
+        reserved = self._reserve_budget(model, messages, settings, limits)
+        try:
+            result = await self._call_with_retries(model, messages, settings, stage, limits)
+        finally:
+            self._reserved_usd -= reserved
+        if isinstance(result, Completion):
+            self.cache.put(key, model.id, result.model_dump(mode="json"))
         return result
 
     def limits(self, model: Model) -> ModelConfig:
-        return self._limits_for(model).config
+        return self.config.model_settings(model.id)
 
-    # ------------------------------------------------------------------ internals
+    def flush(self) -> int:
+        """Write buffered cache entries to the store now; returns how many."""
+        return self.cache.flush()
 
-    def _limits_for(self, model: Model) -> _Limits:
-        if model.id not in self._limits:
-            self._limits[model.id] = _Limits.from_config(self.config.model_settings(model.id))
-        return self._limits[model.id]
+    async def aclose(self) -> None:
+        """Flush the cache and close the models' HTTP connections; call once the work is done."""
+        self.flush()
+        for model in self._models.values():
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
 
-    def _cache_lookup(self, key: str) -> Completion | None:
-        if self.cache_mode == "off" or self.store is None:
-            return None
-        payload = self.store.cache_get(key)
-        if payload is None:
-            return None
-        completion = Completion.model_validate(payload)
-        completion.cached = True
-        return completion
+    async def __aenter__(self) -> Engine:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def finished(self) -> int:
+        """`generate()` calls that have returned (completions, cache hits and failures)."""
+        return self.events["completion"] + self.events["cache_hit"] + self.events["failure"]
+
+    def compliance_of(self, model_id: str) -> Compliance:
+        """Structured-output compliance of one model so far."""
+        return Compliance.from_counts(self.compliance.get(model_id, [0, 0, 0]))
+
+    def count_structured(self, model_id: str, *, first_try: bool = False, repaired: bool = False) -> None:
+        """Count one structured call for compliance (used by `LLM.structured`)."""
+        counts = self.compliance[model_id]
+        counts[0] += first_try
+        counts[1] += repaired
+        counts[2] += 1
+
+    def disabled_models(self) -> dict[str, str]:
+        """Models whose calls are no longer sent (after a refused key, a missing key or an unknown model)."""
+        return {model: limits.disabled for model, limits in self._limits.items() if limits.disabled}
+
+    def usage_summary(self) -> dict[str, Any]:
+        return {model: usage.model_dump() for model, usage in self.accounting.by_model.items()}
+
+    # ------------------------------------------------------------------ calls
+
+    def _limits_for(self, model: Model) -> ModelLimits:
+        limits = self._limits.get(model.id)
+        if limits is None:
+            limits = self._limits[model.id] = ModelLimits.from_config(self.config.model_settings(model.id))
+            self._models[model.id] = model
+        return limits.for_loop(asyncio.get_running_loop())
 
     async def _call_with_retries(
-        self, model: Model, messages: list[Message], settings: Settings, stage: str
+        self, model: Model, messages: list[Message], settings: Settings, stage: str, limits: ModelLimits
     ) -> Completion | CallFailure:
-        limits = self._limits_for(model)
         attempts = limits.config.max_retries + 1
         last: TransientModelError | TimeoutError | None = None
         for attempt in range(attempts):
             try:
                 completion = await self._attempt(model, messages, settings, limits)
             except FatalModelError as exc:
-                self.accounting.record(stage, model.id, Usage(calls=1, failures=1))
-                return CallFailure(
-                    model=model.id, reason="fatal", detail=str(exc), status=exc.status, attempts=attempt + 1
-                )
+                return self._fatal(model, stage, limits, exc, attempt + 1)
             except (TransientModelError, TimeoutError) as exc:
                 last = exc
-                self.accounting.record(stage, model.id, Usage(calls=1))
                 if attempt + 1 < attempts:
-                    self.accounting.record(stage, model.id, Usage(retries=1))
-                    await asyncio.sleep(backoff_delay(attempt, getattr(exc, "retry_after", None)))
+                    delay = backoff_delay(
+                        attempt,
+                        getattr(exc, "retry_after", None),
+                        base=self.backoff_base_s,
+                        cap=self.backoff_max_s,
+                    )
+                    self._record("retry", stage, model.id, str(exc), calls=1, retries=1)
+                    log.debug(
+                        "%s: attempt %d failed (%s); retrying in %.2f s", model.id, attempt + 1, exc, delay
+                    )
+                    await asyncio.sleep(delay)
                 continue
-            self.accounting.record(stage, model.id, self._usage_of(model, completion))
+            limits.learn(estimate_tokens(messages), completion.prompt_tokens, completion.completion_tokens)
+            cost = cost_of(self.config, model.id, completion.prompt_tokens, completion.completion_tokens)
+            self._record(
+                "completion",
+                stage,
+                model.id,
+                calls=1,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                cost_usd=cost,
+            )
             return completion
-        self.accounting.record(stage, model.id, Usage(failures=1))
-        detail = str(last) or type(last).__name__ if last else "no attempt made"
+        detail = f"gave up after {attempts} attempt(s): {last or 'no attempt made'}"
+        self._record("failure", stage, model.id, detail, calls=1, failures=1)
+        log.info("%s: %s", model.id, detail)
         return CallFailure(
             model=model.id,
             reason="retries_exhausted",
-            detail=f"gave up after {attempts} attempt(s): {detail}",
+            detail=detail,
             status=getattr(last, "status", None),
             attempts=attempts,
         )
 
+    def _fatal(
+        self, model: Model, stage: str, limits: ModelLimits, exc: FatalModelError, attempts: int
+    ) -> CallFailure:
+        detail = str(exc)
+        if exc.model_wide and limits.disabled is None:
+            limits.disabled = f"{detail} (later calls to {model.id} are not sent)"
+            log.warning("%s: %s; later calls to it are not sent", model.id, detail)
+        self._record("failure", stage, model.id, detail, calls=1, failures=1)
+        log.info("%s: %s", model.id, detail)
+        return CallFailure(
+            model=model.id, reason="fatal", detail=detail, status=exc.status, attempts=attempts
+        )
+
     async def _attempt(
-        self, model: Model, messages: list[Message], settings: Settings, limits: _Limits
+        self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
     ) -> Completion:
         async with limits.semaphore:
-            await limits.acquire_rate(estimate_tokens(messages) + (settings.max_tokens or 0))
+            await limits.acquire_rate(estimate_tokens(messages) + self._output_estimate(settings, limits))
             started = time.perf_counter()
+            timeout = limits.config.timeout_s
             try:
-                completion = await asyncio.wait_for(
-                    model.generate(messages, settings=settings), timeout=limits.config.timeout_s
-                )
+                completion = await asyncio.wait_for(model.generate(messages, settings=settings), timeout)
             except TimeoutError:
-                raise TimeoutError(f"no answer within {limits.config.timeout_s:g} s") from None
+                raise TimeoutError(f"{model.id}: no answer within {timeout:g} s") from None
             if not completion.latency_s:
                 completion.latency_s = time.perf_counter() - started
             return completion
 
-    def _usage_of(self, model: Model, completion: Completion) -> Usage:
-        price = self.config.prices.get(model.id)
-        cost = 0.0
-        if price is not None:
-            cost = (
-                completion.prompt_tokens * price.input + completion.completion_tokens * price.output
-            ) / 1e6
-        return Usage(
-            calls=1,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            cost_usd=cost,
-        )
-
-    def _check_budget(self, model: Model, messages: list[Message], settings: Settings) -> None:
-        if self.max_cost is None:
-            return
-        price = self.config.prices.get(model.id)
-        estimate = 0.0
-        if price is not None:
-            estimate = (
-                estimate_tokens(messages) * price.input + (settings.max_tokens or 0) * price.output
-            ) / 1e6
-        if self.accounting.cost_usd + estimate > self.max_cost:
-            raise BudgetExceededError(
-                f"stopping before exceeding --max-cost ${self.max_cost:.2f} "
-                f"(spent ${self.accounting.cost_usd:.4f}, next call up to ${estimate:.4f}); "
-                "finished work is stored and will not be paid for again"
+    def _record(self, kind: EventKind, stage: str, model: str, detail: str = "", **counts: float) -> None:
+        self.accounting.add(stage, model, **counts)
+        self.events[kind] += 1
+        if self.observers:
+            usage = Usage.model_validate(counts)
+            notify(
+                self.observers, EngineEvent(kind=kind, model=model, stage=stage, usage=usage, detail=detail)
             )
 
-    def usage_summary(self) -> dict[str, Any]:
-        return {model: usage.model_dump() for model, usage in self.accounting.by_model.items()}
+    # ------------------------------------------------------------------ budget
+
+    def _output_estimate(self, settings: Settings, limits: ModelLimits) -> int:
+        per_choice = settings.max_tokens or max(DEFAULT_OUTPUT_ESTIMATE, limits.largest_completion)
+        return per_choice * settings.n
+
+    def _reserve_budget(
+        self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
+    ) -> float:
+        """Reserve the most this call may cost, or stop the run if that could exceed --max-cost."""
+        if self.max_cost is None:
+            return 0.0
+        if self._budget_stop is not None:
+            raise BudgetExceededError(self._budget_stop)
+        self._warn_unpriced(model.id)
+        prompt = estimate_tokens(messages) * limits.prompt_ratio
+        estimate = cost_of(self.config, model.id, prompt, self._output_estimate(settings, limits))
+        spent = self.accounting.cost_usd
+        if spent + self._reserved_usd + estimate > self.max_cost:
+            self._budget_stop = (
+                f"stopping before exceeding --max-cost ${self.max_cost:.2f} "
+                f"(spent ${spent:.4f}, in flight up to ${self._reserved_usd:.4f}, next call up to "
+                f"${estimate:.4f}); finished work is stored and will not be paid for again"
+            )
+            raise BudgetExceededError(self._budget_stop)
+        self._reserved_usd += estimate
+        return estimate
+
+    def _warn_unpriced(self, model_id: str) -> None:
+        if model_id in self.config.prices or model_id.startswith(FREE_PROVIDERS):
+            return
+        if model_id not in self._unpriced_warned:
+            self._unpriced_warned.add(model_id)
+            log.warning("%s has no price in [prices]; --max-cost counts its calls as free", model_id)

@@ -40,22 +40,25 @@ class LLM:
         if isinstance(first, CallFailure):
             return Structured(value=None, failure=f"call failed: {first.detail}", call_failure=first)
         value, reason = parse_as(schema, first.text)
-        counts = self.engine.compliance[self.id]
-        counts[2] += 1
         if value is not None:
-            counts[0] += 1
+            self.engine.count_structured(self.id, first_try=True)
             return Structured(value=value, raw=first.text, completion=first)
         assert reason is not None
         second = await self.generate(
             repair_messages(call_messages, first.text, reason, schema), call_settings
         )
         if isinstance(second, CallFailure):
+            self.engine.count_structured(self.id)
             return Structured(
-                value=None, raw=first.text, failure=f"invalid output ({reason}); repair call failed"
+                value=None,
+                raw=first.text,
+                failure=f"invalid output ({reason}); repair call failed: {second.detail}",
+                completion=first,
+                call_failure=second,
             )
         value, second_reason = parse_as(schema, second.text)
+        self.engine.count_structured(self.id, repaired=value is not None)
         if value is not None:
-            counts[1] += 1
             return Structured(value=value, raw=second.text, repaired=True, completion=second)
         return Structured(
             value=None,

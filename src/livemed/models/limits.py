@@ -1,0 +1,94 @@
+"""Per-model limits: concurrency, request and token rates, backoff, and a breaker for dead models."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+
+from aiolimiter import AsyncLimiter
+
+from livemed.config import ModelConfig
+from livemed.models.base import Message
+
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 30.0
+
+
+def backoff_delay(
+    attempt: int,
+    retry_after: float | None = None,
+    *,
+    base: float = BACKOFF_BASE_S,
+    cap: float = BACKOFF_MAX_S,
+) -> float:
+    """Seconds before retry `attempt` (0-based).
+
+    With Retry-After: at least that long (capped at `cap`), plus up to 10% jitter so that calls
+    refused together do not return together. Without: full-jitter exponential backoff.
+    """
+    if retry_after is not None and retry_after >= 0:
+        wait = min(retry_after, cap)
+        return wait + random.uniform(0, 0.1 * wait)
+    return random.uniform(0, min(cap, base * 2**attempt))
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    """A cheap upper-ish estimate (4 characters per token) for rate limits and budgets."""
+    return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages)
+
+
+@dataclass
+class ModelLimits:
+    """Live limiters for one model, plus why it is disabled (after a model-wide fatal error)."""
+
+    config: ModelConfig
+    semaphore: asyncio.Semaphore
+    requests: AsyncLimiter | None
+    tokens: AsyncLimiter | None
+    disabled: str | None = None
+    largest_completion: int = 0
+    prompt_ratio: float = 1.0  # the largest (prompt tokens billed / estimate_tokens) seen so far
+
+    def learn(self, estimated_prompt: int, prompt_tokens: int, completion_tokens: int) -> None:
+        """Remember what calls really cost, so that budget estimates stay on the safe side."""
+        self.largest_completion = max(self.largest_completion, completion_tokens)
+        if estimated_prompt > 0:
+            self.prompt_ratio = max(self.prompt_ratio, prompt_tokens / estimated_prompt)
+
+    loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> ModelLimits:
+        rpm, tpm = config.requests_per_minute, config.tokens_per_minute
+        return cls(
+            config=config,
+            semaphore=asyncio.Semaphore(config.max_concurrency),
+            requests=_limiter(rpm) if rpm else None,
+            tokens=_limiter(tpm) if tpm else None,
+        )
+
+    def for_loop(self, loop: asyncio.AbstractEventLoop) -> ModelLimits:
+        """These limits for `loop`: asyncio primitives belong to one loop, so a new loop gets fresh ones."""
+        if self.loop is not loop:
+            fresh = ModelLimits.from_config(self.config)
+            self.semaphore, self.requests, self.tokens = fresh.semaphore, fresh.requests, fresh.tokens
+            self.loop = loop
+        return self
+
+    async def acquire_rate(self, estimated_tokens: int) -> None:
+        """Wait for a request slot and for `estimated_tokens` of token budget in the rate windows."""
+        if self.requests is not None:
+            await self.requests.acquire()
+        if self.tokens is not None:
+            await self.tokens.acquire(min(float(estimated_tokens), self.tokens.max_rate))
+
+
+def _limiter(per_minute: float) -> AsyncLimiter:
+    """A leaky bucket for `per_minute` that bursts at most a tenth of a minute's worth (at least 1)."""
+    capacity = max(1.0, per_minute / 10)
+    return AsyncLimiter(capacity, capacity * 60 / per_minute)
+
+
+# Kept for code written against the first sketch of the engine.
+_Limits = ModelLimits

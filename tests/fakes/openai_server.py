@@ -1,0 +1,295 @@
+"""A fake OpenAI-compatible server: real HTTP on 127.0.0.1, scriptable per request.
+
+It serves `POST /v1/chat/completions` and `GET /v1/models`, plus `GET /_stats` (request count)
+and `POST /_reset` for out-of-process use. Each chat request takes the next scripted `Behavior`
+(or the `responder`'s, or the default), which can add latency, answer 429 with Retry-After,
+500, hang, send a malformed JSON body or any text.
+
+```python
+with FakeOpenAIServer() as server:                 # a thread with its own event loop
+    server.script(Behavior(status=429, retry_after=0.2), Behavior(text="hello"))
+    ...  # point a model at server.base_url
+    assert len(server.requests) == 2
+```
+Run it as a separate process (for benchmarks): `python -m tests.fakes.openai_server --latency 0.1`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass(frozen=True)
+class Behavior:
+    """What the server does with one chat request."""
+
+    text: str = "ok"
+    status: int = 200
+    latency: float = 0.0
+    retry_after: float | None = None
+    retry_after_ms: float | None = None
+    hang: bool = False
+    malformed: bool = False
+    error_message: str = "fake server error"
+    finish_reason: str = "stop"
+    prompt_tokens: int = 11
+    completion_tokens: int | None = None
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    received_at: float
+
+
+Responder = Callable[[dict[str, Any]], Behavior]
+
+
+@dataclass
+class FakeOpenAIServer:
+    """The server; use as a context manager (thread) or `serve()` it in a process of its own."""
+
+    default: Behavior = field(default_factory=Behavior)
+    responder: Responder | None = None
+    rate_429: float = 0.0
+    rate_500: float = 0.0
+    random_retry_after: float = 0.0
+    seed: int = 0
+    record: bool = True
+    host: str = "127.0.0.1"
+    port: int = 0
+    requests: list[RecordedRequest] = field(default_factory=list)
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        self._script: deque[Behavior] = deque()
+        self._random = random.Random(self.seed)
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._stopping: asyncio.Event | None = None
+
+    # ------------------------------------------------------------------ scripting
+
+    def script(self, *behaviors: Behavior) -> None:
+        """Queue behaviours for the next chat requests, in order (then the default applies)."""
+        with self._lock:
+            self._script.extend(behaviors)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def _next_behavior(self, body: dict[str, Any]) -> Behavior:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        if self.responder is not None:
+            return self.responder(body)
+        roll = self._random.random()
+        if roll < self.rate_429:
+            return Behavior(status=429, latency=self.default.latency, retry_after=self.random_retry_after)
+        if roll < self.rate_429 + self.rate_500:
+            return Behavior(status=500, latency=self.default.latency)
+        return self.default
+
+    # ------------------------------------------------------------------ handlers
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body: dict[str, Any] | None = json.loads(raw)
+        except ValueError:
+            body = None
+        self._record(request, body)
+        if not isinstance(body, dict):
+            return _error(400, "request body is not JSON")
+        behavior = self._next_behavior(body)
+        if behavior.latency:
+            await asyncio.sleep(behavior.latency)
+        if behavior.hang:
+            assert self._stopping is not None
+            await self._stopping.wait()
+            return _error(503, "server shutting down")
+        if behavior.status != 200:
+            return _error(behavior.status, behavior.error_message, _retry_headers(behavior))
+        if behavior.malformed:
+            return web.Response(
+                text='{"id": "chatcmpl-broken", "choices": [', content_type="application/json"
+            )
+        return web.Response(body=json.dumps(_completion(body, behavior)), content_type="application/json")
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        self._record(request, None)
+        data = [{"id": "fake-gpt", "object": "model", "created": 0, "owned_by": "livemed-tests"}]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _stats(self, _request: web.Request) -> web.StreamResponse:
+        return web.json_response({"requests": self.count})
+
+    async def _reset(self, _request: web.Request) -> web.StreamResponse:
+        self.count = 0
+        self.requests.clear()
+        return web.json_response({"requests": 0})
+
+    def _record(self, request: web.Request, body: dict[str, Any] | None) -> None:
+        self.count += 1
+        if self.record:
+            headers = {k.lower(): v for k, v in request.headers.items()}
+            self.requests.append(
+                RecordedRequest(request.method, request.path, headers, body, time.monotonic())
+            )
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/_stats", self._stats)
+        app.router.add_post("/_reset", self._reset)
+        return app
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start_async(self) -> None:
+        self._stopping = asyncio.Event()
+        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop_async(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        loop = self._loop = asyncio.new_event_loop()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start_async())
+            except BaseException as exc:
+                failure.append(exc)
+                loop.close()
+                return
+            finally:
+                ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self.stop_async())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-openai-server", daemon=True)
+        self._thread.start()
+        if not ready.wait(10) or failure:
+            raise RuntimeError(f"fake OpenAI server did not start: {failure}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None
+        assert self._thread is not None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+def _retry_headers(behavior: Behavior) -> dict[str, str]:
+    headers = {}
+    if behavior.retry_after is not None:
+        headers["Retry-After"] = f"{behavior.retry_after:g}"
+    if behavior.retry_after_ms is not None:
+        headers["retry-after-ms"] = f"{behavior.retry_after_ms:g}"
+    # The official client would honour this itself; livemed's engine owns retries.
+    headers["x-should-retry"] = "true"
+    return headers
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    body = {"error": {"message": message, "type": "fake_error", "param": None, "code": str(status)}}
+    return web.Response(
+        status=status, body=json.dumps(body), content_type="application/json", headers=headers
+    )
+
+
+def _completion(request: dict[str, Any], behavior: Behavior) -> dict[str, Any]:
+    n = int(request.get("n") or 1)
+    completion_tokens = behavior.completion_tokens
+    if completion_tokens is None:
+        completion_tokens = max(1, len(behavior.text.split()))
+    choices = [
+        {
+            "index": i,
+            "message": {"role": "assistant", "content": behavior.text if i == 0 else f"{behavior.text} #{i}"},
+            "finish_reason": behavior.finish_reason,
+            "logprobs": None,
+        }
+        for i in range(n)
+    ]
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "fake-gpt"),
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": behavior.prompt_tokens,
+            "completion_tokens": completion_tokens * n,
+            "total_tokens": behavior.prompt_tokens + completion_tokens * n,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--rate-429", type=float, default=0.0)
+    parser.add_argument("--rate-500", type=float, default=0.0)
+    parser.add_argument("--retry-after", type=float, default=0.0, help="Retry-After seconds on random 429s")
+    parser.add_argument("--text", default="ok")
+    args = parser.parse_args()
+    server = FakeOpenAIServer(
+        default=Behavior(text=args.text, latency=args.latency),
+        rate_429=args.rate_429,
+        rate_500=args.rate_500,
+        random_retry_after=args.retry_after,
+        port=args.port,
+        record=False,
+    )
+
+    async def serve() -> None:
+        await server.start_async()
+        print(f"listening {server.base_url}", flush=True)
+        await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""The response cache (hits cost no HTTP request, read-only, write-behind) and the API key's confinement."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from livemed.models import LLM, CallFailure, Completion, Engine, Settings
+from livemed.models.cache import ResponseCache
+from livemed.models.fake import FakeModel
+from livemed.store import Store
+from tests.fakes.openai_server import Behavior, FakeOpenAIServer
+from tests.models.conftest import KEY_ENV
+
+HELLO = [{"role": "user", "content": "Say hello."}]
+
+
+async def test_cache_hit_makes_no_http_request(
+    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+) -> None:
+    engine, model = make_engine(store=sqlite_store)
+    server.script(Behavior(text="first answer"))
+    first = await engine.generate(model, HELLO, Settings(temperature=0))
+    again = await engine.generate(model, HELLO, Settings(temperature=0))
+    assert isinstance(first, Completion)
+    assert isinstance(again, Completion)
+    assert (first.cached, again.cached) == (False, True)
+    assert again.text == "first answer"
+    assert len(server.chat_requests) == 1
+    await engine.aclose()
+    later, model2 = make_engine(store=sqlite_store)  # a new run over the same store
+    replay = await later.generate(model2, HELLO, Settings(temperature=0))
+    assert isinstance(replay, Completion)
+    assert replay.cached
+    assert len(server.chat_requests) == 1
+    assert later.accounting.by_model[model.id].cache_hits == 1
+    assert later.accounting.by_model[model.id].calls == 0
+
+
+async def test_every_setting_and_the_sample_index_are_in_the_key(
+    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+) -> None:
+    engine, model = make_engine(store=sqlite_store)
+    variants = [
+        Settings(),
+        Settings(temperature=0.5),
+        Settings(sample=1),
+        Settings(max_tokens=3),
+        Settings(seed=1),
+    ]
+    for settings in variants:
+        await engine.generate(model, HELLO, settings)
+    assert len(server.chat_requests) == len(variants)
+
+
+async def test_cache_off_and_read_only(
+    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    off, model = make_engine(store=sqlite_store, cache="off")
+    await off.generate(model, HELLO)
+    await off.generate(model, HELLO)
+    assert len(server.chat_requests) == 2
+    assert sqlite_store.cache_count() == 0
+    writer, _ = make_engine(store=sqlite_store)
+    await writer.generate(model, HELLO)
+    await writer.aclose()
+    assert len(server.chat_requests) == 3
+    monkeypatch.delenv(KEY_ENV)  # replaying the cache needs no key
+    reader, fresh = make_engine(store=sqlite_store, cache="read-only")
+    hit = await reader.generate(fresh, HELLO)
+    miss = await reader.generate(fresh, [{"role": "user", "content": "never asked"}])
+    assert isinstance(hit, Completion)
+    assert hit.cached
+    assert isinstance(miss, CallFailure)
+    assert miss.reason == "cache_miss"
+    assert len(server.chat_requests) == 3  # read-only never calls the endpoint
+
+
+async def test_concurrent_lookups_share_one_query(sqlite_store: Store) -> None:
+    model = FakeModel("fake/batch", function=lambda messages, settings: messages[-1]["content"].upper())
+    questions = [[{"role": "user", "content": f"q{i}"}] for i in range(50)]
+    async with Engine(store=sqlite_store) as first:
+        await asyncio.gather(*(first.generate(model, q) for q in questions))  # type: ignore[arg-type]
+    assert sqlite_store.cache_count() == 50
+    async with Engine(store=sqlite_store) as second:
+        answers = await asyncio.gather(*(second.generate(model, q) for q in questions))  # type: ignore[arg-type]
+        assert second.cache.reads == 1
+    assert [a.text for a in answers if isinstance(a, Completion)] == [f"Q{i}" for i in range(50)]
+    assert len(model.calls) == 50
+
+
+async def test_write_behind_flushes_by_size_time_and_close(sqlite_store: Store) -> None:
+    cache = ResponseCache(sqlite_store, "on", flush_every=3, flush_after_s=0.1)
+    cache.put("a", "fake/m", {"text": "a"})
+    cache.put("b", "fake/m", {"text": "b"})
+    assert sqlite_store.cache_count() == 0
+    assert await cache.get("a") == {"text": "a"}  # a buffered entry is already a hit
+    cache.put("c", "fake/m", {"text": "c"})
+    assert sqlite_store.cache_count() == 3  # the buffer was full
+    assert await cache.get("a") == '{"text": "a"}'  # a stored entry comes back as its JSON text
+    cache.put("d", "fake/m", {"text": "d"})
+    await asyncio.sleep(0.25)
+    assert sqlite_store.cache_count() == 4  # written by the timer
+    cache.put("e", "fake/m", {"text": "e"})
+    assert cache.flush() == 1
+    assert sqlite_store.cache_count() == 5
+
+
+FORGETFUL = """
+import asyncio, sys
+from livemed.models import Engine
+from livemed.models.fake import FakeModel
+from livemed.store import Store
+
+async def main():
+    engine = Engine(store=Store(sys.argv[1]))
+    await engine.generate(FakeModel("fake/m", default="kept"), [{"role": "user", "content": "q"}])
+    assert engine.cache.pending == 1  # nobody calls flush() or aclose()
+
+asyncio.run(main())
+"""
+
+
+def test_a_buffer_nobody_flushed_is_written_at_exit(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "forgetful.db"
+    subprocess.run([sys.executable, "-c", FORGETFUL, str(path)], check=True, timeout=60)
+    with Store(path) as store:
+        assert store.cache_count() == 1
+
+
+async def test_the_key_never_leaves_for_the_store_cache_logs_or_messages(
+    make_engine, server: FakeOpenAIServer, api_key: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(tmp_path / "secret-check.db")
+    engine, model = make_engine(store=store, max_retries=1)
+    echo = f"you sent {api_key}, echoing it back"
+    server.script(
+        Behavior(text=f"model text that repeats the key {api_key}"),  # a hostile endpoint echoes the key
+        Behavior(status=500, error_message=echo),
+        Behavior(status=500, error_message=echo),
+        Behavior(status=400, error_message=echo),
+        Behavior(status=401, error_message=echo),
+    )
+    outcomes: list[object] = []
+    with caplog.at_level(logging.DEBUG):
+        for i in range(5):
+            outcomes.append(await engine.generate(model, [{"role": "user", "content": f"q{i}"}]))
+        await engine.aclose()
+    assert len(server.chat_requests) == 5
+    assert all(
+        r.headers["authorization"] == f"Bearer {api_key}" for r in server.chat_requests
+    )  # sent only there
+    texts = [o.model_dump_json() for o in outcomes if isinstance(o, (Completion, CallFailure))]
+    assert len(texts) == 5
+    assert sum(isinstance(o, CallFailure) for o in outcomes) == 4
+    for text in [*texts, caplog.text, repr(model.__dict__.get("config"))]:
+        assert api_key not in text
+    assert "[redacted]" in texts[0]
+    store.close()
+    assert_not_in_files(tmp_path, api_key)  # the database and its WAL/SHM files, byte by byte
+    assert store.cache_count() == 1
+
+
+def assert_not_in_files(folder: Path, secret: str) -> None:
+    files = list(folder.iterdir())
+    assert any(f.name.endswith(".db") for f in files)
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path.name
+
+
+async def test_exception_messages_never_hold_the_key(
+    make_engine, server: FakeOpenAIServer, api_key: str
+) -> None:
+    from livemed.models import FatalModelError, TransientModelError
+
+    _engine, model = make_engine()
+    server.script(
+        Behavior(status=404, error_message=f"model not found for key {api_key}"),
+        Behavior(status=503, error_message=f"overloaded {api_key}"),
+    )
+    with pytest.raises(FatalModelError) as fatal:
+        await model.generate(HELLO, settings=Settings())
+    with pytest.raises(TransientModelError) as transient:
+        await model.generate(HELLO, settings=Settings())
+    for exc in (fatal.value, transient.value):
+        assert api_key not in str(exc)
+        assert api_key not in repr(exc.args)
+        assert exc.__cause__ is None
+    await model.aclose()
+
+
+async def test_structured_output_on_a_cached_run_keeps_compliance(
+    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+) -> None:
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        met: bool
+
+    engine, model = make_engine(store=sqlite_store)
+    server.script(Behavior(text='{"met": true}'))
+    llm = LLM(engine, model, stage="grade")
+    first = await llm.structured(HELLO, Verdict)
+    second = await llm.structured(HELLO, Verdict)
+    assert first.value == second.value == Verdict(met=True)
+    assert second.completion is not None
+    assert second.completion.cached
+    assert len(server.chat_requests) == 1
+    assert engine.compliance_of(model.id).total == 2
+
+
+async def test_max_cost_over_http_stops_before_exceeding(server: FakeOpenAIServer, api_key: str) -> None:
+    from livemed.config import Price
+    from livemed.errors import BudgetExceededError
+    from tests.models.conftest import MODEL_ID, server_config
+
+    config = server_config(server)
+    config.prices[MODEL_ID] = Price(input=10_000.0, output=10_000.0)  # $0.01 per token
+    server.default = Behavior(text="ok", prompt_tokens=11, completion_tokens=1)  # $0.12 per call
+    from livemed.models import get_model
+
+    model = get_model(MODEL_ID, config=config)
+    results: list[object] = []
+    async with Engine(config=config, max_cost=0.5) as engine:
+        for i in range(10):
+            try:
+                results.append(
+                    await engine.generate(
+                        model, [{"role": "user", "content": f"q{i}"}], Settings(max_tokens=1)
+                    )
+                )
+            except BudgetExceededError:
+                break
+        assert engine.accounting.cost_usd <= 0.5
+    # 4 calls = $0.48; a 5th would cross $0.50 (estimates learn the billed prompt size after the 1st call)
+    assert len(results) == len(server.chat_requests) == 4
+    assert all(isinstance(r, Completion) for r in results)
+
+
+def test_make_engine_maps_the_cache_flags(tmp_path: Path) -> None:
+    from livemed.cli.common import make_engine
+    from livemed.cli.context import AppState
+
+    state = AppState(store_override=str(tmp_path / "flags.db"))
+    assert make_engine(state).cache_mode == "on"
+    assert make_engine(state, no_cache=True).cache_mode == "off"
+    assert make_engine(state, cache_read_only=True).cache_mode == "read-only"
+    assert make_engine(state, max_cost=2.5).max_cost == 2.5
+    state.store.close()
+
+
+def test_store_batch_cache_methods(any_store: Store) -> None:
+    entries = [(f"k{i}", "fake/m", {"text": f"t{i}", "n": i}) for i in range(1200)]
+    assert any_store.cache_put_many(entries) == 1200
+    assert any_store.cache_put_many([("k1", "fake/m", {"text": "again"})]) == 1  # upsert
+    keys = [f"k{i}" for i in range(0, 1300, 2)]  # crosses the 500-key chunks; k1200+ are absent
+    found = any_store.cache_get_many(keys)
+    assert len(found) == 600
+    assert found["k998"] == {"text": "t998", "n": 998}
+    assert any_store.cache_get_many(["k1"]) == {"k1": {"text": "again"}}
+    assert any_store.cache_get_many_json(["k3"]) == {"k3": '{"text": "t3", "n": 3}'}
+    assert any_store.cache_count() == 1200

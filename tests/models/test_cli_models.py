@@ -1,0 +1,169 @@
+"""`livemed models check` and `list`, in-process and as the installed program; the progress display."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from livemed.cli import app
+from livemed.models import Engine
+from livemed.models.fake import FakeModel
+from tests.fakes.openai_server import Behavior, FakeOpenAIServer
+from tests.models.conftest import KEY_ENV
+
+GOOD = '{"ok": true, "word": "OK"}'
+
+
+def write_config(tmp_path: Path, server: FakeOpenAIServer, **extra: str) -> Path:
+    lines = [
+        '[models."openai/fake-gpt"]',
+        f'base_url = "{server.base_url}"',
+        f'api_key_env = "{KEY_ENV}"',
+        "timeout_s = 2",
+        *(f"{k} = {v}" for k, v in extra.items()),
+        '[prices."openai/fake-gpt"]',
+        "input = 0.15",
+        "output = 0.6",
+    ]
+    path = tmp_path / "livemed.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_check_reports_latency_usage_and_json_schema(
+    tmp_path: Path, server: FakeOpenAIServer, api_key: str
+) -> None:
+    config = write_config(tmp_path, server)
+    server.script(
+        Behavior(text="OK", latency=0.05, prompt_tokens=12, completion_tokens=1), Behavior(text=GOOD)
+    )
+    result = CliRunner().invoke(app, ["-c", str(config), "models", "check", "openai/fake-gpt"])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert "plain call: ok in 0." in out
+    assert "12 prompt + 1 completion tokens" in out
+    assert "JSON-schema output: works (valid on the first try)" in out
+    assert f"key from ${KEY_ENV}: set" in out
+    assert api_key not in result.output
+    first, second = server.chat_requests
+    assert first.body is not None
+    assert second.body is not None
+    assert first.body["max_tokens"] == 16
+    assert second.body["response_format"]["type"] == "json_schema"
+
+
+def test_check_says_when_json_schema_output_does_not_work(
+    tmp_path: Path, server: FakeOpenAIServer, api_key: str
+) -> None:
+    config = write_config(tmp_path, server)
+    server.script(Behavior(text="OK"), Behavior(text="ok!"), Behavior(text="ok!!"))
+    result = CliRunner().invoke(app, ["-c", str(config), "models", "check", "openai/fake-gpt"])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert "JSON-schema output: does not work" in out
+    assert "json_schema = false" in out
+
+
+def test_check_fails_with_exit_1_on_a_refused_key(
+    tmp_path: Path, server: FakeOpenAIServer, api_key: str
+) -> None:
+    config = write_config(tmp_path, server)
+    server.default = Behavior(status=401)
+    result = CliRunner().invoke(app, ["-c", str(config), "models", "check", "openai/fake-gpt"])
+    assert result.exit_code == 1
+    out = " ".join(result.output.split())
+    assert "call failed (fatal, 1 attempt(s))" in out
+    assert f"${KEY_ENV}" in out
+    assert len(server.chat_requests) == 1
+
+
+def test_check_with_the_installed_program(tmp_path: Path, server: FakeOpenAIServer, api_key: str) -> None:
+    program = Path(sys.executable).with_name("livemed")
+    if not program.exists():
+        pytest.skip("the livemed program is not installed in this environment")
+    config = write_config(tmp_path, server)
+    server.script(Behavior(text="OK"), Behavior(text=GOOD))
+    env = {**os.environ, KEY_ENV: api_key, "COLUMNS": "200"}
+    done = subprocess.run(
+        [str(program), "-c", str(config), "models", "check", "openai/fake-gpt"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "plain call: ok" in done.stdout
+    assert "JSON-schema output: works" in done.stdout
+    assert api_key not in done.stdout + done.stderr
+    assert len(server.chat_requests) == 2
+    assert not (tmp_path / "livemed.db").exists()  # a check stores nothing
+
+
+def test_list_shows_providers_configured_models_and_key_state(
+    tmp_path: Path, server: FakeOpenAIServer, api_key: str
+) -> None:
+    config = write_config(tmp_path, server, requests_per_minute="500")
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["-c", str(config), "models", "list"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for expected in (
+        "openai",
+        "vllm",
+        "ollama",
+        "http://localhost:8000/v1",
+        "openai/fake-gpt",
+        "500 req/min",
+    ):
+        assert expected in out
+    assert f"{KEY_ENV} (set)" in out
+    assert "0.15 / 0.6" in out
+    assert api_key not in out
+
+
+def test_engine_progress_shows_calls_hits_retries_failures_tokens_cost() -> None:
+    from livemed.cli.common import engine_progress
+    from livemed.models import TransientModelError
+
+    model = FakeModel("fake/p", responses=[TransientModelError("busy"), "a b c", "d e"])
+    engine = Engine()
+    engine.backoff_base_s = 0.001
+    buffer = StringIO()
+
+    async def work() -> None:
+        await engine.generate(model, [{"role": "user", "content": "one"}])
+        await engine.generate(model, [{"role": "user", "content": "two"}])
+
+    with engine_progress(engine, "grading", total=2, out=Console(file=buffer, width=200)) as progress:
+        asyncio.run(work())
+        assert engine.observers == [progress]
+    assert engine.observers == []
+    text = buffer.getvalue()
+    assert "grading" in text
+    assert "2/2" in text
+    assert "1 retries" in text
+    assert "0 failed" in text
+    assert "calls/s" in text
+
+
+def test_check_names_a_missing_key_variable(
+    tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    config = write_config(tmp_path, server)
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, ["-c", str(config), "models", "check", "openai/fake-gpt"]
+    )
+    assert result.exit_code == 1
+    out = " ".join(result.output.split())
+    assert f"environment variable {KEY_ENV} is not set" in out
+    assert "api_key_env for this model in livemed.toml" in out
+    assert server.chat_requests == []

@@ -1,0 +1,249 @@
+"""The engine with in-process fake models: budget, limits, timeouts, backoff, observers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from livemed.config import Config, ModelConfig, Price
+from livemed.errors import BudgetExceededError
+from livemed.models import CallFailure, Completion, Engine, Settings, TransientModelError
+from livemed.models.accounting import EngineEvent
+from livemed.models.fake import FakeModel
+from livemed.models.limits import backoff_delay
+
+ASK = [{"role": "user", "content": "x" * 400}]  # about 104 prompt tokens by the engine's estimate
+
+
+def priced(model_id: str, **settings: object) -> Config:
+    return Config(
+        models={model_id: ModelConfig(**settings)},  # type: ignore[arg-type]
+        prices={model_id: Price(input=1000.0, output=1000.0)},  # $0.001 per token: easy sums
+    )
+
+
+def completion(tokens: int = 10) -> Completion:
+    return Completion(text="done", prompt_tokens=100, completion_tokens=tokens, model="fake/paid")
+
+
+async def test_max_cost_stops_before_exceeding() -> None:
+    model = FakeModel("fake/paid", default=completion())
+    engine = Engine(config=priced("fake/paid"), max_cost=0.5)
+    # each call costs (100 + 10) tokens = $0.11 and is estimated at (104 + 10) = $0.114
+    settings = Settings(max_tokens=10)
+    made = 0
+
+    async def spend() -> None:
+        nonlocal made
+        for i in range(10):
+            await engine.generate(model, [{"role": "user", "content": "x" * 400 + str(i)}], settings)
+            made += 1
+
+    with pytest.raises(BudgetExceededError, match=r"--max-cost \$0.50"):
+        await spend()
+    assert made == 4
+    assert engine.accounting.cost_usd == pytest.approx(0.44)
+    assert engine.accounting.cost_usd <= 0.5
+    assert len(model.calls) == 4
+    with pytest.raises(BudgetExceededError):  # the stop is final
+        await engine.generate(model, [{"role": "user", "content": "tiny"}], settings)
+
+
+async def test_max_cost_counts_calls_in_flight() -> None:
+    model = FakeModel("fake/paid", default=completion(), latency_s=0.05)
+    engine = Engine(config=priced("fake/paid"), max_cost=0.35)
+    settings = Settings(max_tokens=10)
+    calls = [
+        engine.generate(model, [{"role": "user", "content": "x" * 400 + str(i)}], settings) for i in range(8)
+    ]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert sum(isinstance(r, Completion) for r in results) == 3
+    assert sum(isinstance(r, BudgetExceededError) for r in results) == 5
+    assert engine.accounting.cost_usd <= 0.35
+
+
+async def test_cache_hits_are_free_under_a_budget(sqlite_store) -> None:  # type: ignore[no-untyped-def]
+    model = FakeModel("fake/paid", default=completion())
+    settings = Settings(max_tokens=10)
+    async with Engine(store=sqlite_store, config=priced("fake/paid")) as first:
+        await first.generate(model, ASK, settings)
+    async with Engine(store=sqlite_store, config=priced("fake/paid"), max_cost=0.0) as second:
+        out = await second.generate(model, ASK, settings)
+    assert isinstance(out, Completion)
+    assert out.cached
+    assert len(model.calls) == 1
+
+
+async def test_concurrency_limit() -> None:
+    running = 0
+    peak = 0
+
+    async def slow(messages: object, settings: object) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.02)
+        running -= 1
+        return "ok"
+
+    model = FakeModel("fake/slow", function=slow)
+    engine = Engine(config=Config(models={"fake/slow": ModelConfig(max_concurrency=3)}))
+    await asyncio.gather(*(engine.generate(model, [{"role": "user", "content": str(i)}]) for i in range(12)))
+    assert peak == 3
+
+
+async def test_request_rate_limit() -> None:
+    model = FakeModel("fake/rated", default="ok")
+    engine = Engine(
+        config=Config(models={"fake/rated": ModelConfig(requests_per_minute=600, max_concurrency=64)})
+    )
+    started = time.monotonic()
+    # 600/min bursts 60 then runs at 10/s: 66 calls need about 0.6 s
+    await asyncio.gather(*(engine.generate(model, [{"role": "user", "content": str(i)}]) for i in range(66)))
+    assert time.monotonic() - started >= 0.45
+
+
+async def test_token_rate_limit() -> None:
+    model = FakeModel("fake/tokens", default="ok")
+    config = Config(models={"fake/tokens": ModelConfig(tokens_per_minute=6000, max_concurrency=64)})
+    engine = Engine(config=config)
+    started = time.monotonic()
+    # each call reserves ~104 + 10 tokens; 6000/min bursts 600 (5 calls) then 100 tokens/s
+    settings = Settings(max_tokens=10)
+    await asyncio.gather(
+        *(
+            engine.generate(model, [{"role": "user", "content": "x" * 400 + str(i)}], settings)
+            for i in range(7)
+        )
+    )
+    assert time.monotonic() - started >= 1.5
+
+
+async def test_timeout_becomes_a_bounded_failure() -> None:
+    model = FakeModel("fake/stuck", default="late", latency_s=5)
+    engine = Engine(config=Config(models={"fake/stuck": ModelConfig(timeout_s=0.1, max_retries=1)}))
+    engine.backoff_base_s = 0.01
+    started = time.monotonic()
+    out = await engine.generate(model, ASK)
+    assert isinstance(out, CallFailure)
+    assert out.reason == "retries_exhausted"
+    assert "no answer within 0.1 s" in out.detail
+    assert len(model.calls) == 2
+    assert time.monotonic() - started < 1.0
+
+
+async def test_transient_then_success_and_fatal_not_model_wide() -> None:
+    from livemed.models import FatalModelError
+
+    model = FakeModel(
+        "fake/flaky",
+        responses=[
+            TransientModelError("busy", status=503),
+            "first",
+            FatalModelError("bad item", status=400),
+            "third",
+        ],
+    )
+    engine = Engine()
+    engine.backoff_base_s = 0.001
+    first = await engine.generate(model, [{"role": "user", "content": "1"}])
+    second = await engine.generate(model, [{"role": "user", "content": "2"}])
+    third = await engine.generate(model, [{"role": "user", "content": "3"}])
+    assert isinstance(first, Completion)
+    assert first.text == "first"
+    assert isinstance(second, CallFailure)
+    assert second.reason == "fatal"
+    assert isinstance(third, Completion)  # a per-item 400 does not disable the model
+
+
+def test_backoff_delay() -> None:
+    for _ in range(200):
+        waited = backoff_delay(0, retry_after=2.0)
+        assert 2.0 <= waited <= 2.2
+        assert 0 <= backoff_delay(3, base=0.5) <= 4.0
+        assert backoff_delay(10, base=0.5, cap=3.0) <= 3.0
+        assert 30.0 <= backoff_delay(0, retry_after=3600, cap=30.0) <= 33.0
+
+
+async def test_observers_see_every_step_and_cannot_break_calls() -> None:
+    model = FakeModel("fake/obs", responses=[TransientModelError("busy"), "fine", "again"])
+    engine = Engine()
+    engine.backoff_base_s = 0.001
+    seen: list[EngineEvent] = []
+
+    def broken(event: EngineEvent) -> None:
+        raise RuntimeError("observer bug")
+
+    engine.observers.extend([seen.append, broken])
+    out = await engine.generate(model, [{"role": "user", "content": "a"}], stage="screen")
+    assert isinstance(out, Completion)
+    assert [e.kind for e in seen] == ["retry", "completion"]
+    assert seen[0].usage.retries == 1
+    assert seen[1].stage == "screen"
+    assert seen[1].finishes_call
+    assert engine.finished == 1
+    assert engine.accounting.by_stage["screen"]["fake/obs"].calls == 2
+
+
+async def test_unpriced_model_under_a_budget_warns(caplog: pytest.LogCaptureFixture) -> None:
+    from livemed.models.base import Completion as C
+
+    class Unpriced(FakeModel):
+        @property
+        def id(self) -> str:
+            return "vllm/unpriced"
+
+    model = Unpriced(default=C(text="x", model="vllm/unpriced"))
+    engine = Engine(max_cost=1.0)
+    with caplog.at_level("WARNING", logger="livemed.models"):
+        await engine.generate(model, ASK)
+        await engine.generate(model, [{"role": "user", "content": "b"}])
+    assert caplog.text.count("has no price") == 1
+
+
+def test_one_engine_serves_several_event_loops(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from livemed.store import Store
+
+    async def slow(messages: object, settings: object) -> str:
+        await asyncio.sleep(0.005)
+        return "ok"
+
+    model = FakeModel("fake/loops", function=slow)
+    store = Store(tmp_path / "loops.db")
+    engine = Engine(store=store, config=Config(models={"fake/loops": ModelConfig(max_concurrency=2)}))
+
+    async def batch(tag: str) -> list[object]:
+        questions = [[{"role": "user", "content": f"{tag} {i}"}] for i in range(6)]
+        return await asyncio.gather(*(engine.generate(model, q) for q in questions))  # type: ignore[arg-type]
+
+    first = asyncio.run(batch("a"))  # contends for the semaphore, so it binds to this loop
+    second = asyncio.run(batch("b"))  # a new loop: fresh limits (the old semaphore would refuse)
+    third = asyncio.run(batch("a"))  # cached answers, read on yet another loop
+    assert all(isinstance(r, Completion) for r in first + second + third)
+    assert all(r.cached for r in third if isinstance(r, Completion))
+    assert len(model.calls) == 12
+    engine.flush()
+    assert store.cache_count() == 12
+    store.close()
+
+
+async def test_budget_estimates_learn_from_billed_prompt_tokens() -> None:
+    # the endpoint bills 3x the prompt tokens of the 4-characters-per-token estimate: $0.322 per call
+    def billed(messages: object, settings: object) -> Completion:
+        return Completion(text="x", prompt_tokens=312, completion_tokens=10, model="fake/paid")
+
+    model = FakeModel("fake/paid", function=billed)
+    engine = Engine(config=priced("fake/paid"), max_cost=1.1)
+    settings = Settings(max_tokens=10)
+
+    async def spend() -> None:
+        for i in range(10):
+            await engine.generate(model, [{"role": "user", "content": "x" * 400 + str(i)}], settings)
+
+    with pytest.raises(BudgetExceededError):
+        await spend()
+    # without learning, the 4th call would be estimated at $0.114 and taken the total to $1.288
+    assert len(model.calls) == 3
+    assert engine.accounting.cost_usd <= 1.1
