@@ -116,7 +116,7 @@ class PrefilterConfig(BaseModel):
     near_duplicate_threshold: float = Field(default=0.8, gt=0, lt=1)
     num_perm: int = Field(default=64, ge=16, le=512)
     shingle_words: int = Field(default=3, ge=1, le=10)
-    min_vocabulary_hits: int = Field(default=2, ge=0)
+    min_vocabulary_hits: int = Field(default=3, ge=0)
     extra_terms: list[str] = Field(default_factory=list, description="more medical terms to match")
 
 

@@ -33,8 +33,10 @@ ELY = {  # Ely categories by keyword; the first match names the query type
     r"|is (?:this|it) (?:a|an)|what is (?:this|wrong)|why)\b",
     "treatment": r"\b(?:treat\w*|medications?|medicines?|drugs?|antibiotics?|creams?|pills?|take|dose"
     r"|dosage|cure|therapy|relieve"
-    r"|get rid|help|stop|prevent)\b",
-    "management": r"\b(?:what should i do|should i|do i need|manage\w*|next step|how (?:can|do|should) i"
+    r"|get rid|help|stop|prevent|heal|calm|soothe|ease)\b",
+    "management": r"\b(?:what should i do|should i|i should|do i need|manage\w*|next step"
+    r"|how (?:can|do|should) i|what can i (?:do|use|take)|can i (?:wait|keep|continue|still|go|use|take)"
+    r"|get (?:it |this )?checked"
     r"|see a|go to)\b",
     "prognosis": r"\b(?:serious|dangerous|worr\w*|go away|normal|how long|permanent|risk|safe)\b",
     "test": r"\b(?:tests?|scan|x-?ray|results?|levels?|blood work|mri)\b",

@@ -4,7 +4,7 @@ The term list is built once from every ICD-10-CM title outside the external-caus
 health-status chapters (V-Z), minus generic words ("left", "initial", "head", …), plus a few
 clinical words ICD does not use as titles ("diagnosis", "medication", …) and any configured extra
 terms. Matching is one Aho-Corasick pass (pyahocorasick) over the lowercased text, on word
-boundaries; a document passes with at least `min_hits` distinct terms, where each MeSH descriptor
+boundaries; a document passes with at least `min_hits` (default 3) distinct terms, where each MeSH descriptor
 the record carries counts as one.
 """
 
@@ -64,7 +64,8 @@ COMMON_ENGLISH = frozenset(
     opening organic origin outcome outlet output over overlap overuse packing page paints passage passive
     pattern paving percent period phantom phase pillar pillow planned plant plants plastic plate plateau
     plus pointes poor portion position post present prior product profile pure purging raised range rapidly
-    rare rate reading reason rebound recent reduced regions regular release removal repair rest result
+    rare rate reading reason rebound replaced recent reduced regions regular release removal repair rest
+    result
     results return reverse rich rising river role roof root roots round running saddle scale scanty score
     section sector seed seeds segment self senses seventh shape shared shift sick sided signs silent similar
     simple sixth size slight slow small smaller smooth social solid something sound sounds source south
@@ -101,7 +102,8 @@ def icd10_terms() -> frozenset[str]:
         if code[0] in "VWXYZ":
             continue
         terms.update(_WORD.findall(icd.get_description(code).lower()))
-    return frozenset(terms - GENERIC - COMMON_ENGLISH)
+    adverbs = {term for term in terms if term.endswith("ly")}  # "properly", "normally": never medical signals
+    return frozenset(terms - GENERIC - COMMON_ENGLISH - adverbs)
 
 
 @lru_cache(maxsize=8)
@@ -130,7 +132,7 @@ def medical_terms(text: str, automaton: ahocorasick.Automaton, enough: int | Non
 class VocabularyFilter:
     name = "vocabulary"
 
-    def __init__(self, min_hits: int = 2, extra_terms: list[str] | None = None) -> None:
+    def __init__(self, min_hits: int = 3, extra_terms: list[str] | None = None) -> None:
         self.min_hits = min_hits
         self.automaton = build_automaton(tuple(extra_terms or ()))
 
