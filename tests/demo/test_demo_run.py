@@ -1,0 +1,127 @@
+"""`livemed demo` end to end: the funnel, every document's fate, the leaderboard order and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from livemed.cli import app
+from livemed.demo import expected_outcomes
+from livemed.records import Case, Rejection, Score
+from livemed.store import Store
+
+# What the demo data's labels (metadata["expected"]) mean in pipeline terms: (stage, reason code).
+EXPECTED_CODES = {
+    "reject:duplicate": ("prefilter", {"duplicate_exact", "duplicate_near"}),
+    "reject:non_medical": ("prefilter", {"not_medical"}),
+    "reject:language": ("prefilter", {"language"}),
+    "reject:too_short": ("prefilter", {"too_short"}),
+    "reject:no_physician_reply": ("screener", {"missing_advice"}),
+    "reject:no_actionable_advice": ("screener", {"missing_advice"}),
+    "reject:low_sufficiency": ("validator", {"insufficient_narrative"}),
+    "reject:unsupported_advice": ("validator", {"unsupported_advice"}),
+}
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    folder = tmp_path_factory.mktemp("demo") / "livemed-demo"
+    result = CliRunner().invoke(app, ["demo", "--out", str(folder)])
+    assert result.exit_code == 0, result.output
+    return folder, result.output
+
+
+def test_every_document_meets_its_expected_fate(demo_run: tuple[Path, str]) -> None:
+    folder, _ = demo_run
+    store = Store(folder / "livemed.db")
+    fate: dict[str, tuple[str, str]] = {r.record_id: (r.stage, r.reason) for r in store.iter(Rejection)}
+    cases = {case.doc_id for case in store.iter(Case)}
+    for doc_id, expected in expected_outcomes().items():
+        if expected == "keep":
+            assert doc_id in cases, f"{doc_id} should become a case, got {fate.get(doc_id)}"
+        else:
+            stage, reasons = EXPECTED_CODES[expected]
+            assert doc_id not in cases
+            assert fate[doc_id][0] == stage, f"{doc_id}: {fate[doc_id]}"
+            assert fate[doc_id][1] in reasons, f"{doc_id}: {fate[doc_id]}"
+
+
+def test_funnel_counts_and_rejections_by_reason(demo_run: tuple[Path, str]) -> None:
+    folder, output = demo_run
+    store = Store(folder / "livemed.db")
+    by_reason = Counter((r.stage, r.reason) for r in store.iter(Rejection))
+    assert by_reason == {
+        ("prefilter", "duplicate_exact"): 1,
+        ("prefilter", "duplicate_near"): 1,
+        ("prefilter", "language"): 1,
+        ("prefilter", "not_medical"): 2,
+        ("prefilter", "too_short"): 1,
+        ("screener", "missing_advice"): 4,
+        ("validator", "insufficient_narrative"): 1,
+        ("validator", "unsupported_advice"): 1,
+    }
+    assert store.count()["case"] == 33
+    assert "curation funnel" in output
+    assert "39 document(s) curated: 33 case(s) accepted" in output
+
+
+def test_leaderboard_orders_reference_over_retrieval_over_empty(demo_run: tuple[Path, str]) -> None:
+    folder, _ = demo_run
+    rows = json.loads((folder / "results" / "leaderboard.json").read_text())
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    order = [row["model"] for row in rows]
+    assert order == ["offline/reference", "offline/retrieval", "offline/empty"]
+    means = [row["mean"] for row in rows]
+    assert means[0] > means[1] > means[2]
+    scores = list(Store(folder / "livemed.db").iter(Score))
+    assert len(scores) == 3 * 33
+
+
+def test_report_is_written_self_contained_and_shows_harvested_text_as_text(
+    demo_run: tuple[Path, str],
+) -> None:
+    folder, output = demo_run
+    report = folder / "results" / "report.html"
+    assert f"report: {report}" in output.replace("\n", "")
+    html = report.read_text(encoding="utf-8")
+    assert "livemed demo report" in html
+    assert "offline/reference" in html
+    assert "What can I take for this gout attack" in html  # the case whose post carries an injection …
+    assert "<script>alert" not in html  # … whose markup never reaches the page as markup
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    assert "livemed harvest --source europepmc" in output  # the next commands for a real run
+
+
+def test_a_second_demo_run_resumes_and_redoes_nothing(demo_run: tuple[Path, str]) -> None:
+    folder, _ = demo_run
+    before = Store(folder / "livemed.db").count()
+    result = CliRunner().invoke(app, ["demo", "--out", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert "nothing new to curate" in result.output
+    assert "wrote 0 answer" in result.output or "33 already done" in result.output
+    after = Store(folder / "livemed.db").count()
+    assert {k: v for k, v in after.items() if k != "run"} == {k: v for k, v in before.items() if k != "run"}
+
+
+def test_installed_program_runs_the_demo(tmp_path: Path) -> None:
+    exe = shutil.which("livemed", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("the livemed program is not installed next to this Python")
+    done = subprocess.run(
+        [exe, "demo", "--out", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "120"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "d" / "results" / "report.html").stat().st_size > 10_000
