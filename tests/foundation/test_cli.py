@@ -125,3 +125,11 @@ def test_installed_program_store_round_trip(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert "run" in done.stdout
     assert Store(tmp_path / "s.db").count()["case"] == 1
+
+
+def test_every_command_has_a_help_panel() -> None:
+    panels = {info.rich_help_panel for info in app.registered_commands}
+    assert "More" not in panels
+    code, out = invoke("--help")
+    assert code == 0
+    assert out.index("demo") < out.index("harvest") < out.index("curate") < out.index("report")

@@ -63,3 +63,29 @@ from livemed.cli import (  # noqa: E402,F401
     store_commands,
 )
 from livemed.cli import curate as curate_commands  # noqa: E402,F401
+
+# The order and panels of `livemed --help`: the pipeline as a user meets it.
+HELP_PANELS: dict[str, list[str]] = {
+    "Start here": ["demo", "init"],
+    "Pipeline": ["sources", "harvest", "curate", "rubrics", "answer", "grade", "scores"],
+    "Analysis": ["leaderboard", "contamination", "trends", "taxonomy", "report"],
+    "Data exchange": ["export", "import", "import-healthbench", "export-healthbench", "import-kqa"],
+}
+
+
+def _arrange_help() -> None:
+    position = {name: i for i, name in enumerate(n for names in HELP_PANELS.values() for n in names)}
+    panel_of = {name: panel for panel, names in HELP_PANELS.items() for name in names}
+
+    def name_of(info: typer.models.CommandInfo) -> str:
+        assert info.callback is not None
+        return info.name or info.callback.__name__.replace("_", "-")
+
+    app.registered_commands.sort(key=lambda info: position.get(name_of(info), len(position)))
+    for info in app.registered_commands:
+        info.rich_help_panel = panel_of.get(name_of(info), "More")
+    for group in app.registered_groups:
+        group.rich_help_panel = "Models, judges and the store"
+
+
+_arrange_help()
