@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from rich.console import Console
 from rich.markup import escape
@@ -169,3 +169,10 @@ def print_compliance(engine: Engine) -> None:
     for model, c in rows:
         table.add_row(model, str(c.total), str(c.first_try), str(c.repaired), str(c.failed), f"{c.rate:.1%}")
     console.print(table)
+
+
+def progress_for(engine: Engine, model_id: str, description: str) -> AbstractContextManager[object]:
+    """Live call progress for a real model; offline baselines make no calls worth watching."""
+    if model_id.startswith("offline/"):
+        return nullcontext()
+    return engine_progress(engine, description)

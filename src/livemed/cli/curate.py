@@ -40,7 +40,7 @@ def curate(
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
-    from livemed.cli.common import make_engine, print_usage
+    from livemed.cli.common import make_engine, print_usage, progress_for
     from livemed.pipeline import track_run
 
     app_state = state(ctx)
@@ -59,7 +59,10 @@ def curate(
         console.print(f"[dim]curating with {model}: a rule-based baseline, not an LLM[/]")
     store = app_state.store
     run_settings = {"limit": limit, "retriever": kind, "evidence": evidence or settings.evidence}
-    with track_run(store, "curate", settings=run_settings, models=[model], engine=engine) as run:
+    with (
+        track_run(store, "curate", settings=run_settings, models=[model], engine=engine) as run,
+        progress_for(engine, model, f"curating with {model}"),
+    ):
         from livemed.curate.chain import curate_store
 
         result, funnel = asyncio.run(curate_store(store, chain, limit=limit, batch_size=batch_size))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from livemed.cli import app
-from livemed.cli.common import make_engine, print_usage
+from livemed.cli.common import make_engine, print_usage, progress_for
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.errors import ConfigError, UserError
 
@@ -93,7 +93,10 @@ def rubrics(
         console.print(
             f"skipping {len(rejected)} case(s) whose rubric was rejected (--retry-rejected to retry)"
         )
-    with track_run(store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine) as run:
+    with (
+        track_run(store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine) as run,
+        progress_for(engine, writer, f"rubrics by {writer}"),
+    ):
         result = asyncio.run(
             run_stage(
                 store,
@@ -187,7 +190,10 @@ def answer(
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
     if samples > 1 and temperature == 0:
         err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
-    with track_run(app_state.store, "answer", settings=run_settings, models=[model], engine=engine) as run:
+    with (
+        track_run(app_state.store, "answer", settings=run_settings, models=[model], engine=engine) as run,
+        progress_for(engine, model, f"answers by {model}"),
+    ):
         result = asyncio.run(answer_all(app_state.store, cases, answerer, settings=settings, samples=samples))
         run.counts = counts(result)
     print_result(f"answers by {model}", result)
@@ -221,7 +227,10 @@ def grade(
     grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
     plan = plan_targets(store, (a for a in store.iter(Answer) if model is None or a.model == model))
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
-    with track_run(store, "grade", settings=settings, models=[judge], engine=engine) as run:
+    with (
+        track_run(store, "grade", settings=settings, models=[judge], engine=engine) as run,
+        progress_for(engine, judge, f"grading with {judge}"),
+    ):
         result = asyncio.run(grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures))
         run.counts = counts(result)
     print_result(f"grades by {judge} ({mode})", result)
