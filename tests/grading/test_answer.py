@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from livemed.curate.evidence.bm25 import BM25Retriever
+from livemed.curate.evidence.corpus import Passage
 from livemed.errors import UnknownNameError
 from livemed.grading.answer import answer_case, conversation, patient_message
 from livemed.grading.lexical import LexicalGrader, match
-from livemed.grading.offline import BM25Retriever, RetrievalAnswerer
+from livemed.grading.offline import RetrievalAnswerer
 from livemed.grading.runs import answer_all
 from livemed.models import LLM, Engine, FatalModelError, Settings, get_model
 from livemed.models.fake import FakeModel
@@ -77,17 +79,18 @@ async def test_offline_answerers() -> None:
 
 
 def test_retrieval_answerer_returns_the_best_bm25_passages() -> None:
-    corpus = [
+    texts = [
         "Gout flares are treated with colchicine; NSAIDs are avoided in kidney disease.",
         "Migraine may be relieved by rest in a dark room.",
         "Toe pain with redness and swelling is typical of gout.",
     ]
+    corpus = [Passage(id=f"p{i}", text=text) for i, text in enumerate(texts)]
     answerer = get_model("offline/retrieval", corpus=corpus, k=2)
     assert isinstance(answerer, RetrievalAnswerer)
     text = answerer.answer(make_case(query="Why is my big toe swollen and painful, is it gout?"))
     assert "gout" in text
     assert "Migraine" not in text
-    assert BM25Retriever(corpus).search("the of and", 3) == []
+    assert BM25Retriever(corpus).search_sync("the of and", k=3) == []
     with pytest.raises(ValueError, match="needs an evidence corpus"):
         RetrievalAnswerer().answer(make_case())
 

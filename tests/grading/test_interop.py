@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from datetime import UTC, datetime
@@ -12,20 +11,7 @@ import pytest
 
 from livemed.errors import ConfigError, InputFileError
 from livemed.interop.dates import resolve_published
-from livemed.interop.evidence import load_passages
 from livemed.interop.kqa import advice_elements, read_kqa
-
-
-def test_passages_are_windowed_deduplicated_and_read_from_gzip(tmp_path: Path) -> None:
-    path = tmp_path / "corpus.jsonl.gz"
-    rows = [{"answer": " ".join(f"w{i}" for i in range(10))}, {"text": "short one"}, {"snippet": "short one"}]
-    with gzip.open(path, "wt") as handle:
-        handle.writelines(json.dumps(r) + "\n" for r in rows)
-    assert load_passages(path, window=4) == ["w0 w1 w2 w3", "w4 w5 w6 w7", "w8 w9", "short one"]
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"text": "ok"}\n{"title": "no text"}\n')
-    with pytest.raises(InputFileError, match=r"bad\.jsonl:2"):
-        load_passages(bad)
 
 
 def test_published_comes_from_the_option_or_the_file_time(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from livemed.cli.context import AppState, console, err_console, state
 from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
+    from livemed.curate.evidence.corpus import Passage
     from livemed.models import Engine
     from livemed.pipeline import StageResult
     from livemed.records import Case
@@ -138,13 +139,16 @@ def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:
         )
 
 
-def _corpus(app_state: AppState, evidence: Path | None, cases: list[Case]) -> list[str]:
-    from livemed.interop.evidence import load_passages
+def _corpus(app_state: AppState, evidence: Path | None, cases: list[Case]) -> list[Passage]:
+    """Passages for offline/retrieval: --evidence, else [curate] evidence, else the cases' own evidence."""
+    from livemed.curate.evidence.corpus import Passage
+    from livemed.curate.evidence.factory import load_passages
 
-    if evidence is not None:
-        return load_passages(evidence)
+    path = evidence or app_state.config.curate.evidence
+    if path is not None:
+        return load_passages(path, app_state.config.curate.evidence_format)
     pooled = {
-        ref.snippet
+        ref.id: ref.snippet
         for case in cases
         if case.validation
         for check in case.validation.advice_checks
@@ -154,7 +158,7 @@ def _corpus(app_state: AppState, evidence: Path | None, cases: list[Case]) -> li
         raise UserError(
             "offline/retrieval needs an evidence corpus: pass --evidence FILE (JSONL of passages)"
         )
-    return sorted(pooled)
+    return [Passage(id=key, text=text) for key, text in sorted(pooled.items())]
 
 
 @app.command()

@@ -3,8 +3,9 @@
 They are *baselines*, labelled as such in every Answer's provenance (`settings.baseline = true`):
 
 - `reference` answers with the case's gold advice — an upper bound for any grader.
-- `retrieval` answers with the top BM25 passages (bm25s) for the case's query, from the evidence
-  corpus it is given — what a search engine would say, with no reasoning about the patient.
+- `retrieval` answers with the top BM25 passages for the case's query (the curation stage's
+  retriever over the evidence corpus it is given): what a search engine would say, with no
+  reasoning about the patient.
 - `empty` answers with nothing — the floor.
 
 Each works on the `Case` record (`answer(case) -> str`). Called through the message-based `Model`
@@ -14,10 +15,14 @@ protocol, they fail with a clear message instead of pretending to be a chat mode
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from livemed.models import Completion, FatalModelError, Message, Settings
-from livemed.records import Case
+from livemed.records import Case, EvidenceRef
+
+if TYPE_CHECKING:
+    from livemed.curate.evidence.corpus import Passage
 
 
 class OfflineBaseline:
@@ -62,35 +67,10 @@ class EmptyAnswerer(OfflineBaseline):
         return ""
 
 
-class Retriever(Protocol):
-    """The small seam retrieval needs: the `k` best passages for a query."""
+class Searcher(Protocol):
+    """The seam retrieval needs (the curation retrievers satisfy it): the `k` best passages for a query."""
 
-    def search(self, query: str, k: int) -> list[str]: ...
-
-
-class BM25Retriever:
-    """BM25 (bm25s) over a list of passages, English stopwords removed."""
-
-    def __init__(self, passages: Sequence[str]) -> None:
-        import bm25s
-
-        if not passages:
-            raise ValueError("the retrieval corpus is empty")
-        self.passages = list(passages)
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(
-            bm25s.tokenize(self.passages, stopwords="en", show_progress=False), show_progress=False
-        )
-
-    def search(self, query: str, k: int) -> list[str]:
-        import bm25s
-
-        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
-        if not tokens.vocab:
-            return []
-        k = min(k, len(self.passages))
-        indices, scores = self._bm25.retrieve(tokens, k=k, show_progress=False)
-        return [self.passages[int(i)] for i, s in zip(indices[0], scores[0], strict=True) if s > 0]
+    def search_sync(self, query: str, *, k: int = 3) -> list[EvidenceRef]: ...
 
 
 class RetrievalAnswerer(OfflineBaseline):
@@ -98,15 +78,19 @@ class RetrievalAnswerer(OfflineBaseline):
 
     name = "retrieval"
 
-    def __init__(self, retriever: Retriever | None = None, k: int = 3) -> None:
+    def __init__(
+        self, retriever: Searcher | None = None, k: int = 3, texts: dict[str, str] | None = None
+    ) -> None:
         self.retriever = retriever
         self.k = k
+        self.texts = texts or {}  # passage id -> full text; without it, the retriever's snippets
 
     def answer(self, case: Case) -> str:
         if self.retriever is None:
             raise ValueError("offline/retrieval needs an evidence corpus (get_model(..., corpus=[...]))")
         query = " ".join([case.query, *case.narrative.chief_complaint, *case.narrative.symptoms])
-        return "\n\n".join(self.retriever.search(query, self.k))
+        refs = self.retriever.search_sync(query, k=self.k)
+        return "\n\n".join(self.texts.get(ref.id, ref.snippet) for ref in refs)
 
 
 def reference() -> ReferenceAnswerer:
@@ -118,9 +102,15 @@ def empty() -> EmptyAnswerer:
 
 
 def retrieval(
-    corpus: Sequence[str] | None = None, retriever: Retriever | None = None, k: int = 3
+    corpus: Sequence[Passage] | None = None,
+    retriever: Searcher | None = None,
+    k: int = 3,
+    index_dir: str | Path | None = None,
 ) -> RetrievalAnswerer:
-    """`offline/retrieval` over `retriever`, or a BM25 index of `corpus`."""
+    """`offline/retrieval` over `retriever`, or a BM25 index (the curation retriever's) of `corpus`."""
     if retriever is None and corpus is not None:
-        retriever = BM25Retriever(corpus)
-    return RetrievalAnswerer(retriever, k=k)
+        from livemed.curate.evidence.bm25 import BM25Retriever
+
+        retriever = BM25Retriever(list(corpus), cache_dir=index_dir)
+    texts = {passage.id: passage.text for passage in corpus or ()}
+    return RetrievalAnswerer(retriever, k=k, texts=texts)

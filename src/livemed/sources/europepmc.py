@@ -55,13 +55,7 @@ class EuropePMC:
     ) -> AsyncIterator[DocOrRejection]:
         s = self.settings
         yielded = 0
-        async with HttpClient(
-            NAME,
-            requests_per_second=s.requests_per_second,
-            max_retries=s.max_retries,
-            timeout_s=s.timeout_s,
-            backoff_base_s=s.backoff_base_s,
-        ) as http:
+        async with HttpClient.for_source(NAME, s) as http:
             async for result in self._results(http, since, until):
                 item = await self._record(http, result)
                 yield item

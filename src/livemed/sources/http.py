@@ -23,6 +23,7 @@ from aiolimiter import AsyncLimiter
 from livemed import __version__
 from livemed.errors import SourceError
 from livemed.models.engine import backoff_delay
+from livemed.sources.base import HttpSettings
 
 # httpx logs full request URLs at INFO level; query strings may hold API keys.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -84,6 +85,19 @@ class HttpClient:
         self.requests = 0
         self.retries = 0
         self._not_before = 0.0
+
+    @classmethod
+    def for_source(
+        cls, source: str, settings: HttpSettings, *, requests_per_second: float | None = None
+    ) -> HttpClient:
+        """A client with a source's rate, retry and timeout settings (the rate may be overridden)."""
+        return cls(
+            source,
+            requests_per_second=requests_per_second or settings.requests_per_second,
+            max_retries=settings.max_retries,
+            timeout_s=settings.timeout_s,
+            backoff_base_s=settings.backoff_base_s,
+        )
 
     async def __aenter__(self) -> HttpClient:
         return self

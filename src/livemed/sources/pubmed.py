@@ -61,13 +61,7 @@ class PubMed:
     ) -> AsyncIterator[DocOrRejection]:
         s = self.settings
         yielded = 0
-        async with HttpClient(
-            NAME,
-            requests_per_second=self.rate,
-            max_retries=s.max_retries,
-            timeout_s=s.timeout_s,
-            backoff_base_s=s.backoff_base_s,
-        ) as http:
+        async with HttpClient.for_source(NAME, s, requests_per_second=self.rate) as http:
             async for first, last, count, history in self._windows(http, since.date(), until.date()):
                 if count > ESEARCH_MAX:
                     detail = (

@@ -47,13 +47,7 @@ class StackExchange:
     ) -> AsyncIterator[DocOrRejection]:
         s = self.settings
         yielded = 0
-        async with HttpClient(
-            NAME,
-            requests_per_second=s.requests_per_second,
-            max_retries=s.max_retries,
-            timeout_s=s.timeout_s,
-            backoff_base_s=s.backoff_base_s,
-        ) as http:
+        async with HttpClient.for_source(NAME, s) as http:
             page, more = 1, True
             while more:
                 params: dict[str, Any] = {
