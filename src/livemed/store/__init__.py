@@ -8,96 +8,42 @@ transaction; reads stream in keyset-paginated batches, so a run over 100k record
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
-from livemed.errors import ConfigError, MissingDependencyError, StoreLockedError, StoreVersionError
+from livemed.errors import StoreLockedError, StoreVersionError
 from livemed.records import RECORD_TYPES, Record, utcnow
+from livemed.store.connect import (
+    DEFAULT_LOCK_TIMEOUT,
+    display_url,
+    env_lock_timeout,
+    make_engine,
+    naive_utc,
+    resolve_url,
+)
+from livemed.store.schema import (
+    cache_table,
+    meta_table,
+    metadata,
+    records_table,
+    signatures_table,
+    state_table,
+)
+
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "SCHEMA_VERSION", "Store", "display_url", "naive_utc", "resolve_url"]
 
 SCHEMA_VERSION = 1
-DEFAULT_LOCK_TIMEOUT = 30.0
 
 R = TypeVar("R", bound=Record)
 
-metadata = sa.MetaData()
-
-meta_table = sa.Table(
-    "livemed_meta",
-    metadata,
-    sa.Column("key", sa.String(64), primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-)
-
-records_table = sa.Table(
-    "records",
-    metadata,
-    sa.Column("kind", sa.String(32), primary_key=True),
-    sa.Column("id", sa.String(512), primary_key=True),
-    sa.Column("parent_id", sa.String(512), nullable=True),
-    sa.Column("published_at", sa.DateTime(), nullable=True),
-    sa.Column("updated_at", sa.DateTime(), nullable=False),
-    sa.Column("payload", sa.Text, nullable=False),
-    sa.Index("ix_records_kind_parent", "kind", "parent_id"),
-    sa.Index("ix_records_kind_published", "kind", "published_at"),
-)
-
-cache_table = sa.Table(
-    "response_cache",
-    metadata,
-    sa.Column("key", sa.String(128), primary_key=True),
-    sa.Column("model", sa.String(256), nullable=False),
-    sa.Column("created_at", sa.DateTime(), nullable=False),
-    sa.Column("payload", sa.Text, nullable=False),
-)
-
-state_table = sa.Table(
-    "run_state",
-    metadata,
-    sa.Column("namespace", sa.String(64), primary_key=True),
-    sa.Column("key", sa.String(512), primary_key=True),
-    sa.Column("updated_at", sa.DateTime(), nullable=False),
-    sa.Column("value", sa.Text, nullable=False),
-)
-
-signatures_table = sa.Table(
-    "doc_signatures",
-    metadata,
-    sa.Column("doc_id", sa.String(512), primary_key=True),
-    sa.Column("exact", sa.String(64), nullable=False, index=True),
-    sa.Column("minhash", sa.LargeBinary, nullable=False),
-)
-
 # Migrations from version N to N+1, applied in order when an older store is opened.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
-
-
-def naive_utc(moment: datetime | None) -> datetime | None:
-    """Times are stored as naive UTC, identically on SQLite and PostgreSQL."""
-    if moment is None or moment.tzinfo is None:
-        return moment
-    return moment.astimezone(UTC).replace(tzinfo=None)
-
-
-def resolve_url(location: str | Path) -> str:
-    """A SQLAlchemy URL from a path or URL; `postgresql://` gets the psycopg 3 driver."""
-    text = str(location)
-    if "://" not in text:
-        return f"sqlite:///{Path(text).expanduser().resolve()}"
-    if text.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + text.split("://", 1)[1]
-    return text
-
-
-def display_url(url: str) -> str:
-    """The URL with any password hidden."""
-    return sa.make_url(url).render_as_string(hide_password=True)
 
 
 class Store:
@@ -105,8 +51,8 @@ class Store:
 
     def __init__(self, location: str | Path, *, lock_timeout: float | None = None) -> None:
         self.url = resolve_url(location)
-        self.lock_timeout = lock_timeout if lock_timeout is not None else _env_lock_timeout()
-        self.engine = _make_engine(self.url, self.lock_timeout)
+        self.lock_timeout = lock_timeout if lock_timeout is not None else env_lock_timeout()
+        self.engine = make_engine(self.url, self.lock_timeout)
         self.dialect = self.engine.dialect.name
         self._migrate()
 
@@ -408,53 +354,6 @@ def _locked_error(store: Store, exc: sa.exc.OperationalError) -> Exception:
             "(set LIVEMED_STORE_TIMEOUT to wait longer)"
         )
     return exc
-
-
-def _env_lock_timeout() -> float:
-    raw = os.environ.get("LIVEMED_STORE_TIMEOUT")
-    if not raw:
-        return DEFAULT_LOCK_TIMEOUT
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"LIVEMED_STORE_TIMEOUT must be a number of seconds, got {raw!r}") from None
-
-
-def _make_engine(url: str, lock_timeout: float) -> Engine:
-    parsed = sa.make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(url, lock_timeout)
-    if parsed.get_backend_name() == "postgresql":
-        try:
-            import psycopg  # noqa: F401
-        except ImportError:
-            raise MissingDependencyError("psycopg", "postgres") from None
-        return sa.create_engine(url, pool_pre_ping=True)
-    raise ConfigError(f"unsupported store URL {display_url(url)!r}: use a file path or postgresql+psycopg://")
-
-
-def _sqlite_engine(url: str, lock_timeout: float) -> Engine:
-    database = sa.make_url(url).database
-    if database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(url, connect_args={"timeout": lock_timeout})
-
-    @sa.event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # livemed issues BEGIN itself (see _on_begin)
-        cursor = dbapi_conn.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
-        cursor.close()
-
-    @sa.event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        # Reads run in autocommit; writes take the write lock up front, so the busy timeout applies.
-        if conn.get_execution_options().get("livemed_write"):
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
 
 
 def _row(record: Record) -> dict[str, Any]:

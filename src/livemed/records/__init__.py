@@ -1,0 +1,79 @@
+"""The vocabulary of livemed: the typed records that flow between stages.
+
+Every record is a pydantic v2 model with a `schema_version`, a `provenance` block and a stable `id`
+derived from its content keys, so the store can upsert it idempotently. `RECORD_TYPES` maps each
+record's `kind` to its class; the store and the JSONL import use it.
+"""
+
+from __future__ import annotations
+
+from livemed.records.base import Provenance, Record, short_hash, utcnow
+from livemed.records.cases import (
+    AdviceCheck,
+    Case,
+    EvidenceRef,
+    GroundedSpan,
+    GroundingAudit,
+    Narrative,
+    Validation,
+)
+from livemed.records.grading import (
+    AXES,
+    Answer,
+    Axis,
+    Criterion,
+    ErrorLabel,
+    Grade,
+    GradeFailure,
+    Rubric,
+    Score,
+)
+from livemed.records.harvest import Doc, Rejection, Reply, ReplyRole
+from livemed.records.runs import Run, Usage
+
+RECORD_TYPES: dict[str, type[Record]] = {
+    cls.kind: cls
+    for cls in (Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run, ErrorLabel)
+}
+
+
+def record_type(kind: str) -> type[Record]:
+    """The record class for a kind, with a helpful error on a miss."""
+    from livemed.errors import UnknownNameError
+
+    try:
+        return RECORD_TYPES[kind]
+    except KeyError:
+        raise UnknownNameError("record kind", kind, RECORD_TYPES) from None
+
+
+__all__ = [
+    "AXES",
+    "RECORD_TYPES",
+    "AdviceCheck",
+    "Answer",
+    "Axis",
+    "Case",
+    "Criterion",
+    "Doc",
+    "ErrorLabel",
+    "EvidenceRef",
+    "Grade",
+    "GradeFailure",
+    "GroundedSpan",
+    "GroundingAudit",
+    "Narrative",
+    "Provenance",
+    "Record",
+    "Rejection",
+    "Reply",
+    "ReplyRole",
+    "Rubric",
+    "Run",
+    "Score",
+    "Usage",
+    "Validation",
+    "record_type",
+    "short_hash",
+    "utcnow",
+]

@@ -1,0 +1,195 @@
+"""Rubrics of bipolar criteria, answers, grades, scores and error labels."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from livemed.records.base import Record, short_hash
+
+AXES = ("accuracy", "completeness", "communication", "context_awareness", "safety")
+Axis = Literal["accuracy", "completeness", "communication", "context_awareness", "safety"]
+
+
+class Criterion(BaseModel):
+    """One bipolar rubric criterion; the sign of its weight matches its polarity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1)
+    polarity: Literal["positive", "negative"]
+    axis: Axis
+    weight: int = Field(ge=-10, le=10)
+    theme: str | None = None
+    source_fact: str | None = Field(default=None, description="the advice element it came from")
+    points: float | None = Field(
+        default=None, description="original points of an imported criterion (HealthBench); scores use them"
+    )
+    tags: list[str] = Field(default_factory=list, description="original tags (e.g. 'axis:…', 'level:…')")
+
+    @property
+    def value(self) -> float:
+        """The weight scores use: the original points when imported, else the integer weight."""
+        return self.points if self.points is not None else float(self.weight)
+
+    @model_validator(mode="after")
+    def _sign_matches_polarity(self) -> Criterion:
+        if self.weight == 0:
+            raise ValueError(f"weight must not be 0 (criterion {self.text!r})")
+        if (self.weight > 0) != (self.polarity == "positive"):
+            raise ValueError(
+                f"weight {self.weight} does not match polarity {self.polarity!r} (criterion {self.text!r})"
+            )
+        return self
+
+    @property
+    def id(self) -> str:
+        return short_hash(self.text, self.axis, str(self.weight), length=12)
+
+
+class Rubric(Record):
+    kind: ClassVar[str] = "rubric"
+
+    case_id: str = Field(min_length=1)
+    criteria: list[Criterion] = Field(min_length=1)
+    themes: list[str] = Field(default_factory=list)
+    findings: list[str] = Field(default_factory=list, description="lint findings, kept for the record")
+    steps: list[dict[str, Any]] = Field(
+        default_factory=list, description="what each writer step produced (step, prompt hash, output)"
+    )
+    published: AwareDatetime | None = None
+
+    @property
+    def id(self) -> str:
+        return f"rubric:{self.case_id}"
+
+    @property
+    def parent_id(self) -> str:
+        return self.case_id
+
+    @property
+    def published_at(self) -> datetime | None:
+        return self.published
+
+
+class Answer(Record):
+    """A candidate model's answer to a case (successful calls only: failures are Rejections)."""
+
+    kind: ClassVar[str] = "answer"
+
+    case_id: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    sample: int = Field(default=0, ge=0)
+    text: str
+    finish_reason: str | None = None
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+
+    @property
+    def id(self) -> str:
+        return f"answer:{self.case_id}:{self.model}:{self.sample}"
+
+    @property
+    def parent_id(self) -> str:
+        return self.case_id
+
+
+class Grade(Record):
+    """A judge's verdict on one criterion for one answer."""
+
+    kind: ClassVar[str] = "grade"
+
+    answer_id: str = Field(min_length=1)
+    case_id: str = Field(min_length=1)
+    criterion_id: str = Field(min_length=1)
+    judge: str = Field(min_length=1)
+    met: bool
+    explanation: str = ""
+    raw: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"grade:{self.answer_id}:{self.criterion_id}:{self.judge}"
+
+    @property
+    def parent_id(self) -> str:
+        return self.answer_id
+
+
+class GradeFailure(Record):
+    """A verdict that could not be obtained or parsed; counted, and not met for either polarity."""
+
+    kind: ClassVar[str] = "grade_failure"
+
+    answer_id: str = Field(min_length=1)
+    case_id: str = Field(min_length=1)
+    criterion_id: str = Field(min_length=1)
+    judge: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+    raw: str = ""
+    detail: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"grade:{self.answer_id}:{self.criterion_id}:{self.judge}"
+
+    @property
+    def parent_id(self) -> str:
+        return self.answer_id
+
+
+class Score(Record):
+    """An answer's rubric score, overall and per axis and theme."""
+
+    kind: ClassVar[str] = "score"
+
+    answer_id: str = Field(min_length=1)
+    case_id: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    judge: str = Field(min_length=1)
+    convention: Literal["livemed", "healthbench"] = "livemed"
+    score: float
+    per_axis: dict[str, float] = Field(default_factory=dict)
+    per_theme: dict[str, float] = Field(default_factory=dict)
+    coverage: float = Field(ge=0.0, le=1.0)
+    harm: float = Field(ge=0.0)
+    failures: int = Field(default=0, ge=0)
+    failure_policy: Literal["not-met", "exclude"] = "not-met"
+    published: AwareDatetime | None = None
+
+    @property
+    def id(self) -> str:
+        return f"score:{self.answer_id}:{self.judge}:{self.convention}"
+
+    @property
+    def parent_id(self) -> str:
+        return self.answer_id
+
+    @property
+    def published_at(self) -> datetime | None:
+        return self.published
+
+
+class ErrorLabel(Record):
+    """The root cause of a low-scoring answer, assigned by the error-taxonomy classifier."""
+
+    kind: ClassVar[str] = "error_label"
+
+    answer_id: str = Field(min_length=1)
+    case_id: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    classifier: str = Field(min_length=1, description="a model id, or 'offline/heuristic'")
+    method: Literal["llm", "heuristic"] = "llm"
+    category: Literal["CNIF", "GOPR", "MHME", "KGOC"]
+    rationale: str = ""
+    score: float | None = None
+
+    @property
+    def id(self) -> str:
+        return f"error_label:{self.answer_id}:{self.classifier}"
+
+    @property
+    def parent_id(self) -> str:
+        return self.answer_id

@@ -1,0 +1,54 @@
+"""Runs: what each command did, with what, at what cost."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from livemed.records.base import Record, utcnow
+
+
+class Usage(BaseModel):
+    """Calls, tokens and cost for one model (or one model in one stage)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> Usage:
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
+
+
+class Run(Record):
+    """One invocation of a livemed command: what it did, with what, at what cost."""
+
+    kind: ClassVar[str] = "run"
+
+    run_id: str = Field(min_length=1)
+    command: str = Field(min_length=1)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    models: list[str] = Field(default_factory=list)
+    usage: dict[str, Usage] = Field(default_factory=dict, description="totals keyed by model id")
+    stage_usage: dict[str, dict[str, Usage]] = Field(
+        default_factory=dict, description="stage -> model -> usage"
+    )
+    started_at: AwareDatetime = Field(default_factory=utcnow)
+    ended_at: AwareDatetime | None = None
+    outcome: Literal["running", "ok", "failed", "interrupted"] = "running"
+    error: str | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"run:{self.run_id}"
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(u.cost_usd for u in self.usage.values())

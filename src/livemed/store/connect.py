@@ -1,0 +1,84 @@
+"""Store URLs and engines: SQLite (WAL, BEGIN IMMEDIATE writes, a busy timeout) or PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from livemed.errors import ConfigError, MissingDependencyError
+
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+def naive_utc(moment: datetime | None) -> datetime | None:
+    """Times are stored as naive UTC, identically on SQLite and PostgreSQL."""
+    if moment is None or moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def resolve_url(location: str | Path) -> str:
+    """A SQLAlchemy URL from a path or URL; `postgresql://` gets the psycopg 3 driver."""
+    text = str(location)
+    if "://" not in text:
+        return f"sqlite:///{Path(text).expanduser().resolve()}"
+    if text.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + text.split("://", 1)[1]
+    return text
+
+
+def display_url(url: str) -> str:
+    """The URL with any password hidden."""
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+def env_lock_timeout() -> float:
+    raw = os.environ.get("LIVEMED_STORE_TIMEOUT")
+    if not raw:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"LIVEMED_STORE_TIMEOUT must be a number of seconds, got {raw!r}") from None
+
+
+def make_engine(url: str, lock_timeout: float) -> Engine:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return sqlite_engine(url, lock_timeout)
+    if parsed.get_backend_name() == "postgresql":
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise MissingDependencyError("psycopg", "postgres") from None
+        return sa.create_engine(url, pool_pre_ping=True)
+    raise ConfigError(f"unsupported store URL {display_url(url)!r}: use a file path or postgresql+psycopg://")
+
+
+def sqlite_engine(url: str, lock_timeout: float) -> Engine:
+    database = sa.make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url, connect_args={"timeout": lock_timeout})
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # livemed issues BEGIN itself (see _on_begin)
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # Reads run in autocommit; writes take the write lock up front, so the busy timeout applies.
+        if conn.get_execution_options().get("livemed_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

@@ -1,0 +1,53 @@
+"""The store's tables (SQLAlchemy Core). Times are naive UTC; payloads are record JSON."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+meta_table = sa.Table(
+    "livemed_meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+records_table = sa.Table(
+    "records",
+    metadata,
+    sa.Column("kind", sa.String(32), primary_key=True),
+    sa.Column("id", sa.String(512), primary_key=True),
+    sa.Column("parent_id", sa.String(512), nullable=True),
+    sa.Column("published_at", sa.DateTime(), nullable=True),
+    sa.Column("updated_at", sa.DateTime(), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Index("ix_records_kind_parent", "kind", "parent_id"),
+    sa.Index("ix_records_kind_published", "kind", "published_at"),
+)
+
+cache_table = sa.Table(
+    "response_cache",
+    metadata,
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("model", sa.String(256), nullable=False),
+    sa.Column("created_at", sa.DateTime(), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),
+)
+
+state_table = sa.Table(
+    "run_state",
+    metadata,
+    sa.Column("namespace", sa.String(64), primary_key=True),
+    sa.Column("key", sa.String(512), primary_key=True),
+    sa.Column("updated_at", sa.DateTime(), nullable=False),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+signatures_table = sa.Table(
+    "doc_signatures",
+    metadata,
+    sa.Column("doc_id", sa.String(512), primary_key=True),
+    sa.Column("exact", sa.String(64), nullable=False, index=True),
+    sa.Column("minhash", sa.LargeBinary, nullable=False),
+)
