@@ -130,6 +130,11 @@ def _finish(store: Store, run: Run, engine: Any, outcome: str, error: str | None
     if engine is not None:
         run.usage = dict(engine.accounting.by_model)
         run.stage_usage = {stage: dict(models) for stage, models in engine.accounting.by_stage.items()}
+        run.compliance = {
+            model: {"first_try": c.first_try, "repaired": c.repaired, "failed": c.failed, "total": c.total}
+            for model in engine.compliance
+            if (c := engine.compliance_of(model)).total
+        }
     run.outcome = outcome  # type: ignore[assignment]
     run.error = error
     run.ended_at = utcnow()

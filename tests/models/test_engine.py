@@ -13,6 +13,7 @@ from livemed.models import CallFailure, Completion, Engine, Settings, TransientM
 from livemed.models.accounting import EngineEvent
 from livemed.models.fake import FakeModel
 from livemed.models.limits import backoff_delay
+from livemed.store import Store
 
 ASK = [{"role": "user", "content": "x" * 400}]  # about 104 prompt tokens by the engine's estimate
 
@@ -247,3 +248,23 @@ async def test_budget_estimates_learn_from_billed_prompt_tokens() -> None:
     # without learning, the 4th call would be estimated at $0.114 and taken the total to $1.288
     assert len(model.calls) == 3
     assert engine.accounting.cost_usd <= 1.1
+
+
+async def test_structured_compliance_is_kept_on_the_run(sqlite_store: Store) -> None:
+    from pydantic import BaseModel
+
+    from livemed.models import LLM
+    from livemed.pipeline import track_run
+    from livemed.records import Run
+
+    class Verdict(BaseModel):
+        met: bool
+
+    engine = Engine(store=sqlite_store)
+    llm = LLM(engine, FakeModel("fake/j", responses=['{"met": true}', "nope", '{"met": false}', "x", "y"]))
+    with track_run(sqlite_store, "grade", engine=engine) as run:
+        for prompt in ("a", "b", "c"):
+            await llm.structured([{"role": "user", "content": prompt}], Verdict)
+    stored = sqlite_store.get(Run, run.id)
+    assert stored is not None
+    assert stored.compliance == {"fake/j": {"first_try": 1, "repaired": 1, "failed": 1, "total": 3}}

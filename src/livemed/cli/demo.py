@@ -8,6 +8,7 @@ when a user runs it, and the folder can be explored afterwards with the same com
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -141,6 +142,21 @@ def demo(
     console.print(f"finished in {time.perf_counter() - started:.0f} s; report: [bold]{report}[/]")
     console.print(f"open it in a browser: file://{report}")
     console.print(NEXT_STEPS.format(folder=folder))
+    hint = _activation_hint()
+    if hint:
+        console.print(hint)
+
+
+def _activation_hint() -> str | None:
+    """How to get `livemed` on PATH when this one was started by its full path (e.g. .venv/bin/livemed)."""
+    here = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    found = shutil.which("livemed")
+    if here is None or here.name != "livemed" or (found and Path(found).resolve() == here):
+        return None
+    activate = here.parent / "activate"
+    if activate.exists():
+        return f"[dim](these commands need livemed on your PATH: source {activate})[/]"
+    return f"[dim](these commands need livemed on your PATH: it is {here})[/]"
 
 
 def _run(argv: list[str]) -> None:

@@ -44,6 +44,9 @@ class Run(Record):
     outcome: Literal["running", "ok", "failed", "interrupted"] = "running"
     error: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
+    compliance: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="model -> structured outputs: first_try, repaired, failed, total"
+    )
 
     @property
     def id(self) -> str:
