@@ -1,11 +1,15 @@
-"""Grading throughput: N cases × 6 criteria, per-criterion versus batched, through the Engine.
+"""Grading throughput: N cases × 6 criteria, per-criterion versus batched, over real HTTP.
 
-The judge is a `FakeModel` with a fixed latency per call (default 100 ms) behind the real `Engine`
-(concurrency limit, accounting) and the real `run_stage` writing Grades to a temporary SQLite store.
-It prints wall time against the concurrency bound (calls × latency / max_concurrency) and calls and
-tokens per case in each mode (tokens as the fake counts them: whitespace-separated words).
+The judge is `openai/fake-judge`: the real `Engine` (concurrency limit, retries, accounting) and the
+real openai client path, over HTTP to `tests/fakes/openai_server.py --judge` run as a separate process
+with a fixed latency per request (default 100 ms). The grades go through the real `grade_all` /
+`run_stage` into a temporary SQLite store. For each mode it prints wall time against the concurrency
+bound (calls × latency / max_concurrency), calls and tokens per case (the server's usage numbers as the
+engine accounts them; the fake server counts whitespace-separated words), the HTTP requests the server
+saw, and client and server CPU time. A reference run sends the same judge calls straight through the
+engine (no stage runner, no store) to separate the pipeline's overhead from the calls'.
 
-    .venv/bin/python benchmarks/grading.py [--cases 500] [--latency 0.1] [--concurrency 32]
+    .venv/bin/python benchmarks/grading.py [--cases 500] [--latency 0.1] [--concurrency 32 [64 ...]]
 """
 
 from __future__ import annotations
@@ -13,32 +17,69 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
+import os
+import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from livemed.config import Config, ModelConfig
-from livemed.grading.judge import Target
-from livemed.grading.runs import grade_all
-from livemed.models import LLM, Engine, Message, Settings
-from livemed.models.fake import FakeModel
-from livemed.records import Answer, Case, Criterion, Narrative, Rubric
-from livemed.store import Store
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))
+
+from livemed.config import Config, ModelConfig  # noqa: E402
+from livemed.grading.answer import conversation  # noqa: E402
+from livemed.grading.judge import (  # noqa: E402
+    BatchVerdict,
+    Mode,
+    Target,
+    Verdict,
+    batched_messages,
+    per_criterion_messages,
+)
+from livemed.grading.runs import grade_all  # noqa: E402
+from livemed.models import LLM, Engine, Message, Settings, get_model  # noqa: E402
+from livemed.records import Answer, Case, Criterion, Narrative, Rubric  # noqa: E402
+from livemed.store import Store  # noqa: E402
 
 CRITERIA = 6
+KEY_ENV = "LIVEMED_BENCH_KEY"
+MODEL = "openai/fake-judge"
 PUBLISHED = datetime(2025, 6, 1, tzinfo=UTC)
-_NUMBERED = re.compile(r"^(\d+)\. \[", re.MULTILINE)
 
 
-def reply(messages: list[Message], settings: Settings) -> str:
-    text = messages[-1]["content"]
-    if "<<<CRITERIA" in text:
-        numbers = [int(n) for n in _NUMBERED.findall(text.split("<<<CRITERIA")[1])]
-        verdicts = [{"id": n, "explanation": "ok", "criteria_met": n % 2 == 1} for n in numbers]
-        return json.dumps({"verdicts": verdicts})
-    return json.dumps({"explanation": "ok", "criteria_met": True})
+class Server:
+    """The fake server in its own process, answering grading prompts with verdicts."""
+
+    def __init__(self, latency: float) -> None:
+        command = [sys.executable, "-m", "tests.fakes.openai_server", "--judge", "--latency", str(latency)]
+        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        self.base_url = self.process.stdout.readline().split()[1]
+
+    def _get(self, path: str, method: str = "GET") -> int:
+        request = urllib.request.Request(self.base_url.removesuffix("/v1") + path, method=method)
+        with urllib.request.urlopen(request) as response:
+            return int(json.load(response)["requests"])
+
+    def requests(self) -> int:
+        return self._get("/_stats")
+
+    def reset(self) -> None:
+        self._get("/_reset", "POST")
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
 
 
 def targets(n: int) -> list[Target]:
@@ -74,49 +115,152 @@ def targets(n: int) -> list[Target]:
     return out
 
 
-async def measure(mode: str, cases: int, latency: float, concurrency: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as folder:
-        store = Store(Path(folder) / "bench.db")
-        config = Config(models={"fake/judge": ModelConfig(max_concurrency=concurrency)})
-        engine = Engine(store=None, config=config)
-        judge = LLM(engine, FakeModel("fake/judge", function=reply, latency_s=latency), stage="grade")
-        work = targets(cases)
+@dataclass
+class Outcome:
+    wall_s: float
+    client_cpu_s: float
+    server_cpu_s: float
+    calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    requests: int
+    grades: int
+    failures: int
+    store_s: float
+
+
+class TimedStore(Store):
+    """The SQLite store, timing the calls the stage runner makes between batches (writes, done-checks)."""
+
+    seconds = 0.0
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        result = await grade_all(store, work, judge, mode=mode, batch_size=max(64, concurrency * 4))  # type: ignore[arg-type]
-        wall = time.perf_counter() - start
-        usage = engine.accounting.by_model["fake/judge"]
+        try:
+            return super().put(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def has(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return super().has(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+def config_for(server: Server, concurrency: int) -> Config:
+    model = ModelConfig(
+        base_url=server.base_url, api_key_env=KEY_ENV, max_concurrency=concurrency, timeout_s=30
+    )
+    return Config(models={MODEL: model})
+
+
+async def graded(server: Server, work: list[Target], mode: Mode, concurrency: int, batch: int) -> Outcome:
+    """The full stage: grade_all → run_stage → judge → engine → HTTP, grades into a SQLite store."""
+    config = config_for(server, concurrency)
+    with tempfile.TemporaryDirectory() as folder:
+        store = TimedStore(Path(folder) / "bench.db")
+        async with Engine(store=None, config=config, cache="off") as engine:
+            judge = LLM(engine, get_model(MODEL, config=config), stage="grade")
+            server.reset()
+            cpu, server_cpu, wall = time.process_time(), server.cpu_s(), time.perf_counter()
+            result = await grade_all(store, work, judge, mode=mode, batch_size=batch)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            server_cpu = server.cpu_s() - server_cpu
         store.close()
-    bound = usage.calls * latency / concurrency
-    return {
-        "wall_s": wall,
-        "bound_s": bound,
-        "calls": usage.calls,
-        "grades": result.written["grade"],
-        "calls_per_case": usage.calls / cases,
-        "prompt_tokens_per_case": usage.prompt_tokens / cases,
-        "completion_tokens_per_case": usage.completion_tokens / cases,
-    }
+    usage = engine.accounting.by_model[MODEL]
+    return Outcome(
+        wall,
+        cpu,
+        server_cpu,
+        usage.calls,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        server.requests(),
+        result.written.get("grade", 0),
+        result.written.get("grade_failure", 0),
+        store.seconds,
+    )
+
+
+async def calls_only(server: Server, work: list[Target], mode: Mode, concurrency: int) -> tuple[float, float]:
+    """The same judge calls (same prompts, same schemas) gathered straight through the engine.
+
+    Returns (wall seconds, client CPU seconds).
+    """
+    config = config_for(server, concurrency)
+    settings = Settings(temperature=0)
+    asks: list[tuple[list[Message], type[Verdict] | type[BatchVerdict]]] = []
+    for t in work:
+        convo = conversation(t.case)
+        if mode == "batched":
+            asks.append((batched_messages(convo, t.answer.text, t.rubric.criteria), BatchVerdict))
+        else:
+            asks += [(per_criterion_messages(convo, t.answer.text, c), Verdict) for c in t.rubric.criteria]
+    async with Engine(store=None, config=config, cache="off") as engine:
+        judge = LLM(engine, get_model(MODEL, config=config), stage="grade")
+        wall, cpu = time.perf_counter(), time.process_time()
+        results = await asyncio.gather(*(judge.structured(m, schema, settings) for m, schema in asks))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert all(r.ok for r in results), "the fake judge's verdicts did not parse"
+    return wall, cpu
+
+
+def report(
+    mode: Mode,
+    concurrency: int,
+    cases: int,
+    latency: float,
+    out: Outcome,
+    reference: tuple[float, float] | None,
+) -> None:
+    bound = out.calls * latency / concurrency
+    alone = ""
+    if reference is not None:
+        wall, cpu = reference
+        alone = (
+            f"; the same calls without stage runner and store {wall:.2f} s (x{wall / bound:.2f}, "
+            f"client CPU {cpu / out.calls * 1000:.2f} ms/call)"
+        )
+    print(
+        f"{mode:>13} @ {concurrency:3d}: {out.calls:.0f} calls, {out.requests} HTTP requests, "
+        f"{out.grades} grades, {out.failures} failures; wall {out.wall_s:.2f} s vs bound {bound:.2f} s "
+        f"(x{out.wall_s / bound:.2f}){alone}\n"
+        f"{'':>21}per case: {out.calls / cases:.1f} calls, {out.prompt_tokens / cases:.0f} prompt + "
+        f"{out.completion_tokens / cases:.0f} completion tokens; CPU: client {out.client_cpu_s:.2f} s "
+        f"({out.client_cpu_s / out.calls * 1000:.2f} ms/call), server {out.server_cpu_s:.2f} s; "
+        f"store writes and done-checks {out.store_s:.2f} s",
+        flush=True,
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--cases", type=int, default=500)
     parser.add_argument("--latency", type=float, default=0.1)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[32])
+    parser.add_argument("--batch-size", type=int, default=64, help="run_stage batch (livemed grade: 64)")
+    parser.add_argument("--no-reference", action="store_true", help="skip the calls-only reference runs")
     args = parser.parse_args()
+    os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
+    load = os.getloadavg()
     print(
-        f"{args.cases} cases × {CRITERIA} criteria, {args.latency * 1000:.0f} ms per call, "
-        f"max_concurrency {args.concurrency}"
+        f"{args.cases} cases × {CRITERIA} criteria, {args.latency * 1000:.0f} ms per request, "
+        f"run_stage batch {args.batch_size}; {os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f}"
     )
-    for mode in ("per-criterion", "batched"):
-        r = asyncio.run(measure(mode, args.cases, args.latency, args.concurrency))
-        ratio = r["wall_s"] / r["bound_s"]
-        print(
-            f"{mode:>13}: {r['calls']:.0f} calls, {r['grades']:.0f} grades, "
-            f"wall {r['wall_s']:.2f} s vs bound {r['bound_s']:.2f} s (x{ratio:.2f}); "
-            f"per case: {r['calls_per_case']:.1f} calls, {r['prompt_tokens_per_case']:.0f} prompt + "
-            f"{r['completion_tokens_per_case']:.0f} completion tokens"
-        )
+    work = targets(args.cases)
+    server = Server(args.latency)
+    try:
+        for concurrency in args.concurrency:
+            for mode in ("per-criterion", "batched"):
+                out = asyncio.run(graded(server, work, mode, concurrency, args.batch_size))  # type: ignore[arg-type]
+                reference = (
+                    None if args.no_reference else asyncio.run(calls_only(server, work, mode, concurrency))  # type: ignore[arg-type]
+                )
+                report(mode, concurrency, args.cases, args.latency, out, reference)  # type: ignore[arg-type]
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

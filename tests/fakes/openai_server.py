@@ -11,7 +11,8 @@ with FakeOpenAIServer() as server:                 # a thread with its own event
     ...  # point a model at server.base_url
     assert len(server.requests) == 2
 ```
-Run it as a separate process (for benchmarks): `python -m tests.fakes.openai_server --latency 0.1`.
+Run it as a separate process (for benchmarks): `python -m tests.fakes.openai_server --latency 0.1`;
+add `--judge` to answer livemed's grading prompts with valid verdicts (`judge_responder()`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import random
+import re
 import threading
 import time
 from collections import deque
@@ -264,6 +266,46 @@ def _completion(request: dict[str, Any], behavior: Behavior) -> dict[str, Any]:
     }
 
 
+_NUMBERED = re.compile(r"^(\d+)\. \[(-?)", re.MULTILINE)
+_POINTS = re.compile(r"<<<CRITERION\n\[(-?)")
+
+
+def judge_reply(prompt: str) -> str:
+    """A valid verdict for one of livemed's grading prompts (`livemed.grading.judge`).
+
+    A batched prompt (a `<<<CRITERIA` block) gets `{"verdicts": [...]}` with one verdict per numbered
+    criterion; any other prompt gets `{"explanation": ..., "criteria_met": ...}`. The verdict is
+    deterministic and the same in both modes: met for a criterion with positive points, not met for
+    one with negative points (the response avoids the bad thing).
+    """
+    if "<<<CRITERIA" in prompt:
+        listing = prompt.split("<<<CRITERIA", 1)[1].split("CRITERIA>>>", 1)[0]
+        verdicts = [
+            {"id": int(number), "explanation": f"fake verdict {number}", "criteria_met": not minus}
+            for number, minus in _NUMBERED.findall(listing)
+        ]
+        return json.dumps({"verdicts": verdicts})
+    points = _POINTS.search(prompt)
+    met = not (points and points.group(1))
+    return json.dumps({"explanation": "fake verdict", "criteria_met": met})
+
+
+def judge_responder(latency: float = 0.0) -> Responder:
+    """A responder that grades: `judge_reply()` to the last user message, after `latency` seconds.
+
+    Usage is counted in whitespace-separated words: prompt tokens over every message of the request,
+    completion tokens over the reply.
+    """
+
+    def respond(body: dict[str, Any]) -> Behavior:
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+        words = sum(len(str(m.get("content", "")).split()) for m in messages)
+        return Behavior(text=judge_reply(users[-1] if users else ""), latency=latency, prompt_tokens=words)
+
+    return respond
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--port", type=int, default=0)
@@ -272,9 +314,15 @@ def main() -> None:
     parser.add_argument("--rate-500", type=float, default=0.0)
     parser.add_argument("--retry-after", type=float, default=0.0, help="Retry-After seconds on random 429s")
     parser.add_argument("--text", default="ok")
+    parser.add_argument(
+        "--judge", action="store_true", help="answer grading prompts with verdicts (no random faults)"
+    )
     args = parser.parse_args()
+    if args.judge and (args.rate_429 or args.rate_500):
+        parser.error("--judge does not combine with --rate-429/--rate-500")
     server = FakeOpenAIServer(
         default=Behavior(text=args.text, latency=args.latency),
+        responder=judge_responder(args.latency) if args.judge else None,
         rate_429=args.rate_429,
         rate_500=args.rate_500,
         random_retry_after=args.retry_after,
