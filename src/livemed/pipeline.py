@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from livemed.records import Record, Rejection, Run, utcnow
 from livemed.store import Store
@@ -62,27 +62,81 @@ async def run_stage(
     """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet.
 
     `output_id` may return several ids (e.g. a case id and the ids of rejections by different stages):
-    an item is done when any of them is stored.
+    an item is done when any of them is stored. Up to `batch_size` items are in flight at once, as a
+    sliding window (a slow item never holds the others back), and finished items are written every
+    `batch_size` results in one transaction. If an item raises, what finished before is written first.
     """
     result = StageResult()
-    for batch in batched(items, batch_size):
-        result.seen += len(batch)
-        todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
-        result.skipped += len(batch) - len(todo)
-        if not todo:
-            continue
-        outputs = await asyncio.gather(*(work(item) for item in todo))
-        records = [record for produced in outputs for record in produced]
-        store.put(records)
-        result.processed += len(todo)
-        for record in records:
-            result.written[record.kind] += 1
-            if isinstance(record, Rejection):
-                result.rejected[record.reason] += 1
-        if on_item is not None:
-            for item, produced in zip(todo, outputs, strict=True):
-                on_item(item, produced)
+    window = _Window(store, result, on_item, batch_size)
+    try:
+        for batch in batched(items, batch_size):
+            result.seen += len(batch)
+            todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
+            result.skipped += len(batch) - len(todo)
+            for item in todo:
+                await window.submit(item, work)
+        await window.drain()
+    finally:
+        window.cancel()
     return result
+
+
+class _Window(Generic[T]):
+    """At most `size` items in flight; finished ones are written in batches of `size`."""
+
+    def __init__(
+        self,
+        store: Store,
+        result: StageResult,
+        on_item: Callable[[T, Sequence[Record]], None] | None,
+        size: int,
+    ) -> None:
+        self.store, self.result, self.on_item, self.size = store, result, on_item, size
+        self.running: dict[asyncio.Future[Sequence[Record]], T] = {}
+        self.finished: list[tuple[T, Sequence[Record]]] = []
+
+    async def submit(self, item: T, work: Callable[[T], Awaitable[Sequence[Record]]]) -> None:
+        while len(self.running) >= self.size:
+            await self._collect()
+        self.running[asyncio.ensure_future(work(item))] = item
+
+    async def drain(self) -> None:
+        while self.running:
+            await self._collect()
+        self._write()
+
+    async def _collect(self) -> None:
+        done, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
+        failure: BaseException | None = None
+        for future in done:
+            item = self.running.pop(future)
+            if future.exception() is not None:
+                failure = failure or future.exception()
+            else:
+                self.finished.append((item, future.result()))
+        if failure is not None:
+            self._write()
+            raise failure
+        if len(self.finished) >= self.size:
+            self._write()
+
+    def _write(self) -> None:
+        records = [record for _, produced in self.finished for record in produced]
+        self.store.put(records)
+        self.result.processed += len(self.finished)
+        for record in records:
+            self.result.written[record.kind] += 1
+            if isinstance(record, Rejection):
+                self.result.rejected[record.reason] += 1
+        if self.on_item is not None:
+            for item, produced in self.finished:
+                self.on_item(item, produced)
+        self.finished = []
+
+    def cancel(self) -> None:
+        for future in self.running:
+            future.cancel()
+        self.running.clear()
 
 
 def _not_done(
