@@ -165,7 +165,7 @@ def test_backoff_delay() -> None:
         assert 2.0 <= waited <= 2.2
         assert 0 <= backoff_delay(3, base=0.5) <= 4.0
         assert backoff_delay(10, base=0.5, cap=3.0) <= 3.0
-        assert 30.0 <= backoff_delay(0, retry_after=3600, cap=30.0) <= 33.0
+        assert 120.0 <= backoff_delay(0, retry_after=3600, cap=30.0) <= 132.0  # Retry-After has its own cap
 
 
 async def test_observers_see_every_step_and_cannot_break_calls() -> None:
@@ -268,3 +268,23 @@ async def test_structured_compliance_is_kept_on_the_run(sqlite_store: Store) -> 
     stored = sqlite_store.get(Run, run.id)
     assert stored is not None
     assert stored.compliance == {"fake/j": {"first_try": 1, "repaired": 1, "failed": 1, "total": 3}}
+
+
+def test_cache_key_changes_with_provider_options() -> None:
+    from livemed.config import ModelConfig
+    from livemed.models.engine import cache_key
+    from livemed.models.openai import openai_model
+
+    def model(extra: dict[str, object]) -> object:
+        config = Config(models={"openai/m": ModelConfig(base_url="http://127.0.0.1:9/v1", extra_body=extra)})
+        return openai_model("m", config=config)
+
+    messages = [{"role": "user", "content": "hi"}]
+    plain = cache_key(model({}), messages, Settings())  # type: ignore[arg-type]
+    assert plain == cache_key(model({}), messages, Settings())  # type: ignore[arg-type]
+    assert plain != cache_key(model({"reasoning_effort": "high"}), messages, Settings())  # type: ignore[arg-type]
+
+
+def test_retry_after_is_honoured_beyond_the_backoff_cap() -> None:
+    assert 60.0 <= backoff_delay(0, retry_after=60.0) <= 66.0
+    assert backoff_delay(0, retry_after=1000.0) <= 132.0

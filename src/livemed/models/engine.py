@@ -49,7 +49,6 @@ from livemed.models.limits import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
     ModelLimits,
-    _Limits,
     backoff_delay,
     estimate_tokens,
 )
@@ -62,7 +61,6 @@ __all__ = [
     "Engine",
     "EngineEvent",
     "Observer",
-    "_Limits",
     "backoff_delay",
     "cache_key",
     "estimate_tokens",
@@ -79,6 +77,7 @@ def cache_key(model: Model, messages: list[Message], settings: Settings) -> str:
         "endpoint": model.endpoint,
         "messages": messages,
         "settings": settings.model_dump(mode="json"),
+        "extra_body": getattr(model, "extra_body", None) or {},  # provider options change the reply too
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 

@@ -13,6 +13,7 @@ from livemed.models.base import Message
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
+RETRY_AFTER_MAX_S = 120.0  # a server asking for a longer wait makes the call a failure record instead
 
 
 def backoff_delay(
@@ -21,14 +22,15 @@ def backoff_delay(
     *,
     base: float = BACKOFF_BASE_S,
     cap: float = BACKOFF_MAX_S,
+    retry_after_cap: float = RETRY_AFTER_MAX_S,
 ) -> float:
     """Seconds before retry `attempt` (0-based).
 
-    With Retry-After: at least that long (capped at `cap`), plus up to 10% jitter so that calls
-    refused together do not return together. Without: full-jitter exponential backoff.
+    With Retry-After: at least that long (capped at `retry_after_cap`), plus up to 10% jitter so that
+    calls refused together do not return together. Without: full-jitter exponential backoff up to `cap`.
     """
     if retry_after is not None and retry_after >= 0:
-        wait = min(retry_after, cap)
+        wait = min(retry_after, retry_after_cap)
         return wait + random.uniform(0, 0.1 * wait)
     return random.uniform(0, min(cap, base * 2**attempt))
 
@@ -91,4 +93,3 @@ def _limiter(per_minute: float) -> AsyncLimiter:
 
 
 # Kept for code written against the first sketch of the engine.
-_Limits = ModelLimits

@@ -96,6 +96,11 @@ class OpenAICompatibleModel:
     def supports_json_schema(self) -> bool:
         return self._json_schema
 
+    @property
+    def extra_body(self) -> dict[str, Any]:
+        """Provider options sent with every request (part of the response-cache key)."""
+        return dict(self.config.extra_body)
+
     async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
         client = await self._client_for_loop()
         started = time.perf_counter()
