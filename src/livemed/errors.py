@@ -7,6 +7,7 @@ LivemedError                      root: anything livemed raises on purpose
 │   ├── UnknownNameError          a registry miss ("did you mean …")
 │   ├── MissingDependencyError    an optional extra is not installed (carries the pip hint)
 │   ├── InputFileError            a bad input file (carries path and line number)
+│   ├── StoreOpenError            the store cannot be opened (not a database, unreachable server)
 │   ├── StoreVersionError         the store was written by a newer livemed
 │   └── StoreLockedError          another process holds the SQLite write lock
 └── RunError                      the run itself failed; the CLI prints one line, exit code 1
@@ -75,6 +76,10 @@ class InputFileError(UserError):
         self.path = str(path)
         self.line = line
         self.detail = message
+
+
+class StoreOpenError(UserError):
+    """The store cannot be opened: not a database, a folder, or a server that does not answer."""
 
 
 class StoreVersionError(UserError):

@@ -125,3 +125,20 @@ def test_installed_program_runs_the_demo(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "d" / "results" / "report.html").stat().st_size > 10_000
+
+
+def test_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path), "--fresh"])
+    assert result.exit_code != 0
+    assert "not made by `livemed demo`" in str(result.exception) + result.output
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_demo_ignores_the_users_store_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = tmp_path / "production.db"
+    monkeypatch.setenv("LIVEMED_STORE", str(own))
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "d")])
+    assert result.exit_code == 0, result.output
+    assert not own.exists()
+    assert (tmp_path / "d" / "livemed.db").exists()

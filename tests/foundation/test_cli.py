@@ -135,3 +135,34 @@ def test_every_command_has_a_help_panel() -> None:
     listed = [line.split()[1] for line in out.splitlines() if line.startswith("│ ") and len(line.split()) > 2]
     order = [name for name in listed if name in ("demo", "harvest", "curate", "report")]
     assert order == ["demo", "harvest", "curate", "report"]
+
+
+def test_messages_with_markup_characters_are_printed_verbatim(tmp_path: Path) -> None:
+    exe = _livemed()
+    path = tmp_path / "[bold]in.jsonl"
+    path.write_text('{"kind": "doc", "source": "[/red]"}\n' + doc("1").model_dump_json() + "\n")
+    env = {**os.environ, "LIVEMED_STORE": str(tmp_path / "s.db")}
+    done = subprocess.run(
+        [exe, "import", "--kind", "doc", str(path)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "[bold]in.jsonl:1" in done.stderr
+    assert "imported 1 record(s)" in done.stdout
+    done = subprocess.run(
+        [exe, "-c", str(tmp_path / "[/b].toml"), "store", "info"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert "[/b].toml does not exist" in done.stderr
+
+
+def test_a_file_that_is_not_a_store_is_a_one_line_error(tmp_path: Path) -> None:
+    exe = _livemed()
+    (tmp_path / "notes.db").write_text("not a database")
+    done = subprocess.run(
+        [exe, "--store", str(tmp_path / "notes.db"), "store", "info"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot open store sqlite:///{tmp_path / 'notes.db'}: file is not a database"
+    ]

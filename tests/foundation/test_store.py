@@ -64,7 +64,8 @@ def test_non_utc_dates_compare_in_utc(any_store: Store) -> None:
     assert len(list(any_store.iter(Doc, since=datetime(2024, 12, 31, 22, tzinfo=UTC)))) == 1
 
 
-def test_reads_stream_in_pages(sqlite_store: Store) -> None:
+def test_reads_stream_in_pages(any_store: Store) -> None:
+    sqlite_store = any_store
     sqlite_store.put((doc(str(i)) for i in range(1050)), batch_size=400)
     statements: list[str] = []
     sa.event.listen(sqlite_store.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))

@@ -9,9 +9,10 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
 from livemed import __version__
-from livemed.cli.context import AppState, console, err_console
+from livemed.cli.context import AppState, console, err_console, widen_piped_output
 from livemed.errors import LivemedError
 
 app = typer.Typer(
@@ -46,10 +47,11 @@ def _root(
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `livemed` program."""
+    widen_piped_output()
     try:
         app(args=argv, prog_name="livemed")
     except LivemedError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
         sys.exit(exc.exit_code)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 
 import typer
@@ -12,6 +14,13 @@ from livemed.store import Store
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def widen_piped_output(width: int = 120) -> None:
+    """Piped output (logs, CI) gets `width` columns instead of rich's 80, so tables keep their model
+    names; $COLUMNS still wins, and a terminal uses its own width."""
+    if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
+        console.width = err_console.width = width
 
 
 @dataclass

@@ -42,6 +42,8 @@ evidence = "{evidence}"
 # Demo training cutoffs for the offline baselines ({DEMO_CUTOFF.isoformat()}): not real training cutoffs,
 # they only give the contamination view a pre/post split to draw.
 cutoffs = "demo-cutoffs.toml"
+# The demo has 16 post-cutoff cases; real runs keep the default guard of 50 (below it: "insufficient data").
+min_post_cases = 10
 out_dir = "results"
 report = "results/report.html"
 """
@@ -119,10 +121,13 @@ def demo(
         raise UserError(f"evidence corpus {evidence} does not exist")
     corpus = (evidence or demo_evidence_path()).resolve()
     folder = out.resolve()
+    _check_demo_folder(folder)
     if fresh and folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / MARKER).write_text("made by `livemed demo`; `livemed demo --fresh` may delete this folder\n")
     config = folder / "livemed.toml"
+    store = folder / "livemed.db"
     config.write_text(demo_config(corpus), encoding="utf-8")
     (folder / "demo-cutoffs.toml").write_text(demo_cutoffs(), encoding="utf-8")
     console.print(
@@ -136,7 +141,7 @@ def demo(
     for number, (title, argv) in enumerate(plan, start=1):
         console.print(Rule(f"[bold]{number}/{len(plan)}[/] {title}", align="left"))
         console.print(f"[dim]$ livemed {' '.join(argv)}[/]")
-        _run(["--config", str(config), *argv])
+        _run(["--config", str(config), "--store", str(store), *argv])
     report = folder / "results" / "report.html"
     console.print(Rule())
     console.print(f"finished in {time.perf_counter() - started:.0f} s; report: [bold]{report}[/]")
@@ -145,6 +150,17 @@ def demo(
     hint = _activation_hint()
     if hint:
         console.print(hint)
+
+
+MARKER = ".livemed-demo"
+
+
+def _check_demo_folder(folder: Path) -> None:
+    """The demo writes (and --fresh deletes) only an empty folder or one an earlier demo made."""
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{folder} exists and is not a folder; choose another --out")
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / MARKER).exists():
+        raise UserError(f"{folder} is not empty and was not made by `livemed demo`; choose another --out")
 
 
 def _activation_hint() -> str | None:
@@ -161,7 +177,7 @@ def _activation_hint() -> str | None:
 
 def _run(argv: list[str]) -> None:
     """Run one livemed command in-process; a failing step stops the demo with its message."""
-    step = " ".join(argv[2:])
+    step = " ".join(argv[4:])
     try:
         code = app(args=argv, prog_name="livemed", standalone_mode=False)
     except LivemedError:

@@ -6,6 +6,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
@@ -88,8 +89,9 @@ def import_command(
     for path in files:
         written, errors = import_jsonl(store, path, default_kind=kind)
         for error in errors:
-            err_console.print(f"[yellow]skipped[/] {error}", highlight=False)
+            err_console.print(f"[yellow]skipped[/] {escape(str(error))}", highlight=False)
         bad += len(errors)
-        console.print(f"{path}: imported {written} record(s), skipped {len(errors)} bad line(s)")
+        summary = f"{path}: imported {written} record(s), skipped {len(errors)} bad line(s)"
+        console.print(summary, markup=False)
     if bad:
         raise typer.Exit(code=1)

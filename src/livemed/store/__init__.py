@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from livemed.errors import StoreLockedError, StoreVersionError
+from livemed.errors import StoreLockedError, StoreOpenError, StoreVersionError
 from livemed.records import RECORD_TYPES, Record, utcnow
 from livemed.store.connect import (
     DEFAULT_LOCK_TIMEOUT,
@@ -54,7 +54,12 @@ class Store:
         self.lock_timeout = lock_timeout if lock_timeout is not None else env_lock_timeout()
         self.engine = make_engine(self.url, self.lock_timeout)
         self.dialect = self.engine.dialect.name
-        self._migrate()
+        try:
+            self._migrate()
+        except (sa.exc.OperationalError, sa.exc.DatabaseError, OSError) as exc:
+            self.engine.dispose()
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            raise StoreOpenError(f"cannot open store {display_url(self.url)}: {reason}") from None
 
     # ------------------------------------------------------------------ lifecycle
 
