@@ -34,7 +34,9 @@ RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resample
 CUTOFFS = typer.Option(None, "--cutoffs", help="Your cutoff registry (TOML), on top of the bundled one.")
 
 
-def _settings(app_state: AppState, seed: int | None, resamples: int | None) -> AnalysisSettings:
+def _settings(
+    app_state: AppState, seed: int | None, resamples: int | None, convention: str = "livemed"
+) -> AnalysisSettings:
     from livemed.analysis.contamination import AnalysisSettings
 
     a = app_state.config.analysis
@@ -45,6 +47,7 @@ def _settings(app_state: AppState, seed: int | None, resamples: int | None) -> A
         resamples=resamples or a.resamples,
         permutations=a.permutations,
         seed=a.seed if seed is None else seed,
+        convention=convention,
     )
 
 
@@ -86,9 +89,9 @@ def leaderboard_command(
     from livemed.errors import UnknownNameError, UserError
 
     app_state = state(ctx)
-    s = _settings(app_state, seed, resamples)
+    s = _settings(app_state, seed, resamples, convention)
     scored = _scores(app_state, judge, convention)
-    rows = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed)
+    rows = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed, convention=convention)
     console.print(leaderboard_table(rows))
     paths = write_table(_out_dir(app_state, out), "leaderboard", rows)
     if compare:
@@ -105,6 +108,7 @@ def leaderboard_command(
             resamples=s.resamples,
             permutations=s.permutations,
             seed=s.seed,
+            convention=convention,
         )
         console.print(comparison_table(result))
         paths += write_table(_out_dir(app_state, out), "comparison", [result])
@@ -127,7 +131,7 @@ def contamination_command(
     from livemed.analysis.tables import write_table
 
     app_state = state(ctx)
-    s = _settings(app_state, seed, resamples)
+    s = _settings(app_state, seed, resamples, convention)
     if min_post is not None:
         s = s.model_copy(update={"min_post": min_post})
     scored = _scores(app_state, judge, convention)
@@ -157,8 +161,8 @@ def trends_command(
     from livemed.analysis.trends import monthly
 
     app_state = state(ctx)
-    s = _settings(app_state, seed, None)
-    rows = monthly(_scores(app_state, judge, convention).rows, seed=s.seed)
+    s = _settings(app_state, seed, None, convention)
+    rows = monthly(_scores(app_state, judge, convention).rows, seed=s.seed, convention=convention)
     console.print(trends_table(rows))
     _wrote(write_table(_out_dir(app_state, out), "trends", rows))
 
@@ -185,7 +189,7 @@ def report_command(
     data = build_report(
         app_state.store,
         _registry(app_state, cutoffs),
-        settings=_settings(app_state, seed, resamples),
+        settings=_settings(app_state, seed, resamples, convention),
         judge=judge,
         convention=convention,
         max_cases=max_cases,

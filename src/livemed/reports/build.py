@@ -85,10 +85,10 @@ def build_report(
     title: str = "livemed report",
 ) -> ReportData:
     """Everything the HTML report shows, computed by the analysis functions from the store."""
-    s = settings or AnalysisSettings()
+    s = (settings or AnalysisSettings()).model_copy(update={"convention": convention})
     scored = load_scores(store, judge=judge, convention=convention)
     cases = {case.id: case for case in store.iter(Case)}
-    board = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed)
+    board = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed, convention=convention)
     comparisons = [
         compare(
             scored.rows,
@@ -97,10 +97,11 @@ def build_report(
             resamples=s.resamples,
             permutations=s.permutations,
             seed=s.seed,
+            convention=convention,
         )
         for row in board[1:]
     ]
-    trend = monthly(scored.rows, seed=s.seed)
+    trend = monthly(scored.rows, seed=s.seed, convention=convention)
     labels = list(store.iter(ErrorLabel))
     runs = list(store.iter(Run))
     funnel_rows, reasons = funnel(
