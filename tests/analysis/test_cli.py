@@ -154,3 +154,14 @@ def test_taxonomy_llm_classifier_labels_once_and_records_usage(
     assert "fake/classifier" not in second.usage  # nothing was sent the second time
     rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
     assert rows[0]["reasoning_share"] == 1.0
+
+
+def test_contamination_warns_when_cases_are_dated_by_file_mtime(project: Path) -> None:
+    from livemed.records import Case
+
+    assert "modification time" not in invoke(project, "contamination")
+    with Store(project / "s.db") as store:
+        cases = list(store.iter(Case))
+        store.put([c.model_copy(update={"date_field": "file_mtime"}) for c in cases[:3]])
+    out = invoke(project, "contamination")
+    assert "warning: 3 case(s) are dated by their input file's modification time" in " ".join(out.split())

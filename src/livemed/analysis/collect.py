@@ -37,6 +37,11 @@ def case_dates(store: Store) -> dict[str, datetime]:
     return {case.id: case.published for case in store.iter(Case)}
 
 
+def mtime_dated(store: Store, case_ids: set[str]) -> int:
+    """How many of these cases are dated by their input file's modification time (no real date)."""
+    return sum(1 for case in store.iter(Case) if case.id in case_ids and case.date_field == "file_mtime")
+
+
 def load_scores(store: Store, *, judge: str | None = None, convention: str = "livemed") -> ScoreSet:
     """One judge's scores, averaged per (model, case), dated by their cases."""
     all_scores = list(store.iter(Score))

@@ -19,7 +19,7 @@ from livemed.cli.analysis_views import (
     taxonomy_table,
     trends_table,
 )
-from livemed.cli.context import AppState, console, state
+from livemed.cli.context import AppState, console, err_console, state
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
@@ -135,9 +135,21 @@ def contamination_command(
     if min_post is not None:
         s = s.model_copy(update={"min_post": min_post})
     scored = _scores(app_state, judge, convention)
+    _warn_mtime_dates(app_state, scored)
     result = analyse(scored.rows, _registry(app_state, cutoffs), s)
     console.print(contamination_table(result))
     _wrote(write_table(_out_dir(app_state, out), "contamination", result.rows, result.summary))
+
+
+def _warn_mtime_dates(app_state: AppState, scored: ScoreSet) -> None:
+    from livemed.analysis.collect import mtime_dated
+
+    n = mtime_dated(app_state.store, {r.case_id for r in scored.rows})
+    if n:
+        err_console.print(
+            f"[yellow]warning:[/] {n} case(s) are dated by their input file's modification time, not by "
+            "publication: their pre/post-cutoff split is meaningless (re-import with --published --replace)"
+        )
 
 
 def _registry(app_state: AppState, cutoffs: Path | None) -> dict[str, CutoffEntry]:
