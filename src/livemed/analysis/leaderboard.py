@@ -26,6 +26,9 @@ class LeaderboardRow(BaseModel):
     coverage: float
     harm: float
     grade_failures: int
+    convention: str = "livemed"
+    judge: str | None = None
+    failure_policy: str = "not-met"
 
 
 class PairedComparison(BaseModel):
@@ -60,6 +63,8 @@ def leaderboard(
     seed: int = 0,
     level: float = 0.95,
     convention: str = "livemed",
+    judge: str | None = None,
+    policy: str = "not-met",
 ) -> list[LeaderboardRow]:
     """One row per model, best mean first (ties broken by model name).
 
@@ -83,6 +88,9 @@ def leaderboard(
                 coverage=float(np.mean([r.coverage for r in group])),
                 harm=float(np.mean([r.harm for r in group])),
                 grade_failures=sum(r.failures for r in group),
+                convention=convention,
+                judge=judge,
+                failure_policy=policy,
             )
         )
     table.sort(key=lambda r: (-r.mean, r.model))

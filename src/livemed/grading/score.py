@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 Convention = Literal["livemed", "healthbench"]
 FailurePolicy = Literal["not-met", "exclude"]
 CONVENTIONS: tuple[Convention, ...] = ("livemed", "healthbench")
+POLICIES: tuple[FailurePolicy, ...] = ("not-met", "exclude")
 ZERO_POSITIVE = "zero positive weight"
 
 
