@@ -110,6 +110,24 @@ def test_retrieval_answerer_returns_the_best_bm25_passages() -> None:
         ("Stop taking ibuprofen.", "Recommends ibuprofen for the pain", False),
         ("", "Advises colchicine", False),
         ("Rest and drink water.", "Advises colchicine at a lower dose", False),
+        # two negated clauses do not cancel out
+        (
+            "Avoid screens such as your phone before bed, and avoid alcohol in the evening.",
+            "The response recommends screens such as your phone before bed.",
+            False,
+        ),
+        # naming an allergy contraindicates the drug
+        ("Tell them about your trimethoprim allergy.", "The response recommends trimethoprim.", False),
+        (
+            "In people with penicillin allergy, use clarithromycin.",
+            "The response recommends penicillin.",
+            False,
+        ),
+        (
+            "Tell them about your trimethoprim allergy.",
+            "Advises: tell them about the trimethoprim allergy",
+            True,
+        ),
     ],
 )
 def test_lexical_grader_is_negation_aware(response: str, criterion: str, met: bool) -> None:
