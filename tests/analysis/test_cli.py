@@ -212,3 +212,12 @@ def test_unknown_convention_or_policy_and_missing_scores_are_user_errors(
         invoke(project, "trends", "--policy", "skip")
     with pytest.raises(UserError, match="livemed scores --judge J --convention healthbench"):
         invoke(project, "leaderboard", "--convention", "healthbench")
+
+
+def test_report_into_an_existing_folder_writes_report_html(project: Path) -> None:
+    folder = project / "site"
+    folder.mkdir()
+    invoke(project, "report", "--out", str(folder), "--max-cases", "1")
+    assert "<h2>Leaderboard</h2>" in (folder / "report.html").read_text(encoding="utf-8")
+    assert (folder / "report-tables" / "leaderboard.csv").exists()
+    assert not (project / "site-tables").exists()

@@ -201,7 +201,11 @@ def trends_command(
 @app.command("report")
 def report_command(
     ctx: typer.Context,
-    out: Path | None = typer.Option(None, "--out", help="HTML file to write (default: [analysis] report)."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="HTML file to write, or an existing folder for DIR/report.html (default: \\[analysis] report).",
+    ),
     judge: str | None = JUDGE,
     convention: str = CONVENTION,
     policy: str = POLICY,
@@ -218,6 +222,8 @@ def report_command(
     app_state = state(ctx)
     config = app_state.config
     path = out or config.analysis.path(config.analysis.report, config.path)
+    if path.is_dir():  # an existing folder: write DIR/report.html (and DIR/report-tables/)
+        path = path / "report.html"
     data = build_report(
         app_state.store,
         _registry(app_state, cutoffs),
