@@ -221,3 +221,11 @@ def test_report_into_an_existing_folder_writes_report_html(project: Path) -> Non
     assert "<h2>Leaderboard</h2>" in (folder / "report.html").read_text(encoding="utf-8")
     assert (folder / "report-tables" / "leaderboard.csv").exists()
     assert not (project / "site-tables").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "text"), [("leaderboard", "[analysis] out_dir"), ("report", "[analysis] report")]
+)
+def test_help_keeps_config_section_names(command: str, text: str) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "250"})
+    assert text in result.output

@@ -31,7 +31,7 @@ CONVENTION = typer.Option("livemed", "--convention", help="Scoring convention: l
 POLICY = typer.Option(
     "not-met", "--policy", help="Analyse scores made with this failure policy: not-met (default) or exclude."
 )
-OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: [analysis] out_dir).")
+OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: \\[analysis] out_dir).")
 SEED = typer.Option(None, "--seed", help="Random seed of the bootstrap and permutation tests.")
 RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resamples (default 2000).")
 CUTOFFS = typer.Option(None, "--cutoffs", help="Your cutoff registry (TOML), on top of the bundled one.")
