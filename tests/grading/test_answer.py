@@ -27,6 +27,22 @@ def test_patient_message_reads_like_a_patient_and_does_not_ask_for_only_the_answ
     assert "only" not in text.lower()
 
 
+def test_patient_message_does_not_double_punctuation() -> None:
+    from livemed.records import Narrative
+
+    narrative = Narrative(
+        history=["Gout since 2019.", "CKD stage 3"],
+        allergies=["I have no allergies."],
+        medications=["Is it aspirin?"],
+    )
+    text = patient_message(make_case(narrative=narrative))
+    assert "Medical history: Gout since 2019; CKD stage 3.\n" in text
+    assert "Allergies: I have no allergies.\n" in text
+    assert "Is it aspirin?\n" in text
+    assert ".." not in text
+    assert ".;" not in text
+
+
 def test_imported_conversations_are_sent_as_they_are() -> None:
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     case = make_case(messages=[*messages, {"role": "user", "content": "my toe"}])
