@@ -154,3 +154,78 @@ def test_taxonomy_llm_classifier_labels_once_and_records_usage(
     assert "fake/classifier" not in second.usage  # nothing was sent the second time
     rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
     assert rows[0]["reasoning_share"] == 1.0
+
+
+def test_contamination_warns_when_cases_are_dated_by_file_mtime(project: Path) -> None:
+    from livemed.records import Case
+
+    assert "modification time" not in invoke(project, "contamination")
+    with Store(project / "s.db") as store:
+        cases = list(store.iter(Case))
+        store.put([c.model_copy(update={"date_field": "file_mtime"}) for c in cases[:3]])
+    out = invoke(project, "contamination")
+    assert "warning: 3 case(s) are dated by their input file's modification time" in " ".join(out.split())
+
+
+def test_tables_name_convention_judge_and_failure_policy(project: Path) -> None:
+    invoke(project, "leaderboard")
+    rows = list(csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines()))
+    assert {(r["convention"], r["judge"], r["failure_policy"]) for r in rows} == {
+        ("livemed", "fake/judge", "not-met")
+    }
+    invoke(project, "report", "--out", str(project / "site" / "r.html"), "--max-cases", "1")
+    folder = project / "site" / "r-tables"
+    for path in sorted(folder.glob("*.json")):
+        summary = json.loads(path.read_text())["summary"]
+        assert (summary["convention"], summary["judge"], summary["failure_policy"]) == (
+            "livemed", "fake/judge", "not-met"
+        ), path.name  # fmt: skip
+    assert "n_tested" in json.loads((folder / "contamination.json").read_text())["summary"]
+
+
+def test_analysis_never_mixes_failure_policies(project: Path) -> None:
+    with Store(project / "s.db") as store:
+        strong = [s for s in store.iter(Score) if s.model == "fake/strong"]
+        store.put([s.model_copy(update={"failure_policy": "exclude", "score": 0.0}) for s in strong[:10]])
+    invoke(project, "leaderboard")
+    rows = {
+        r["model"]: r
+        for r in csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines())
+    }
+    assert int(rows["fake/strong"]["n_cases"]) == 90  # the 10 excluded-policy scores are not mixed in
+    invoke(project, "leaderboard", "--policy", "exclude")
+    rows = {
+        r["model"]: r
+        for r in csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines())
+    }
+    assert list(rows) == ["fake/strong"]
+    assert (rows["fake/strong"]["n_cases"], float(rows["fake/strong"]["mean"])) == ("10", 0.0)
+    assert rows["fake/strong"]["failure_policy"] == "exclude"
+
+
+def test_unknown_convention_or_policy_and_missing_scores_are_user_errors(
+    project: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(UserError, match="use one of livemed, healthbench"):
+        invoke(project, "leaderboard", "--convention", "healthbenhc")
+    with pytest.raises(UserError, match="use one of not-met, exclude"):
+        invoke(project, "trends", "--policy", "skip")
+    with pytest.raises(UserError, match="livemed scores --judge J --convention healthbench"):
+        invoke(project, "leaderboard", "--convention", "healthbench")
+
+
+def test_report_into_an_existing_folder_writes_report_html(project: Path) -> None:
+    folder = project / "site"
+    folder.mkdir()
+    invoke(project, "report", "--out", str(folder), "--max-cases", "1")
+    assert "<h2>Leaderboard</h2>" in (folder / "report.html").read_text(encoding="utf-8")
+    assert (folder / "report-tables" / "leaderboard.csv").exists()
+    assert not (project / "site-tables").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "text"), [("leaderboard", "[analysis] out_dir"), ("report", "[analysis] report")]
+)
+def test_help_keeps_config_section_names(command: str, text: str) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "250"})
+    assert text in result.output

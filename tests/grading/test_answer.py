@@ -27,6 +27,22 @@ def test_patient_message_reads_like_a_patient_and_does_not_ask_for_only_the_answ
     assert "only" not in text.lower()
 
 
+def test_patient_message_does_not_double_punctuation() -> None:
+    from livemed.records import Narrative
+
+    narrative = Narrative(
+        history=["Gout since 2019.", "CKD stage 3"],
+        allergies=["I have no allergies."],
+        medications=["Is it aspirin?"],
+    )
+    text = patient_message(make_case(narrative=narrative))
+    assert "Medical history: Gout since 2019; CKD stage 3.\n" in text
+    assert "Allergies: I have no allergies.\n" in text
+    assert "Is it aspirin?\n" in text
+    assert ".." not in text
+    assert ".;" not in text
+
+
 def test_imported_conversations_are_sent_as_they_are() -> None:
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     case = make_case(messages=[*messages, {"role": "user", "content": "my toe"}])
@@ -110,6 +126,24 @@ def test_retrieval_answerer_returns_the_best_bm25_passages() -> None:
         ("Stop taking ibuprofen.", "Recommends ibuprofen for the pain", False),
         ("", "Advises colchicine", False),
         ("Rest and drink water.", "Advises colchicine at a lower dose", False),
+        # two negated clauses do not cancel out
+        (
+            "Avoid screens such as your phone before bed, and avoid alcohol in the evening.",
+            "The response recommends screens such as your phone before bed.",
+            False,
+        ),
+        # naming an allergy contraindicates the drug
+        ("Tell them about your trimethoprim allergy.", "The response recommends trimethoprim.", False),
+        (
+            "In people with penicillin allergy, use clarithromycin.",
+            "The response recommends penicillin.",
+            False,
+        ),
+        (
+            "Tell them about your trimethoprim allergy.",
+            "Advises: tell them about the trimethoprim allergy",
+            True,
+        ),
     ],
 )
 def test_lexical_grader_is_negation_aware(response: str, criterion: str, met: bool) -> None:

@@ -220,3 +220,24 @@ def test_retrieval_without_a_corpus_uses_the_cases_pooled_evidence(tmp_path: Pat
         store.put([make_case()])
     result = CliRunner().invoke(app, ["--store", str(empty), "answer", "--model", "offline/retrieval"])
     assert "needs an evidence corpus" in str(result.exception)
+
+
+def test_reimport_keeps_stored_cases_and_their_dates(kqa_store: Path, shared_data: Path) -> None:
+    source = str(shared_data / "k-qa" / "questions_w_answers.jsonl")
+    with Store(kqa_store) as store:
+        before = {c.id: (c.published, c.date_field) for c in store.iter(Case)}
+    out = run(kqa_store, "import-kqa", source, "--limit", "6")  # no --published: file mtime
+    assert "imported 0 case(s)" in out
+    assert "6 already in the store, kept" in out
+    with Store(kqa_store) as store:
+        assert {c.id: (c.published, c.date_field) for c in store.iter(Case)} == before
+    out = run(kqa_store, "import-kqa", source, "--limit", "6", "--replace")
+    assert "imported 6 case(s)" in out
+    with Store(kqa_store) as store:
+        assert {c.date_field for c in store.iter(Case)} == {"file_mtime"}
+    run(kqa_store, "rubrics", "--writer", "offline/rules")
+    run(kqa_store, "export-healthbench", str(kqa_store.parent / "hb.jsonl"))
+    assert "imported 6 case(s)" in run(kqa_store, "import-healthbench", str(kqa_store.parent / "hb.jsonl"))
+    out = run(kqa_store, "import-healthbench", str(kqa_store.parent / "hb.jsonl"))
+    assert "imported 0 case(s)" in out
+    assert "6 already in the store, kept" in out

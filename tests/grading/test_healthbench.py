@@ -129,7 +129,11 @@ def test_export_of_a_livemed_case_is_valid_healthbench() -> None:
         "tags": ["axis:accuracy", "level:example"],
     }
     assert line["example_tags"] == ["theme:medication safety"]
-    assert line["ideal_completions_data"] == {"ideal_completion": "\n".join(case.advice)}
+    ideal = line["ideal_completions_data"]
+    assert ideal["ideal_completion"] == "\n".join(case.advice)
+    # simple-evals' physician modes filter on this key (a KeyError without it); ours is none of their groups
+    assert ideal["ideal_completions_group"] == "livemed_reference"
+    assert ideal["ideal_completions_group"] not in {"Group 1", "Group 2", "Group 3"}
     # and it imports back to the same criteria
     _, again = parse_example(line, published=DAY, date_field="option")
     assert [(c.text, c.weight, c.axis) for c in again.criteria] == [

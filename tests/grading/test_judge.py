@@ -14,6 +14,7 @@ from livemed.grading.judge import (
 )
 from livemed.grading.runs import grade_all, score_all
 from livemed.models import LLM, Engine, Message, Settings
+from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
 from livemed.records import Grade, GradeFailure
 from livemed.store import Store
@@ -169,3 +170,27 @@ async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store
     prompt = llm.model.calls[0][0][-1]["content"]  # type: ignore[attr-defined]
     assert "1. [-9] Recommends ibuprofen" in prompt
     assert "colchicine" not in prompt.split("CRITERIA")[1]
+
+
+async def test_transport_failures_are_graded_again_by_default(sqlite_store: Store) -> None:
+    t = target()
+    sqlite_store.put([t.case, t.rubric, t.answer])
+
+    def flaky(messages: list[Message], settings: Settings) -> str | FatalModelError:
+        text = messages[0]["content"]
+        if "Recommends ibuprofen" in text:
+            return FatalModelError("connection refused")  # the call fails: a transport failure
+        if "fever" in text:
+            return "not json"  # unparsable, and its repair too
+        return verdict(True)
+
+    first = await grade_all(sqlite_store, [t], judge(function=flaky))
+    assert first.written == {"grade": 1, "grade_failure": 2}
+    reasons = sorted(f.reason for f in sqlite_store.iter(GradeFailure))
+    assert reasons == ["call_failed", "unparsable"]
+    healthy = judge(function=lambda m, s: verdict(False))
+    again = await grade_all(sqlite_store, [t], healthy)  # no --retry-failures
+    assert again.processed == 1  # only the transport failure is graded again
+    assert again.written == {"grade": 1}
+    assert [f.reason for f in sqlite_store.iter(GradeFailure)] == ["unparsable"]
+    assert again.skipped == 2

@@ -125,6 +125,7 @@ def test_list_shows_providers_configured_models_and_key_state(
     ):
         assert expected in out
     assert f"{KEY_ENV} (set)" in out
+    assert "configured models (livemed.toml [models])" in out  # not eaten as rich markup
     assert "0.15 / 0.6" in out
     assert api_key not in out
 

@@ -13,6 +13,10 @@ Per model with a known cutoff C (see `cutoffs.py`):
   removes that drift; a drop whose drift-adjusted interval includes 0 is not called contamination;
 - across tested models the pre > post p-values (Mann–Whitney) are corrected with Benjamini–Hochberg,
   and the share of models with a significant drop is reported.
+
+Means, their intervals and the two deltas follow `settings.convention` (under healthbench each mean,
+and each resampled mean, is clipped to [0, 1], as simple-evals does); the rank and permutation tests,
+Cliff's delta and the drift control work on the per-case scores (unclipped under healthbench).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pydantic import BaseModel, Field
 from livemed.analysis import stats
 from livemed.analysis.cutoffs import CutoffEntry, find_cutoff
 from livemed.analysis.inputs import CaseScore, by_model
+from livemed.grading.score import aggregate
 
 Status = Literal["tested", "insufficient data", "control", "no cutoff"]
 Verdict = Literal["contamination signal", "drop explained by drift", "significant drop (no drift control)"]
@@ -96,6 +101,7 @@ class AnalysisSettings(BaseModel):
     resamples: int = stats.DEFAULT_RESAMPLES
     permutations: int = stats.DEFAULT_PERMUTATIONS
     seed: int = 0
+    convention: str = "livemed"
 
 
 def _opt(value: float) -> float | None:
@@ -121,13 +127,15 @@ def _base_row(
     row = ContaminationRow(
         model=model, cutoff=entry.cutoff, cutoff_key=key, cutoff_source=entry.source, status="tested",
         n_full=len(dated), n_pre=len(pre), n_post=len(post),
-        mean_pre=float(np.mean(pre)) if pre else None,
+        mean_pre=aggregate(pre, s.convention) if pre else None,
     )  # fmt: skip
     if dated:
-        full = stats.bootstrap_mean([r.score for r in dated], resamples=s.resamples, seed=s.seed)
+        full = stats.bootstrap_mean(
+            [r.score for r in dated], resamples=s.resamples, seed=s.seed, convention=s.convention
+        )
         row.mean_full, row.full_low, row.full_high = full.estimate, _opt(full.low), _opt(full.high)
     if post:
-        sub = stats.bootstrap_mean(post, resamples=s.resamples, seed=s.seed)
+        sub = stats.bootstrap_mean(post, resamples=s.resamples, seed=s.seed, convention=s.convention)
         row.mean_post, row.post_low, row.post_high = sub.estimate, _opt(sub.low), _opt(sub.high)
     if row.mean_full is not None and row.mean_post is not None:
         row.full_minus_post = row.mean_full - row.mean_post
@@ -156,10 +164,12 @@ def _test(row: ContaminationRow, rows: Sequence[CaseScore], settings: AnalysisSe
     dated = [r for r in rows if r.published is not None]
     pre, post = _split(dated, row.cutoff)
     is_post = [r.published is not None and _day(r.published) > row.cutoff for r in dated]
-    seed, n = settings.seed, settings.resamples
-    full = stats.bootstrap_full_minus_subset([r.score for r in dated], is_post, resamples=n, seed=seed)
+    seed, n, conv = settings.seed, settings.resamples, settings.convention
+    full = stats.bootstrap_full_minus_subset(
+        [r.score for r in dated], is_post, resamples=n, seed=seed, convention=conv
+    )
     row.full_minus_post_low, row.full_minus_post_high = _opt(full.low), _opt(full.high)
-    split = stats.bootstrap_diff(pre, post, resamples=n, seed=seed)
+    split = stats.bootstrap_diff(pre, post, resamples=n, seed=seed, convention=conv)
     row.pre_minus_post = split.estimate
     row.pre_minus_post_low, row.pre_minus_post_high = _opt(split.low), _opt(split.high)
     row.p_mannwhitney = _opt(stats.mann_whitney_greater(pre, post))

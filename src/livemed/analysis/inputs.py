@@ -1,8 +1,8 @@
 """From Score records to one score per (model, case): the unit every analysis works on.
 
 A model may have several sampled answers per case and several judges may have scored them. The
-analyses use one judge and one scoring convention at a time, and average a model's samples on a
-case, so every case weighs the same.
+analyses use one judge, one scoring convention and one failure policy at a time (never a mix), and
+average a model's samples on a case, so every case weighs the same.
 """
 
 from __future__ import annotations
@@ -31,14 +31,20 @@ class CaseScore:
     answer_ids: tuple[str, ...] = ()
 
 
-def judges(scores: Iterable[Score], convention: str = "livemed") -> list[str]:
-    """The judges that produced scores under a convention, sorted."""
-    return sorted({s.judge for s in scores if s.convention == convention})
+def judges(scores: Iterable[Score], convention: str = "livemed", policy: str = "not-met") -> list[str]:
+    """The judges that produced scores under a convention and failure policy, sorted."""
+    return sorted({s.judge for s in scores if s.convention == convention and s.failure_policy == policy})
 
 
-def select(scores: Iterable[Score], *, judge: str | None, convention: str = "livemed") -> list[Score]:
-    """Scores of one convention, and of one judge when given."""
-    return [s for s in scores if s.convention == convention and (judge is None or s.judge == judge)]
+def select(
+    scores: Iterable[Score], *, judge: str | None, convention: str = "livemed", policy: str = "not-met"
+) -> list[Score]:
+    """Scores of one convention and one failure policy, and of one judge when given."""
+    return [
+        s
+        for s in scores
+        if s.convention == convention and s.failure_policy == policy and (judge is None or s.judge == judge)
+    ]
 
 
 def case_scores(scores: Iterable[Score], case_dates: Mapping[str, datetime] | None = None) -> list[CaseScore]:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from livemed.analysis import stats
 from livemed.analysis.inputs import CaseScore, by_model
+from livemed.grading.score import aggregate
 from livemed.records import AXES
 
 
@@ -25,6 +26,9 @@ class LeaderboardRow(BaseModel):
     coverage: float
     harm: float
     grade_failures: int
+    convention: str = "livemed"
+    judge: str | None = None
+    failure_policy: str = "not-met"
 
 
 class PairedComparison(BaseModel):
@@ -42,23 +46,35 @@ class PairedComparison(BaseModel):
     ties: int
 
 
-def _axis_means(rows: Sequence[CaseScore]) -> dict[str, float]:
+def _axis_means(rows: Sequence[CaseScore], convention: str) -> dict[str, float]:
     out = {}
     names = [a for a in AXES if any(a in r.per_axis for r in rows)]
     names += sorted({k for r in rows for k in r.per_axis} - set(names))
     for axis in names:
         values = [r.per_axis[axis] for r in rows if axis in r.per_axis]
-        out[axis] = float(np.mean(values))
+        out[axis] = aggregate(values, convention)
     return out
 
 
 def leaderboard(
-    rows: Sequence[CaseScore], *, resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0, level: float = 0.95
+    rows: Sequence[CaseScore],
+    *,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+    convention: str = "livemed",
+    judge: str | None = None,
+    policy: str = "not-met",
 ) -> list[LeaderboardRow]:
-    """One row per model, best mean first (ties broken by model name)."""
+    """One row per model, best mean first (ties broken by model name).
+
+    The mean, its interval and the per-axis means follow the convention: under healthbench the case
+    scores are unclipped and the mean (and each bootstrap resample's mean) is clipped to [0, 1]."""
     table = []
     for model, group in by_model(rows).items():
-        interval = stats.bootstrap_mean([r.score for r in group], resamples=resamples, seed=seed, level=level)
+        interval = stats.bootstrap_mean(
+            [r.score for r in group], resamples=resamples, seed=seed, level=level, convention=convention
+        )
         table.append(
             LeaderboardRow(
                 rank=0,
@@ -68,10 +84,13 @@ def leaderboard(
                 mean=interval.estimate,
                 ci_low=interval.low,
                 ci_high=interval.high,
-                per_axis=_axis_means(group),
+                per_axis=_axis_means(group, convention),
                 coverage=float(np.mean([r.coverage for r in group])),
                 harm=float(np.mean([r.harm for r in group])),
                 grade_failures=sum(r.failures for r in group),
+                convention=convention,
+                judge=judge,
+                failure_policy=policy,
             )
         )
     table.sort(key=lambda r: (-r.mean, r.model))
@@ -88,8 +107,12 @@ def compare(
     resamples: int = stats.DEFAULT_RESAMPLES,
     permutations: int = stats.DEFAULT_PERMUTATIONS,
     seed: int = 0,
+    convention: str = "livemed",
 ) -> PairedComparison:
-    """Paired bootstrap interval and sign-flip permutation p-value of a − b on shared cases."""
+    """Paired bootstrap interval and sign-flip permutation p-value of a − b on shared cases.
+
+    Under healthbench the difference is clip(mean a) − clip(mean b), in the estimate and in every
+    resample; the permutation test works on the per-case differences."""
     a = {r.case_id: r.score for r in rows if r.model == model_a}
     b = {r.case_id: r.score for r in rows if r.model == model_b}
     shared = sorted(set(a) & set(b))
@@ -101,13 +124,16 @@ def compare(
             model_a=model_a, model_b=model_b, n_shared=0, mean_a=None, mean_b=None, diff=None,
             ci_low=None, ci_high=None, p_permutation=None, wins_a=0, wins_b=0, ties=0,
         )  # fmt: skip
-    interval = stats.bootstrap_mean(d, resamples=resamples, seed=seed)
+    if convention == "livemed":
+        interval = stats.bootstrap_mean(d, resamples=resamples, seed=seed)
+    else:
+        interval = stats.bootstrap_paired_diff(xa, xb, resamples=resamples, seed=seed, convention=convention)
     return PairedComparison(
         model_a=model_a,
         model_b=model_b,
         n_shared=len(shared),
-        mean_a=float(xa.mean()),
-        mean_b=float(xb.mean()),
+        mean_a=aggregate(list(xa), convention),
+        mean_b=aggregate(list(xb), convention),
         diff=interval.estimate,
         ci_low=_finite(interval.low),
         ci_high=_finite(interval.high),

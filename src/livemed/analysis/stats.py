@@ -8,12 +8,14 @@ a seeded generator, and `nan` instead of an exception or a warning when a sample
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
+
+from livemed.grading.score import finish_means
 
 FloatArray = NDArray[np.float64]
 DEFAULT_RESAMPLES = 2000
@@ -44,23 +46,47 @@ def _diff_means(x: FloatArray, y: FloatArray, axis: int = -1) -> FloatArray:
     return np.asarray(np.mean(x, axis=axis) - np.mean(y, axis=axis))
 
 
+def _finished_mean(convention: str) -> Callable[..., FloatArray]:
+    """The mean of each resample with the convention's last step (HealthBench clips each mean)."""
+
+    def statistic(x: FloatArray, axis: int = -1) -> FloatArray:
+        return np.asarray(finish_means(np.mean(x, axis=axis), convention))
+
+    return statistic
+
+
+def _finished_diff(convention: str, share: float = 1.0) -> Callable[..., FloatArray]:
+    """convention(mean(all)) − convention(mean(y)), where x is the rest and y the subset with share
+    (n_rest / n) of the whole; share 1 and a livemed convention give plain mean(x) − mean(y)."""
+
+    def statistic(x: FloatArray, y: FloatArray, axis: int = -1) -> FloatArray:
+        mx, my = np.mean(x, axis=axis), np.mean(y, axis=axis)
+        whole = mx if share == 1.0 else share * mx + (1 - share) * my
+        return np.asarray(finish_means(whole, convention) - finish_means(my, convention))
+
+    return statistic
+
+
 def bootstrap_mean(
     values: Sequence[float] | FloatArray,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     level: float = 0.95,
     seed: int = 0,
+    convention: str = "livemed",
 ) -> Interval:
-    """Mean with a percentile bootstrap interval (a single value gives a zero-width interval)."""
+    """Mean with a percentile bootstrap interval (a single value gives a zero-width interval).
+
+    Under the healthbench convention the mean and every resampled mean are clipped to [0, 1]."""
     x = as_array(values)
     if x.size == 0:
         return Interval(math.nan, math.nan, math.nan)
-    estimate = float(x.mean())
+    estimate = float(finish_means(x.mean(), convention))
     if x.size < 2 or np.all(x == x[0]):
         return Interval(estimate, estimate, estimate)
     result = stats.bootstrap(
         (x,),
-        _mean,
+        _finished_mean(convention),
         n_resamples=resamples,
         confidence_level=level,
         method="percentile",
@@ -78,21 +104,56 @@ def bootstrap_diff(
     resamples: int = DEFAULT_RESAMPLES,
     level: float = 0.95,
     seed: int = 0,
+    convention: str = "livemed",
+    share: float = 1.0,
 ) -> Interval:
-    """mean(x) − mean(y) for two independent samples, each resampled on its own."""
+    """mean(x) − mean(y) for two independent samples, each resampled on its own (each mean finished
+    by the convention; see `_finished_diff` for `share`)."""
     a, b = as_array(x), as_array(y)
     if a.size == 0 or b.size == 0:
         return Interval(math.nan, math.nan, math.nan)
-    estimate = float(a.mean() - b.mean())
+    statistic = _finished_diff(convention, share)
+    estimate = float(statistic(a, b))
     if a.size < 2 or b.size < 2:
         return Interval(estimate, math.nan, math.nan)
     result = stats.bootstrap(
         (a, b),
-        _diff_means,
+        statistic,
         n_resamples=resamples,
         confidence_level=level,
         method="percentile",
         vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    ci = result.confidence_interval
+    return Interval(estimate, float(ci.low), float(ci.high))
+
+
+def bootstrap_paired_diff(
+    x: Sequence[float] | FloatArray,
+    y: Sequence[float] | FloatArray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    convention: str = "livemed",
+) -> Interval:
+    """convention(mean(x)) − convention(mean(y)) for paired samples (the same cases resampled for both)."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0:
+        return Interval(math.nan, math.nan, math.nan)
+    statistic = _finished_diff(convention)
+    estimate = float(statistic(a, b))
+    if a.size < 2 or (np.all(a == a[0]) and np.all(b == b[0])):
+        return Interval(estimate, estimate, estimate)
+    result = stats.bootstrap(
+        (a, b),
+        statistic,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        paired=True,
         rng=np.random.default_rng(seed),
     )
     ci = result.confidence_interval
@@ -106,22 +167,25 @@ def bootstrap_full_minus_subset(
     resamples: int = DEFAULT_RESAMPLES,
     level: float = 0.95,
     seed: int = 0,
+    convention: str = "livemed",
 ) -> Interval:
     """mean(all) − mean(subset), with the subset and the rest resampled separately (sizes fixed).
 
-    With n_rest cases outside the subset, mean(all) − mean(subset) = n_rest / n · (mean(rest) −
-    mean(subset)) exactly, so the interval is the two-sample interval scaled by n_rest / n.
+    mean(all) is rebuilt from the two resampled means weighted by their sizes; under the healthbench
+    convention each of the two means is clipped to [0, 1] before the difference.
     """
     x = as_array(values)
     mask = np.asarray(in_subset, dtype=bool)
     if x.size == 0 or not mask.any():
         return Interval(math.nan, math.nan, math.nan)
-    estimate = float(x.mean() - x[mask].mean())
+    estimate = float(finish_means(x.mean(), convention) - finish_means(x[mask].mean(), convention))
     if mask.all():
         return Interval(estimate, estimate, estimate)
     share = float((~mask).sum()) / x.size
-    split = bootstrap_diff(x[~mask], x[mask], resamples=resamples, level=level, seed=seed)
-    return Interval(estimate, share * split.low, share * split.high)
+    split = bootstrap_diff(
+        x[~mask], x[mask], resamples=resamples, level=level, seed=seed, convention=convention, share=share
+    )
+    return Interval(estimate, split.low, split.high)
 
 
 def permutation_p_independent(

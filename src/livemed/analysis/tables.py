@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,15 @@ def clean_json(value: Any) -> Any:
 
 
 def write_table(
-    out_dir: Path, name: str, rows: Sequence[BaseModel], extra: BaseModel | None = None
+    out_dir: Path,
+    name: str,
+    rows: Sequence[BaseModel],
+    extra: BaseModel | None = None,
+    *,
+    context: Mapping[str, Any] | None = None,
 ) -> list[Path]:
-    """Write `name.csv` and `name.json` (with `extra`, e.g. a summary, beside the rows in the JSON)."""
+    """Write `name.csv` and `name.json`; the JSON's `summary` holds `extra` (e.g. a contamination
+    summary) merged with `context` (the scores it was computed from: convention, judge, failure policy)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     flat = [flatten(r) for r in rows]
     columns: list[str] = []
@@ -52,8 +58,9 @@ def write_table(
         writer.writeheader()
         writer.writerows(flat)
     payload: dict[str, Any] = {"rows": [r.model_dump(mode="json") for r in rows]}
-    if extra is not None:
-        payload["summary"] = extra.model_dump(mode="json")
+    summary = {**(context or {}), **(extra.model_dump(mode="json") if extra is not None else {})}
+    if summary:
+        payload["summary"] = summary
     json_path = out_dir / f"{name}.json"
     json_path.write_text(json.dumps(clean_json(payload), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return [csv_path, json_path]

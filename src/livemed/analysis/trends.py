@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-import numpy as np
 from pydantic import BaseModel
 
 from livemed.analysis import stats
@@ -25,8 +24,11 @@ def month_of(row: CaseScore) -> str | None:
     return row.published.strftime("%Y-%m") if row.published is not None else None
 
 
-def monthly(rows: Sequence[CaseScore], *, resamples: int = 1000, seed: int = 0) -> list[TrendRow]:
-    """Mean score per (model, month) with a bootstrap interval; undated cases are left out."""
+def monthly(
+    rows: Sequence[CaseScore], *, resamples: int = 1000, seed: int = 0, convention: str = "livemed"
+) -> list[TrendRow]:
+    """Mean score per (model, month) with a bootstrap interval, under the scoring convention (healthbench
+    clips each mean); undated cases are left out."""
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for row in rows:
         month = month_of(row)
@@ -34,13 +36,13 @@ def monthly(rows: Sequence[CaseScore], *, resamples: int = 1000, seed: int = 0) 
             groups[(row.model, month)].append(row.score)
     out = []
     for (model, month), values in sorted(groups.items()):
-        interval = stats.bootstrap_mean(values, resamples=resamples, seed=seed)
+        interval = stats.bootstrap_mean(values, resamples=resamples, seed=seed, convention=convention)
         out.append(
             TrendRow(
                 model=model,
                 month=month,
                 n=len(values),
-                mean=float(np.mean(values)),
+                mean=interval.estimate,
                 ci_low=interval.low,
                 ci_high=interval.high,
             )

@@ -19,7 +19,7 @@ from livemed.cli.analysis_views import (
     taxonomy_table,
     trends_table,
 )
-from livemed.cli.context import AppState, console, state
+from livemed.cli.context import AppState, console, err_console, state
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
@@ -28,13 +28,18 @@ if TYPE_CHECKING:
 
 JUDGE = typer.Option(None, "--judge", help="Judge whose scores to analyse (needed when there are several).")
 CONVENTION = typer.Option("livemed", "--convention", help="Scoring convention: livemed or healthbench.")
-OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: [analysis] out_dir).")
+POLICY = typer.Option(
+    "not-met", "--policy", help="Analyse scores made with this failure policy: not-met (default) or exclude."
+)
+OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: \\[analysis] out_dir).")
 SEED = typer.Option(None, "--seed", help="Random seed of the bootstrap and permutation tests.")
 RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resamples (default 2000).")
 CUTOFFS = typer.Option(None, "--cutoffs", help="Your cutoff registry (TOML), on top of the bundled one.")
 
 
-def _settings(app_state: AppState, seed: int | None, resamples: int | None) -> AnalysisSettings:
+def _settings(
+    app_state: AppState, seed: int | None, resamples: int | None, convention: str = "livemed"
+) -> AnalysisSettings:
     from livemed.analysis.contamination import AnalysisSettings
 
     a = app_state.config.analysis
@@ -45,6 +50,7 @@ def _settings(app_state: AppState, seed: int | None, resamples: int | None) -> A
         resamples=resamples or a.resamples,
         permutations=a.permutations,
         seed=a.seed if seed is None else seed,
+        convention=convention,
     )
 
 
@@ -53,12 +59,13 @@ def _out_dir(app_state: AppState, out: Path | None) -> Path:
     return out or config.analysis.path(config.analysis.out_dir, config.path)
 
 
-def _scores(app_state: AppState, judge: str | None, convention: str) -> ScoreSet:
+def _scores(app_state: AppState, judge: str | None, convention: str, policy: str) -> ScoreSet:
     from livemed.analysis.collect import load_scores
 
-    scored = load_scores(app_state.store, judge=judge, convention=convention)
+    scored = load_scores(app_state.store, judge=judge, convention=convention, policy=policy)
     console.print(
-        f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring[/]"
+        f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring · "
+        f"failed verdicts: {policy}[/]"
     )
     return scored
 
@@ -72,6 +79,7 @@ def leaderboard_command(
     ctx: typer.Context,
     judge: str | None = JUDGE,
     convention: str = CONVENTION,
+    policy: str = POLICY,
     compare: list[str] = typer.Option(
         None, "--compare", help="Two models to compare on shared cases: --compare A --compare B."
     ),
@@ -86,11 +94,18 @@ def leaderboard_command(
     from livemed.errors import UnknownNameError, UserError
 
     app_state = state(ctx)
-    s = _settings(app_state, seed, resamples)
-    scored = _scores(app_state, judge, convention)
-    rows = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed)
+    s = _settings(app_state, seed, resamples, convention)
+    scored = _scores(app_state, judge, convention, policy)
+    rows = leaderboard(
+        scored.rows,
+        resamples=s.resamples,
+        seed=s.seed,
+        convention=convention,
+        judge=scored.judge,
+        policy=policy,
+    )
     console.print(leaderboard_table(rows))
-    paths = write_table(_out_dir(app_state, out), "leaderboard", rows)
+    paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=scored.context())
     if compare:
         if len(compare) != 2:
             raise UserError("--compare takes exactly two models: --compare A --compare B")
@@ -105,9 +120,10 @@ def leaderboard_command(
             resamples=s.resamples,
             permutations=s.permutations,
             seed=s.seed,
+            convention=convention,
         )
         console.print(comparison_table(result))
-        paths += write_table(_out_dir(app_state, out), "comparison", [result])
+        paths += write_table(_out_dir(app_state, out), "comparison", [result], context=scored.context())
     _wrote(paths)
 
 
@@ -116,6 +132,7 @@ def contamination_command(
     ctx: typer.Context,
     judge: str | None = JUDGE,
     convention: str = CONVENTION,
+    policy: str = POLICY,
     cutoffs: Path | None = CUTOFFS,
     min_post: int | None = typer.Option(None, "--min-post", min=1, help="Post-cutoff cases needed (50)."),
     out: Path | None = OUT,
@@ -127,13 +144,29 @@ def contamination_command(
     from livemed.analysis.tables import write_table
 
     app_state = state(ctx)
-    s = _settings(app_state, seed, resamples)
+    s = _settings(app_state, seed, resamples, convention)
     if min_post is not None:
         s = s.model_copy(update={"min_post": min_post})
-    scored = _scores(app_state, judge, convention)
+    scored = _scores(app_state, judge, convention, policy)
+    _warn_mtime_dates(app_state, scored)
     result = analyse(scored.rows, _registry(app_state, cutoffs), s)
     console.print(contamination_table(result))
-    _wrote(write_table(_out_dir(app_state, out), "contamination", result.rows, result.summary))
+    _wrote(
+        write_table(
+            _out_dir(app_state, out), "contamination", result.rows, result.summary, context=scored.context()
+        )
+    )
+
+
+def _warn_mtime_dates(app_state: AppState, scored: ScoreSet) -> None:
+    from livemed.analysis.collect import mtime_dated
+
+    n = mtime_dated(app_state.store, {r.case_id for r in scored.rows})
+    if n:
+        err_console.print(
+            f"[yellow]warning:[/] {n} case(s) are dated by their input file's modification time, not by "
+            "publication: their pre/post-cutoff split is meaningless (re-import with --published --replace)"
+        )
 
 
 def _registry(app_state: AppState, cutoffs: Path | None) -> dict[str, CutoffEntry]:
@@ -149,6 +182,7 @@ def trends_command(
     ctx: typer.Context,
     judge: str | None = JUDGE,
     convention: str = CONVENTION,
+    policy: str = POLICY,
     out: Path | None = OUT,
     seed: int | None = SEED,
 ) -> None:
@@ -157,18 +191,24 @@ def trends_command(
     from livemed.analysis.trends import monthly
 
     app_state = state(ctx)
-    s = _settings(app_state, seed, None)
-    rows = monthly(_scores(app_state, judge, convention).rows, seed=s.seed)
+    s = _settings(app_state, seed, None, convention)
+    scored = _scores(app_state, judge, convention, policy)
+    rows = monthly(scored.rows, seed=s.seed, convention=convention)
     console.print(trends_table(rows))
-    _wrote(write_table(_out_dir(app_state, out), "trends", rows))
+    _wrote(write_table(_out_dir(app_state, out), "trends", rows, context=scored.context()))
 
 
 @app.command("report")
 def report_command(
     ctx: typer.Context,
-    out: Path | None = typer.Option(None, "--out", help="HTML file to write (default: [analysis] report)."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="HTML file to write, or an existing folder for DIR/report.html (default: \\[analysis] report).",
+    ),
     judge: str | None = JUDGE,
     convention: str = CONVENTION,
+    policy: str = POLICY,
     cutoffs: Path | None = CUTOFFS,
     max_cases: int = typer.Option(100, "--max-cases", min=0, help="Cases in the case browser (most recent)."),
     title: str = typer.Option("livemed report", "--title", help="Title of the report."),
@@ -182,12 +222,15 @@ def report_command(
     app_state = state(ctx)
     config = app_state.config
     path = out or config.analysis.path(config.analysis.report, config.path)
+    if path.is_dir():  # an existing folder: write DIR/report.html (and DIR/report-tables/)
+        path = path / "report.html"
     data = build_report(
         app_state.store,
         _registry(app_state, cutoffs),
-        settings=_settings(app_state, seed, resamples),
+        settings=_settings(app_state, seed, resamples, convention),
         judge=judge,
         convention=convention,
+        policy=policy,
         max_cases=max_cases,
         title=title,
     )
@@ -203,15 +246,18 @@ def _write_report_tables(data: object, folder: Path) -> None:
     from livemed.reports.build import ReportData
 
     assert isinstance(data, ReportData)
-    paths = write_table(folder, "leaderboard", data.leaderboard)
-    paths += write_table(folder, "comparisons", data.comparisons)
-    paths += write_table(folder, "contamination", data.contamination.rows, data.contamination.summary)
-    paths += write_table(folder, "trends", data.trends)
-    paths += write_table(folder, "taxonomy", data.taxonomy)
-    paths += write_table(folder, "funnel", data.funnel)
-    paths += write_table(folder, "rejection_reasons", data.reasons)
-    paths += write_table(folder, "runs", data.runs)
-    paths += write_table(folder, "usage", data.usage)
+    c = {"convention": data.convention, "judge": data.judge, "failure_policy": data.policy}
+    paths = write_table(folder, "leaderboard", data.leaderboard, context=c)
+    paths += write_table(folder, "comparisons", data.comparisons, context=c)
+    paths += write_table(
+        folder, "contamination", data.contamination.rows, data.contamination.summary, context=c
+    )
+    paths += write_table(folder, "trends", data.trends, context=c)
+    paths += write_table(folder, "taxonomy", data.taxonomy, context=c)
+    paths += write_table(folder, "funnel", data.funnel, context=c)
+    paths += write_table(folder, "rejection_reasons", data.reasons, context=c)
+    paths += write_table(folder, "runs", data.runs, context=c)
+    paths += write_table(folder, "usage", data.usage, context=c)
     console.print(f"[dim]wrote {len(paths)} table files to {folder}[/]")
 
 
@@ -225,6 +271,7 @@ def taxonomy_command(
     ),
     judge: str | None = JUDGE,
     convention: str = CONVENTION,
+    policy: str = POLICY,
     out: Path | None = OUT,
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Read the cache, never write it."),
@@ -241,6 +288,7 @@ def taxonomy_command(
         classifier=classifier,
         judge=judge,
         convention=convention,
+        policy=policy,
         no_cache=no_cache,
         cache_read_only=cache_read_only,
         max_cost=max_cost,
@@ -248,4 +296,5 @@ def taxonomy_command(
     console.print(taxonomy_table(rows))
     from livemed.analysis.tables import write_table
 
-    _wrote(write_table(_out_dir(app_state, out), "taxonomy", rows))
+    context = {"convention": convention, "judge": judge, "failure_policy": policy, "classifier": classifier}
+    _wrote(write_table(_out_dir(app_state, out), "taxonomy", rows, context=context))

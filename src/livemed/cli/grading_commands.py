@@ -211,7 +211,9 @@ def grade(
     mode: str = typer.Option("per-criterion", "--mode", help="per-criterion (one call each) or batched."),
     model: str | None = typer.Option(None, "--model", "-m", help="Only grade this candidate's answers."),
     retry_failures: bool = typer.Option(
-        False, "--retry-failures", help="Grade criteria whose earlier verdict failed again."
+        False,
+        "--retry-failures",
+        help="Also grade again unparsable or ambiguous verdicts (failed calls are always retried).",
     ),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,

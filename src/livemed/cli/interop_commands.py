@@ -4,17 +4,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from livemed.cli import app
 from livemed.cli.context import console, err_console, state
 
+if TYPE_CHECKING:
+    from livemed.store import Store
+
 PUBLISHED = typer.Option(
     None,
     "--published",
     help="Date for the imported cases (YYYY-MM-DD); default: the file's modification time.",
 )
+
+
+REPLACE = typer.Option(
+    False,
+    "--replace",
+    help="Overwrite cases already in the store (their dates and texts); default: keep them.",
+)
+
+
+def _stored(store: Store, case_id: str, replace: bool) -> bool:
+    """True when the case is already stored and must be kept (re-imports never re-date cases silently)."""
+    return not replace and bool(store.has("case", [case_id]))
 
 
 def _date_note(basis: str, published: object) -> None:
@@ -25,11 +41,17 @@ def _date_note(basis: str, published: object) -> None:
         )
 
 
+def _kept_note(kept: int) -> None:
+    if kept:
+        console.print(f"{kept} already in the store, kept (pass --replace to overwrite them)")
+
+
 @app.command("import-healthbench")
 def import_healthbench(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="HealthBench JSONL (openai/simple-evals format)."),
     published: str | None = PUBLISHED,
+    replace: bool = REPLACE,
 ) -> None:
     """Import HealthBench examples as cases and rubrics (original points and tags kept)."""
     from livemed.errors import InputFileError
@@ -39,11 +61,14 @@ def import_healthbench(
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
     store = state(ctx).store
-    written = bad = findings = 0
+    written = bad = findings = kept = 0
     for item in read_healthbench(file, published=date, date_field=basis):
         if isinstance(item, InputFileError):
             err_console.print(f"[yellow]skipped[/] {item}", highlight=False)
             bad += 1
+            continue
+        if _stored(store, item[0].id, replace):
+            kept += 1
             continue
         store.put(list(item))
         written += 1
@@ -51,6 +76,7 @@ def import_healthbench(
     console.print(
         f"{file}: imported {written} case(s) with rubrics; {findings} mapping finding(s); {bad} bad line(s)"
     )
+    _kept_note(kept)
     if bad:
         raise typer.Exit(code=1)
 
@@ -86,6 +112,7 @@ def import_kqa(
     file: Path = typer.Argument(..., help="K-QA questions_w_answers.jsonl."),
     published: str | None = PUBLISHED,
     limit: int | None = typer.Option(None, "--limit", min=1, help="Import at most this many cases."),
+    replace: bool = REPLACE,
 ) -> None:
     """Import K-QA questions with physician answers as cases; Must_have kept as a reference rubric."""
     from livemed.errors import InputFileError
@@ -95,14 +122,17 @@ def import_kqa(
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
     store = state(ctx).store
-    written = bad = statements = 0
+    written = bad = statements = kept = 0
     for item in read_kqa(file, published=date, date_field=basis):
         if isinstance(item, InputFileError):
             err_console.print(f"[yellow]skipped[/] {item}", highlight=False)
             bad += 1
             continue
-        if limit is not None and written >= limit:
+        if limit is not None and written + kept >= limit:
             break
+        if _stored(store, item.case.id, replace):
+            kept += 1
+            continue
         store.put([item.case])
         store.state_set(REFERENCE_NAMESPACE, item.case.id, item.reference())
         written += 1
@@ -111,5 +141,6 @@ def import_kqa(
         f"{file}: imported {written} case(s) with {statements} Must_have reference statement(s); "
         f"{bad} bad line(s)"
     )
+    _kept_note(kept)
     if bad:
         raise typer.Exit(code=1)

@@ -158,7 +158,7 @@ def list_models(ctx: typer.Context) -> None:
 def _configured_table(config: Config) -> Table | str:
     if not config.models:
         return 'configured models: none (add [models."provider/name"] sections to livemed.toml)'
-    table = Table(title="configured models (livemed.toml [models])")
+    table = Table(title="configured models (livemed.toml \\[models])")
     for column in ("model", "base URL", "key variable", "limits", "price $/Mtok in/out"):
         table.add_column(column, overflow="fold")
     for model_id, settings in sorted(config.models.items()):

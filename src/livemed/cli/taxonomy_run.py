@@ -52,13 +52,15 @@ def run_taxonomy(
     classifier: str,
     judge: str | None,
     convention: str,
+    policy: str = "not-met",
     no_cache: bool = False,
     cache_read_only: bool = False,
     max_cost: float | None = None,
 ) -> list[DistributionRow]:
     store = app_state.store
     all_scores = list(store.iter(Score))
-    scores = select(all_scores, judge=pick_judge(all_scores, judge, convention), convention=convention)
+    chosen = pick_judge(all_scores, judge, convention, policy)
+    scores = select(all_scores, judge=chosen, convention=convention, policy=policy)
     known = sorted({s.model for s in scores})
     for model in models:
         if model not in known:
@@ -70,6 +72,7 @@ def run_taxonomy(
         "classifier": classifier,
         "judge": judge,
         "convention": convention,
+        "failure_policy": policy,
     }
     if classifier == HEURISTIC_ID:
         with track_run(store, "taxonomy", settings=settings):

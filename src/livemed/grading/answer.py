@@ -38,9 +38,10 @@ def patient_message(case: Case) -> str:
     """The case as a patient's message: background facts by topic, then the question."""
     lines = []
     for name, label in _FIELD_LABELS.items():
-        facts = getattr(case.narrative, name)
-        if facts:
-            lines.append(f"{label}: {'; '.join(facts)}.")
+        facts = [f.strip().rstrip(".").rstrip() for f in getattr(case.narrative, name) if f.strip()]
+        text = "; ".join(f for f in facts if f)
+        if text:  # one full stop at the end, none doubled after a fact's own punctuation
+            lines.append(f"{label}: {text}{'' if text.endswith(('!', '?')) else '.'}")
     background = "\n".join(lines) + "\n\n" if lines else ""
     return PATIENT_TEMPLATE.format(background=background, query=case.query.strip())
 

@@ -24,6 +24,9 @@ from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Proven
 
 Mode = Literal["per-criterion", "batched"]
 MODES: tuple[Mode, ...] = ("per-criterion", "batched")
+CALL_FAILED = (
+    "call_failed"  # the call itself failed (transport, timeout, budget): graded again on the next run
+)
 JUDGE_SETTINGS = Settings(temperature=0)
 
 _RULES = """How to judge:
@@ -217,7 +220,7 @@ async def judge_one(judge: Judge, convo: list[Message], response: str, criterion
         per_criterion_messages(convo, response, criterion), Verdict, JUDGE_SETTINGS
     )
     if result.value is None:
-        reason = "call_failed" if result.call_failure is not None else "unparsable"
+        reason = CALL_FAILED if result.call_failure is not None else "unparsable"
         return Outcome(None, result.failure or "", result.raw, reason)
     return Outcome(result.value.criteria_met, result.value.explanation, result.raw)
 
@@ -241,7 +244,7 @@ async def grade_batch(target: Target, criteria: list[Criterion], judge: Judge) -
     messages = batched_messages(conversation(target.case), target.answer.text, criteria)
     result = await judge.structured(messages, BatchVerdict, JUDGE_SETTINGS)
     if result.value is None:
-        reason = "call_failed" if result.call_failure is not None else "unparsable"
+        reason = CALL_FAILED if result.call_failure is not None else "unparsable"
         return [_failure(target, c, judge, mode, reason, result.failure or "", result.raw) for c in criteria]
     by_number: dict[int, list[NumberedVerdict]] = {}
     for verdict in result.value.verdicts:

@@ -2,9 +2,12 @@
 
 A criterion is met when one sentence of the response contains most of the criterion's content
 words (after dropping stopwords and rubric boilerplate such as "the response mentions") *and*
-agrees with it on negation, judged by the parity of negation cues: "avoid ibuprofen" does not
-meet "recommends ibuprofen", "stop the medicine" does not meet "advises not stopping the
-medicine", "do not stop the medicine" does. For a negative criterion, met means the bad statement
+agrees with it on negation, judged by the parity of negation cues in each clause (a text is negated
+when one of its clauses is): "avoid ibuprofen" does not meet "recommends ibuprofen", "stop the
+medicine" does not meet "advises not stopping the medicine", "do not stop the medicine" does, and
+"avoid screens, and avoid alcohol" stays negated. Naming an allergy ("your penicillin allergy",
+"allergic to penicillin") counts as a negation cue: it contraindicates the drug, it does not
+recommend it. For a negative criterion, met means the bad statement
 is present, exactly as for an LLM judge. It is a baseline: it sees words, not meaning, and its
 agreement with human labels is measured like any other grader's.
 """
@@ -24,7 +27,7 @@ def _set(text: str) -> frozenset[str]:
 
 NEGATIONS = _set(
     "not no never avoid avoids avoided avoiding without don't dont doesn't shouldn't mustn't cannot can't "
-    "stop stopping neither nor none refrain discontinue"
+    "stop stopping neither nor none refrain discontinue allergy allergies allergic"
 )
 STOPWORDS = _set(
     "a an the and or of to in on for with at by from as is are be been being it its this that these those "
@@ -62,10 +65,16 @@ def content(text: str) -> set[str]:
     return {stem(w) for w in words(text) if w not in skip and len(w) > 1}
 
 
+_CLAUSE = re.compile(r"[,;:]\s*|\s+but\s+")
+
+
+def _odd_cues(clause: str) -> bool:
+    return sum(t in NEGATIONS or t.endswith("n't") for t in words(clause)) % 2 == 1
+
+
 def negated(text: str) -> bool:
-    """An odd number of negation cues: "stop X" is negated, "do not stop X" is not."""
-    tokens = words(text)
-    return sum(t in NEGATIONS or t.endswith("n't") for t in tokens) % 2 == 1
+    """A clause with an odd number of negation cues: "stop X" is negated, "do not stop X" is not."""
+    return any(_odd_cues(clause) for clause in _CLAUSE.split(text))
 
 
 def sentences(text: str) -> list[str]:

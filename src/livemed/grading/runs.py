@@ -5,10 +5,11 @@ helpers feed them through `run_stage`, so every command is incremental:
 
 - answers are keyed by answer id; a failed call leaves a Rejection (stage "answer") but no answer,
   so the next run retries it, and the stale Rejection is deleted once the answer exists.
-- grades are keyed by grade id, shared with GradeFailure. A re-run skips both by default (a failure
-  is a result: at temperature 0 with the response cache it would come back the same); with
-  `retry_failures=True` failed criteria are graded again, and a failure that turns into a Grade is
-  deleted.
+- grades are keyed by grade id, shared with GradeFailure. A re-run skips grades, and by default
+  also failures whose verdict was unparsable or ambiguous (a failure is a result: at temperature 0
+  with the response cache it would come back the same); failures of the call itself (transport,
+  reason "call_failed") are always graded again. With `retry_failures=True` every failed criterion is
+  graded again. A failure that turns into a Grade is deleted.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 from livemed.grading import score as S
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
-from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
+from livemed.grading.judge import CALL_FAILED, Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.models import LLM, Settings
 from livemed.pipeline import StageResult, run_stage
 from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Record, Rubric, Score
@@ -102,50 +103,69 @@ async def grade_all(
     batch_size: int = 64,
 ) -> StageResult:
     """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures."""
-    kinds = ["grade"] if retry_failures else ["grade", "grade_failure"]
+    settled: Counter[str] = Counter()
     if mode == "per-criterion":
-        pairs = ((t, c) for t in targets for c in t.rubric.criteria)
+
+        def pairs() -> Iterator[tuple[Target, Criterion]]:
+            for target, todo in _pending(store, targets, judge.id, retry_failures, settled):
+                yield from ((target, c) for c in todo)
 
         async def one(pair: tuple[Target, Criterion]) -> list[Record]:
             return [await grade_criterion(pair[0], pair[1], judge)]
 
         result = await run_stage(
             store,
-            pairs,
+            pairs(),
             one,
             output_id=lambda p: grade_id(p[0].answer.id, p[1].id, judge.id),
-            output_kinds=kinds,
+            output_kinds=["grade"],
             batch_size=batch_size,
         )
+        result.seen += settled["criteria"]  # settled criteria count as seen and skipped, as before
+        result.skipped += settled["criteria"]
     else:
-        result = await _grade_batched(store, targets, judge, kinds, batch_size)
-    if retry_failures:  # only a re-graded failure can have turned into a Grade
-        _drop_resolved_failures(store, targets, judge.id)
+
+        async def work(item: tuple[Target, list[Criterion]]) -> list[Record]:
+            return list(await grade_batch(item[0], item[1], judge))
+
+        result = await run_stage(
+            store,
+            _pending(store, targets, judge.id, retry_failures, settled),
+            work,
+            output_id=lambda i: i[0].answer.id,
+            output_kinds=[],
+            batch_size=batch_size,
+        )
+    _drop_resolved_failures(store, targets, judge.id)
     return result
 
 
-async def _grade_batched(
-    store: Store, targets: Sequence[Target], judge: Judge, kinds: list[str], batch_size: int
-) -> StageResult:
-    def pending() -> Iterator[tuple[Target, list[Criterion]]]:
-        for start in range(0, len(targets), 256):  # one store query per kind per chunk
-            chunk = targets[start : start + 256]
-            ids = [[grade_id(t.answer.id, c.id, judge.id) for c in t.rubric.criteria] for t in chunk]
-            flat = [i for group in ids for i in group]
-            done: set[str] = set()
-            for kind in kinds:
-                done |= store.has(kind, flat)
-            for target, group in zip(chunk, ids, strict=True):
-                todo = [c for c, i in zip(target.rubric.criteria, group, strict=True) if i not in done]
-                if todo:
-                    yield target, todo
+def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:
+    """The grade ids not to grade again: Grades, and failures that are not transport failures."""
+    done = store.has("grade", ids)
+    if retry_failures:
+        return done
+    for failure_id in store.has("grade_failure", ids) - done:
+        failure = store.get(GradeFailure, failure_id)
+        if failure is not None and failure.reason != CALL_FAILED:
+            done.add(failure_id)
+    return done
 
-    async def work(item: tuple[Target, list[Criterion]]) -> list[Record]:
-        return list(await grade_batch(item[0], item[1], judge))
 
-    return await run_stage(
-        store, pending(), work, output_id=lambda i: i[0].answer.id, output_kinds=[], batch_size=batch_size
-    )
+def _pending(
+    store: Store, targets: Sequence[Target], judge: str, retry_failures: bool, settled: Counter[str]
+) -> Iterator[tuple[Target, list[Criterion]]]:
+    """Each target with the criteria still to grade (one store query per kind per chunk); the
+    criteria left alone are counted in `settled["criteria"]`."""
+    for start in range(0, len(targets), 256):
+        chunk = targets[start : start + 256]
+        ids = [[grade_id(t.answer.id, c.id, judge) for c in t.rubric.criteria] for t in chunk]
+        done = _settled(store, [i for group in ids for i in group], retry_failures)
+        settled["criteria"] += len(done)
+        for target, group in zip(chunk, ids, strict=True):
+            todo = [c for c, i in zip(target.rubric.criteria, group, strict=True) if i not in done]
+            if todo:
+                yield target, todo
 
 
 def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str) -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 Convention = Literal["livemed", "healthbench"]
 FailurePolicy = Literal["not-met", "exclude"]
 CONVENTIONS: tuple[Convention, ...] = ("livemed", "healthbench")
+POLICIES: tuple[FailurePolicy, ...] = ("not-met", "exclude")
 ZERO_POSITIVE = "zero positive weight"
 
 
@@ -136,12 +137,19 @@ def _per_group(
 # --------------------------------------------------------------------------- aggregates
 
 
-def aggregate(values: Sequence[float], convention: Convention = "livemed") -> float:
+def finish_means(means: Any, convention: str = "livemed") -> Any:
+    """The convention's last step on a mean (or an array of resampled means): HealthBench clips it to
+    [0, 1]; livemed's case scores are already clipped, so their mean is left as it is."""
+    if convention == "healthbench":
+        return np.clip(means, 0.0, 1.0)
+    return means
+
+
+def aggregate(values: Sequence[float], convention: str = "livemed") -> float:
     """Mean of case scores; HealthBench clips the mean, livemed's case scores are already clipped."""
     if not values:
         raise ValueError("no case scores to aggregate")
-    mean = float(np.mean(np.asarray(values, dtype=float)))
-    return clip01(mean) if convention == "healthbench" else mean
+    return float(finish_means(float(np.mean(np.asarray(values, dtype=float))), convention))
 
 
 @dataclass(frozen=True)
@@ -170,9 +178,9 @@ def bootstrap(
     if data.size == 0:
         raise ValueError("no case scores to bootstrap")
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    if convention == "healthbench":
-        means = np.clip(means, 0.0, 1.0)
+    means = finish_means(
+        data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1), convention
+    )
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high), float(means.std())

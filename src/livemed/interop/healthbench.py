@@ -20,6 +20,11 @@ Import mapping (faithful first):
   the source);
 - HealthBench has no publication dates: the caller supplies one (see `interop.dates`), and the
   case records where it came from in `Case.date_field`.
+
+Export: imported examples are written back as they came; livemed's own cases carry their gold advice
+as `ideal_completions_data` with `ideal_completions_group` "livemed_reference" (not one of
+simple-evals' physician groups, so its physician-completion modes skip these examples instead of
+failing on a missing key).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from livemed.errors import InputFileError
 from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
 
 SOURCE = "healthbench"
+LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
 AXIS_MAP = {
     "accuracy": "accuracy",
     "completeness": "completeness",
@@ -180,7 +186,11 @@ def to_healthbench(case: Case, rubric: Rubric, prompt: list[dict[str, str]]) -> 
         ideal = imported.get("ideal_completions_data")
     else:
         example_tags = [f"theme:{t}" for t in rubric.themes]
-        ideal = {"ideal_completion": "\n".join(case.advice)}  # the gold advice LA
+        ideal = {  # the gold advice LA, in a group that is none of simple-evals' physician groups
+            "ideal_completion": "\n".join(case.advice),
+            "ideal_completions_group": LIVEMED_GROUP,
+            "ideal_completions_ref_completions": [],
+        }
     return {
         "prompt": prompt,
         "rubrics": [

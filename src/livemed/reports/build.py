@@ -68,6 +68,7 @@ class ReportData:
     cases: list[CaseView]
     n_cases: int
     charts: dict[str, Chart] = field(default_factory=dict)
+    policy: str = "not-met"
 
     @property
     def total_cost(self) -> float:
@@ -81,14 +82,22 @@ def build_report(
     settings: AnalysisSettings | None = None,
     judge: str | None = None,
     convention: str = "livemed",
+    policy: str = "not-met",
     max_cases: int = 100,
     title: str = "livemed report",
 ) -> ReportData:
     """Everything the HTML report shows, computed by the analysis functions from the store."""
-    s = settings or AnalysisSettings()
-    scored = load_scores(store, judge=judge, convention=convention)
+    s = (settings or AnalysisSettings()).model_copy(update={"convention": convention})
+    scored = load_scores(store, judge=judge, convention=convention, policy=policy)
     cases = {case.id: case for case in store.iter(Case)}
-    board = leaderboard(scored.rows, resamples=s.resamples, seed=s.seed)
+    board = leaderboard(
+        scored.rows,
+        resamples=s.resamples,
+        seed=s.seed,
+        convention=convention,
+        judge=scored.judge,
+        policy=policy,
+    )
     comparisons = [
         compare(
             scored.rows,
@@ -97,10 +106,11 @@ def build_report(
             resamples=s.resamples,
             permutations=s.permutations,
             seed=s.seed,
+            convention=convention,
         )
         for row in board[1:]
     ]
-    trend = monthly(scored.rows, seed=s.seed)
+    trend = monthly(scored.rows, seed=s.seed, convention=convention)
     labels = list(store.iter(ErrorLabel))
     runs = list(store.iter(Run))
     funnel_rows, reasons = funnel(
@@ -116,7 +126,7 @@ def build_report(
         contamination=analyse(scored.rows, registry, s), trends=trend, taxonomy=distribution(labels),
         funnel=funnel_rows, reasons=reasons, runs=runs_table(runs), usage=usage_by_model(runs),
         prompts=_prompts(store), cases=_case_views(store, cases, scored, labels, max_cases),
-        n_cases=len(cases),
+        n_cases=len(cases), policy=policy,
     )  # fmt: skip
     data.charts = _charts(data)
     return data
