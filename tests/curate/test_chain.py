@@ -320,3 +320,16 @@ async def test_other_documents_are_threads_with_replies_and_reports_without() ->
     case = await baseline_chain()(as_report)
     assert isinstance(case, Case)
     assert case.query_derived
+
+
+async def test_controller_rejects_advice_whose_meaning_was_flipped() -> None:
+    for flipped in (
+        "Take amoxicillin because of your penicillin allergy.",
+        "This sounds like a bacterial throat infection.",
+    ):
+        screen = copy.deepcopy(GOOD_SCREEN)
+        screen["advice"].append(flipped)
+        outcome = await make_chain(fake_curator(screen=screen), retriever=AlwaysEvidence())(thread())
+        assert isinstance(outcome, Rejection), flipped
+        assert (outcome.stage, outcome.reason) == ("controller", "ungrounded")
+        assert f"advice: {flipped}" in outcome.detail
