@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from livemed.curate.evidence import NoEvidence, Retriever, load_corpus, load_medquad, snippet
+from livemed.curate.evidence import NoEvidence, RetrievalError, Retriever, load_corpus, load_medquad, snippet
 from livemed.curate.evidence.bm25 import BM25Retriever
 from livemed.curate.evidence.dense import DenseRetriever, sentence_transformer
 from livemed.curate.evidence.europepmc import EuropePMCRetriever
@@ -93,10 +93,11 @@ async def test_europepmc_over_http(tmp_path: Path) -> None:
     assert fake.requests[0]["pageSize"] == ["2"]
 
 
-async def test_europepmc_failure_is_no_evidence_and_counted() -> None:
+async def test_europepmc_failure_is_a_retrieval_error_and_counted() -> None:
     with europepmc_server(FakeEuropePMC(status=503)) as fake:
         retriever = EuropePMCRetriever(base_url=fake.base_url)
-        assert await retriever.search("anything") == []
+        with pytest.raises(RetrievalError, match="503"):
+            await retriever.search("anything")
     assert len(retriever.errors) == 1
     assert "503" in retriever.errors[0]
 

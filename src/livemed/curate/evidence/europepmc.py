@@ -1,7 +1,8 @@
 """Live evidence from Europe PMC's search API (abstracts of the best-matching articles).
 
-Network failures are not evidence: a failed search returns no hits and is counted in `errors`, so
-the command can warn that alignment scores were computed without live evidence.
+Network failures are not evidence, and not a lack of it either: a failed search raises
+`RetrievalError` (the Validator then records a retryable `retrieval_failed`) and is counted in
+`errors`, so the command can warn about it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from livemed.curate.evidence import RetrievalError
 from livemed.curate.evidence.corpus import snippet
 from livemed.records import EvidenceRef
 
@@ -41,8 +43,9 @@ class EuropePMCRetriever:
         try:
             data = await self._get(params)
         except (httpx.HTTPError, ValueError) as exc:
-            self.errors.append(f"{type(exc).__name__}: {exc}")
-            return []
+            message = f"{type(exc).__name__}: {exc}"
+            self.errors.append(message)
+            raise RetrievalError(f"Europe PMC search failed: {message}") from exc
         results = data.get("resultList", {}).get("result", []) if isinstance(data, dict) else []
         return [ref for item in results[:k] if (ref := _ref(item, query)) is not None]
 
