@@ -36,7 +36,9 @@ def result(
         "firstPublicationDate": date,
         "abstractText": "Abstract text of the case.",
         "journalInfo": {"journal": {"title": "BMJ Case Rep"}},
-        "meshHeadingList": {"meshHeading": [{"descriptorName": "Chest Pain"}]},
+        "meshHeadingList": {
+            "meshHeading": [{"descriptorName": n} for n in ("Humans", "Male", "Chest Pain", "Adult")]
+        },
         **extra,
     }
 

@@ -21,6 +21,7 @@ from livemed.errors import SourceError
 from livemed.records import Doc
 from livemed.sources.base import DocOrRejection, HttpSettings, parse_date, rejection, too_large
 from livemed.sources.http import HttpClient, has_bad_bytes, json_body
+from livemed.sources.pubmed import CHECK_TAGS
 from livemed.sources.xml import jats_body_text, parse_xml
 
 NAME = "europepmc"
@@ -156,8 +157,8 @@ def _doc(
     mesh = [
         str(h.get("descriptorName"))
         for h in (result.get("meshHeadingList") or {}).get("meshHeading", [])
-        if isinstance(h, dict) and h.get("descriptorName")
-    ]
+        if isinstance(h, dict) and h.get("descriptorName") and h.get("descriptorName") not in CHECK_TAGS
+    ]  # check tags (Humans, Male, Adult, ...) are on nearly every record: not evidence of a topic
     keywords = [str(k) for k in (result.get("keywordList") or {}).get("keyword", []) if k]
     pmcid = result.get("pmcid")
     return Doc(

@@ -28,7 +28,25 @@ NAME = "pubmed"
 ESEARCH_MAX = 9_999
 _ARTICLE = re.compile(rb"<PubmedArticle\b[^>]*>.*?</PubmedArticle>", re.DOTALL)
 _PMID = re.compile(rb"<PMID\b[^>]*>\s*(\d+)\s*</PMID>")
-CHECK_TAGS = frozenset({"Humans", "Male", "Female", "Adult", "Aged", "Middle Aged", "Child", "Animals"})
+# MeSH check tags: on nearly every record, so not evidence of a medical topic (also used by europepmc).
+CHECK_TAGS = frozenset(
+    {
+        "Humans",
+        "Animals",
+        "Male",
+        "Female",
+        "Infant",
+        "Infant, Newborn",
+        "Child",
+        "Child, Preschool",
+        "Adolescent",
+        "Young Adult",
+        "Adult",
+        "Middle Aged",
+        "Aged",
+        "Aged, 80 and over",
+    }
+)
 
 
 class Settings(HttpSettings):
