@@ -101,12 +101,14 @@ async def test_a_call_failure_is_retried_on_the_next_run_and_then_deleted(sqlite
 
 async def test_a_failed_evidence_search_is_retryable_not_unsupported(sqlite_store: Store) -> None:
     from livemed.curate.evidence.europepmc import EuropePMCRetriever
+    from livemed.sources.europepmc import Settings
     from tests.fakes.europepmc import FakeEuropePMC, europepmc_server
 
     doc = thread("offline")
     sqlite_store.put([doc])
     with europepmc_server(FakeEuropePMC(status=503)) as fake:
-        chain = baseline_chain(retriever=EuropePMCRetriever(base_url=fake.base_url))
+        fast = Settings(max_retries=1, backoff_base_s=0.01)
+        chain = baseline_chain(retriever=EuropePMCRetriever(base_url=fake.base_url, settings=fast))
         result, _ = await curate_store(sqlite_store, chain)
     assert result.rejected == {"retrieval_failed": 1}
     rejection = sqlite_store.get(Rejection, f"validator:{doc.id}")
