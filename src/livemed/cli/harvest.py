@@ -92,6 +92,8 @@ def harvest_command(
             _print_report(report)
             if report.error:
                 failed.append(report.error)
+        if failed:  # the stored Run says so too (outcome "failed", the sources' errors)
+            run.error = "; ".join(failed)
     for message in failed:
         err_console.print(f"[bold red]source failed:[/] {escape(message)}", highlight=False)
     if failed:

@@ -49,6 +49,7 @@ class SourceReport:
             f"{self.source}.kept": self.kept,
             f"{self.source}.skipped": self.skipped,
             f"{self.source}.out_of_window": self.out_of_window,
+            f"{self.source}.failed": int(self.error is not None),
         }
         for (stage, reason), n in self.rejected.items():
             flat[f"{self.source}.rejected.{stage}.{reason}"] = n
