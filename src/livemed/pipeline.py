@@ -166,7 +166,11 @@ def track_run(
     models: Sequence[str] = (),
     engine: Any = None,
 ) -> Iterator[Run]:
-    """Record a command as a `Run`: written when it starts, updated with usage and outcome when it ends."""
+    """Record a command as a `Run`: written when it starts, updated with usage and outcome when it ends.
+
+    The body may set `run.error` to record a failed run without raising (e.g. one source of several
+    failed): the outcome is then "failed" with that error.
+    """
     run = Run(run_id=uuid.uuid4().hex[:12], command=command, settings=settings or {}, models=list(models))
     store.put([run])
     try:
@@ -177,7 +181,7 @@ def track_run(
     except BaseException as exc:
         _finish(store, run, engine, "failed", f"{type(exc).__name__}: {exc}")
         raise
-    _finish(store, run, engine, "ok", None)
+    _finish(store, run, engine, "failed" if run.error else "ok", run.error)
 
 
 def _finish(store: Store, run: Run, engine: Any, outcome: str, error: str | None) -> None:

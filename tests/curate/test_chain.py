@@ -107,21 +107,31 @@ async def test_s_inf_threshold_is_strict(present: int, kept: bool) -> None:
         )
 
 
-@pytest.mark.parametrize(("s_inf_threshold", "kept"), [(0.51, False), (0.5, True), (0.49, True)])
-async def test_thresholds_come_from_configuration(s_inf_threshold: float, kept: bool) -> None:
-    # s_inf is 5/8 = 0.625 (kept at 0.5) and 4/8 = 0.5 for the first case
-    present = 4 if s_inf_threshold == 0.51 else 5
-    chain = make_chain(fake_curator(query=query_check(present)), thresholds=Thresholds(s_inf=s_inf_threshold))
-    assert isinstance(await chain(thread()), Case) is kept
-
-
-@pytest.mark.parametrize(("scores", "kept"), [([0.5, 0.5], False), ([1.0, 0.0], False), ([1.0, 0.5], True)])
-async def test_s_align_boundary(scores: list[float], kept: bool) -> None:
-    outcome = await make_chain(fake_curator(align=scores))(thread())
-    assert isinstance(outcome, Case) is kept
-    if not kept:
+@pytest.mark.parametrize(
+    ("present", "align", "thresholds", "reason"),
+    [
+        # s_inf 5/8 = 0.625 and s_align 0.75: the defaults (0.5) keep both; stricter settings reject
+        (5, [1.0, 0.5], Thresholds(s_inf=0.7), "insufficient_narrative"),
+        (5, [1.0, 0.5], Thresholds(s_align=0.8), "unsupported_advice"),
+        (5, [1.0, 0.5], Thresholds(s_inf=0.6, s_align=0.7), None),
+        # s_inf 3/8 = 0.375: the default rejects it, a lower configured threshold keeps it
+        (3, [1.0, 0.5], Thresholds(s_inf=0.3), None),
+    ],
+)
+async def test_thresholds_come_from_configuration(
+    present: int, align: list[float], thresholds: Thresholds, reason: str | None
+) -> None:
+    curator = fake_curator(query=query_check(present), align=align)
+    default = await make_chain(curator)(thread())
+    assert isinstance(default, Case) is (present == 5)  # what the default thresholds decide
+    outcome = await make_chain(fake_curator(query=query_check(present), align=align), thresholds=thresholds)(
+        thread()
+    )
+    if reason is None:
+        assert isinstance(outcome, Case), outcome
+    else:
         assert isinstance(outcome, Rejection)
-        assert outcome.reason == "unsupported_advice"
+        assert outcome.reason == reason
 
 
 @pytest.mark.parametrize(
@@ -320,3 +330,16 @@ async def test_other_documents_are_threads_with_replies_and_reports_without() ->
     case = await baseline_chain()(as_report)
     assert isinstance(case, Case)
     assert case.query_derived
+
+
+async def test_controller_rejects_advice_whose_meaning_was_flipped() -> None:
+    for flipped in (
+        "Take amoxicillin because of your penicillin allergy.",
+        "This sounds like a bacterial throat infection.",
+    ):
+        screen = copy.deepcopy(GOOD_SCREEN)
+        screen["advice"].append(flipped)
+        outcome = await make_chain(fake_curator(screen=screen), retriever=AlwaysEvidence())(thread())
+        assert isinstance(outcome, Rejection), flipped
+        assert (outcome.stage, outcome.reason) == ("controller", "ungrounded")
+        assert f"advice: {flipped}" in outcome.detail

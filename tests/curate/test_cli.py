@@ -39,6 +39,9 @@ def test_curate_command_prints_a_funnel_and_resumes(tmp_path: Path, corpus_file:
     assert "nothing new to curate" in second.output
     with Store(db) as store:
         assert len(list(store.iter(Case))) == 2
+    redone = runner.invoke(app, [*args, "--redo"])
+    assert redone.exit_code == 0, redone.output
+    assert "3 document(s) curated: 2 case(s) accepted" in redone.output
 
 
 def test_bm25_without_a_corpus_is_a_user_error(tmp_path: Path) -> None:

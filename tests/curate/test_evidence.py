@@ -11,14 +11,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from livemed.curate.evidence import NoEvidence, Retriever, load_corpus, load_medquad, snippet
+from livemed.curate.evidence import NoEvidence, RetrievalError, Retriever, load_corpus, load_medquad, snippet
 from livemed.curate.evidence.bm25 import BM25Retriever
 from livemed.curate.evidence.dense import DenseRetriever, sentence_transformer
 from livemed.curate.evidence.europepmc import EuropePMCRetriever
 from livemed.curate.evidence.factory import build_retriever, detect_format
 from livemed.errors import ConfigError, InputFileError, MissingDependencyError
+from livemed.sources.europepmc import Settings as EuropePMCSettings
 from tests.curate.conftest import PASSAGES
 from tests.fakes.europepmc import FakeEuropePMC, europepmc_server
+
+FAST_EPMC = EuropePMCSettings(max_retries=2, backoff_base_s=0.01, requests_per_second=9.5)
 
 
 def test_load_corpus_reads_passages_and_names_bad_lines(tmp_path: Path, corpus_file: Path) -> None:
@@ -82,9 +85,11 @@ async def test_europepmc_over_http(tmp_path: Path) -> None:
         },
         {"id": "456", "source": "PMC", "title": "No abstract"},
     ]
-    with europepmc_server(FakeEuropePMC(results=results)) as fake:
-        retriever = EuropePMCRetriever(base_url=fake.base_url)
+    with europepmc_server(FakeEuropePMC(results=results, failures=1)) as fake:
+        retriever = EuropePMCRetriever(base_url=fake.base_url, settings=FAST_EPMC)
         hits = await retriever.search("fluids and rest for sore throat", k=2)
+    assert len(fake.requests) == 2  # the 503 was retried by the sources' HttpClient
+    assert all(agent.startswith("livemed/") for agent in fake.user_agents)
     assert [h.id for h in hits] == ["europepmc:MED:123"]
     assert hits[0].url == "https://europepmc.org/article/MED/123"
     assert hits[0].snippet.startswith("Rest")
@@ -93,10 +98,11 @@ async def test_europepmc_over_http(tmp_path: Path) -> None:
     assert fake.requests[0]["pageSize"] == ["2"]
 
 
-async def test_europepmc_failure_is_no_evidence_and_counted() -> None:
+async def test_europepmc_failure_is_a_retrieval_error_and_counted() -> None:
     with europepmc_server(FakeEuropePMC(status=503)) as fake:
-        retriever = EuropePMCRetriever(base_url=fake.base_url)
-        assert await retriever.search("anything") == []
+        retriever = EuropePMCRetriever(base_url=fake.base_url, settings=FAST_EPMC)
+        with pytest.raises(RetrievalError, match="503"):
+            await retriever.search("anything")
     assert len(retriever.errors) == 1
     assert "503" in retriever.errors[0]
 

@@ -79,3 +79,56 @@ async def test_run_stage_accepts_several_output_ids_per_item(sqlite_store: Store
     )
     assert seen == ["forum:y"]
     assert (result.seen, result.skipped, result.processed) == (2, 1, 1)
+
+
+async def test_a_call_failure_is_retried_on_the_next_run_and_then_deleted(sqlite_store: Store) -> None:
+    from livemed.models.fake import FakeModel
+    from tests.curate.conftest import make_chain
+
+    doc = thread("flaky")
+    sqlite_store.put([doc])
+    broken = make_chain(FakeModel("fake/broken", default="not json at all"))
+    failed, _ = await curate_store(sqlite_store, broken)
+    assert failed.rejected == {"screener_failed": 1}
+    assert [d.id for d in pending_docs(sqlite_store)] == [doc.id]  # not done: retried next time
+    retried, funnel = await curate_store(sqlite_store, baseline_chain())
+    assert retried.processed == 1
+    assert sqlite_store.get(Case, f"case:{doc.id}") is not None
+    assert sqlite_store.get(Rejection, f"screener:{doc.id}") is None  # the stale failure is gone
+    assert funnel.counts["forum"]["controller"].passed == 1
+    assert list(pending_docs(sqlite_store)) == []
+
+
+async def test_a_failed_evidence_search_is_retryable_not_unsupported(sqlite_store: Store) -> None:
+    from livemed.curate.evidence.europepmc import EuropePMCRetriever
+    from livemed.sources.europepmc import Settings
+    from tests.fakes.europepmc import FakeEuropePMC, europepmc_server
+
+    doc = thread("offline")
+    sqlite_store.put([doc])
+    with europepmc_server(FakeEuropePMC(status=503)) as fake:
+        fast = Settings(max_retries=1, backoff_base_s=0.01)
+        chain = baseline_chain(retriever=EuropePMCRetriever(base_url=fake.base_url, settings=fast))
+        result, _ = await curate_store(sqlite_store, chain)
+    assert result.rejected == {"retrieval_failed": 1}
+    rejection = sqlite_store.get(Rejection, f"validator:{doc.id}")
+    assert rejection is not None
+    assert "503" in rejection.detail
+    assert [d.id for d in pending_docs(sqlite_store)] == [doc.id]
+
+
+async def test_redo_recurates_documents_and_replaces_their_outcome(sqlite_store: Store) -> None:
+    from livemed.config import Thresholds
+
+    doc = thread("again")
+    sqlite_store.put([doc])
+    await curate_store(sqlite_store, baseline_chain())
+    assert sqlite_store.get(Case, f"case:{doc.id}") is not None
+    skipped, _ = await curate_store(sqlite_store, baseline_chain(thresholds=Thresholds(s_inf=1.0)))
+    assert skipped.processed == 0  # without redo, a curated document is done
+    redone, _ = await curate_store(sqlite_store, baseline_chain(thresholds=Thresholds(s_inf=1.0)), redo=True)
+    assert redone.processed == 1
+    assert sqlite_store.get(Case, f"case:{doc.id}") is None
+    rejection = sqlite_store.get(Rejection, f"validator:{doc.id}")
+    assert rejection is not None
+    assert rejection.reason == "insufficient_narrative"

@@ -55,3 +55,28 @@ def test_short_elements_need_whole_words_and_numbers_must_agree() -> None:
     changed_dose = locate("Take amoxicillin 500 mg three times daily for five days", source)
     assert changed_dose.span is None
     assert changed_dose.score <= 50
+
+
+FLIP_SOURCE = (
+    "Avoid amoxicillin because of your penicillin allergy. Do not take ibuprofen if you have asthma. "
+    "This sounds like a viral throat infection."
+)
+
+
+def test_elements_with_a_flipped_meaning_are_not_grounded() -> None:
+    # Each of these scored 91-97 with fuzzy matching alone.
+    for flipped in (
+        "Take amoxicillin because of your penicillin allergy",
+        "Do take ibuprofen if you have asthma",
+        "This sounds like a bacterial throat infection",
+        "take ibuprofen",  # an exact match right after "Do not"
+    ):
+        match = locate(flipped, FLIP_SOURCE)
+        assert match.span is None, flipped
+        assert match.score <= 50
+    # The faithful versions, with an inflection, are still grounded.
+    assert locate("Avoid amoxicillin because of the penicillin allergy", FLIP_SOURCE).span is not None
+    assert locate("Don't take ibuprofen if you have asthma", FLIP_SOURCE).span is not None
+    assert locate("This sounds like a viral throat infections", FLIP_SOURCE).span == (
+        "This sounds like a viral throat infection"
+    )

@@ -14,11 +14,16 @@ from urllib.parse import parse_qs, urlparse
 
 @dataclass
 class FakeEuropePMC:
-    """Serves `results` for GET /search; `status` other than 200 answers with that error."""
+    """Serves `results` for GET /search; `status` other than 200 answers with that error.
+
+    `failures`: the first that many requests answer 503 (then `status`).
+    """
 
     results: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
+    failures: int = 0
     requests: list[dict[str, list[str]]] = field(default_factory=list)
+    user_agents: list[str] = field(default_factory=list)
     base_url: str = ""
 
 
@@ -28,8 +33,10 @@ def europepmc_server(fake: FakeEuropePMC) -> Iterator[FakeEuropePMC]:
         def do_GET(self) -> None:
             url = urlparse(self.path)
             fake.requests.append(parse_qs(url.query))
-            if url.path != "/search" or fake.status != 200:
-                self.send_response(404 if url.path != "/search" else fake.status)
+            fake.user_agents.append(self.headers.get("User-Agent", ""))
+            status = 503 if fake.failures >= len(fake.requests) else fake.status
+            if url.path != "/search" or status != 200:
+                self.send_response(404 if url.path != "/search" else status)
                 self.end_headers()
                 return
             size = int(parse_qs(url.query).get("pageSize", ["25"])[0])

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from livemed.config import PrefilterConfig
 from livemed.errors import UnknownNameError
 from livemed.prefilter import build_prefilters
 from livemed.prefilter.clean import HtmlStripper, strip_html
-from livemed.prefilter.duplicates import DuplicateFilter
+from livemed.prefilter.duplicates import DuplicateFilter, words
 from livemed.prefilter.simple import LanguageFilter, LengthFilter
 from livemed.prefilter.vocabulary import VocabularyFilter
 from livemed.records import Doc, Rejection, Reply
@@ -124,3 +125,26 @@ def test_chain_runs_in_order_and_stops_at_first_rejection() -> None:
     assert rejected.reason == "too_short"
     with pytest.raises(UnknownNameError, match="did you mean 'language'"):
         build_prefilters(PrefilterConfig(), ["languag"])
+
+
+def test_changed_minhash_parameters_resign_the_stored_docs(sqlite_store: Store) -> None:
+    sqlite_store.put([doc(MEDICAL, "a")])
+    first = DuplicateFilter(num_perm=64)
+    assert first.load(sqlite_store) == 1
+    ((_, _, blob64),) = sqlite_store.signatures_iter()
+    assert len(blob64) == 64 * 4
+    wider = DuplicateFilter(
+        threshold=0.7, num_perm=128
+    )  # crashed: "Expecting minhash with length 128, got 64"
+    assert wider.load(sqlite_store) == 1
+    ((_, _, blob128),) = sqlite_store.signatures_iter()
+    assert len(blob128) == 128 * 4
+    near = wider(doc(MEDICAL.replace("last month", "two weeks ago"), "c"))
+    assert isinstance(near, Rejection)
+    assert near.reason == "duplicate_near"
+    longer = DuplicateFilter(num_perm=128, shingle_words=5)  # same length, incompatible values
+    assert longer.load(sqlite_store) == 1
+    ((_, _, blob_k5),) = sqlite_store.signatures_iter()
+    assert blob_k5 != blob128
+    assert blob_k5 == longer.minhash(words(doc(MEDICAL, "a"))).hashvalues.astype(np.uint32).tobytes()
+    assert sqlite_store.state_get("prefilter", "minhash_parameters")["shingle_words"] == 5

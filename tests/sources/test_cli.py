@@ -100,8 +100,10 @@ def test_sources_and_harvest_commands_with_local_servers(tmp_path: Path) -> None
         assert "europepmc" not in marks
         runs = [r for r in store.iter(Run) if r.command == "harvest"]
         assert len(runs) == 2
-        assert all(r.outcome == "ok" for r in runs)
+        assert all(r.outcome == "failed" for r in runs)  # europepmc failed in both
+        assert all(r.error and "europepmc" in r.error and "HTTP 503" in r.error for r in runs)
         first = min(runs, key=lambda r: r.started_at)
+        assert (first.counts["europepmc.failed"], first.counts["stackexchange.failed"]) == (1, 0)
         assert first.counts["stackexchange.kept"] == 1
         assert first.counts["stackexchange.rejected.prefilter.duplicate_near"] == 1
         assert first.counts["stackexchange.rejected.prefilter.too_short"] == 1

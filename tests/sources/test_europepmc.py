@@ -36,7 +36,9 @@ def result(
         "firstPublicationDate": date,
         "abstractText": "Abstract text of the case.",
         "journalInfo": {"journal": {"title": "BMJ Case Rep"}},
-        "meshHeadingList": {"meshHeading": [{"descriptorName": "Chest Pain"}]},
+        "meshHeadingList": {
+            "meshHeading": [{"descriptorName": n} for n in ("Humans", "Male", "Chest Pain", "Adult")]
+        },
         **extra,
     }
 
@@ -131,3 +133,27 @@ async def test_429_on_a_page_is_retried_and_the_harvest_goes_on() -> None:
         docs, _ = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
     assert [d.source_id for d in docs] == ["PMC1"]
     assert calls[:2] == ["/search", "/search"]
+
+
+async def test_a_full_text_that_keeps_failing_falls_back_to_the_abstract() -> None:
+    page = {
+        "nextCursorMark": "*",
+        "resultList": {"result": [result("PMC1"), result("PMC5"), result("PMC6", abstractText="")]},
+    }
+
+    def down(path: str, query: dict[str, str]) -> Reply:
+        if path == "/search":
+            return Reply.json(page)
+        if path == "/PMC1/fullTextXML":
+            return Reply.xml(JATS)
+        return Reply(503)  # PMC5 and PMC6: full text down for good
+
+    with ReplayServer(down) as server:
+        source = EuropePMC(Settings(base_url=server.url, **FAST))
+        docs, rejections = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert [d.source_id for d in docs] == ["PMC1", "PMC5"]
+    assert docs[1].text == "Abstract text of the case."
+    assert docs[1].metadata["full_text"] is False
+    assert "503" in docs[1].metadata["full_text_error"]
+    assert "full_text_error" not in docs[0].metadata
+    assert [(r.reason, r.record_id) for r in rejections] == [("full_text_failed", "europepmc:PMC6")]

@@ -125,3 +125,21 @@ async def test_a_single_day_over_the_limit_is_reported_as_truncated() -> None:
     truncated = [r for r in rejections if r.reason == "window_truncated"]
     assert len(truncated) == 1
     assert "12,000 hits" in truncated[0].detail
+
+
+async def test_one_malformed_record_does_not_drop_the_rest_of_its_page() -> None:
+    good = [ARTICLE.format(pmid=41000000 + i, entrez=ENTREZ.format(d=1 + i)) for i in range(3)]
+    bad = good[1].replace("fever and rash", "fever & rash <b>")  # not well-formed
+    page = HEAD + "<PubmedArticleSet>" + good[0] + bad + good[2] + "</PubmedArticleSet>"
+
+    def replies(path: str, query: dict[str, str]) -> Reply:
+        if path == "/esearch.fcgi":
+            return Reply.xml(ESEARCH.format(count=3, webenv="W", window="w"))
+        return Reply.xml(page)
+
+    with ReplayServer(replies) as server:
+        source = PubMed(Settings(base_url=server.url, page_size=10, **FAST))
+        docs, rejections = await collect(source.harvest(day("2025-03-01"), day("2025-03-01")))
+    assert [d.id for d in docs] == ["pubmed:41000000", "pubmed:41000002"]
+    assert [(r.reason, r.record_id) for r in rejections] == [("bad_xml", "pubmed:41000001")]
+    assert "record 1" in rejections[0].detail

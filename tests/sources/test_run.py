@@ -124,3 +124,21 @@ async def test_near_duplicates_of_stored_docs_are_rejected_across_runs(
         sqlite_store, Files(Settings(path=second)), fresh, until=until, since=CUTOFF
     )
     assert report.rejected == {("prefilter", "duplicate_near"): 1}
+
+
+async def test_limit_counts_only_new_documents_so_an_unordered_source_progresses(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    write_threads(path, ["2025-03-01", "2025-02-01", "2025-04-01", "2025-05-01", "2025-01-20"])
+    chain = Prefilters([LengthFilter(10, 1000)])
+    source = Files(Settings(path=path))
+    kept = []
+    for _ in range(3):
+        report = await harvest_source(
+            sqlite_store, source, chain, until=day("2025-12-31"), cutoff=CUTOFF, limit=2
+        )
+        kept.append(report.kept)
+    assert kept == [2, 2, 1]  # each run takes up to 2 documents not stored yet
+    assert len(list(sqlite_store.ids("doc"))) == 5
+    assert watermark(sqlite_store, "files") == day("2025-05-01")  # the last run was not cut short

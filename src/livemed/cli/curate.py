@@ -35,6 +35,9 @@ def curate(
         None, "--llm-audit/--no-llm-audit", help="Let the model audit paraphrases (default: config)."
     ),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Documents per transaction."),
+    redo: bool = typer.Option(
+        False, "--redo", help="Curate again documents already curated, replacing their outcome."
+    ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only replay cached responses."),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
@@ -58,14 +61,21 @@ def curate(
     if offline:
         console.print(f"[dim]curating with {model}: a rule-based baseline, not an LLM[/]")
     store = app_state.store
-    run_settings = {"limit": limit, "retriever": kind, "evidence": evidence or settings.evidence}
+    run_settings = {
+        "limit": limit,
+        "redo": redo,
+        "retriever": kind,
+        "evidence": evidence or settings.evidence,
+    }
     with (
         track_run(store, "curate", settings=run_settings, models=[model], engine=engine) as run,
         progress_for(engine, model, f"curating with {model}"),
     ):
         from livemed.curate.chain import curate_store
 
-        result, funnel = asyncio.run(curate_store(store, chain, limit=limit, batch_size=batch_size))
+        result, funnel = asyncio.run(
+            curate_store(store, chain, limit=limit, batch_size=batch_size, redo=redo)
+        )
         run.counts = {"processed": result.processed, **{f"written_{k}": v for k, v in result.written.items()}}
     _print_funnel(funnel)
     accepted = result.written.get("case", 0)

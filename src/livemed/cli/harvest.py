@@ -62,7 +62,7 @@ def harvest_command(
         None, help="Keep documents published after this date (default: cutoff, or the watermark)."
     ),
     until: str | None = typer.Option(None, help="Last publication date to harvest (default: now)."),
-    limit: int | None = typer.Option(None, min=1, help="At most this many documents per source."),
+    limit: int | None = typer.Option(None, min=1, help="At most this many new documents per source."),
     no_prefilter: bool = typer.Option(False, "--no-prefilter", help="Keep documents without pre-filters."),
 ) -> None:
     """Harvest dated documents into the store, pre-filter them and log rejections."""
@@ -92,6 +92,8 @@ def harvest_command(
             _print_report(report)
             if report.error:
                 failed.append(report.error)
+        if failed:  # the stored Run says so too (outcome "failed", the sources' errors)
+            run.error = "; ".join(failed)
     for message in failed:
         err_console.print(f"[bold red]source failed:[/] {escape(message)}", highlight=False)
     if failed:

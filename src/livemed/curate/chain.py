@@ -3,13 +3,16 @@
 `curate(doc, …)` returns the accepted `Case` or the first stage's `Rejection` (id `<stage>:<doc id>`).
 `curate_store` runs it on every stored document that the prefilter kept and that has no outcome yet,
 through `run_stage`, so a run can be interrupted and resumed; `Funnel` counts what each stage took
-in, rejected (by reason) and passed on, per source.
+in, rejected (by reason) and passed on, per source. A call failure (reason `*_failed`: the model or
+the evidence search failed) is not an outcome: the document is tried again on the next run, and the
+failure is deleted once it gets a real outcome. `redo=True` re-curates documents already curated
+(e.g. after switching from the baseline to an LLM), replacing their old outcome.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -82,19 +85,47 @@ def output_ids(doc: Doc) -> list[str]:
     return [f"case:{doc.id}", *(f"{stage}:{doc.id}" for stage in STAGES)]
 
 
-def pending_docs(store: Store, *, limit: int | None = None, batch_size: int = 500) -> Iterator[Doc]:
-    """Stored documents kept by the prefilter and not curated yet, in id order."""
+def retryable(reason: str) -> bool:
+    """A call failure (model or evidence search), not a verdict on the document."""
+    return reason.endswith("_failed")
+
+
+def pending_docs(
+    store: Store, *, limit: int | None = None, batch_size: int = 500, redo: bool = False
+) -> Iterator[Doc]:
+    """Stored documents kept by the prefilter and not curated yet (or every kept one with `redo`).
+
+    A document whose only outcome is a call failure (`*_failed`) is still pending.
+    """
 
     def candidates() -> Iterator[Doc]:
         for batch in batched(store.iter(Doc), batch_size):
             prefiltered = store.has("rejection", [f"prefilter:{d.id}" for d in batch])
-            ids = [i for d in batch for i in output_ids(d)]
-            done = store.has("case", ids) | store.has("rejection", ids)
-            for doc in batch:
-                if f"prefilter:{doc.id}" not in prefiltered and done.isdisjoint(output_ids(doc)):
-                    yield doc
+            kept = [d for d in batch if f"prefilter:{d.id}" not in prefiltered]
+            done = set() if redo else _finished(store, [i for d in kept for i in output_ids(d)])
+            yield from (doc for doc in kept if done.isdisjoint(output_ids(doc)))
 
     return islice(candidates(), limit)
+
+
+def _finished(store: Store, ids: list[str]) -> set[str]:
+    """The ids among `ids` that are real outcomes: cases and rejections other than call failures."""
+    rejected = store.has("rejection", ids)
+    failed = {i for i in rejected if (r := store.get(Rejection, i)) is not None and retryable(r.reason)}
+    return store.has("case", ids) | (rejected - failed)
+
+
+def _drop_stale(store: Store, doc: Doc, produced: Sequence[Case | Rejection]) -> None:
+    """Deletes the document's earlier outcomes (a call failure, or the old outcome on redo).
+
+    A new call failure deletes nothing: an earlier real outcome stays until a retry succeeds.
+    """
+    if any(isinstance(r, Rejection) and retryable(r.reason) for r in produced):
+        return
+    stale = sorted(set(output_ids(doc)) - {record.id for record in produced})
+    for kind in ("case", "rejection"):
+        if found := store.has(kind, stale):
+            store.delete(kind, sorted(found))
 
 
 @dataclass
@@ -129,25 +160,30 @@ class Funnel:
 
 
 async def curate_store(
-    store: Store, chain: Chain, *, limit: int | None = None, batch_size: int = 16
+    store: Store, chain: Chain, *, limit: int | None = None, batch_size: int = 16, redo: bool = False
 ) -> tuple[StageResult, Funnel]:
-    """Curate every pending document (at most `limit`), writing cases and rejections batch by batch."""
+    """Curate every pending document (at most `limit`), writing cases and rejections batch by batch.
+
+    With `redo`, documents already curated are curated again and their old outcome replaced.
+    """
     funnel = Funnel()
 
     async def work(doc: Doc) -> list[Case | Rejection]:
         return [await chain(doc)]
 
     def count(doc: Doc, produced: Any) -> None:
+        _drop_stale(store, doc, produced)
         for record in produced:
             funnel.add(doc.source, record)
 
     result = await run_stage(
         store,
-        pending_docs(store, limit=limit),
+        pending_docs(store, limit=limit, redo=redo),
         work,
         output_id=output_ids,
         output_kinds=("case", "rejection"),
         batch_size=batch_size,
+        redo=True,  # pending_docs already left out what is done
         on_item=count,
     )
     return result, funnel

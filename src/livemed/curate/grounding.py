@@ -2,6 +2,11 @@
 
 Normalisation lower-cases, folds Unicode (NFKC), turns punctuation into spaces and collapses runs of
 whitespace, keeping a map back to the original characters so the matched source span can be stored.
+
+A high fuzzy score is not enough: a flipped meaning ("Do take ibuprofen" against "Do not take ibuprofen",
+"bacterial" against "viral") scores above 90. So every content word of the element must appear in the
+matched span (simple inflections allowed), and the element and the matched source text (with the two
+words before it in the same sentence) must agree on negation.
 """
 
 from __future__ import annotations
@@ -64,15 +69,88 @@ def locate(element: str, source: str, normalised_source: Normalised | None = Non
         return Match(0.0, None, None, None)
     exact = re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", hay.text)
     if exact:
-        return _match(100.0, exact.start(), exact.end(), hay, source)
+        return _polarity_checked(_match(100.0, exact.start(), exact.end(), hay, source), element, source)
     if len(needle.split()) <= SHORT_WORDS or len(needle) > len(hay.text):
         return Match(fuzz.ratio(needle, hay.text) if len(needle) > len(hay.text) else 0.0, None, None, None)
     aligned = fuzz.partial_ratio_alignment(needle, hay.text)
     if aligned is None:
         return Match(0.0, None, None, None)
-    found = _match(aligned.score, aligned.dest_start, aligned.dest_end, hay, source)
+    lo, hi = _widen(hay.text, aligned.dest_start, aligned.dest_end)
+    found = _match(aligned.score, lo, hi, hay, source)
     numbers = set(_NUMBER.findall(needle))
-    if numbers and not numbers <= set(_NUMBER.findall(hay.text[aligned.dest_start : aligned.dest_end])):
+    if numbers and not numbers <= set(_NUMBER.findall(hay.text[lo:hi])):
+        return Match(min(found.score, 50.0), None, None, None)
+    if not covers(hay.text[lo:hi], needle):
+        return Match(min(found.score, 50.0), None, None, None)
+    return _polarity_checked(found, element, source)
+
+
+_STOP_TEXT = (
+    "a an the and or but if of to in on at by for from with as is are was were be been being am do does did "
+    "have has had i you he she it we they me him her us them my your his its our their this that these those "
+    "there here so than then very just also any some can could should would will may might must shall "
+    "about into over after before up out get got s t"
+)
+_STOPWORDS = frozenset(_STOP_TEXT.split())
+_NEGATION_TEXT = (
+    "not no never none nor neither without cannot avoid avoids avoided avoiding "
+    "don doesn didn isn aren wasn weren won shouldn couldn wouldn mustn haven hasn"
+)
+_NEGATION_WORDS = frozenset(_NEGATION_TEXT.split())
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nor|neither|without|cannot|avoid\w*)\b|n['’]t\b", re.IGNORECASE
+)
+_SUFFIXES = ("ies", "ing", "es", "ed", "ly", "s")
+_TOKEN = re.compile(r"[\w'’]+")
+_SENTENCE_END = re.compile(r"[.!?;:\n]")
+CONTEXT_WORDS = 2
+
+
+def _widen(text: str, lo: int, hi: int) -> tuple[int, int]:
+    """Extends a character range of normalised text to whole words."""
+    while lo > 0 and text[lo - 1] != " ":
+        lo -= 1
+    while hi < len(text) and text[hi] != " ":
+        hi += 1
+    return lo, hi
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def _same_word(a: str, b: str) -> bool:
+    sa, sb = _stem(a), _stem(b)
+    if sa == sb:
+        return True
+    return min(len(sa), len(sb)) >= 4 and (sa.startswith(sb) or sb.startswith(sa))
+
+
+def content_words(normalised: str) -> list[str]:
+    """The words of normalised text that carry meaning (not stop words or negation cues)."""
+    return [w for w in normalised.split() if w not in _STOPWORDS and w not in _NEGATION_WORDS]
+
+
+def covers(span: str, needle: str) -> bool:
+    """Every content word of `needle` (normalised) appears in `span` (normalised), up to inflection."""
+    words = set(span.split())
+    return all(w in words or any(_same_word(w, other) for other in words) for w in content_words(needle))
+
+
+def negated(text: str) -> bool:
+    return _NEGATION.search(text) is not None
+
+
+def _polarity_checked(found: Match, element: str, source: str) -> Match:
+    """Ungrounded when exactly one of the element and the matched source text (with context) is negated."""
+    if found.start is None or found.end is None:
+        return found
+    before = _SENTENCE_END.split(source[: found.start])[-1]
+    context = " ".join(_TOKEN.findall(before)[-CONTEXT_WORDS:])
+    if negated(element) != negated(f"{context} {source[found.start : found.end]}"):
         return Match(min(found.score, 50.0), None, None, None)
     return found
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from livemed.config import Thresholds
-from livemed.curate.evidence import Retriever
+from livemed.curate.evidence import RetrievalError, Retriever
 from livemed.curate.screener import reject
 from livemed.curate.untrusted import DATA_RULES, data_block
 from livemed.models import LLM, Message, Settings
@@ -148,7 +148,10 @@ class Validator:
         )
         if checked.value is None:
             return reject(doc, "validator_failed", checked.failure or "no output", stage=STAGE)
-        advice_checks = await self.align(case.advice, retriever)
+        try:
+            advice_checks = await self.align(case.advice, retriever)
+        except RetrievalError as exc:  # retried on the next run, unlike "unsupported_advice"
+            return reject(doc, "retrieval_failed", str(exc), stage=STAGE)
         if advice_checks is None:
             return reject(doc, "validator_failed", "the alignment call failed", stage=STAGE)
         present = {c.item.strip().lower() for c in checked.value.items if c.present}

@@ -4,7 +4,10 @@ Exact: a hash of the normalised text (lowercase, words only). Near: MinHash (dat
 shingles with a stable hash (CRC-32, so signatures survive restarts), indexed in MinHash LSH; an
 LSH candidate counts as a duplicate only when the estimated Jaccard similarity reaches the
 threshold. Signatures of kept documents are persisted in the store's `doc_signatures` table and
-loaded on start; documents stored without a signature (imported ones) are indexed then.
+loaded on start; documents stored without a signature (imported ones) are indexed then. The
+signature parameters (num_perm, shingle_words, seed, scheme) are kept in the store's state; when the
+configuration changes them, the stored signatures are dropped and every stored document is signed
+again, since signatures made with other parameters cannot be compared.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from livemed.store import Store
 _WORDS = re.compile(r"\w+")
 SEED = 1
 SCHEME = "affine32"  # datasketch 2 hash scheme: 32-bit values, what the store keeps
+STATE = ("prefilter", "minhash_parameters")  # (namespace, key) of the parameters in the store's state
 
 
 _MIX = np.uint64(0x9E3779B1)  # an odd 32-bit constant: shingle hash = fold(h * MIX + next word's hash)
@@ -99,14 +103,31 @@ class DuplicateFilter:
         """Index every stored signature, and sign stored docs that have none; returns the index size."""
         from livemed.records import Doc as DocRecord
 
+        parameters = self.parameters()
+        stored = store.state_get(*STATE)
+        if stored is not None and stored != parameters:
+            store.signatures_clear()  # signed with other parameters: sign every stored doc again
         for doc_id, key, blob in store.signatures_iter():
-            self._remember(doc_id, key, np.frombuffer(blob, dtype=np.uint32))
+            values = np.frombuffer(blob, dtype=np.uint32)
+            if len(values) == self.num_perm:  # else (an older store): signed again below
+                self._remember(doc_id, key, values)
         for doc_id in [i for i in store.ids("doc") if i not in self.signatures]:
             doc = store.get(DocRecord, doc_id)
             if doc is not None:
                 self._add(doc.id, words(doc))
         self.flush(store)
+        if stored != parameters:
+            store.state_set(*STATE, parameters)
         return len(self.signatures)
+
+    def parameters(self) -> dict[str, int | str]:
+        """What a stored signature depends on."""
+        return {
+            "num_perm": self.num_perm,
+            "shingle_words": self.shingle_words,
+            "seed": SEED,
+            "scheme": SCHEME,
+        }
 
     def _add(self, doc_id: str, tokens: list[str], sketch: MinHash | None = None) -> None:
         key = exact_key(tokens)

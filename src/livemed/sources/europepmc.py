@@ -2,8 +2,10 @@
 
 Search: `PUB_TYPE:"Case Reports" AND FIRST_PDATE:[a TO b] AND OPEN_ACCESS:y`, `format=json`,
 `resultType=core`, `cursorMark` paging, ascending by first publication date. Full text comes from
-`/{PMCID}/fullTextXML` (JATS); the abstract stands in when no full text is available. Only articles
-whose licence is allowed (default: CC BY and CC0) are kept.
+`/{PMCID}/fullTextXML` (JATS); the abstract stands in when no full text is available, or when the
+full-text fetch still fails after retries (recorded as `metadata["full_text_error"]`; an article with
+no abstract either is rejected alone, `full_text_failed`). Only articles whose licence is allowed
+(default: CC BY and CC0) are kept.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from livemed.errors import SourceError
 from livemed.records import Doc
 from livemed.sources.base import DocOrRejection, HttpSettings, parse_date, rejection, too_large
 from livemed.sources.http import HttpClient, has_bad_bytes, json_body
+from livemed.sources.pubmed import CHECK_TAGS
 from livemed.sources.xml import jats_body_text, parse_xml
 
 NAME = "europepmc"
@@ -103,17 +106,31 @@ class EuropePMC:
         licence = result.get("license")
         if not licence_allowed(licence, self.settings.licences):
             return rejection(NAME, source_id, "licence", f"licence {licence!r} is not allowed")
-        text, full = str(result.get("abstractText") or ""), False
-        if self.settings.full_text and result.get("pmcid"):
-            fetched = await self._full_text(http, source_id)
-            if not isinstance(fetched, str):
-                return fetched
-            if fetched:
-                text, full = fetched, True
+        found = await self._text(http, result, source_id)
+        if not isinstance(found, tuple):
+            return found
+        text, full, failure = found
         if not text.strip():
+            if failure:
+                return rejection(NAME, source_id, "full_text_failed", f"no abstract, and {failure}")
             return rejection(NAME, source_id, "no_text", "neither full text nor abstract")
         big = too_large(NAME, source_id, len(text.encode()), self.settings.max_record_bytes)
-        return big or _doc(result, source_id, published, text, full, str(licence))
+        return big or _doc(result, source_id, published, text, full, str(licence), failure)
+
+    async def _text(
+        self, http: HttpClient, result: dict[str, Any], source_id: str
+    ) -> tuple[str, bool, str | None] | DocOrRejection:
+        """(text, is it the full text, why the full text failed) or a rejection of the full text."""
+        abstract = str(result.get("abstractText") or "")
+        if not (self.settings.full_text and result.get("pmcid")):
+            return abstract, False, None
+        try:
+            fetched = await self._full_text(http, source_id)
+        except SourceError as exc:  # this article only: fall back to its abstract
+            return abstract, False, str(exc)
+        if not isinstance(fetched, str):
+            return fetched
+        return (fetched, True, None) if fetched else (abstract, False, None)
 
     async def _full_text(self, http: HttpClient, pmcid: str) -> str | DocOrRejection:
         response = await http.get(f"{self.settings.base_url}/{pmcid}/fullTextXML")
@@ -129,13 +146,19 @@ class EuropePMC:
 
 
 def _doc(
-    result: dict[str, Any], source_id: str, published: datetime, text: str, full: bool, licence: str
+    result: dict[str, Any],
+    source_id: str,
+    published: datetime,
+    text: str,
+    full: bool,
+    licence: str,
+    full_text_error: str | None = None,
 ) -> Doc:
     mesh = [
         str(h.get("descriptorName"))
         for h in (result.get("meshHeadingList") or {}).get("meshHeading", [])
-        if isinstance(h, dict) and h.get("descriptorName")
-    ]
+        if isinstance(h, dict) and h.get("descriptorName") and h.get("descriptorName") not in CHECK_TAGS
+    ]  # check tags (Humans, Male, Adult, ...) are on nearly every record: not evidence of a topic
     keywords = [str(k) for k in (result.get("keywordList") or {}).get("keyword", []) if k]
     pmcid = result.get("pmcid")
     return Doc(
@@ -158,5 +181,6 @@ def _doc(
             "mesh": mesh,
             "keywords": keywords,
             "full_text": full,
+            **({"full_text_error": full_text_error} if full_text_error else {}),
         },
     )

@@ -3,12 +3,15 @@
 `esearch` (`"Case Reports"[Publication Type]`, `datetype=edat`, `mindate`/`maxdate`, history server)
 then `efetch` in batches. A window with more than 9,999 hits is split in halves until each fits
 (esearch cannot page past 9,999). `tool` and `email` go with every request; an API key, read from the
-environment variable the settings name, raises the rate from 3 to 10 requests/s.
+environment variable the settings name, raises the rate from 3 to 10 requests/s. An efetch page that
+is not well-formed XML is split into its `<PubmedArticle>` elements, parsed one by one, so one bad
+record is rejected (with its PMID when it can be read) and the rest of the page is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -23,7 +26,27 @@ from livemed.sources.xml import parse_xml, text_of
 
 NAME = "pubmed"
 ESEARCH_MAX = 9_999
-CHECK_TAGS = frozenset({"Humans", "Male", "Female", "Adult", "Aged", "Middle Aged", "Child", "Animals"})
+_ARTICLE = re.compile(rb"<PubmedArticle\b[^>]*>.*?</PubmedArticle>", re.DOTALL)
+_PMID = re.compile(rb"<PMID\b[^>]*>\s*(\d+)\s*</PMID>")
+# MeSH check tags: on nearly every record, so not evidence of a medical topic (also used by europepmc).
+CHECK_TAGS = frozenset(
+    {
+        "Humans",
+        "Animals",
+        "Male",
+        "Female",
+        "Infant",
+        "Infant, Newborn",
+        "Child",
+        "Child, Preschool",
+        "Adolescent",
+        "Young Adult",
+        "Adult",
+        "Middle Aged",
+        "Aged",
+        "Aged, 80 and over",
+    }
+)
 
 
 class Settings(HttpSettings):
@@ -129,10 +152,34 @@ class PubMed:
         try:
             root = parse_xml(response.content)
         except etree.XMLSyntaxError as exc:
-            yield rejection(NAME, f"batch@{retstart}", "bad_xml", f"efetch page at {retstart}: {exc}")
+            for item in split_page(response.content, retstart, exc, self.settings.max_record_bytes):
+                yield item
             return
         for article in root.iter("PubmedArticle"):
             yield parse_article(article, self.settings.max_record_bytes)
+
+
+def split_page(
+    content: bytes, retstart: int, error: etree.XMLSyntaxError, max_bytes: int = 1_000_000
+) -> Iterator[DocOrRejection]:
+    """A malformed efetch page, article by article: only the bad records are rejected."""
+    end = 0
+    for number, found in enumerate(_ARTICLE.finditer(content)):
+        end = found.end()
+        try:
+            yield parse_article(parse_xml(found.group()), max_bytes)
+        except etree.XMLSyntaxError as exc:
+            yield _bad_record(found.group(), f"record {number} of the efetch page at {retstart}: {exc}")
+    rest = content[end:]
+    if b"<PubmedArticle" in rest:  # a record cut short (no closing tag)
+        yield _bad_record(rest, f"unterminated record in the efetch page at {retstart}: {error}")
+    elif end == 0:
+        yield rejection(NAME, f"batch@{retstart}", "bad_xml", f"efetch page at {retstart}: {error}")
+
+
+def _bad_record(chunk: bytes, detail: str) -> DocOrRejection:
+    pmid = _PMID.search(chunk)
+    return rejection(NAME, pmid.group(1).decode() if pmid else "", "bad_xml", detail)
 
 
 def pubmed_date(element: etree._Element | None) -> datetime | None:

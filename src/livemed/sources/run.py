@@ -5,7 +5,9 @@ watermark (its newest publication date harvested so far), and ends at `until`. O
 published after the cutoff (or `--since`) and not after `until` are kept. Documents already stored
 (as a Doc or as a pre-filter Rejection) are skipped, so re-harvesting a window adds nothing. The
 watermark moves only when the source finished without error (and, for a `--limit` run, only for
-sources that deliver in date order); a failing source keeps its old watermark.
+sources that deliver in date order); a failing source keeps its old watermark. `--limit` counts new
+documents only (kept or rejected by a pre-filter, not already stored), so repeated limited runs of an
+unordered source (pubmed, files) make progress.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class SourceReport:
             f"{self.source}.kept": self.kept,
             f"{self.source}.skipped": self.skipped,
             f"{self.source}.out_of_window": self.out_of_window,
+            f"{self.source}.failed": int(self.error is not None),
         }
         for (stage, reason), n in self.rejected.items():
             flat[f"{self.source}.rejected.{stage}.{reason}"] = n
@@ -70,9 +73,12 @@ def window_start(
 
 
 class _Harvest:
-    def __init__(self, store: Store, prefilters: Prefilters, report: SourceReport, batch_size: int) -> None:
+    def __init__(
+        self, store: Store, prefilters: Prefilters, report: SourceReport, batch_size: int, limit: int | None
+    ) -> None:
         self.store, self.prefilters, self.report = store, prefilters, report
-        self.batch_size = batch_size
+        self.batch_size, self.limit = batch_size, limit
+        self.new = 0
         self.pending: list[Doc] = []
         self.records: list[Record] = []
         self.newest: datetime | None = None
@@ -87,8 +93,14 @@ class _Harvest:
             self.report.fetched += 1
             self.newest = max(self.newest or item.published, item.published)
             self.pending.append(item)
-        if len(self.pending) + len(self.records) >= self.batch_size:
+        full = self.limit is not None and self.new + len(self.pending) >= self.limit
+        if full or len(self.pending) + len(self.records) >= self.batch_size:
             self.flush()
+
+    @property
+    def full(self) -> bool:
+        """True once `limit` new documents were taken in."""
+        return self.limit is not None and self.new >= self.limit
 
     def flush(self) -> None:
         docs, self.pending = self.pending, []
@@ -102,6 +114,7 @@ class _Harvest:
                 self.report.skipped += 1
                 continue
             done.add(doc.id)
+            self.new += 1
             result = self.prefilters(doc)
             self.records.append(result)
             if isinstance(result, Rejection):
@@ -129,16 +142,20 @@ async def harvest_source(
     report = SourceReport(source.name, since=start, until=until)
     report.watermark_before = store.state_get(WATERMARKS, source.name)
     prefilters.load(store)  # duplicates are judged against everything already stored
-    run = _Harvest(store, prefilters, report, batch_size)
+    run = _Harvest(store, prefilters, report, batch_size, limit)
+    items = source.harvest(start, until, limit=None)  # the limit counts new documents, see _Harvest
     try:
-        async for item in source.harvest(start, until, limit=limit):
+        async for item in items:
             run.add(item, floor, until)
+            if run.full:
+                break
     except SourceError as exc:
         report.error = str(exc)
     finally:
         run.flush()
-    reached_limit = limit is not None and report.fetched + report.out_of_window >= limit
-    if report.error is None and run.newest is not None and (source.ordered or not reached_limit):
+        if (close := getattr(items, "aclose", None)) is not None:
+            await close()
+    if report.error is None and run.newest is not None and (source.ordered or not run.full):
         before = watermark(store, source.name)
         if before is None or run.newest > before:
             store.state_set(WATERMARKS, source.name, run.newest.isoformat())

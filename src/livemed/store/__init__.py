@@ -299,6 +299,11 @@ class Store:
         with self._write() as conn:
             self._upsert(conn, signatures_table, payload, ["doc_id"])
 
+    def signatures_clear(self) -> None:
+        """Delete every stored signature (before re-signing with new MinHash parameters)."""
+        with self._write() as conn:
+            conn.execute(signatures_table.delete())
+
     def signatures_iter(self, *, batch_size: int = 5000) -> Iterator[tuple[str, str, bytes]]:
         """Every stored signature, streamed in doc-id order."""
         last = ""

@@ -1,7 +1,9 @@
 """Evidence retrieval for the Validator's alignment check.
 
 A retriever is anything with `async search(query, k=...) -> list[EvidenceRef]`; an empty list means
-no evidence (the advice element then scores 0.0). Implementations:
+no evidence (the advice element then scores 0.0). A search that could not be made (network down)
+raises `RetrievalError` instead: that is a call failure, retried on the next run, not a verdict.
+Implementations:
 
 - `BM25Retriever` (default): bm25s over a JSONL corpus (`id, title, text, url, licence`), with the
   index persisted on disk under a cache folder keyed by the corpus hash;
@@ -17,6 +19,10 @@ from typing import Protocol, runtime_checkable
 
 from livemed.curate.evidence.corpus import Passage, corpus_hash, load_corpus, load_medquad, snippet
 from livemed.records import EvidenceRef
+
+
+class RetrievalError(Exception):
+    """An evidence search that failed (not the same as finding nothing)."""
 
 
 @runtime_checkable
@@ -41,6 +47,7 @@ class NoEvidence:
 __all__ = [
     "NoEvidence",
     "Passage",
+    "RetrievalError",
     "Retriever",
     "corpus_hash",
     "load_corpus",

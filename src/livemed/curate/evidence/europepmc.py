@@ -1,38 +1,55 @@
 """Live evidence from Europe PMC's search API (abstracts of the best-matching articles).
 
-Network failures are not evidence: a failed search returns no hits and is counted in `errors`, so
-the command can warn that alignment scores were computed without live evidence.
+Requests go through the sources' polite `HttpClient` (the Europe PMC source's rate limit, shared by
+every search of one retriever, bounded retries with backoff, livemed's User-Agent). Network failures
+are not evidence, and not a lack of it either: a search still failing after its retries raises
+`RetrievalError` (the Validator then records a retryable `retrieval_failed`) and is counted in
+`errors`, so the command can warn about it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
+from aiolimiter import AsyncLimiter
 
+from livemed.curate.evidence import RetrievalError
 from livemed.curate.evidence.corpus import snippet
+from livemed.errors import SourceError
 from livemed.records import EvidenceRef
+from livemed.sources.europepmc import Settings
+from livemed.sources.http import HttpClient, json_body
 
 EUROPE_PMC_URL = "https://www.ebi.ac.uk/europepmc/webservices/rest"
+CLIENT_NAME = "europepmc-evidence"
 
 
 class EuropePMCRetriever:
-    """`GET {base_url}/search?query=…&format=json&resultType=core`, abstracts as snippets."""
+    """`GET {base_url}/search?query=…&format=json&resultType=core`, abstracts as snippets.
+
+    `settings` (the Europe PMC source's: rate, retries, backoff, timeout) default to the source's own;
+    `base_url` and `timeout_s`, when given, override theirs.
+    """
 
     name = "europepmc"
 
     def __init__(
         self,
         *,
-        base_url: str = EUROPE_PMC_URL,
-        timeout_s: float = 20.0,
-        client: httpx.AsyncClient | None = None,
+        base_url: str | None = None,
+        timeout_s: float | None = None,
+        settings: Settings | None = None,
         open_access_only: bool = False,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout_s = timeout_s
+        base = settings or Settings()
+        overrides: dict[str, Any] = {"base_url": (base_url or base.base_url).rstrip("/")}
+        if timeout_s is not None:
+            overrides["timeout_s"] = timeout_s
+        self.settings = base.model_copy(update=overrides)
+        self.base_url = self.settings.base_url
         self.open_access_only = open_access_only
-        self._client = client
+        rate = self.settings.requests_per_second
+        self._limiter = AsyncLimiter(rate, 1.0) if rate >= 1 else AsyncLimiter(1, 1.0 / rate)
         self.errors: list[str] = []
 
     async def search(self, query: str, *, k: int = 3) -> list[EvidenceRef]:
@@ -40,21 +57,18 @@ class EuropePMCRetriever:
         params = {"query": terms, "format": "json", "resultType": "core", "pageSize": str(k)}
         try:
             data = await self._get(params)
-        except (httpx.HTTPError, ValueError) as exc:
-            self.errors.append(f"{type(exc).__name__}: {exc}")
-            return []
+        except (SourceError, ValueError) as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            self.errors.append(message)
+            raise RetrievalError(f"Europe PMC search failed: {message}") from exc
         results = data.get("resultList", {}).get("result", []) if isinstance(data, dict) else []
         return [ref for item in results[:k] if (ref := _ref(item, query)) is not None]
 
     async def _get(self, params: dict[str, str]) -> Any:
-        url = f"{self.base_url}/search"
-        if self._client is not None:
-            response = await self._client.get(url, params=params, timeout=self.timeout_s)
-        else:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-                response = await client.get(url, params=params)
-        response.raise_for_status()
-        return response.json()
+        async with HttpClient.for_source(CLIENT_NAME, self.settings) as http:
+            http.limiter = self._limiter  # one rate limit across all searches
+            response = await http.get(f"{self.base_url}/search", params, accept=frozenset())
+        return json_body(response)
 
 
 def _ref(item: dict[str, Any], query: str) -> EvidenceRef | None:
