@@ -33,6 +33,7 @@ class StageResult:
     processed: int = 0
     written: Counter[str] = field(default_factory=Counter)
     rejected: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)  # reason -> "record id: detail" of the first one
 
     def merge(self, other: StageResult) -> None:
         self.seen += other.seen
@@ -40,6 +41,8 @@ class StageResult:
         self.processed += other.processed
         self.written.update(other.written)
         self.rejected.update(other.rejected)
+        for reason, example in other.examples.items():
+            self.examples.setdefault(reason, example)
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -128,6 +131,7 @@ class _Window(Generic[T]):
             self.result.written[record.kind] += 1
             if isinstance(record, Rejection):
                 self.result.rejected[record.reason] += 1
+                self.result.examples.setdefault(record.reason, f"{record.record_id}: {record.detail}")
         if self.on_item is not None:
             for item, produced in self.finished:
                 self.on_item(item, produced)

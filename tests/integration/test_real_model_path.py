@@ -105,3 +105,18 @@ def _demo_evidence() -> Path:
     from livemed.demo import demo_evidence_path
 
     return demo_evidence_path()
+
+
+def test_an_unreachable_endpoint_is_reported_with_its_reason(tmp_path: Path) -> None:
+    config = tmp_path / "livemed.toml"
+    config.write_text(
+        'store = "livemed.db"\ncutoff = 2024-01-01\n[models."vllm/nowhere"]\n'
+        'base_url = "http://127.0.0.1:9/v1"\nmax_retries = 0\ntimeout_s = 2\n',
+        encoding="utf-8",
+    )
+    run(config, "harvest", "--source", "demo", "--until", "2024-03-31")
+    run(config, "curate", "--evidence", str(_demo_evidence()))
+    out = run(config, "answer", "--model", "vllm/nowhere")
+    assert "rejected (retries_exhausted)" in out
+    assert "cannot reach http://127.0.0.1:9/v1" in out.replace("\n", "")
+    assert Store(tmp_path / "livemed.db").count().get("answer", 0) == 0

@@ -43,7 +43,7 @@ def curate(
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
-    from livemed.cli.common import make_engine, print_usage, progress_for
+    from livemed.cli.common import engine_progress, make_engine, print_usage
     from livemed.pipeline import track_run
 
     app_state = state(ctx)
@@ -69,7 +69,7 @@ def curate(
     }
     with (
         track_run(store, "curate", settings=run_settings, models=[model], engine=engine) as run,
-        progress_for(engine, model, f"curating with {model}"),
+        engine_progress(engine, f"curating with {model}"),
     ):
         from livemed.curate.chain import curate_store
 

@@ -63,7 +63,10 @@ def print_result(what: str, result: StageResult) -> None:
     written = ", ".join(f"{n} {k}" for k, n in sorted(result.written.items())) or "nothing"
     console.print(f"{what}: {result.seen} seen, {result.skipped} already done, wrote {written}")
     for reason, n in sorted(result.rejected.items()):
-        console.print(f"  rejected ({reason}): {n}")
+        example = result.examples.get(reason, "")
+        console.print(
+            f"  rejected ({reason}): {n}" + (f" — e.g. {example[:160]}" if example else ""), markup=False
+        )
 
 
 @app.command()

