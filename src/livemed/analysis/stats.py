@@ -84,17 +84,7 @@ def bootstrap_mean(
     estimate = float(finish_means(x.mean(), convention))
     if x.size < 2 or np.all(x == x[0]):
         return Interval(estimate, estimate, estimate)
-    result = stats.bootstrap(
-        (x,),
-        _finished_mean(convention),
-        n_resamples=resamples,
-        confidence_level=level,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(seed),
-    )
-    ci = result.confidence_interval
-    return Interval(estimate, float(ci.low), float(ci.high))
+    return Interval(estimate, *_percentile_ci((x,), _finished_mean(convention), resamples, level, seed))
 
 
 def bootstrap_diff(
@@ -116,17 +106,7 @@ def bootstrap_diff(
     estimate = float(statistic(a, b))
     if a.size < 2 or b.size < 2:
         return Interval(estimate, math.nan, math.nan)
-    result = stats.bootstrap(
-        (a, b),
-        statistic,
-        n_resamples=resamples,
-        confidence_level=level,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(seed),
-    )
-    ci = result.confidence_interval
-    return Interval(estimate, float(ci.low), float(ci.high))
+    return Interval(estimate, *_percentile_ci((a, b), statistic, resamples, level, seed))
 
 
 def bootstrap_paired_diff(
@@ -146,18 +126,7 @@ def bootstrap_paired_diff(
     estimate = float(statistic(a, b))
     if a.size < 2 or (np.all(a == a[0]) and np.all(b == b[0])):
         return Interval(estimate, estimate, estimate)
-    result = stats.bootstrap(
-        (a, b),
-        statistic,
-        n_resamples=resamples,
-        confidence_level=level,
-        method="percentile",
-        vectorized=True,
-        paired=True,
-        rng=np.random.default_rng(seed),
-    )
-    ci = result.confidence_interval
-    return Interval(estimate, float(ci.low), float(ci.high))
+    return Interval(estimate, *_percentile_ci((a, b), statistic, resamples, level, seed, paired=True))
 
 
 def bootstrap_full_minus_subset(
@@ -265,3 +234,27 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     if valid.any():
         out[valid] = stats.false_discovery_control(p[valid], method="bh")
     return [float(v) for v in out]
+
+
+def _percentile_ci(
+    samples: tuple[FloatArray, ...],
+    statistic: Callable[..., FloatArray],
+    resamples: int,
+    level: float,
+    seed: int,
+    *,
+    paired: bool = False,
+) -> tuple[float, float]:
+    """The seeded percentile-bootstrap interval of `statistic` (scipy, vectorised)."""
+    result = stats.bootstrap(
+        samples,
+        statistic,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        paired=paired,
+        rng=np.random.default_rng(seed),
+    )
+    ci = result.confidence_interval
+    return float(ci.low), float(ci.high)
