@@ -80,10 +80,15 @@ async def test_europepmc_over_http(tmp_path: Path) -> None:
         {
             "id": "123",
             "source": "MED",
+            "pmid": "123",
             "title": "Pharyngitis",
-            "abstractText": "Rest and fluids help. Other.",
+            "abstractText": "<h4>Results</h4><p>Rest and <i>fluids</i> help.</p><p>Other.</p>",
+            "isOpenAccess": "N",
+            "inEPMC": "N",
+            "pubTypeList": {"pubType": ["Journal Article"]},
+            "firstPublicationDate": "2024-05-01",
         },
-        {"id": "456", "source": "PMC", "title": "No abstract"},
+        {"id": "PMC456", "source": "PMC", "pmcid": "PMC456", "title": "No abstract", "inEPMC": "Y"},
     ]
     with europepmc_server(FakeEuropePMC(results=results, failures=1)) as fake:
         retriever = EuropePMCRetriever(base_url=fake.base_url, settings=FAST_EPMC)
@@ -92,7 +97,8 @@ async def test_europepmc_over_http(tmp_path: Path) -> None:
     assert all(agent.startswith("livemed/") for agent in fake.user_agents)
     assert [h.id for h in hits] == ["europepmc:MED:123"]
     assert hits[0].url == "https://europepmc.org/article/MED/123"
-    assert hits[0].snippet.startswith("Rest")
+    assert "Rest and fluids help." in hits[0].snippet  # inline HTML stripped
+    assert "<" not in hits[0].snippet
     assert fake.requests[0]["query"] == ["fluids and rest for sore throat"]
     assert fake.requests[0]["format"] == ["json"]
     assert fake.requests[0]["pageSize"] == ["2"]
@@ -105,6 +111,16 @@ async def test_europepmc_failure_is_a_retrieval_error_and_counted() -> None:
             await retriever.search("anything")
     assert len(retriever.errors) == 1
     assert "503" in retriever.errors[0]
+
+
+async def test_europepmc_errcode_body_is_a_retrieval_error() -> None:
+    err = {"errCode": 404, "errMsg": "No search criteria provided."}
+    with europepmc_server(FakeEuropePMC(err=err)) as fake:
+        retriever = EuropePMCRetriever(base_url=fake.base_url, settings=FAST_EPMC)
+        with pytest.raises(RetrievalError, match="errCode 404"):
+            await retriever.search("anything")
+    assert len(fake.requests) == 1
+    assert "No search criteria" in retriever.errors[0]
 
 
 class FakeEncoder:

@@ -16,11 +16,15 @@ from urllib.parse import parse_qs, urlparse
 class FakeEuropePMC:
     """Serves `results` for GET /search; `status` other than 200 answers with that error.
 
-    `failures`: the first that many requests answer 503 (then `status`).
+    `failures`: the first that many requests answer 503 (then `status`). `err`: answer HTTP 200 with
+    Europe PMC's error body `{"errCode": ..., "errMsg": ...}` instead of results. Replies follow the
+    observed shape: `version`, `hitCount`, `nextCursorMark`, `request`, `resultList.result`; a 503 is
+    the plain-text maintenance notice.
     """
 
     results: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
+    err: dict[str, Any] | None = None
     failures: int = 0
     requests: list[dict[str, list[str]]] = field(default_factory=list)
     user_agents: list[str] = field(default_factory=list)
@@ -37,14 +41,18 @@ def europepmc_server(fake: FakeEuropePMC) -> Iterator[FakeEuropePMC]:
             status = 503 if fake.failures >= len(fake.requests) else fake.status
             if url.path != "/search" or status != 200:
                 self.send_response(404 if url.path != "/search" else status)
+                self.send_header("Content-Type", "text/plain")
                 self.end_headers()
+                if url.path == "/search":
+                    self.wfile.write(b"This API is temporarily unavailable due to maintenance.")
                 return
-            size = int(parse_qs(url.query).get("pageSize", ["25"])[0])
-            body = json.dumps({"hitCount": len(fake.results), "resultList": {"result": fake.results[:size]}})
+            self._json(fake.err if fake.err is not None else _page(parse_qs(url.query), fake.results))
+
+        def _json(self, data: dict[str, Any]) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
-            self.wfile.write(body.encode())
+            self.wfile.write(json.dumps(data).encode())
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -59,3 +67,21 @@ def europepmc_server(fake: FakeEuropePMC) -> Iterator[FakeEuropePMC]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def _page(query: dict[str, list[str]], results: list[dict[str, Any]]) -> dict[str, Any]:
+    size = int(query.get("pageSize", ["25"])[0])
+    cursor = query.get("cursorMark", ["*"])[0]
+    return {
+        "version": "6.9",
+        "hitCount": len(results),
+        "nextCursorMark": "AoIIP4AAACgxMjM=" if len(results) > size else cursor,
+        "request": {
+            "queryString": query.get("query", [""])[0],
+            "resultType": query.get("resultType", ["lite"])[0],
+            "cursorMark": cursor,
+            "pageSize": size,
+            "synonym": False,
+        },
+        "resultList": {"result": results[:size]},
+    }

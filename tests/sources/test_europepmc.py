@@ -25,31 +25,73 @@ JATS = """<?xml version="1.0"?>
 def result(
     pmcid: str, date: str | None = "2025-03-02", licence: str = "cc by", **extra: Any
 ) -> dict[str, Any]:
+    """One `resultType=core` record, shaped like Europe PMC's: a MED record (id = PMID) with a PMCID."""
+    pmid = str(40000000 + int(pmcid.removeprefix("PMC")))
     return {
-        "id": pmcid.removeprefix("PMC"),
-        "source": "PMC",
+        "id": pmid,
+        "source": "MED",
+        "pmid": pmid,
         "pmcid": pmcid,
-        "pmid": "123",
+        "fullTextIdList": {"fullTextId": [pmcid]},
+        "doi": f"10.1136/bcr-2025-{pmid}",
         "title": f"Case {pmcid}",
-        "license": licence,
-        "isOpenAccess": "Y",
-        "firstPublicationDate": date,
-        "abstractText": "Abstract text of the case.",
-        "journalInfo": {"journal": {"title": "BMJ Case Rep"}},
-        "meshHeadingList": {
-            "meshHeading": [{"descriptorName": n} for n in ("Humans", "Male", "Chest Pain", "Adult")]
+        "authorString": "Doe J, Roe R.",
+        "journalInfo": {
+            "yearOfPublication": 2025,
+            "journal": {"title": "BMJ Case Reports", "medlineAbbreviation": "BMJ Case Rep"},
         },
+        "pubYear": "2025",
+        "abstractText": "Abstract text of the case.",
+        "language": "eng",
+        "pubModel": "Electronic",
+        "pubTypeList": {"pubType": ["Case Reports", "Journal Article"]},
+        "meshHeadingList": {
+            "meshHeading": [
+                {"majorTopic_YN": "Y" if n == "Chest Pain" else "N", "descriptorName": n}
+                for n in ("Humans", "Male", "Chest Pain", "Adult")
+            ]
+        },
+        "keywordList": {"keyword": ["Cardiology", "Emergency medicine"]},
+        "fullTextUrlList": {
+            "fullTextUrl": [
+                {
+                    "availability": "Open access",
+                    "availabilityCode": "OA",
+                    "documentStyle": "html",
+                    "site": "Europe_PMC",
+                    "url": f"https://europepmc.org/articles/{pmcid}",
+                }
+            ]
+        },
+        "isOpenAccess": "Y",
+        "inEPMC": "Y",
+        "inPMC": "Y",
+        "hasPDF": "Y",
+        "hasTextMinedTerms": "Y",
+        "citedByCount": 0,
+        "license": licence,
+        "firstIndexDate": date,
+        "firstPublicationDate": date,
         **extra,
     }
 
 
+def page(cursor: str, following: str, results: list[Any]) -> dict[str, Any]:
+    """The search wrapper: version, hitCount, the request echoed, nextCursorMark, resultList."""
+    return {
+        "version": "6.9",
+        "hitCount": 5,
+        "nextCursorMark": following,
+        "request": {"resultType": "core", "cursorMark": cursor, "pageSize": 100, "synonym": False},
+        "resultList": {"result": results},
+    }
+
+
+C1, C2 = "AoIIQEOWhig0MDAwMDAwMg==", "AoIIQEOWhig0MDAwMDAwNQ=="
 PAGES = {
-    "*": {"nextCursorMark": "AoE1", "resultList": {"result": [result("PMC1"), result("PMC2", date=None)]}},
-    "AoE1": {
-        "nextCursorMark": "AoE2",
-        "resultList": {"result": [result("PMC3", licence="cc by-nc"), result("PMC4"), "junk"]},
-    },
-    "AoE2": {"nextCursorMark": "AoE2", "resultList": {"result": []}},
+    "*": page("*", C1, [result("PMC1"), result("PMC2", date=None)]),
+    C1: page(C1, C2, [result("PMC3", licence="cc by-nc"), result("PMC4"), "junk"]),
+    C2: page(C2, C2, []),
 }
 
 
@@ -59,6 +101,7 @@ def handler(path: str, query: dict[str, str]) -> Reply:
         assert "FIRST_PDATE:[2025-03-01 TO" in query["query"]
         assert query["format"] == "json"
         assert query["resultType"] == "core"
+        assert query["sort"] == "FIRST_PDATE_D asc"
         return Reply.json(PAGES[query["cursorMark"]])
     if path == "/PMC1/fullTextXML":
         return Reply.xml(JATS)
@@ -78,6 +121,10 @@ async def test_pages_with_cursor_mark_keep_licence_and_reject_bad_records() -> N
     assert doc.doc_type == "case_report"
     assert doc.licence == "cc by"
     assert doc.metadata["mesh"] == ["Chest Pain"]
+    assert doc.metadata["keywords"] == ["Cardiology", "Emergency medicine"]
+    assert doc.metadata["pmid"] == "40000001"
+    assert doc.metadata["journal"] == "BMJ Case Reports"
+    assert doc.url == "https://europepmc.org/article/PMC/PMC1"
     assert doc.metadata["full_text"] is True
     assert doc.text.startswith("Case presentation\nA 54-year-old man presented with chest pain")
     assert "table text" not in doc.text
@@ -85,7 +132,7 @@ async def test_pages_with_cursor_mark_keep_licence_and_reject_bad_records() -> N
     reasons = sorted(r.reason for r in rejections)
     assert reasons == ["bad_xml", "licence", "malformed", "missing_date"]
     assert all(r.stage == "harvest" and r.source == "europepmc" for r in rejections)
-    assert [q["cursorMark"] for p, q in server.requests if p == "/search"] == ["*", "AoE1", "AoE2"]
+    assert [q["cursorMark"] for p, q in server.requests if p == "/search"] == ["*", C1, C2]
 
 
 async def test_limit_stops_early_and_empty_result_is_fine() -> None:
@@ -96,7 +143,7 @@ async def test_limit_stops_early_and_empty_result_is_fine() -> None:
     assert docs[0].text == "Abstract text of the case."
     assert not docs[0].metadata["full_text"]
 
-    empty = {"hitCount": 0, "nextCursorMark": "*", "resultList": {"result": []}}
+    empty = {"version": "6.9", "hitCount": 0, "request": {"cursorMark": "*"}, "resultList": {"result": []}}
     with ReplayServer(lambda p, q: Reply.json(empty)) as server:
         docs, rejections = await collect(
             EuropePMC(Settings(base_url=server.url, **FAST)).harvest(day("2025-03-01"), day("2025-03-31"))
@@ -136,17 +183,15 @@ async def test_429_on_a_page_is_retried_and_the_harvest_goes_on() -> None:
 
 
 async def test_a_full_text_that_keeps_failing_falls_back_to_the_abstract() -> None:
-    page = {
-        "nextCursorMark": "*",
-        "resultList": {"result": [result("PMC1"), result("PMC5"), result("PMC6", abstractText="")]},
-    }
+    first = page("*", "*", [result("PMC1"), result("PMC5"), result("PMC6", abstractText="")])
 
     def down(path: str, query: dict[str, str]) -> Reply:
         if path == "/search":
-            return Reply.json(page)
+            return Reply.json(first)
         if path == "/PMC1/fullTextXML":
             return Reply.xml(JATS)
-        return Reply(503)  # PMC5 and PMC6: full text down for good
+        # PMC5 and PMC6: full text down for good (Europe PMC's maintenance reply is plain text)
+        return Reply(503, b"This API is temporarily unavailable due to maintenance.")
 
     with ReplayServer(down) as server:
         source = EuropePMC(Settings(base_url=server.url, **FAST))
@@ -157,3 +202,41 @@ async def test_a_full_text_that_keeps_failing_falls_back_to_the_abstract() -> No
     assert "503" in docs[1].metadata["full_text_error"]
     assert "full_text_error" not in docs[0].metadata
     assert [(r.reason, r.record_id) for r in rejections] == [("full_text_failed", "europepmc:PMC6")]
+
+
+async def test_an_errcode_body_is_a_source_error_not_an_empty_page() -> None:
+    # Europe PMC reports a refused search as errCode/errMsg inside an HTTP 200 body
+    refused = {"errCode": 404, "errMsg": "Invalid page size provided. Valid size is between 1 and 1000"}
+    with ReplayServer(lambda p, q: Reply.json(refused)) as server:
+        source = EuropePMC(Settings(base_url=server.url, **FAST))
+        with pytest.raises(SourceError, match="errCode 404: Invalid page size"):
+            await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert len(server.requests) == 1
+
+
+async def test_no_full_text_fetch_when_not_in_europe_pmc_and_404_falls_back() -> None:
+    # inEPMC "N": fullTextXML would answer 404, so it is not asked; PMC8's 404 (empty body) means
+    # no full text and the abstract stands in; a PMC-source record has id "PMC…" and no PMID
+    pmc_source = result("PMC9", id="PMC9", source="PMC", abstractText="<h4>Case</h4><p>A boy.</p>")
+    del pmc_source["pmid"]
+    first = page("*", "*", [result("PMC7", inEPMC="N"), result("PMC8"), pmc_source])
+
+    def serve(path: str, query: dict[str, str]) -> Reply:
+        if path == "/search":
+            return Reply.json(first)
+        if path == "/PMC9/fullTextXML":
+            return Reply.xml(JATS)
+        return Reply(404)
+
+    with ReplayServer(serve) as server:
+        source = EuropePMC(Settings(base_url=server.url, **FAST))
+        docs, rejections = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert rejections == []
+    assert [(d.source_id, d.metadata["full_text"]) for d in docs] == [
+        ("PMC7", False),
+        ("PMC8", False),
+        ("PMC9", True),
+    ]
+    assert docs[2].metadata["pmid"] is None
+    assert "/PMC7/fullTextXML" not in server.paths()
+    assert "/PMC8/fullTextXML" in server.paths()

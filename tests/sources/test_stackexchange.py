@@ -15,22 +15,53 @@ from tests.sources.helpers import FAST, collect, day
 T0 = int(day("2025-03-02").timestamp())
 
 
-def question(qid: int, **extra: Any) -> dict[str, Any]:
+def owner(user_id: int, name: str) -> dict[str, Any]:
+    """A `shallow_user`, as the API nests it under `owner`."""
     return {
+        "account_id": 1000 + user_id,
+        "reputation": 101,
+        "user_id": user_id,
+        "user_type": "registered",
+        "display_name": name,
+        "link": f"https://medicalsciences.stackexchange.com/users/{user_id}/{name}",
+    }
+
+
+def question(qid: int, **extra: Any) -> dict[str, Any]:
+    """A question under `filter=withbody` (the default fields plus `body`)."""
+    return {
+        "tags": ["pharmacology"],
+        "owner": owner(7, "asker"),
+        "is_answered": True,
+        "view_count": 120,
+        "accepted_answer_id": 100 + qid,
+        "answer_count": 2,
+        "score": 3,
+        "last_activity_date": T0 + qid + 100,
+        "creation_date": T0 + qid,
         "question_id": qid,
+        "content_license": "CC BY-SA 4.0",
+        "link": f"https://medicalsciences.stackexchange.com/questions/{qid}/is-it-safe",
         "title": "Is it safe to take ibuprofen with lisinopril?",
         "body": "<p>My father (68) takes <b>lisinopril</b> for hypertension.</p>",
-        "creation_date": T0 + qid,
-        "link": f"https://medicalsciences.stackexchange.com/questions/{qid}",
-        "owner": {
-            "user_id": 7,
-            "display_name": "asker",
-            "link": "https://medicalsciences.stackexchange.com/users/7",
-        },
-        "tags": ["pharmacology"],
-        "content_license": "CC BY-SA 4.0",
-        "answer_count": 2,
         **extra,
+    }
+
+
+def answer(
+    answer_id: int, question_id: int, accepted: bool, who: dict[str, Any], body: str
+) -> dict[str, Any]:
+    """An answer under `filter=withbody`."""
+    return {
+        "owner": who,
+        "is_accepted": accepted,
+        "score": 2,
+        "last_activity_date": T0 + 70,
+        "creation_date": T0 + 50,
+        "answer_id": answer_id,
+        "question_id": question_id,
+        "content_license": "CC BY-SA 4.0",
+        "body": body,
     }
 
 
@@ -38,7 +69,7 @@ def wrapper(items: list[Any], has_more: bool, **extra: Any) -> dict[str, Any]:
     return {"items": items, "has_more": has_more, "quota_max": 300, "quota_remaining": 290, **extra}
 
 
-def handler(path: str, query: dict[str, str]) -> Reply:
+def handler(path: str, query: dict[str, str], backoff: int | None = 1) -> Reply:
     assert query["site"] == "medicalsciences"
     assert query["filter"] == "withbody"
     if path == "/search/advanced":
@@ -47,30 +78,14 @@ def handler(path: str, query: dict[str, str]) -> Reply:
         assert query["order"] == "asc"
         if query["page"] == "1":
             items = [question(1), question(2, creation_date=None), question(3, body="x" * 10_000_001)]
-            return Reply.json(wrapper(items, True, backoff=1))
+            return Reply.json(wrapper(items, True, **({"backoff": backoff} if backoff else {})))
         return Reply.json(wrapper([question(4)], False))
     ids = path.split("/")[2].split(";")
     answers = [
-        {
-            "answer_id": 100 + int(i),
-            "question_id": int(i),
-            "body": "<p>NSAIDs can blunt ACE inhibitors.</p>",
-            "is_accepted": True,
-            "creation_date": T0 + 50,
-            "owner": {"user_id": 9, "display_name": "doc"},
-        }
+        answer(100 + int(i), int(i), True, owner(9, "doc"), "<p>NSAIDs can blunt ACE inhibitors.</p>")
         for i in ids
     ]
-    answers.append(
-        {
-            "answer_id": 999,
-            "question_id": int(ids[0]),
-            "body": "Thanks, it worked",
-            "is_accepted": False,
-            "creation_date": T0 + 60,
-            "owner": {"user_id": 7, "display_name": "asker"},
-        }
-    )
+    answers.append(answer(999, int(ids[0]), False, owner(7, "asker"), "Thanks, it worked"))
     return Reply.json(wrapper(answers, False))
 
 
@@ -87,7 +102,7 @@ async def test_questions_with_answers_roles_attribution_and_backoff() -> None:
     assert doc.date_field == "creation_date"
     assert doc.licence == "CC BY-SA 4.0"
     assert doc.metadata["attribution"]["author"] == "asker"
-    assert doc.metadata["attribution"]["link"] == "https://medicalsciences.stackexchange.com/questions/1"
+    assert doc.metadata["attribution"]["link"] == question(1)["link"]
     assert [r.role for r in doc.replies] == [ReplyRole.ACCEPTED, ReplyRole.ASKER]
     assert {r.reason for r in rejections} == {"missing_date", "too_large"}
     assert elapsed >= 0.9  # the page-1 reply asked for a 1 s backoff
@@ -95,14 +110,20 @@ async def test_questions_with_answers_roles_attribution_and_backoff() -> None:
     assert pages == ["1", "2"]
 
 
+def error(error_id: int, name: str, message: str) -> Reply:
+    """The API's error wrapper: HTTP 400 whatever the error, details in error_id/name/message."""
+    return Reply.json({"error_id": error_id, "error_message": message, "error_name": name}, 400)
+
+
 async def test_error_reply_and_used_up_quota_fail_the_source() -> None:
-    refused = {"error_id": 502, "error_name": "throttle_violation", "error_message": "too many requests"}
-    with ReplayServer(lambda p, q: Reply.json(refused, 400)) as server:
+    refused = error(502, "throttle_violation", "too many requests from this IP")
+    with ReplayServer(lambda p, q: refused) as server:
         source = StackExchange(Settings(base_url=server.url, **FAST), api_key="SEKEY")
         with pytest.raises(SourceError, match="throttle_violation") as caught:
             await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
     assert server.requests[0][1]["key"] == "SEKEY"
     assert "SEKEY" not in str(caught.value)
+    assert len(server.requests) == 1 + FAST["max_retries"]  # retried, then given up
 
     spent = wrapper([], True, quota_remaining=0)
     with ReplayServer(lambda p, q: Reply.json(spent)) as server:
@@ -111,11 +132,71 @@ async def test_error_reply_and_used_up_quota_fail_the_source() -> None:
             await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
 
 
+@pytest.mark.parametrize(
+    ("error_id", "name", "message"),
+    [
+        (502, "throttle_violation", "Violation of backoff parameter"),
+        (503, "temporarily_unavailable", "The API is temporarily unavailable"),
+        (500, "internal_error", "An internal error occurred"),
+    ],
+)
+async def test_retryable_error_wrapper_is_retried_and_the_harvest_goes_on(
+    error_id: int, name: str, message: str
+) -> None:
+    calls: list[str] = []
+
+    def flaky(path: str, query: dict[str, str]) -> Reply:
+        calls.append(path)
+        return error(error_id, name, message) if len(calls) == 1 else handler(path, query, None)
+
+    with ReplayServer(flaky) as server:
+        source = StackExchange(Settings(base_url=server.url, **FAST))
+        docs, _ = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert [d.source_id for d in docs] == ["1", "4"]
+    assert calls[:2] == ["/search/advanced", "/search/advanced"]
+
+
+async def test_throttle_wait_named_in_the_message_is_obeyed_or_stops_the_source() -> None:
+    calls: list[str] = []
+
+    def throttled(path: str, query: dict[str, str]) -> Reply:
+        calls.append(path)
+        if len(calls) == 1:
+            msg = "too many requests from this IP, more requests available in 1 seconds"
+            return error(502, "throttle_violation", msg)
+        return handler(path, query, None)
+
+    with ReplayServer(throttled) as server:
+        source = StackExchange(Settings(base_url=server.url, **FAST))
+        started = time.monotonic()
+        docs, _ = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert time.monotonic() - started >= 0.9  # waited the second the message named
+    assert [d.source_id for d in docs] == ["1", "4"]
+
+    day_long = error(
+        502, "throttle_violation", "too many requests from this IP, more requests available in 82626 seconds"
+    )
+    with ReplayServer(lambda p, q: day_long) as server:
+        source = StackExchange(Settings(base_url=server.url, **FAST))
+        with pytest.raises(SourceError, match="82626 seconds"):
+            await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert len(server.requests) == 1  # hours away: not retried
+
+
+async def test_a_bad_parameter_error_is_not_retried() -> None:
+    bad = error(400, "bad_parameter", "site is required")
+    with ReplayServer(lambda p, q: bad) as server:
+        source = StackExchange(Settings(base_url=server.url, **FAST))
+        with pytest.raises(SourceError, match="bad_parameter site is required"):
+            await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert len(server.requests) == 1
+
+
 async def test_non_utf8_bytes_reject_one_question_and_keep_the_page() -> None:
     page = wrapper([question(1, body="<p>caf__BAD__</p>"), question(2)], False)
     raw = json.dumps(page).encode().replace(b"__BAD__", b"\xff\xfe")
 
-    def handler(path: str, query: dict[str, str]) -> Reply:
+    def handler(path: str, query: dict[str, str], backoff: int | None = 1) -> Reply:
         if path == "/search/advanced":
             return Reply(200, raw, {"Content-Type": "application/json"})
         return Reply.json(wrapper([], False))

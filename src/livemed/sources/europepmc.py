@@ -5,7 +5,9 @@ Search: `PUB_TYPE:"Case Reports" AND FIRST_PDATE:[a TO b] AND OPEN_ACCESS:y`, `f
 `/{PMCID}/fullTextXML` (JATS); the abstract stands in when no full text is available, or when the
 full-text fetch still fails after retries (recorded as `metadata["full_text_error"]`; an article with
 no abstract either is rejected alone, `full_text_failed`). Only articles whose licence is allowed
-(default: CC BY and CC0) are kept.
+(default: CC BY and CC0) are kept. Shapes checked against observed Europe PMC replies: errors come
+as `errCode`/`errMsg` in an HTTP 200 body (a source error, never an empty page), `fullTextXML` answers
+404 with an empty body when Europe PMC holds no full text (skipped up front when `inEPMC` is "N").
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any, ClassVar
 
+import httpx
 from lxml import etree
 from pydantic import Field
 
@@ -36,6 +39,19 @@ class Settings(HttpSettings):
     full_text: bool = True
     query: str = 'PUB_TYPE:"Case Reports" AND OPEN_ACCESS:y'
     sort: str = Field(default="FIRST_PDATE_D asc", description="oldest first, so a --limit run can resume")
+
+
+def search_page(response: httpx.Response, name: str = NAME) -> dict[str, Any]:
+    """A search reply as a dict; Europe PMC reports errors as `errCode`/`errMsg` in an HTTP 200 body."""
+    try:
+        page = json_body(response)
+    except ValueError:
+        page = None
+    if not isinstance(page, dict):
+        raise SourceError(f"{name}: search returned a page that is not the expected JSON")
+    if "errCode" in page:
+        raise SourceError(f"{name}: search refused: errCode {page['errCode']}: {page.get('errMsg', '')}")
+    return page
 
 
 def licence_allowed(licence: str | None, allowed: list[str]) -> bool:
@@ -80,11 +96,11 @@ class EuropePMC:
                 "sort": self.settings.sort,
             }
             response = await http.get(f"{self.settings.base_url}/search", params)
-            try:
-                page = json_body(response)
-                results = page.get("resultList", {}).get("result", [])
-            except (ValueError, AttributeError):
-                raise SourceError(f"{NAME}: search returned a page that is not the expected JSON") from None
+            page = search_page(response)
+            listing = page.get("resultList") or {}
+            results = listing.get("result", []) if isinstance(listing, dict) else None
+            if not isinstance(results, list):
+                raise SourceError(f"{NAME}: search returned a page that is not the expected JSON")
             for result in results:
                 yield result if isinstance(result, dict) else {"_malformed": repr(result)[:200]}
             following = page.get("nextCursorMark")
@@ -122,7 +138,8 @@ class EuropePMC:
     ) -> tuple[str, bool, str | None] | DocOrRejection:
         """(text, is it the full text, why the full text failed) or a rejection of the full text."""
         abstract = str(result.get("abstractText") or "")
-        if not (self.settings.full_text and result.get("pmcid")):
+        # fullTextXML answers 404 for anything not in Europe PMC's own full-text set (inEPMC "N")
+        if not (self.settings.full_text and result.get("pmcid")) or result.get("inEPMC") == "N":
             return abstract, False, None
         try:
             fetched = await self._full_text(http, source_id)

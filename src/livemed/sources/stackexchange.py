@@ -2,12 +2,16 @@
 
 `/search/advanced` (answers >= 1, `fromdate`/`todate`, ascending by creation) with bodies, then
 `/questions/{ids}/answers` for each page. Obeys the API's `backoff` field and stops cleanly when
-the daily quota runs out. Content is CC BY-SA: each Doc keeps the licence, author and link.
+the daily quota runs out. Errors come as HTTP 400 with `error_id`/`error_name`/`error_message` in
+the wrapper: internal_error (500), throttle_violation (502) and temporarily_unavailable (503) are
+retried after a backoff (or the wait a throttle message names, up to `max_throttle_wait_s`); others
+stop the source. Content is CC BY-SA: each Doc keeps the licence, author and link.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any, ClassVar
@@ -15,11 +19,16 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from livemed.errors import SourceError
+from livemed.models.engine import backoff_delay
 from livemed.records import Doc, Reply, ReplyRole
 from livemed.sources.base import DocOrRejection, HttpSettings, parse_date, rejection, too_large
 from livemed.sources.http import HttpClient, has_bad_bytes, json_body
 
 NAME = "stackexchange"
+# error_id values worth a retry (api.stackexchange.com/docs/error-handling): internal_error,
+# throttle_violation (a backoff violation or an IP throttle), temporarily_unavailable
+RETRYABLE_ERRORS = frozenset({500, 502, 503})
+_THROTTLE_WAIT = re.compile(r"available in (\d+) seconds?")
 
 
 class Settings(HttpSettings):
@@ -32,6 +41,9 @@ class Settings(HttpSettings):
     page_size: int = Field(default=100, ge=1, le=100)
     filter: str = "withbody"
     api_key_env: str | None = "STACKEXCHANGE_KEY"
+    max_throttle_wait_s: float = Field(
+        default=120.0, ge=0, description="longest wait a throttle_violation may ask for; longer stops"
+    )
 
 
 class StackExchange:
@@ -66,21 +78,18 @@ class StackExchange:
                 page += 1
 
     async def _call(self, http: HttpClient, path: str, params: dict[str, Any]) -> tuple[list[Any], bool]:
-        """One API call: (items, has_more), honouring `backoff` and the quota."""
+        """One API call: (items, has_more), honouring `backoff`, retryable errors and the quota."""
         s = self.settings
         query = {"site": s.site, "filter": s.filter, "pagesize": s.page_size, **params}
         if self._api_key:
             query["key"] = self._api_key
-        response = await http.get(f"{s.base_url}{path}", query, accept=frozenset({400, 404}))
-        try:
-            data = json_body(response)
-        except ValueError:
-            raise SourceError(f"{NAME}: {path} returned a reply that is not JSON") from None
-        if not isinstance(data, dict):
-            raise SourceError(f"{NAME}: {path} returned unexpected JSON")
-        if "error_id" in data or response.status_code >= 400:
-            name, message = data.get("error_name", "error"), data.get("error_message", "")
-            raise SourceError(f"{NAME}: {path} refused: {name} {message}".strip())
+        for attempt in range(s.max_retries + 1):
+            data = await self._reply(http, path, query)
+            if "error_id" not in data:
+                break
+            wait = self._error_wait(path, data, attempt)
+            http.retries += 1
+            http.pause(wait)
         if isinstance(data.get("backoff"), int | float):
             http.pause(float(data["backoff"]))
         items = data.get("items")
@@ -88,6 +97,32 @@ class StackExchange:
         if more and data.get("quota_remaining", 1) <= 0:
             raise SourceError(f"{NAME}: daily API quota used up ({data.get('quota_max')}); try tomorrow")
         return (items if isinstance(items, list) else []), more
+
+    async def _reply(self, http: HttpClient, path: str, query: dict[str, Any]) -> dict[str, Any]:
+        """The reply's wrapper object (errors come as HTTP 400 with `error_id` in the wrapper)."""
+        response = await http.get(f"{self.settings.base_url}{path}", query, accept=frozenset({400, 404}))
+        try:
+            data = json_body(response)
+        except ValueError:
+            raise SourceError(f"{NAME}: {path} returned a reply that is not JSON") from None
+        if not isinstance(data, dict):
+            raise SourceError(f"{NAME}: {path} returned unexpected JSON")
+        if response.status_code >= 400 and "error_id" not in data:
+            raise SourceError(f"{NAME}: {path} failed: HTTP {response.status_code}")
+        return data
+
+    def _error_wait(self, path: str, data: dict[str, Any], attempt: int) -> float:
+        """Seconds to wait before retrying an error reply, or SourceError when it is not worth it."""
+        name, message = data.get("error_name", "error"), str(data.get("error_message", ""))
+        refused = SourceError(f"{NAME}: {path} refused: {name} {message}".strip())
+        if data.get("error_id") not in RETRYABLE_ERRORS or attempt >= self.settings.max_retries:
+            raise refused
+        asked = _THROTTLE_WAIT.search(message)  # "... more requests available in 73 seconds"
+        if asked is None:  # backoff violation, temporarily_unavailable, internal_error
+            return backoff_delay(attempt, None, base=self.settings.backoff_base_s)
+        if float(asked.group(1)) > self.settings.max_throttle_wait_s:
+            raise refused  # typically the daily quota: waiting hours is not a retry
+        return float(asked.group(1))
 
     async def _answers(self, http: HttpClient, questions: list[Any]) -> dict[int, list[dict[str, Any]]]:
         ids = [q["question_id"] for q in questions if isinstance(q, dict) and "question_id" in q]

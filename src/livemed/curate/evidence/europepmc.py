@@ -16,9 +16,10 @@ from aiolimiter import AsyncLimiter
 from livemed.curate.evidence import RetrievalError
 from livemed.curate.evidence.corpus import snippet
 from livemed.errors import SourceError
+from livemed.prefilter.clean import strip_html
 from livemed.records import EvidenceRef
-from livemed.sources.europepmc import Settings
-from livemed.sources.http import HttpClient, json_body
+from livemed.sources.europepmc import Settings, search_page
+from livemed.sources.http import HttpClient
 
 EUROPE_PMC_URL = "https://www.ebi.ac.uk/europepmc/webservices/rest"
 CLIENT_NAME = "europepmc-evidence"
@@ -57,22 +58,24 @@ class EuropePMCRetriever:
         params = {"query": terms, "format": "json", "resultType": "core", "pageSize": str(k)}
         try:
             data = await self._get(params)
-        except (SourceError, ValueError) as exc:
+        except SourceError as exc:
             message = f"{type(exc).__name__}: {exc}"
             self.errors.append(message)
             raise RetrievalError(f"Europe PMC search failed: {message}") from exc
-        results = data.get("resultList", {}).get("result", []) if isinstance(data, dict) else []
-        return [ref for item in results[:k] if (ref := _ref(item, query)) is not None]
+        listing = data.get("resultList") or {}
+        results = (listing.get("result") or []) if isinstance(listing, dict) else []
+        return [ref for item in results[:k] if isinstance(item, dict) and (ref := _ref(item, query))]
 
-    async def _get(self, params: dict[str, str]) -> Any:
+    async def _get(self, params: dict[str, str]) -> dict[str, Any]:
         async with HttpClient.for_source(CLIENT_NAME, self.settings) as http:
             http.limiter = self._limiter  # one rate limit across all searches
             response = await http.get(f"{self.base_url}/search", params, accept=frozenset())
-        return json_body(response)
+        return search_page(response, CLIENT_NAME)  # an `errCode` body (HTTP 200) is a failure too
 
 
 def _ref(item: dict[str, Any], query: str) -> EvidenceRef | None:
-    abstract = str(item.get("abstractText") or "").strip()
+    # abstracts often carry inline HTML (<h4>, <p>, <i>): a snippet is plain text
+    abstract = " ".join(strip_html(str(item.get("abstractText") or "")).split())
     if not abstract:
         return None
     source, ident = item.get("source", "MED"), item.get("id", "")
