@@ -7,10 +7,10 @@ malformed line is reported with its file and line number and the other lines sti
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -18,6 +18,8 @@ from livemed.config import describe_validation_error
 from livemed.errors import InputFileError
 from livemed.records import RECORD_TYPES, Record
 from livemed.store import Store
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -57,14 +59,46 @@ def _stream(store: Store, kinds: list[str]) -> Iterator[Record]:
         yield from store.iter(RECORD_TYPES[kind])
 
 
-def parse_line(line: str, *, default_kind: str | None = None) -> Record:
-    """One JSONL line to a record; raises ValueError with a readable message."""
+def json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]] | InputFileError]:
+    """Each non-blank line of a JSONL file as (line number, object), or an error naming file:line."""
     try:
-        data: Any = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputFileError(path, f"cannot open: {exc.strerror}") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                data: Any = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                yield InputFileError(path, "line is not valid UTF-8", number)
+                continue
+            except json.JSONDecodeError as exc:
+                yield InputFileError(path, f"invalid JSON: {exc.msg} at column {exc.colno}", number)
+                continue
+            if isinstance(data, dict):
+                yield number, data
+            else:
+                yield InputFileError(path, f"expected a JSON object, got {type(data).__name__}", number)
+
+
+def parse_objects(path: Path, parse: Callable[[dict[str, Any]], T]) -> Iterator[T | InputFileError]:
+    """`parse` each object of a JSONL file; an object it refuses (ValueError) becomes a file:line error."""
+    for item in json_objects(path):
+        if isinstance(item, InputFileError):
+            yield item
+            continue
+        number, data = item
+        try:
+            yield parse(data)
+        except ValueError as exc:
+            yield InputFileError(path, str(exc), number)
+
+
+def record_from(data: dict[str, Any], *, default_kind: str | None = None) -> Record:
+    """A JSON object to a record of its `kind`; raises ValueError with a readable message."""
+    data = dict(data)
     kind = data.pop("kind", default_kind)
     if kind not in RECORD_TYPES:
         raise ValueError(f"unknown or missing record kind {kind!r} (known: {', '.join(RECORD_TYPES)})")
@@ -76,20 +110,7 @@ def parse_line(line: str, *, default_kind: str | None = None) -> Record:
 
 def iter_jsonl(path: Path, *, default_kind: str | None = None) -> Iterator[Record | InputFileError]:
     """Stream a JSONL file: each line becomes a record, or an error naming the file and line."""
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise InputFileError(path, f"cannot open: {exc.strerror}") from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                yield parse_line(raw.decode("utf-8"), default_kind=default_kind)
-            except UnicodeDecodeError:
-                yield InputFileError(path, "line is not valid UTF-8", number)
-            except ValueError as exc:
-                yield InputFileError(path, str(exc), number)
+    return parse_objects(path, lambda data: record_from(data, default_kind=default_kind))
 
 
 def read_jsonl(path: Path, *, default_kind: str | None = None) -> LoadResult:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from livemed.cli import app
 from livemed.cli.context import console, err_console, state
@@ -64,7 +65,7 @@ def import_healthbench(
     written = bad = findings = kept = 0
     for item in read_healthbench(file, published=date, date_field=basis):
         if isinstance(item, InputFileError):
-            err_console.print(f"[yellow]skipped[/] {item}", highlight=False)
+            err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
             bad += 1
             continue
         if _stored(store, item[0].id, replace):
@@ -125,7 +126,7 @@ def import_kqa(
     written = bad = statements = kept = 0
     for item in read_kqa(file, published=date, date_field=basis):
         if isinstance(item, InputFileError):
-            err_console.print(f"[yellow]skipped[/] {item}", highlight=False)
+            err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
             bad += 1
             continue
         if limit is not None and written + kept >= limit:

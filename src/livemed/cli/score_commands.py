@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
@@ -108,7 +109,7 @@ def agreement(
     items: list[LabelItem] = []
     for item in read_labels(labels):
         if isinstance(item, InputFileError):
-            err_console.print(f"[yellow]skipped[/] {item}", highlight=False)
+            err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
         elif limit is None or len(items) < limit:
             items.append(item)
     if not items:

@@ -29,13 +29,13 @@ failing on a missing key).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
+from livemed.jsonl import parse_objects
 from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
 
 SOURCE = "healthbench"
@@ -151,23 +151,7 @@ def read_healthbench(
     path: Path, *, published: datetime, date_field: str
 ) -> Iterator[tuple[Case, Rubric] | InputFileError]:
     """Stream a HealthBench JSONL file: (case, rubric) per good line, an error naming file:line otherwise."""
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise InputFileError(path, f"cannot open: {exc.strerror}") from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-                if not isinstance(data, dict):
-                    raise ValueError("expected a JSON object")
-                yield parse_example(data, published=published, date_field=date_field)
-            except json.JSONDecodeError as exc:
-                yield InputFileError(path, f"invalid JSON: {exc.msg}", number)
-            except (ValueError, UnicodeDecodeError) as exc:
-                yield InputFileError(path, str(exc), number)
+    return parse_objects(path, lambda data: parse_example(data, published=published, date_field=date_field))
 
 
 def _export_tags(criterion: Criterion) -> list[str]:

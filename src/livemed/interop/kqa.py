@@ -10,7 +10,6 @@ lines under it). `Must_have`/`Nice_to_have` are kept as a *reference rubric* (st
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
+from livemed.jsonl import parse_objects
 from livemed.records import Case, Narrative, Provenance, short_hash
 
 SOURCE = "k-qa"
@@ -93,20 +93,4 @@ def parse_row(data: dict[str, Any], *, published: datetime, date_field: str) -> 
 
 def read_kqa(path: Path, *, published: datetime, date_field: str) -> Iterator[KqaItem | InputFileError]:
     """Stream a K-QA JSONL file: an item per good row, an error naming file:line otherwise."""
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise InputFileError(path, f"cannot open: {exc.strerror}") from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-                if not isinstance(data, dict):
-                    raise ValueError("expected a JSON object")
-                yield parse_row(data, published=published, date_field=date_field)
-            except json.JSONDecodeError as exc:
-                yield InputFileError(path, f"invalid JSON: {exc.msg}", number)
-            except (ValueError, UnicodeDecodeError) as exc:
-                yield InputFileError(path, str(exc), number)
+    return parse_objects(path, lambda data: parse_row(data, published=published, date_field=date_field))

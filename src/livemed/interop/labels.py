@@ -16,13 +16,13 @@ A row that cannot be read is an `InputFileError` naming the file and line; the o
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
+from livemed.jsonl import parse_objects
 
 MET = frozenset({"true", "1", "yes", "met", "entailment"})
 NOT_MET = frozenset({"false", "0", "no", "not met", "not_met", "unmet", "neutral", "contradiction"})
@@ -114,19 +114,10 @@ def _read_csv(path: Path) -> Iterator[LabelItem | InputFileError]:
 
 
 def _read_jsonl(path: Path) -> Iterator[LabelItem | InputFileError]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-                if not isinstance(data, dict):
-                    raise ValueError("expected a JSON object")
-                if data.keys() >= META_EVAL_KEYS:
-                    yield _meta_eval(data)
-                else:
-                    yield _item(data, data.keys() >= KQA_COLUMNS)
-            except json.JSONDecodeError as exc:
-                yield InputFileError(path, f"invalid JSON: {exc.msg}", number)
-            except (ValueError, UnicodeDecodeError) as exc:
-                yield InputFileError(path, str(exc), number)
+    return parse_objects(path, _label_from)
+
+
+def _label_from(data: dict[str, Any]) -> LabelItem:
+    if data.keys() >= META_EVAL_KEYS:
+        return _meta_eval(data)
+    return _item(data, data.keys() >= KQA_COLUMNS)
