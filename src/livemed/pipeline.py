@@ -80,7 +80,7 @@ async def run_stage(
                 await window.submit(item, work)
         await window.drain()
     finally:
-        window.cancel()
+        await window.cancel()
     return result
 
 
@@ -137,9 +137,11 @@ class _Window(Generic[T]):
                 self.on_item(item, produced)
         self.finished = []
 
-    def cancel(self) -> None:
+    async def cancel(self) -> None:
+        """Cancel what is still in flight and wait until it has stopped (no task outlives the run)."""
         for future in self.running:
             future.cancel()
+        await asyncio.gather(*self.running, return_exceptions=True)
         self.running.clear()
 
 

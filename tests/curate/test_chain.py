@@ -343,3 +343,28 @@ async def test_controller_rejects_advice_whose_meaning_was_flipped() -> None:
         assert isinstance(outcome, Rejection), flipped
         assert (outcome.stage, outcome.reason) == ("controller", "ungrounded")
         assert f"advice: {flipped}" in outcome.detail
+
+
+async def test_a_failed_search_cancels_the_other_searches_of_the_case() -> None:
+    import asyncio
+
+    from livemed.curate.evidence import RetrievalError
+    from livemed.curate.validator import search_all
+
+    stopped: list[str] = []
+
+    class OneFails:
+        name = "one-fails"
+
+        async def search(self, query: str, *, k: int = 3) -> list[object]:
+            if query == "bad":
+                raise RetrievalError("Europe PMC search failed: HTTP 503")
+            try:
+                await asyncio.sleep(30)
+            finally:
+                stopped.append(query)
+            return []
+
+    with pytest.raises(RetrievalError, match="503"):
+        await search_all(OneFails(), ["slow one", "bad", "slow two"], 3)  # type: ignore[arg-type]
+    assert sorted(stopped) == ["slow one", "slow two"]  # cancelled and finished before the error arrived

@@ -99,3 +99,23 @@ async def test_a_slow_item_does_not_hold_back_the_window(sqlite_store: Store) ->
     )
     assert result.processed == 20
     assert result.written == {"doc": 20}
+
+
+async def test_a_crash_stops_the_items_still_in_flight(sqlite_store: Store) -> None:
+    import asyncio
+
+    stopped: list[str] = []
+
+    async def slow_or_boom(d: Doc) -> Sequence[Record]:
+        if d.source_id == "boom":
+            raise RuntimeError("boom")
+        try:
+            await asyncio.sleep(30)
+        finally:
+            stopped.append(d.source_id)
+        return []
+
+    docs = [doc("slow-1"), doc("boom"), doc("slow-2")]
+    with pytest.raises(RuntimeError, match="boom"):
+        await run_stage(sqlite_store, docs, slow_or_boom, output_id=lambda d: d.id, output_kinds=["doc"])
+    assert sorted(stopped) == ["slow-1", "slow-2"]  # cancelled, and finished, before run_stage returned

@@ -167,8 +167,7 @@ class Validator:
         return verdict(case, doc, validation, thresholds)
 
     async def align(self, advice: list[str], retriever: Retriever) -> list[AdviceCheck] | None:
-        found = await asyncio.gather(*(retriever.search(item, k=self.k) for item in advice))
-        evidence = dict(enumerate(found))
+        evidence = dict(enumerate(await search_all(retriever, advice, self.k)))
         with_evidence = {i: text for i, text in enumerate(advice) if evidence[i]}
         scores: dict[int, AlignmentScore] = {}
         if with_evidence:
@@ -179,6 +178,20 @@ class Validator:
                 return None
             scores = {s.advice_index: s for s in result.value.scores if s.advice_index in with_evidence}
         return [_check(i, scores.get(i), evidence[i]) for i in range(len(advice))]
+
+
+async def search_all(retriever: Retriever, queries: list[str], k: int) -> list[list[EvidenceRef]]:
+    """Every query's hits, searched concurrently; the first failure cancels (and awaits) the rest.
+
+    A bare `asyncio.gather` would leave the sibling searches running after one failed, still holding
+    connections when the case is already rejected.
+    """
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(retriever.search(query, k=k)) for query in queries]
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    return [task.result() for task in tasks]
 
 
 def _check(index: int, score: AlignmentScore | None, evidence: list[EvidenceRef]) -> AdviceCheck:
