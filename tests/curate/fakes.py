@@ -43,9 +43,9 @@ def fake_curator(
     screen: dict[str, Any] | None = None,
     query: dict[str, Any] | None = None,
     align: list[float] | None = None,
-    audit: dict[str, Any] | None = None,
+    audit: dict[str, Any] | str | None = None,
 ) -> FakeModel:
-    """Answers ScreenerOutput / QueryCheck / AlignmentOutput / AuditOutput prompts."""
+    """Answers the four curation prompts; an `audit` given as text is sent as it is (e.g. not JSON)."""
 
     def answer(messages: list[Message], settings: Settings) -> str:
         task = (settings.json_schema or {}).get("name")
@@ -58,7 +58,7 @@ def fake_curator(
             indices = _advice_indices(messages[-1]["content"])
             return json.dumps({"scores": [{"advice_index": i, "score": scores[i]} for i in indices]})
         if task == "AuditOutput":
-            return json.dumps(audit or {"elements": []})
+            return audit if isinstance(audit, str) else json.dumps(audit or {"elements": []})
         raise AssertionError(f"unexpected task {task}")
 
     return FakeModel("fake/curator", function=answer)

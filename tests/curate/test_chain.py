@@ -231,6 +231,17 @@ async def test_llm_audit_grounds_a_paraphrase_only_with_a_real_quote() -> None:
     assert outcome.reason == "ungrounded"
 
 
+async def test_a_failed_llm_audit_is_a_retryable_failure_not_a_verdict() -> None:
+    from livemed.curate.chain import retryable
+
+    screen = copy.deepcopy(GOOD_SCREEN)
+    screen["advice"].append("Get medical care when fever persists beyond 3 days.")  # fuzzy matching misses it
+    outcome = await make_chain(fake_curator(screen=screen, audit="I cannot tell."), audit=True)(thread())
+    assert isinstance(outcome, Rejection)
+    assert (outcome.stage, outcome.reason) == ("controller", "controller_failed")
+    assert retryable(outcome.reason)
+
+
 async def test_model_failure_becomes_a_rejection() -> None:
     from livemed.models.fake import FakeModel
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from livemed.curate import curate_store, output_ids, pending_docs
-from livemed.records import Case, Doc, Rejection
+from livemed.records import Case, Doc, Rejection, Score
 from livemed.store import Store
 from tests.curate.conftest import baseline_chain, report, thread
 
@@ -132,3 +132,45 @@ async def test_redo_recurates_documents_and_replaces_their_outcome(sqlite_store:
     rejection = sqlite_store.get(Rejection, f"validator:{doc.id}")
     assert rejection is not None
     assert rejection.reason == "insufficient_narrative"
+
+
+def _built_on(case_id: str) -> list[object]:
+    """A rubric, an answer and what grading builds on the answer, for `case_id`."""
+    from livemed.records import Answer, Criterion, ErrorLabel, Grade, GradeFailure, Rubric, Score
+
+    criterion = Criterion(text="Advises rest", polarity="positive", axis="accuracy", weight=5)
+    answer = Answer(case_id=case_id, model="fake/m", text="Rest.")
+    on_answer = {"answer_id": answer.id, "case_id": case_id}
+    return [
+        Rubric(case_id=case_id, criteria=[criterion]),
+        answer,
+        Grade(**on_answer, criterion_id=criterion.id, judge="fake/j", met=True),
+        GradeFailure(**on_answer, criterion_id="c2", judge="fake/j", reason="unparsable", raw="?"),
+        Score(**on_answer, model="fake/m", judge="fake/j", score=1.0, coverage=1.0, harm=0.0),
+        ErrorLabel(**on_answer, model="fake/m", classifier="h", method="heuristic", category="KGOC"),
+    ]
+
+
+async def test_redo_keeps_what_an_unchanged_case_has_and_drops_it_when_the_case_goes(
+    sqlite_store: Store,
+) -> None:
+    from livemed.config import Thresholds
+
+    docs = [thread("changes"), thread("stays")]
+    sqlite_store.put(docs)
+    await curate_store(sqlite_store, baseline_chain())
+    changing, staying = (f"case:{d.id}" for d in docs)
+    sqlite_store.put(_built_on(changing) + _built_on(staying))  # type: ignore[arg-type]
+    before = sqlite_store.count()
+    assert before["rubric"] == before["answer"] == before["score"] == 2
+
+    await curate_store(sqlite_store, baseline_chain(), redo=True)  # same chain, same cases
+    assert sqlite_store.count() == before
+
+    strict = baseline_chain(thresholds=Thresholds(s_inf=1.0))
+    await curate_store(sqlite_store, strict, redo=True, limit=1)  # documents go in id order: "changes" only
+    after = sqlite_store.count()
+    assert sqlite_store.get(Case, changing) is None  # rejected now
+    for kind in ("rubric", "answer", "grade", "grade_failure", "score", "error_label"):
+        assert after.get(kind) == 1, kind  # only the other case's records remain
+    assert all(s.case_id == staying for s in sqlite_store.iter(Score))

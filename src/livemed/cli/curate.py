@@ -36,7 +36,10 @@ def curate(
     ),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Documents per transaction."),
     redo: bool = typer.Option(
-        False, "--redo", help="Curate again documents already curated, replacing their outcome."
+        False,
+        "--redo",
+        help="Curate again documents already curated, replacing their outcome; a changed or rejected case "
+        "loses its rubric, answers and grades (the next rubrics/answer/grade rebuild them).",
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only replay cached responses."),

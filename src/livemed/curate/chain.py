@@ -6,7 +6,9 @@ through `run_stage`, so a run can be interrupted and resumed; `Funnel` counts wh
 in, rejected (by reason) and passed on, per source. A call failure (reason `*_failed`: the model or
 the evidence search failed) is not an outcome: the document is tried again on the next run, and the
 failure is deleted once it gets a real outcome. `redo=True` re-curates documents already curated
-(e.g. after switching from the baseline to an LLM), replacing their old outcome.
+(e.g. after switching from the baseline to an LLM), replacing their old outcome; a case that is
+gone or whose content changed also loses what was built on it (rubric, answers, grades, scores,
+error labels), which the next `livemed rubrics` / `answer` / `grade` rebuild for the new case.
 """
 
 from __future__ import annotations
@@ -23,7 +25,19 @@ from livemed.curate.evidence import Retriever
 from livemed.curate.screener import Screener
 from livemed.curate.validator import Validator
 from livemed.pipeline import StageResult, batched, run_stage
-from livemed.records import Case, Doc, Provenance, Rejection, short_hash
+from livemed.records import (
+    Answer,
+    Case,
+    Doc,
+    ErrorLabel,
+    Grade,
+    GradeFailure,
+    Provenance,
+    Rejection,
+    Rubric,
+    Score,
+    short_hash,
+)
 from livemed.store import Store
 
 STAGES = ("screener", "validator", "controller")
@@ -128,6 +142,31 @@ def _drop_stale(store: Store, doc: Doc, produced: Sequence[Case | Rejection]) ->
             store.delete(kind, sorted(found))
 
 
+def _outdated_by(old: Case, outcome: Case | Rejection) -> bool:
+    """Whether rubrics and answers made for `old` no longer fit once `outcome` replaces it.
+
+    A call failure leaves the old case in place; a real rejection removes it; a new case keeps them
+    only when its narrative, query and advice are unchanged.
+    """
+    if isinstance(outcome, Rejection):
+        return not retryable(outcome.reason)
+    return (old.narrative, old.query, old.advice) != (outcome.narrative, outcome.query, outcome.advice)
+
+
+def drop_case_outputs(store: Store, case_id: str) -> int:
+    """Delete everything derived from a case: its rubric (or rubric rejection), its answers and, per
+    answer, grades, grade failures, scores and error labels. Returns how many records went."""
+    answers = [answer.id for answer in store.iter(Answer, parent_id=case_id)]
+    deleted = 0
+    for cls in (Grade, GradeFailure, Score, ErrorLabel):
+        ids = [record.id for answer in answers for record in store.iter(cls, parent_id=answer)]
+        deleted += store.delete(cls.kind, ids)
+    deleted += store.delete(Answer.kind, answers)
+    deleted += store.delete(Rubric.kind, [rubric.id for rubric in store.iter(Rubric, parent_id=case_id)])
+    rubric_rejections = [r.id for r in store.iter(Rejection, parent_id=f"rubric:{case_id}")]
+    return deleted + store.delete(Rejection.kind, rubric_rejections)
+
+
 @dataclass
 class StageCount:
     taken: int = 0
@@ -167,12 +206,20 @@ async def curate_store(
     With `redo`, documents already curated are curated again and their old outcome replaced.
     """
     funnel = Funnel()
+    outdated: set[str] = set()  # cases (redo) whose old content had rubrics, answers… built on it
 
     async def work(doc: Doc) -> list[Case | Rejection]:
-        return [await chain(doc)]
+        outcome = await chain(doc)
+        old = store.get(Case, f"case:{doc.id}") if redo else None
+        if old is not None and _outdated_by(old, outcome):
+            outdated.add(old.id)
+        return [outcome]
 
     def count(doc: Doc, produced: Any) -> None:
         _drop_stale(store, doc, produced)
+        if (case_id := f"case:{doc.id}") in outdated:
+            drop_case_outputs(store, case_id)
+            outdated.discard(case_id)
         for record in produced:
             funnel.add(doc.source, record)
 

@@ -81,8 +81,10 @@ class Controller:
         for source, elements in groups:
             found = self.fuzzy(source, elements)
             if self.llm is not None and any(s.source_span is None for s in found):
-                found = await self.llm_audit(source, found)
-                method = "fuzzy+llm"
+                audited = await self.llm_audit(source, found)
+                if audited is None:  # the call failed: no verdict, so the document is tried again
+                    return reject(doc, "controller_failed", "the grounding audit call failed", stage=STAGE)
+                found, method = audited, "fuzzy+llm"
             spans.extend(found)
         ungrounded = [f"{s.field}: {s.element}" for s in spans if s.source_span is None]
         audit = GroundingAudit(passed=not ungrounded, method=method, spans=spans, ungrounded=ungrounded)
@@ -106,12 +108,13 @@ class Controller:
             score=round(match.score, 2),
         )
 
-    async def llm_audit(self, source: str, spans: list[GroundedSpan]) -> list[GroundedSpan]:
+    async def llm_audit(self, source: str, spans: list[GroundedSpan]) -> list[GroundedSpan] | None:
+        """`spans` with the ones the model grounds by a verified quote filled in; None if the call failed."""
         assert self.llm is not None
         todo = [(i, s.element) for i, s in enumerate(spans) if s.source_span is None]
         result = await self.llm.structured(audit_messages(source, todo), AuditOutput, Settings(temperature=0))
         if result.value is None:
-            return spans
+            return None
         hay = normalise(source)
         updated = list(spans)
         for verdict in result.value.elements:
