@@ -132,7 +132,7 @@ async def test_timeout_becomes_a_bounded_failure() -> None:
     assert out.reason == "retries_exhausted"
     assert "no answer within 0.1 s" in out.detail
     assert len(model.calls) == 2
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 4.0  # well under the 5 s the model would take: the timeout cut it
 
 
 async def test_transient_then_success_and_fatal_not_model_wide() -> None:

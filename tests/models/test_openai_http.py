@@ -143,7 +143,7 @@ async def test_429_retry_after_is_honoured(make_engine, server: FakeOpenAIServer
     assert out.text == "after the wait"
     first, second = server.chat_requests
     assert second.received_at - first.received_at >= 0.4
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # not a long exponential backoff on top
     usage = engine.accounting.by_model[model.id]
     assert (usage.calls, usage.retries, usage.failures) == (2, 1, 0)
 
@@ -226,7 +226,7 @@ async def test_hang_times_out_and_is_retried(make_engine, server: FakeOpenAIServ
     assert out.reason == "retries_exhausted"
     assert out.attempts == 2
     assert len(server.chat_requests) == 2
-    assert 0.6 <= elapsed < 2.0
+    assert 0.6 <= elapsed < 6.0  # two timed-out attempts, not a hang
 
 
 async def test_malformed_body_is_retried(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
