@@ -108,7 +108,9 @@ class Engine:
         self._limits: dict[str, ModelLimits] = {}
         self._models: dict[str, Model] = {}
         self._reserved_usd = 0.0
+        self._reservations = 0  # calls holding a reservation (floats never sum back to exactly 0)
         self._budget_stop: str | None = None
+        self._budget_changed: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
         self._unpriced_warned: set[str] = set()
 
     # ------------------------------------------------------------------ public
@@ -143,11 +145,11 @@ class Engine:
         if limits.disabled is not None:
             self._record("failure", stage, model.id, limits.disabled, failures=1)
             return CallFailure(model=model.id, reason="fatal", detail=limits.disabled)
-        reserved = self._reserve_budget(model, messages, settings, limits)
+        reserved = await self._reserve_budget(model, messages, settings, limits)
         try:
             result = await self._call_with_retries(model, messages, settings, stage, limits)
         finally:
-            self._reserved_usd -= reserved
+            await self._release_budget(reserved)
         if isinstance(result, Completion):
             self.cache.put(key, model.id, result.model_dump(mode="json"))
         return result
@@ -298,27 +300,55 @@ class Engine:
         per_choice = settings.max_tokens or max(DEFAULT_OUTPUT_ESTIMATE, limits.largest_completion)
         return per_choice * settings.n
 
-    def _reserve_budget(
+    async def _reserve_budget(
         self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
-    ) -> float:
-        """Reserve the most this call may cost, or stop the run if that could exceed --max-cost."""
+    ) -> float | None:
+        """Reserve the most this call may cost (None: no budget), waiting while calls in flight may still leave room.
+
+        A call whose worst case does not fit waits until the calls in flight have ended (they usually
+        cost less than reserved); the run stops only when nothing is in flight and it still does not
+        fit, so a stop never cancels a call that was already paid for.
+        """
         if self.max_cost is None:
-            return 0.0
-        if self._budget_stop is not None:
-            raise BudgetExceededError(self._budget_stop)
+            return None
         self._warn_unpriced(model.id)
         prompt = estimate_tokens(messages) * limits.prompt_ratio
         estimate = cost_of(self.config, model.id, prompt, self._output_estimate(settings, limits))
-        spent = self.accounting.cost_usd
-        if spent + self._reserved_usd + estimate > self.max_cost:
-            self._budget_stop = (
-                f"stopping before exceeding --max-cost ${self.max_cost:.2f} "
-                f"(spent ${spent:.4f}, in flight up to ${self._reserved_usd:.4f}, next call up to "
-                f"${estimate:.4f}); finished work is stored and will not be paid for again"
-            )
-            raise BudgetExceededError(self._budget_stop)
-        self._reserved_usd += estimate
-        return estimate
+        changed = self._budget_condition()
+        async with changed:
+            while True:
+                if self._budget_stop is not None:
+                    raise BudgetExceededError(self._budget_stop)
+                spent = self.accounting.cost_usd
+                if spent + self._reserved_usd + estimate <= self.max_cost:
+                    self._reserved_usd += estimate
+                    self._reservations += 1
+                    return estimate
+                if self._reservations == 0:
+                    self._budget_stop = (
+                        f"stopping before exceeding --max-cost ${self.max_cost:.2f} "
+                        f"(spent ${spent:.4f}, next call up to ${estimate:.4f}); "
+                        "finished work is stored and will not be paid for again"
+                    )
+                    changed.notify_all()
+                    raise BudgetExceededError(self._budget_stop)
+                await changed.wait()
+
+    async def _release_budget(self, reserved: float | None) -> None:
+        if reserved is None:
+            return
+        changed = self._budget_condition()
+        async with changed:
+            self._reservations -= 1
+            self._reserved_usd = self._reserved_usd - reserved if self._reservations else 0.0
+            changed.notify_all()
+
+    def _budget_condition(self) -> asyncio.Condition:
+        """The budget's condition for the running event loop (an engine may serve several loops)."""
+        loop = asyncio.get_running_loop()
+        if self._budget_changed is None or self._budget_changed[0] is not loop:
+            self._budget_changed = (loop, asyncio.Condition())
+        return self._budget_changed[1]
 
     def _warn_unpriced(self, model_id: str) -> None:
         if model_id in self.config.prices or model_id.startswith(FREE_PROVIDERS):
