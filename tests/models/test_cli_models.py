@@ -168,3 +168,33 @@ def test_check_names_a_missing_key_variable(
     assert f"environment variable {KEY_ENV} is not set" in out
     assert "api_key_env for this model in livemed.toml" in out
     assert server.chat_requests == []
+
+
+def test_a_max_cost_stop_keeps_paid_answers_and_prints_the_usage(
+    tmp_path: Path, server: FakeOpenAIServer, api_key: str
+) -> None:
+    from livemed.records import Answer
+    from livemed.store import Store
+    from tests.foundation.factories import case
+
+    config = tmp_path / "livemed.toml"
+    config.write_text(
+        f'[models."openai/fake-gpt"]\nbase_url = "{server.base_url}"\napi_key_env = "{KEY_ENV}"\n'
+        "max_concurrency = 2\n"
+        '[prices."openai/fake-gpt"]\ninput = 1000\noutput = 1000\n',  # $0.001 per token
+        encoding="utf-8",
+    )
+    store_path = tmp_path / "s.db"
+    with Store(store_path) as store:
+        store.put([case(f"demo:{i}") for i in range(12)])
+    args = ["-c", str(config), "--store", str(store_path), "answer", "--model", "openai/fake-gpt"]
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, [*args, "--max-tokens", "20", "--max-cost", "0.15"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "--max-cost $0.15" in f"{result.output}{result.exception}"
+    assert "model usage" in result.output  # what the stopped run spent is shown
+    with Store(store_path) as store:
+        stored = sum(1 for _ in store.iter(Answer))
+    assert 0 < stored < 12
+    assert stored == len(server.chat_requests)  # every call that was paid for kept its answer

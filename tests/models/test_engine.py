@@ -13,6 +13,7 @@ from livemed.models import CallFailure, Completion, Engine, Settings, TransientM
 from livemed.models.accounting import EngineEvent
 from livemed.models.fake import FakeModel
 from livemed.models.limits import backoff_delay
+from livemed.records import Rejection
 from livemed.store import Store
 
 ASK = [{"role": "user", "content": "x" * 400}]  # about 104 prompt tokens by the engine's estimate
@@ -288,3 +289,26 @@ def test_cache_key_changes_with_provider_options() -> None:
 def test_retry_after_is_honoured_beyond_the_backoff_cap() -> None:
     assert 60.0 <= backoff_delay(0, retry_after=60.0) <= 66.0
     assert backoff_delay(0, retry_after=1000.0) <= 132.0
+
+
+async def test_a_budget_stop_keeps_every_call_already_paid_for(sqlite_store) -> None:  # type: ignore[no-untyped-def]
+    from livemed.pipeline import run_stage
+    from tests.foundation.factories import doc
+
+    model = FakeModel("fake/paid", default=completion(), latency_s=0.02)
+    engine = Engine(config=priced("fake/paid", max_concurrency=2), max_cost=0.5)
+    settings = Settings(max_tokens=10)
+
+    async def answer(d: object) -> list[object]:
+        out = await engine.generate(model, [{"role": "user", "content": "x" * 400 + str(d)}], settings)
+        assert isinstance(out, Completion)
+        return [Rejection(stage="paid", reason="done", record_kind="doc", record_id=str(d))]
+
+    items = [doc(str(i)).id for i in range(20)]  # many more items queued than the budget covers
+    with pytest.raises(BudgetExceededError):
+        await run_stage(
+            sqlite_store, items, answer, output_id=lambda i: f"paid:{i}", output_kinds=["rejection"]
+        )
+    assert len(model.calls) == 4  # $0.11 each within $0.50, none cancelled half-way
+    assert engine.accounting.cost_usd == pytest.approx(0.44)
+    assert sqlite_store.count().get("rejection") == 4  # every paid call's result is stored

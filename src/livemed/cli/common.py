@@ -2,7 +2,11 @@
 
 ```python
 engine = make_engine(state(ctx), no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-with track_run(store, "grade", engine=engine), engine_progress(engine, "grading", total=len(cases)):
+with (
+    usage_on_failure(engine),        # a failed or --max-cost-stopped run still shows what it spent
+    track_run(store, "grade", engine=engine),
+    engine_progress(engine, "grading", total=len(cases)),
+):
     asyncio.run(work(engine))        # end the work with `await engine.aclose()`
 print_usage(engine)                  # also writes any cache entries still buffered
 ```
@@ -30,6 +34,7 @@ from rich.table import Table
 from livemed.cli.context import AppState, console
 from livemed.models.accounting import EngineEvent
 from livemed.models.engine import CacheMode, Engine
+from livemed.records import Usage
 
 STATS = (
     "{task.fields[rate]} calls/s · {task.fields[hits]} cached · {task.fields[retries]} retries · "
@@ -118,8 +123,19 @@ def engine_progress(
         engine.observers.remove(display)
 
 
+@contextmanager
+def usage_on_failure(engine: Engine) -> Iterator[None]:
+    """Print the usage table if the block raises (a failure or a --max-cost stop), then re-raise."""
+    try:
+        yield
+    except BaseException:
+        print_usage(engine)
+        raise
+
+
 def print_usage(engine: Engine) -> None:
-    """The per-model accounting table printed at the end of every command that called a model.
+    """The accounting table (per model, and per stage where a model served several) printed at the end
+    of every command that called a model.
 
     It also writes any response-cache entries still buffered, so a command that forgot
     `await engine.aclose()` loses nothing.
@@ -140,21 +156,27 @@ def print_usage(engine: Engine) -> None:
     )
     for column in columns:
         table.add_column(column, justify="left" if column == "model" else "right")
+    stages = engine.accounting.by_stage
     for model, usage in sorted(engine.accounting.by_model.items()):
-        table.add_row(
-            model,
-            str(usage.calls),
-            str(usage.cache_hits),
-            str(usage.retries),
-            str(usage.failures),
-            str(usage.prompt_tokens),
-            str(usage.completion_tokens),
-            f"{usage.cost_usd:.4f}",
-        )
+        table.add_row(model, *_usage_cells(usage))
+        served = sorted((stage, by_model[model]) for stage, by_model in stages.items() if model in by_model)
+        if len(served) > 1:
+            for stage, part in served:
+                table.add_row(f"  {stage}", *_usage_cells(part), style="dim")
     console.print(table)
     print_compliance(engine)
     for model, reason in engine.disabled_models().items():
         console.print(f"[red]{escape(model)} was disabled[/]: {escape(reason)}")
+
+
+def _usage_cells(usage: Usage) -> list[str]:
+    counts = (usage.calls, usage.cache_hits, usage.retries, usage.failures)
+    return [
+        *map(str, counts),
+        str(usage.prompt_tokens),
+        str(usage.completion_tokens),
+        f"{usage.cost_usd:.4f}",
+    ]
 
 
 def print_compliance(engine: Engine) -> None:

@@ -46,7 +46,7 @@ def curate(
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
-    from livemed.cli.common import engine_progress, make_engine, print_usage
+    from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
     from livemed.pipeline import track_run
 
     app_state = state(ctx)
@@ -71,6 +71,7 @@ def curate(
         "evidence": evidence or settings.evidence,
     }
     with (
+        usage_on_failure(engine),
         track_run(store, "curate", settings=run_settings, models=[model], engine=engine) as run,
         engine_progress(engine, f"curating with {model}"),
     ):

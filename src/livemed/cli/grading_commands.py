@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from livemed.cli import app
-from livemed.cli.common import make_engine, print_usage, progress_for
+from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.errors import ConfigError, UserError
 
@@ -98,6 +98,7 @@ def rubrics(
             f"skipping {len(rejected)} case(s) whose rubric was rejected (--retry-rejected to retry)"
         )
     with (
+        usage_on_failure(engine),
         track_run(store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine) as run,
         progress_for(engine, writer, f"rubrics by {writer}"),
     ):
@@ -198,6 +199,7 @@ def answer(
     if samples > 1 and temperature == 0:
         err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
     with (
+        usage_on_failure(engine),
         track_run(app_state.store, "answer", settings=run_settings, models=[model], engine=engine) as run,
         progress_for(engine, model, f"answers by {model}"),
     ):
@@ -237,6 +239,7 @@ def grade(
     plan = plan_targets(store, (a for a in store.iter(Answer) if model is None or a.model == model))
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     with (
+        usage_on_failure(engine),
         track_run(store, "grade", settings=settings, models=[judge], engine=engine) as run,
         progress_for(engine, judge, f"grading with {judge}"),
     ):

@@ -303,7 +303,7 @@ class Engine:
     async def _reserve_budget(
         self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
     ) -> float | None:
-        """Reserve the most this call may cost (None: no budget), waiting while calls in flight may still leave room.
+        """Reserve the most this call may cost (None without a budget), waiting while others are in flight.
 
         A call whose worst case does not fit waits until the calls in flight have ended (they usually
         cost less than reserved); the run stops only when nothing is in flight and it still does not
