@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from livemed import __version__
 from livemed.cli import app
 from livemed.jsonl import write_jsonl
-from livemed.store import Store
+from livemed.store import SCHEMA_VERSION, Store
 from tests.foundation.factories import doc, every_record
 
 runner = CliRunner()
@@ -45,7 +45,7 @@ def test_store_info_counts_records_by_kind(tmp_path: Path) -> None:
     Store(store_path).put(every_record())
     code, out = invoke("--store", str(store_path), "store", "info")
     assert code == 0
-    assert "schema version 1" in out
+    assert f"schema version {SCHEMA_VERSION}" in out
     assert f"store {store_path}" in out
     lines = {
         line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.splitlines() if "│" in line
@@ -165,4 +165,16 @@ def test_a_file_that_is_not_a_store_is_a_one_line_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"error: cannot open store sqlite:///{tmp_path / 'notes.db'}: file is not a database"
+    ]
+
+
+def test_a_store_folder_that_cannot_be_created_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "livemed.toml").write_text("")  # a file where the store's folder should go
+    store = tmp_path / "livemed.toml" / "x.db"
+    done = subprocess.run(
+        [_livemed(), "--store", str(store), "store", "info"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot open store sqlite:///{store}: cannot create {store.parent}: File exists"
     ]

@@ -96,3 +96,31 @@ def test_usage_adds_field_by_field() -> None:
 
 def test_publication_date_is_exposed_for_indexing() -> None:
     assert doc().published_at == PUBLISHED
+
+
+def test_scores_under_both_failure_policies_are_kept_side_by_side(sqlite_store) -> None:  # type: ignore[no-untyped-def]
+    from livemed.records import Score
+
+    common = {
+        "answer_id": "answer:a",
+        "case_id": "case:a",
+        "model": "m",
+        "judge": "j",
+        "coverage": 1.0,
+        "harm": 0.0,
+    }
+    default = Score(**common, score=0.5)  # type: ignore[arg-type]
+    excluded = Score(**common, score=0.8, failure_policy="exclude")  # type: ignore[arg-type]
+    assert default.id == "score:answer:a:j:livemed"  # the id stores already hold is unchanged
+    sqlite_store.put([default, excluded])
+    kept = {s.failure_policy: s.score for s in sqlite_store.iter(Score)}
+    assert kept == {"not-met": 0.5, "exclude": 0.8}
+
+
+def test_an_overlong_source_id_is_refused_naming_the_field() -> None:
+    from pydantic import ValidationError
+
+    from tests.foundation.factories import doc
+
+    with pytest.raises(ValidationError, match="source_id"):
+        doc("x" * 513)

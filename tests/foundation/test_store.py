@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from livemed import store as store_module
 from livemed.errors import ConfigError, StoreLockedError, StoreVersionError
-from livemed.records import Case, Doc, Grade, Record
+from livemed.records import Case, Doc, Grade, Record, Rejection
 from livemed.store import Store, display_url, resolve_url
 from tests.foundation.factories import doc, every_record
 
@@ -106,12 +106,28 @@ def test_migrations_run_in_order_on_an_older_store(tmp_path: Path, monkeypatch: 
     path = tmp_path / "s.db"
     Store(path).close()
     applied: list[int] = []
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(store_module.MIGRATIONS, 1, lambda conn: applied.append(1))
-    monkeypatch.setitem(store_module.MIGRATIONS, 2, lambda conn: applied.append(2))
+    now = store_module.SCHEMA_VERSION
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", now + 2)
+    monkeypatch.setitem(store_module.MIGRATIONS, now, lambda conn: applied.append(now))
+    monkeypatch.setitem(store_module.MIGRATIONS, now + 1, lambda conn: applied.append(now + 1))
     reopened = Store(path)
-    assert applied == [1, 2]
-    assert reopened.schema_version == 3
+    assert applied == [now, now + 1]
+    assert reopened.schema_version == now + 2
+
+
+def test_ids_longer_than_512_characters_are_kept_on_every_backend(any_store: Store) -> None:
+    """Version 1 had VARCHAR(512) ids, which PostgreSQL enforces; version 2 migrates them to TEXT."""
+    if any_store.dialect == "postgresql":  # put a PostgreSQL store back the way version 1 made it
+        with any_store.engine.begin() as conn:
+            for table, column in store_module._UNBOUNDED:
+                conn.execute(sa.text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE VARCHAR(512)"))
+            conn.execute(sa.text("UPDATE livemed_meta SET value = '1' WHERE key = 'schema_version'"))
+    with Store(any_store.url) as store:
+        assert store.schema_version == store_module.SCHEMA_VERSION
+        long_doc = doc("x" * 500, source="s" * 60)
+        long_id = f"case:{long_doc.id}:" * 2  # derived ids (answers, grades) grow past 512 characters
+        store.put([long_doc, Rejection(stage="screener", reason="r", record_kind="doc", record_id=long_id)])
+        assert [len(i) for i in store.ids("rejection")] == [len(long_id) + len("screener:")]
 
 
 def _write_many(path: str, prefix: str, n: int) -> None:

@@ -161,7 +161,9 @@ class Score(Record):
 
     @property
     def id(self) -> str:
-        return f"score:{self.answer_id}:{self.judge}:{self.convention}"
+        # the default policy keeps the original id; `exclude` scores sit beside them, never over them
+        policy = "" if self.failure_policy == "not-met" else f":{self.failure_policy}"
+        return f"score:{self.answer_id}:{self.judge}:{self.convention}{policy}"
 
     @property
     def parent_id(self) -> str:

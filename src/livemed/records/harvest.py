@@ -34,8 +34,8 @@ class Doc(Record):
 
     kind: ClassVar[str] = "doc"
 
-    source: str = Field(min_length=1)
-    source_id: str = Field(min_length=1)
+    source: str = Field(min_length=1, max_length=64)
+    source_id: str = Field(min_length=1, max_length=512)
     url: str | None = None
     published: AwareDatetime
     date_field: str = Field(

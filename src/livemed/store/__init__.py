@@ -38,12 +38,28 @@ from livemed.store.schema import (
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "SCHEMA_VERSION", "Store", "display_url", "naive_utc", "resolve_url"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 R = TypeVar("R", bound=Record)
 
+_UNBOUNDED = (
+    ("records", "id"),
+    ("records", "parent_id"),
+    ("run_state", "key"),
+    ("doc_signatures", "doc_id"),
+    ("response_cache", "model"),
+)
+
+
+def _ids_become_text(conn: Connection) -> None:
+    """1 → 2: ids and keys become unbounded TEXT (PostgreSQL enforced VARCHAR(512); SQLite never did)."""
+    if conn.dialect.name == "postgresql":
+        for table, column in _UNBOUNDED:
+            conn.execute(sa.text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE TEXT"))
+
+
 # Migrations from version N to N+1, applied in order when an older store is opened.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _ids_become_text}
 
 
 class Store:

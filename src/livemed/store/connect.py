@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from livemed.errors import ConfigError, MissingDependencyError
+from livemed.errors import ConfigError, MissingDependencyError, StoreOpenError
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 
@@ -63,7 +63,14 @@ def make_engine(url: str, lock_timeout: float) -> Engine:
 def sqlite_engine(url: str, lock_timeout: float) -> Engine:
     database = sa.make_url(url).database
     if database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(database).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise StoreOpenError(
+                f"cannot open store {display_url(url)}: cannot create {folder}: {reason}"
+            ) from None
     engine = sa.create_engine(url, connect_args={"timeout": lock_timeout})
 
     @sa.event.listens_for(engine, "connect")

@@ -1,4 +1,4 @@
-"""The store's tables (SQLAlchemy Core). Times are naive UTC; payloads are record JSON."""
+"""The store's tables (SQLAlchemy Core). Times are naive UTC, payloads record JSON, ids unbounded text."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ records_table = sa.Table(
     "records",
     metadata,
     sa.Column("kind", sa.String(32), primary_key=True),
-    sa.Column("id", sa.String(512), primary_key=True),
-    sa.Column("parent_id", sa.String(512), nullable=True),
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("parent_id", sa.Text, nullable=True),
     sa.Column("published_at", sa.DateTime(), nullable=True),
     sa.Column("updated_at", sa.DateTime(), nullable=False),
     sa.Column("payload", sa.Text, nullable=False),
@@ -30,7 +30,7 @@ cache_table = sa.Table(
     "response_cache",
     metadata,
     sa.Column("key", sa.String(128), primary_key=True),
-    sa.Column("model", sa.String(256), nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
     sa.Column("created_at", sa.DateTime(), nullable=False),
     sa.Column("payload", sa.Text, nullable=False),
 )
@@ -39,7 +39,7 @@ state_table = sa.Table(
     "run_state",
     metadata,
     sa.Column("namespace", sa.String(64), primary_key=True),
-    sa.Column("key", sa.String(512), primary_key=True),
+    sa.Column("key", sa.Text, primary_key=True),
     sa.Column("updated_at", sa.DateTime(), nullable=False),
     sa.Column("value", sa.Text, nullable=False),
 )
@@ -47,7 +47,7 @@ state_table = sa.Table(
 signatures_table = sa.Table(
     "doc_signatures",
     metadata,
-    sa.Column("doc_id", sa.String(512), primary_key=True),
+    sa.Column("doc_id", sa.Text, primary_key=True),
     sa.Column("exact", sa.String(64), nullable=False, index=True),
     sa.Column("minhash", sa.LargeBinary, nullable=False),
 )
