@@ -11,11 +11,15 @@ LivemedError                      root: anything livemed raises on purpose
 │   ├── StoreVersionError         the store was written by a newer livemed
 │   └── StoreLockedError          another process holds the SQLite write lock
 └── RunError                      the run itself failed; the CLI prints one line, exit code 1
-    ├── ModelError                an LLM call failed
-    │   ├── ModelFatalError       400/401/403/404: retrying would not help
-    │   └── ModelRetryError       retries exhausted (429, 5xx, timeouts, connection errors)
+    ├── ModelError                an LLM call failed (raised by models, caught by the engine)
+    │   ├── FatalModelError       400/401/403/404, a bad configuration: retrying would not help
+    │   └── TransientModelError   429, 5xx, timeouts, connection errors: worth a retry
     ├── SourceError               a data source failed for this run
+    ├── RetrievalError            an evidence search failed (not the same as finding nothing)
     └── BudgetExceededError       --max-cost would be exceeded
+
+The engine turns model errors into `CallFailure` values after its retries, and the Validator turns a
+`RetrievalError` into a retryable `retrieval_failed` rejection, so neither normally reaches the CLI.
 ```
 
 Per-item failures (a bad record, an unparsable verdict) are *data*, not exceptions: they become
@@ -95,19 +99,15 @@ class RunError(LivemedError):
 
 
 class ModelError(RunError):
-    """An LLM call failed."""
-
-
-class ModelFatalError(ModelError):
-    """A request the endpoint refused (400/401/403/404); retrying would not help."""
-
-
-class ModelRetryError(ModelError):
-    """Retries were exhausted."""
+    """An LLM call failed (see `livemed.models.base` for the two kinds)."""
 
 
 class SourceError(RunError):
     """A data source failed for this run."""
+
+
+class RetrievalError(RunError):
+    """An evidence search that failed (not the same as finding nothing)."""
 
 
 class BudgetExceededError(RunError):

@@ -47,9 +47,9 @@ def write_jsonl(records: Iterable[Record], path: Path) -> int:
 
 
 def export_store(store: Store, out: Path, kinds: Iterable[str] | None = None) -> dict[str, int]:
-    """Export: a file path (`out.jsonl`) gets one kind or all, mixed; a folder gets one file per kind."""
+    """Export: a `.jsonl` path gets one kind or all, mixed; anything else is a folder, one file per kind."""
     selected = list(kinds) if kinds else [k for k in RECORD_TYPES if k in store.count()]
-    if out.suffix:  # a file name (out.jsonl); a plain name is a folder with one file per kind
+    if out.suffix == ".jsonl":  # out.jsonl; `results.v2` or `out/` is a folder
         return {"all" if len(selected) != 1 else selected[0]: write_jsonl(_stream(store, selected), out)}
     return {kind: write_jsonl(_stream(store, [kind]), out / f"{kind}.jsonl") for kind in selected}
 

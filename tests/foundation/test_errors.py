@@ -5,7 +5,8 @@ from livemed.errors import (
     InputFileError,
     LivemedError,
     MissingDependencyError,
-    ModelFatalError,
+    ModelError,
+    RetrievalError,
     RunError,
     UnknownNameError,
     UserError,
@@ -14,7 +15,12 @@ from livemed.errors import (
 
 def test_tree_and_exit_codes() -> None:
     assert issubclass(ConfigError, UserError)
-    assert issubclass(ModelFatalError, RunError)
+    from livemed.models import FatalModelError, TransientModelError
+
+    assert issubclass(FatalModelError, ModelError)
+    assert issubclass(TransientModelError, ModelError)
+    assert issubclass(ModelError, RunError)
+    assert issubclass(RetrievalError, RunError)
     assert issubclass(UserError, LivemedError)
     assert UserError("x").exit_code == 2
     assert RunError("x").exit_code == 1

@@ -36,6 +36,12 @@ def test_single_file_export_mixes_kinds_and_reimports(sqlite_store: Store, tmp_p
     assert result.errors == []
 
 
+def test_a_dotted_folder_name_is_a_folder(sqlite_store: Store, tmp_path: Path) -> None:
+    sqlite_store.put([doc("1")])
+    assert export_store(sqlite_store, tmp_path / "results.v2") == {"doc": 1}
+    assert (tmp_path / "results.v2" / "doc.jsonl").is_file()
+
+
 def test_bad_lines_are_reported_with_line_numbers_and_the_rest_loads(tmp_path: Path) -> None:
     path = tmp_path / "docs.jsonl"
     write_jsonl([doc("1"), doc("2")], path)

@@ -274,7 +274,9 @@ def taxonomy_command(
     policy: str = POLICY,
     out: Path | None = OUT,
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
-    cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Read the cache, never write it."),
+    cache_read_only: bool = typer.Option(
+        False, "--cache-read-only", help="Only use cached responses; never call a model."
+    ),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop calling models past this many $."),
 ) -> None:
     """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers."""

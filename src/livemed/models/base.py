@@ -10,6 +10,8 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from livemed.errors import ModelError
+
 
 class Message(TypedDict):
     role: Literal["system", "user", "assistant"]
@@ -83,7 +85,7 @@ class Model(Protocol):
     async def generate(self, messages: list[Message], *, settings: Settings) -> Completion: ...
 
 
-class TransientModelError(Exception):
+class TransientModelError(ModelError):
     """A failure worth retrying (429, 5xx, timeout, connection error); may carry Retry-After seconds."""
 
     def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
@@ -92,7 +94,7 @@ class TransientModelError(Exception):
         self.retry_after = retry_after
 
 
-class FatalModelError(Exception):
+class FatalModelError(ModelError):
     """A failure not worth retrying (400/401/403/404, bad configuration).
 
     `model_wide` marks failures that every later call to the same model would repeat (a refused or

@@ -13,7 +13,7 @@ from livemed.models.base import Message
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
-RETRY_AFTER_MAX_S = 120.0  # a server asking for a longer wait makes the call a failure record instead
+RETRY_AFTER_MAX_S = 120.0  # a server asking for a longer wait is waited for this long, then retried
 
 
 def backoff_delay(

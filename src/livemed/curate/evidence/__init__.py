@@ -18,11 +18,8 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from livemed.curate.evidence.corpus import Passage, corpus_hash, load_corpus, load_medquad, snippet
+from livemed.errors import RetrievalError
 from livemed.records import EvidenceRef
-
-
-class RetrievalError(Exception):
-    """An evidence search that failed (not the same as finding nothing)."""
 
 
 @runtime_checkable
