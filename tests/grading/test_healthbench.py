@@ -117,6 +117,16 @@ def test_export_round_trips_an_imported_example() -> None:
         assert to_healthbench(case, rubric, prompt) == example
 
 
+def test_export_gives_back_the_line_as_it_came() -> None:
+    example = {k: v for k, v in EXAMPLE_A.items() if k != "ideal_completions_data"}  # the key is absent
+    zero = {"criterion": "Uses a friendly tone.", "points": 0, "tags": ["axis:communication_quality"]}
+    example = {**example, "rubrics": [*EXAMPLE_A["rubrics"], zero], "canary": "do-not-train-abc"}
+    case, rubric = imported(example)
+    assert len(rubric.criteria) == 4  # the 0-point item does not count in scores...
+    prompt = [{"role": m["role"], "content": m["content"]} for m in conversation(case)]
+    assert to_healthbench(case, rubric, prompt) == example  # ...but is exported again, as is the canary
+
+
 def test_export_of_a_livemed_case_is_valid_healthbench() -> None:
     case = make_case()
     rubric = make_rubric(case)
@@ -215,3 +225,37 @@ def test_an_all_negative_example_imports_but_has_no_score() -> None:
     zero = {**EXAMPLE_A, "rubrics": [{"criterion": "Nothing", "points": 0, "tags": []}]}
     with pytest.raises(ValueError, match="non-zero points"):
         imported(zero)
+
+
+def test_every_rubric_and_example_tag_is_scored_as_simple_evals_does() -> None:
+    from livemed.grading.runs import items_for, score_answer
+    from livemed.records import Answer
+
+    case, rubric = imported(EXAMPLE_A)
+    answer = Answer(case_id=case.id, model="m", text="Call 911.")
+    verdicts: dict[str, bool | None] = {c.id: m for c, m in zip(rubric.criteria, MET_A, strict=True)}
+    items = items_for(rubric, verdicts)
+    assert items is not None
+    score = score_answer(
+        answer, rubric, items, judge="j", failures=0, convention="healthbench", policy="not-met"
+    )
+    assert score is not None
+    overall = 4.5 / 17.5
+    assert score.per_tag == pytest.approx(
+        {
+            # example tags: the example's overall score
+            "theme:emergency_referrals": overall,
+            "physician_agreed_category:emergent": overall,
+            # rubric tags: the same formula over the items carrying the tag
+            "level:example": (10 - 8) / 15,
+            "level:cluster": 1.0,
+            "axis:accuracy": (10 - 8) / 10,
+            "axis:completeness": 0.0,
+            "axis:communication_quality": 1.0,
+        }
+    )
+    livemed = score_answer(
+        answer, rubric, items, judge="j", failures=0, convention="livemed", policy="not-met"
+    )
+    assert livemed is not None
+    assert livemed.per_tag == {}  # tag metrics are HealthBench's convention only

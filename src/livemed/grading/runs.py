@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from livemed.grading import score as S
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import CALL_FAILED, Judge, Mode, Target, grade_batch, grade_criterion, grade_id
+from livemed.interop.healthbench import criterion_tags, example_tags_of
 from livemed.models import LLM, Settings
 from livemed.pipeline import StageResult, run_stage
 from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Record, Rubric, Score
@@ -218,8 +219,14 @@ def score_answer(
     value = S.case_score(items, convention, policy)
     if value is None:
         return None
-    if convention == "healthbench":
+    per_tag: dict[str, float] = {}
+    if convention == "healthbench":  # themes are example tags there: each gets the case score
         per_theme = dict.fromkeys(rubric.themes, value)
+        tagged = [
+            replace(item, tags=tuple(criterion_tags(c)))
+            for item, c in zip(items, rubric.criteria, strict=True)
+        ]
+        per_tag = S.per_tag(tagged, example_tags_of(rubric), convention, policy)
     else:
         per_theme = S.per_theme(items, convention, policy)
     return Score(
@@ -231,6 +238,7 @@ def score_answer(
         score=value,
         per_axis=S.per_axis(items, convention, policy),
         per_theme=per_theme,
+        per_tag=per_tag,
         coverage=S.coverage(items, policy) or 0.0,
         harm=S.harm(items, policy) or 0.0,
         failures=failures,

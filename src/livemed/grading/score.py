@@ -127,6 +127,19 @@ def per_theme(
     return _per_group(_grouped(items, lambda i: [i.theme] if i.theme else []), convention, policy)
 
 
+def per_tag(
+    items: Sequence[Item],
+    example_tags: Sequence[str],
+    convention: Convention = "healthbench",
+    policy: FailurePolicy = "not-met",
+) -> dict[str, float]:
+    """simple-evals' tag metrics: each example tag gets the case score, each rubric tag the case formula
+    over its own items (a rubric tag overrides an example tag of the same name, as there)."""
+    overall = case_score(items, convention, policy)
+    by_example = dict.fromkeys(example_tags, overall) if overall is not None else {}
+    return {**by_example, **_per_group(_grouped(items, lambda i: i.tags), convention, policy)}
+
+
 def _per_group(
     groups: dict[str, list[Item]], convention: Convention, policy: FailurePolicy
 ) -> dict[str, float]:
@@ -231,13 +244,17 @@ def leaderboard(records: Sequence[Score], convention: Convention, *, seed: int =
     return sorted(rows, key=lambda row: (-row["score"], row["model"]))
 
 
+BREAKDOWNS = ("axis", "theme", "tag")
+
+
 def breakdown(
-    records: Sequence[Score], by: Literal["axis", "theme"], convention: Convention, *, seed: int = 0
+    records: Sequence[Score], by: Literal["axis", "theme", "tag"], convention: Convention, *, seed: int = 0
 ) -> list[dict[str, Any]]:
-    """Per model and axis (or theme): the aggregate over the answers that have a score for it."""
+    """Per model and axis, theme or HealthBench tag: the aggregate over the answers scored on it."""
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for record in records:
-        for name, value in (record.per_axis if by == "axis" else record.per_theme).items():
+        per = {"axis": record.per_axis, "theme": record.per_theme, "tag": record.per_tag}[by]
+        for name, value in per.items():
             groups[(record.model, name)].append(value)
     rows = []
     for (model, name), values in sorted(groups.items()):

@@ -134,7 +134,13 @@ def parse_example(data: dict[str, Any], *, published: datetime, date_field: str)
         status="accepted",
         provenance=Provenance(settings={"imported_from": SOURCE}),
     )
-    step = {"step": "import", "source": SOURCE, "example_tags": example_tags, "ideal_completions_data": ideal}
+    step = {
+        "step": "import",
+        "source": SOURCE,
+        "example_tags": example_tags,
+        "ideal_completions_data": ideal,
+        "original": data,  # exported back as it came: 0-point items, unknown keys and all
+    }
     rubric = Rubric(
         case_id=case.id,
         criteria=criteria,
@@ -154,22 +160,34 @@ def read_healthbench(
     return parse_objects(path, lambda data: parse_example(data, published=published, date_field=date_field))
 
 
-def _export_tags(criterion: Criterion) -> list[str]:
+def criterion_tags(criterion: Criterion) -> list[str]:
+    """A criterion's HealthBench rubric tags: the original ones, or its axis and `level:example`."""
     if criterion.tags:
         return list(criterion.tags)
     return [f"axis:{EXPORT_AXIS.get(criterion.axis, criterion.axis)}", "level:example"]
 
 
+def _import_step(rubric: Rubric) -> dict[str, Any] | None:
+    return next((s for s in rubric.steps if s.get("step") == "import" and s.get("source") == SOURCE), None)
+
+
+def example_tags_of(rubric: Rubric) -> list[str]:
+    """The example's HealthBench tags: the original ones, or `theme:<t>` for each of the rubric's themes."""
+    imported = _import_step(rubric)
+    if imported is not None:
+        return [str(tag) for tag in imported.get("example_tags", [])]
+    return [f"theme:{t}" for t in rubric.themes]
+
+
 def to_healthbench(case: Case, rubric: Rubric, prompt: list[dict[str, str]]) -> dict[str, Any]:
     """A livemed case and rubric as one HealthBench example (a dict to write as a JSONL line)."""
-    imported = next(
-        (s for s in rubric.steps if s.get("step") == "import" and s.get("source") == SOURCE), None
-    )
-    if imported is not None:
-        example_tags = list(imported.get("example_tags", []))
+    imported = _import_step(rubric)
+    if imported is not None and isinstance(imported.get("original"), dict):
+        return dict(imported["original"])
+    example_tags = example_tags_of(rubric)
+    if imported is not None:  # imported before livemed kept the original line
         ideal = imported.get("ideal_completions_data")
     else:
-        example_tags = [f"theme:{t}" for t in rubric.themes]
         ideal = {  # the gold advice LA, in a group that is none of simple-evals' physician groups
             "ideal_completion": "\n".join(case.advice),
             "ideal_completions_group": LIVEMED_GROUP,
@@ -181,7 +199,7 @@ def to_healthbench(case: Case, rubric: Rubric, prompt: list[dict[str, str]]) -> 
             {
                 "criterion": c.text,
                 "points": (int(c.value) if float(c.value).is_integer() else c.value),
-                "tags": _export_tags(c),
+                "tags": criterion_tags(c),
             }
             for c in rubric.criteria
         ],

@@ -153,6 +153,10 @@ class Score(Record):
     score: float
     per_axis: dict[str, float] = Field(default_factory=dict)
     per_theme: dict[str, float] = Field(default_factory=dict)
+    per_tag: dict[str, float] = Field(
+        default_factory=dict,
+        description="healthbench convention: simple-evals' score per rubric and example tag",
+    )
     coverage: float = Field(ge=0.0, le=1.0)
     harm: float = Field(ge=0.0)
     failures: int = Field(default=0, ge=0)
