@@ -192,7 +192,7 @@ def test_analysis_never_mixes_failure_policies(project: Path) -> None:
         r["model"]: r
         for r in csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines())
     }
-    assert int(rows["fake/strong"]["n_cases"]) == 90  # the 10 excluded-policy scores are not mixed in
+    assert int(rows["fake/strong"]["n_cases"]) == 100  # exclude-policy scores sit beside, never mixed in
     invoke(project, "leaderboard", "--policy", "exclude")
     rows = {
         r["model"]: r
