@@ -259,3 +259,13 @@ def test_every_rubric_and_example_tag_is_scored_as_simple_evals_does() -> None:
     )
     assert livemed is not None
     assert livemed.per_tag == {}  # tag metrics are HealthBench's convention only
+
+
+def test_repeated_items_are_refused_and_rounded_points_stay_distinct() -> None:
+    item = {"criterion": "Advises rest.", "points": 5, "tags": ["axis:accuracy"]}
+    with pytest.raises(ValueError, match="'Advises rest.' appears twice"):
+        imported({**EXAMPLE_A, "rubrics": [item, dict(item)]})
+    _, rubric = imported({**EXAMPLE_A, "rubrics": [item, {**item, "points": 5.4}]})
+    first, second = rubric.criteria
+    assert first.weight == second.weight == 5
+    assert first.id != second.id  # graded, and scored, once each

@@ -46,7 +46,9 @@ class Criterion(BaseModel):
 
     @property
     def id(self) -> str:
-        return short_hash(self.text, self.axis, str(self.weight), length=12)
+        # imported points that the integer weight rounds (5.4 → 5) are part of the identity
+        exact = self.points is None or self.points == self.weight
+        return short_hash(self.text, self.axis, str(self.weight if exact else self.points), length=12)
 
 
 class Rubric(Record):
@@ -60,6 +62,15 @@ class Rubric(Record):
         default_factory=list, description="what each writer step produced (step, prompt hash, output)"
     )
     published: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _criteria_are_distinct(self) -> Rubric:
+        seen: set[str] = set()
+        for criterion in self.criteria:
+            if criterion.id in seen:  # one grade per criterion id: a repeat would be counted twice
+                raise ValueError(f"criterion {criterion.text!r} appears twice with the same axis and weight")
+            seen.add(criterion.id)
+        return self
 
     @property
     def id(self) -> str:
