@@ -263,7 +263,7 @@ def test_every_rubric_and_example_tag_is_scored_as_simple_evals_does() -> None:
 
 def test_repeated_items_are_refused_and_rounded_points_stay_distinct() -> None:
     item = {"criterion": "Advises rest.", "points": 5, "tags": ["axis:accuracy"]}
-    with pytest.raises(ValueError, match="'Advises rest.' appears twice"):
+    with pytest.raises(ValueError, match=r"'Advises rest\.' appears twice"):
         imported({**EXAMPLE_A, "rubrics": [item, dict(item)]})
     _, rubric = imported({**EXAMPLE_A, "rubrics": [item, {**item, "points": 5.4}]})
     first, second = rubric.criteria
