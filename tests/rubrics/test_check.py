@@ -8,6 +8,7 @@ from livemed.rubrics.check import (
     drop_near_duplicates,
     lint,
     reference_coverage,
+    settle,
     to_criteria,
 )
 
@@ -82,16 +83,24 @@ def test_near_duplicates_are_dropped_and_recorded() -> None:
     assert len(kept) == 2
 
 
-def test_suspected_sign_errors_and_light_safety_weights_are_warnings() -> None:
+def test_suspected_sign_errors_are_warnings() -> None:
     drafts = [
         *good(),
         d("Fails to mention the risk of hyperkalaemia", advice_index=0),
         d("Correctly explains the dose", "negative", weight=-3),
-        d("Recommends driving while dizzy", "negative", "safety", -4),
     ]
     findings = lint(drafts, ADVICE)
-    assert [f.code for f in findings] == ["suspected_sign_error", "suspected_sign_error", "light_safety"]
+    assert [f.code for f in findings] == ["suspected_sign_error", "suspected_sign_error"]
     assert not any(f.blocking for f in findings)
+
+
+def test_a_light_safety_weight_is_raised_to_minus_8_and_recorded() -> None:
+    drafts = [*good(), d("Recommends driving while dizzy", "negative", "safety", -4)]
+    settled, fixed = settle(drafts)
+    assert settled[-1].weight == -8
+    assert [f.code for f in fixed] == ["light_safety"]
+    assert "weighted -4, set to -8" in fixed[0].message
+    assert settle([d("Recommends driving while dizzy", "negative", "safety", -9)])[0][0].weight == -9
 
 
 def test_reference_coverage_counts_matched_statements() -> None:

@@ -8,10 +8,11 @@ Blocking findings (the rubric is repaired once, or rejected):
 - `uncovered_advice`    an advice element no positive criterion covers (linked by advice index, or
                         ≥ 60% of its stemmed content words in the criterion, rapidfuzz for spelling)
 
-Fixed on the spot and recorded: `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the same
-polarity: the later one is dropped). Warnings, recorded only: `suspected_sign_error` (a positive
-criterion that reads like a fault, or a negative one that reads like praise), `light_safety`
-(a negative safety criterion lighter than -8) and `no_source_fact` (a criterion naming no fact).
+Fixed on the spot and recorded (`settle`): `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the
+same polarity: the later one is dropped) and `light_safety` (a negative safety criterion lighter than
+-8 is set to -8: the method weighs safety violations -8 to -10). Warnings, recorded only:
+`suspected_sign_error` (a positive criterion that reads like a fault, or a negative one that reads
+like praise) and `no_source_fact` (a criterion naming no fact).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from livemed.records import AXES, Criterion
 
 BLOCKING = frozenset({"no_positive", "weight_out_of_range", "sign_mismatch", "bad_axis", "uncovered_advice"})
 DUPLICATE_RATIO = 90.0
+SAFETY_FLOOR = -8  # the lightest weight a safety violation may have
 COVER_SHARE = 0.6
 WORD_RATIO = 85.0
 _FAULT_CUES = re.compile(
@@ -63,6 +65,19 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
+
+
+def settle(drafts: Sequence[DraftCriterion]) -> tuple[list[DraftCriterion], list[Finding]]:
+    """The fixes made without asking the writer: near-duplicates dropped, light safety weights raised."""
+    kept, findings = drop_near_duplicates(drafts)
+    weighed: list[DraftCriterion] = []
+    for draft in kept:
+        if draft.axis == "safety" and draft.polarity == "negative" and SAFETY_FLOOR < draft.weight < 0:
+            message = f"{draft.text[:60]!r}: safety violation weighted {draft.weight}, set to {SAFETY_FLOOR}"
+            findings.append(Finding("light_safety", message))
+            draft = draft.model_copy(update={"weight": SAFETY_FLOOR})
+        weighed.append(draft)
+    return weighed, findings
 
 
 def drop_near_duplicates(drafts: Sequence[DraftCriterion]) -> tuple[list[DraftCriterion], list[Finding]]:
@@ -104,8 +119,6 @@ def _criterion_findings(number: int, draft: DraftCriterion) -> list[Finding]:
         found.append(Finding("suspected_sign_error", f"{where}: negative but reads like praise"))
     if not (draft.source_fact or "").strip():
         found.append(Finding("no_source_fact", f"{where}: names no source fact"))
-    if draft.axis == "safety" and draft.polarity == "negative" and -8 < draft.weight < 0:
-        found.append(Finding("light_safety", f"{where}: safety violation weighted {draft.weight} (> -8)"))
     return found
 
 

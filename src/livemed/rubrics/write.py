@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.models import LLM, Message, Settings
 from livemed.records import Case, Provenance, Record, Rejection, Rubric, short_hash
-from livemed.rubrics.check import DraftCriterion, Finding, drop_near_duplicates, lint, to_criteria
+from livemed.rubrics.check import DraftCriterion, Finding, lint, settle, to_criteria
 
 STAGE = "rubrics"
 WRITER_SETTINGS = Settings(temperature=0)
@@ -290,14 +290,14 @@ async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
             themes, drafts, steps = await llm_drafts(case, writer)
     except StepFailed as exc:
         return [_reject(case, f"{exc.step}_failed", str(exc))]
-    drafts, fixed = drop_near_duplicates(drafts)
+    drafts, fixed = settle(drafts)
     findings = lint(drafts, case.advice)
     notes = [str(f) for f in fixed]
     if any(f.blocking for f in findings) and isinstance(writer, LLM):
         notes += [f"before repair: {f}" for f in findings]
         repaired = await _repair(case, writer, drafts, findings, steps)
         if repaired is not None:
-            drafts, fixed = drop_near_duplicates(repaired)
+            drafts, fixed = settle(repaired)
             notes += [str(f) for f in fixed]
             findings = lint(drafts, case.advice)
     blocking = [f for f in findings if f.blocking]
