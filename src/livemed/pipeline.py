@@ -5,6 +5,8 @@ rejections). `run_stage` streams the inputs, drops those whose output already ex
 runs the rest concurrently one batch at a time, and writes each batch in one transaction. A crash or
 kill therefore loses at most the batch in flight, and the engine's response cache means even that
 batch is not paid for twice. `track_run` records each command as a `Run` with its usage and outcome.
+A caller that wants to watch a stage sets `item_progress` (a context variable) to a function that
+receives the number of items finished so far; the CLI's progress bars use it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Generic, TypeVar
@@ -22,6 +25,9 @@ from livemed.records import Record, Rejection, Run, utcnow
 from livemed.store import Store
 
 T = TypeVar("T")
+
+item_progress: ContextVar[Callable[[int], None] | None] = ContextVar("item_progress", default=None)
+"""Called with the number of items finished so far by the running stage (None: nobody watches)."""
 
 
 @dataclass
@@ -117,6 +123,8 @@ class _Window(Generic[T]):
                 failure = failure or future.exception()
             else:
                 self.finished.append((item, future.result()))
+        if (report := item_progress.get()) is not None:
+            report(self.result.processed + len(self.finished))
         if failure is not None:
             self._write()
             raise failure

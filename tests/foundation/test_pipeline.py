@@ -119,3 +119,19 @@ async def test_a_crash_stops_the_items_still_in_flight(sqlite_store: Store) -> N
     with pytest.raises(RuntimeError, match="boom"):
         await run_stage(sqlite_store, docs, slow_or_boom, output_id=lambda d: d.id, output_kinds=["doc"])
     assert sorted(stopped) == ["slow-1", "slow-2"]  # cancelled, and finished, before run_stage returned
+
+
+async def test_a_watcher_sees_every_finished_item(sqlite_store: Store) -> None:
+    from livemed.pipeline import item_progress
+
+    seen: list[int] = []
+    token = item_progress.set(seen.append)
+    try:
+        docs = [doc(str(i)) for i in range(7)]
+        await run_stage(
+            sqlite_store, docs, _shout, output_id=lambda d: f"loud:{d.source_id}", output_kinds=["doc"]
+        )
+    finally:
+        item_progress.reset(token)
+    assert seen[-1] == 7
+    assert seen == sorted(seen)  # counts only grow

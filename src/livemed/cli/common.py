@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 
 from rich.console import Console
 from rich.markup import escape
@@ -194,7 +194,29 @@ def print_compliance(engine: Engine) -> None:
 
 
 def progress_for(engine: Engine, model_id: str, description: str) -> AbstractContextManager[object]:
-    """Live call progress for a real model; offline baselines make no calls worth watching."""
+    """Live call progress (calls, tokens, cost) for a real model; items done for an offline baseline."""
     if model_id.startswith("offline/"):
-        return nullcontext()
+        return stage_progress(description)
     return engine_progress(engine, description)
+
+
+@contextmanager
+def stage_progress(description: str, *, out: Console | None = None) -> Iterator[Progress]:
+    """A progress line counting the items the running stage has finished (see `pipeline.item_progress`)."""
+    from livemed.pipeline import item_progress
+
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=out or console,
+    )
+    task = progress.add_task(description, total=None)
+    token = item_progress.set(lambda done: progress.update(task, completed=done))
+    try:
+        with progress:
+            yield progress
+    finally:
+        item_progress.reset(token)
