@@ -5,14 +5,17 @@ watermark (its newest publication date harvested so far), and ends at `until`. O
 published after the cutoff (or `--since`) and not after `until` are kept. Documents already stored
 (as a Doc or as a pre-filter Rejection) are skipped, so re-harvesting a window adds nothing. The
 watermark moves only when the source finished without error (and, for a `--limit` run, only for
-sources that deliver in date order); a failing source keeps its old watermark. `--limit` counts new
+sources that deliver in date order); a failing source (a SourceError, or any unexpected error while
+it delivers) keeps its old watermark and the caller's other sources go on. `--limit` counts new
 documents only (kept or rejected by a pre-filter, not already stored), so repeated limited runs of an
 unordered source (pubmed, files) make progress.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -24,6 +27,7 @@ from livemed.sources.base import Source, parse_date
 from livemed.store import Store
 
 WATERMARKS = "watermark"
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -126,6 +130,25 @@ class _Harvest:
         self.records = []
 
 
+async def _next(items: AsyncIterator[Doc | Rejection], report: SourceReport) -> Doc | Rejection | None:
+    """The source's next item; None at its end or when it failed (the failure goes into `report`).
+
+    Only the source's own failures are caught here, so one source failing, even with an unexpected
+    error, leaves the other sources of the command to go on; store errors still end the run.
+    """
+    try:
+        return await anext(items)
+    except StopAsyncIteration:
+        return None
+    except SourceError as exc:
+        report.error = str(exc)
+    except Exception as exc:  # a bug or an unforeseen reply in one source must not end the others
+        detail = " ".join(str(exc).split())[:300]
+        report.error = f"{report.source}: unexpected {type(exc).__name__}: {detail}"
+        logger.debug("source %s failed", report.source, exc_info=True)
+    return None
+
+
 async def harvest_source(
     store: Store,
     source: Source,
@@ -137,7 +160,7 @@ async def harvest_source(
     limit: int | None = None,
     batch_size: int = 200,
 ) -> SourceReport:
-    """Harvest `source` into `store`; a SourceError is caught into the report (other sources go on)."""
+    """Harvest `source` into `store`; the source's failure is caught into the report (others go on)."""
     start, floor = window_start(store, source.name, since, cutoff)
     report = SourceReport(source.name, since=start, until=until)
     report.watermark_before = store.state_get(WATERMARKS, source.name)
@@ -145,12 +168,8 @@ async def harvest_source(
     run = _Harvest(store, prefilters, report, batch_size, limit)
     items = source.harvest(start, until, limit=None)  # the limit counts new documents, see _Harvest
     try:
-        async for item in items:
+        while not run.full and (item := await _next(items, report)) is not None:
             run.add(item, floor, until)
-            if run.full:
-                break
-    except SourceError as exc:
-        report.error = str(exc)
     finally:
         run.flush()
         if (close := getattr(items, "aclose", None)) is not None:
