@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiolimiter import AsyncLimiter
-
 from livemed.curate.evidence import RetrievalError
 from livemed.curate.evidence.corpus import snippet
 from livemed.errors import SourceError
 from livemed.prefilter.clean import strip_html
 from livemed.records import EvidenceRef
 from livemed.sources.europepmc import Settings, search_page
-from livemed.sources.http import HttpClient
+from livemed.sources.http import HttpClient, rate_limiter
 
 EUROPE_PMC_URL = "https://www.ebi.ac.uk/europepmc/webservices/rest"
 CLIENT_NAME = "europepmc-evidence"
@@ -49,8 +47,7 @@ class EuropePMCRetriever:
         self.settings = base.model_copy(update=overrides)
         self.base_url = self.settings.base_url
         self.open_access_only = open_access_only
-        rate = self.settings.requests_per_second
-        self._limiter = AsyncLimiter(rate, 1.0) if rate >= 1 else AsyncLimiter(1, 1.0 / rate)
+        self._limiter = rate_limiter(self.settings.requests_per_second)
         self.errors: list[str] = []
 
     async def search(self, query: str, *, k: int = 3) -> list[EvidenceRef]:
