@@ -74,7 +74,7 @@ class Files:
         with handle:  # streamed: a large export is never read whole
             for line, row in self._rows(path, handle):
                 item = row if not isinstance(row, dict) else self._doc(row, f"{path.name}:{line}")
-                if isinstance(item, Doc) and not since < item.published <= until:
+                if isinstance(item, Doc) and not since <= item.published <= until:
                     continue
                 yield item
                 yielded += isinstance(item, Doc)

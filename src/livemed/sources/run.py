@@ -1,7 +1,7 @@
 """Harvest one source into the store: the date window, pre-filters, rejections and the watermark.
 
-The window starts at `--since` when given, else at the later of the cutoff and the source's
-watermark (its newest publication date harvested so far), and ends at `until`. Only documents
+The window starts at `--since` when given, else at the later of the cutoff and the start of the day
+of the source's watermark (its newest publication date harvested so far), and ends at `until`. Only documents
 published after the cutoff (or `--since`) and not after `until` are kept. Documents already stored
 (as a Doc or as a pre-filter Rejection) are skipped, so re-harvesting a window adds nothing. The
 watermark moves only when the source finished without error (and, for a `--limit` run, only for
@@ -23,7 +23,7 @@ from livemed.errors import ConfigError, SourceError
 from livemed.prefilter import STAGE as PREFILTER_STAGE
 from livemed.prefilter import Prefilters
 from livemed.records import Doc, Record, Rejection
-from livemed.sources.base import Source, parse_date
+from livemed.sources.base import Source, day_start, parse_date
 from livemed.store import Store
 
 WATERMARKS = "watermark"
@@ -67,13 +67,19 @@ def watermark(store: Store, source: str) -> datetime | None:
 def window_start(
     store: Store, source: str, since: datetime | None, cutoff: datetime | None
 ) -> tuple[datetime, datetime]:
-    """(query start, keep-after floor) for a harvest of `source`."""
+    """(query start, keep-after floor) for a harvest of `source`.
+
+    Sources return what was published from the query start on (inclusive); `_Harvest` keeps only what
+    was published after the floor (exclusive: `--since` or the cutoff).
+    """
     if since is not None:
         return since, since
     if cutoff is None:
         raise ConfigError("no start date: pass --since or set `cutoff` in livemed.toml")
     mark = watermark(store, source)
-    return (max(cutoff, mark) if mark else cutoff), cutoff
+    # From the start of the watermark's day: a document of that day added after the last harvest is
+    # still taken (the stored ones are skipped by id); the cutoff stays exclusive through the floor.
+    return (max(cutoff, day_start(mark.date())) if mark else cutoff), cutoff
 
 
 class _Harvest:
