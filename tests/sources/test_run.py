@@ -171,3 +171,29 @@ async def test_a_row_on_the_watermark_day_added_later_is_harvested_and_the_cutof
     assert "files:mar-midnight" in sqlite_store.ids("doc")
     assert "files:mar-morning" in sqlite_store.ids("doc")
     assert watermark(sqlite_store, "files") == day("2025-03-01T12:00:00")
+
+
+async def test_a_since_window_after_the_watermark_leaves_the_watermark_so_the_gap_is_harvested(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    source, chain, until = Files(Settings(path=path)), Prefilters([]), day("2025-12-31")
+    write_threads(path, ["2025-02-01"])
+    await harvest_source(sqlite_store, source, chain, until=until, cutoff=CUTOFF)
+    assert watermark(sqlite_store, "files") == day("2025-02-01")
+
+    write_threads(path, ["2025-02-01", "2025-03-01", "2025-06-01"])  # t1 falls in the gap, t2 after --since
+    later = await harvest_source(sqlite_store, source, chain, until=until, since=day("2025-05-01"))
+    assert later.kept == 1
+    assert watermark(sqlite_store, "files") == day("2025-02-01")  # not moved past the unharvested March
+
+    default = await harvest_source(sqlite_store, source, chain, until=until, cutoff=CUTOFF)
+    assert default.since == day("2025-02-01")
+    assert (default.kept, default.skipped) == (1, 2)  # March taken; February and June already stored
+    assert sorted(sqlite_store.ids("doc")) == ["files:t0", "files:t1", "files:t2"]
+    assert watermark(sqlite_store, "files") == day("2025-06-01")
+
+    write_threads(path, ["2025-02-01", "2025-03-01", "2025-06-01", "2025-07-01"])
+    overlapping = await harvest_source(sqlite_store, source, chain, until=until, since=day("2025-06-01"))
+    assert overlapping.kept == 1
+    assert watermark(sqlite_store, "files") == day("2025-07-01")  # began at the watermark: it moves

@@ -1,14 +1,15 @@
 """Harvest one source into the store: the date window, pre-filters, rejections and the watermark.
 
 The window starts at `--since` when given, else at the later of the cutoff and the start of the day
-of the source's watermark (its newest publication date harvested so far), and ends at `until`. Only documents
-published after the cutoff (or `--since`) and not after `until` are kept. Documents already stored
-(as a Doc or as a pre-filter Rejection) are skipped, so re-harvesting a window adds nothing. The
-watermark moves only when the source finished without error (and, for a `--limit` run, only for
-sources that deliver in date order); a failing source (a SourceError, or any unexpected error while
-it delivers) keeps its old watermark and the caller's other sources go on. `--limit` counts new
-documents only (kept or rejected by a pre-filter, not already stored), so repeated limited runs of an
-unordered source (pubmed, files) make progress.
+of the source's watermark (its newest publication date harvested so far), and ends at `until`. Only
+documents published after the cutoff (or `--since`) and not after `until` are kept. Documents already
+stored (as a Doc or as a pre-filter Rejection) are skipped, so re-harvesting a window adds nothing.
+The watermark moves only when the source finished without error (and, for a `--limit` run, only for
+sources that deliver in date order), and never for a `--since` window that began after the watermark
+(a later default run would skip the days between them); a failing source (a SourceError, or any
+unexpected error while it delivers) keeps its old watermark and the caller's other sources go on.
+`--limit` counts new documents only (kept or rejected by a pre-filter, not already stored), so
+repeated limited runs of an unordered source (pubmed, files) make progress.
 """
 
 from __future__ import annotations
@@ -155,6 +156,15 @@ async def _next(items: AsyncIterator[Doc | Rejection], report: SourceReport) -> 
     return None
 
 
+def _advance(store: Store, source: str, newest: datetime, since: datetime | None) -> None:
+    """Move the watermark to `newest`, unless a `--since` window began after it (that would skip the gap)."""
+    before = watermark(store, source)
+    if before is not None and since is not None and since > before:
+        return  # a later default run must still harvest from the old watermark to `since`
+    if before is None or newest > before:
+        store.state_set(WATERMARKS, source, newest.isoformat())
+
+
 async def harvest_source(
     store: Store,
     source: Source,
@@ -181,8 +191,6 @@ async def harvest_source(
         if (close := getattr(items, "aclose", None)) is not None:
             await close()
     if report.error is None and run.newest is not None and (source.ordered or not run.full):
-        before = watermark(store, source.name)
-        if before is None or run.newest > before:
-            store.state_set(WATERMARKS, source.name, run.newest.isoformat())
+        _advance(store, source.name, run.newest, since)
     report.watermark_after = store.state_get(WATERMARKS, source.name)
     return report
