@@ -99,9 +99,28 @@ async def test_europepmc_over_http(tmp_path: Path) -> None:
     assert hits[0].url == "https://europepmc.org/article/MED/123"
     assert "Rest and fluids help." in hits[0].snippet  # inline HTML stripped
     assert "<" not in hits[0].snippet
-    assert fake.requests[0]["query"] == ["fluids and rest for sore throat"]
+    assert fake.requests[0]["query"] == ["fluids OR rest OR sore OR throat"]
     assert fake.requests[0]["format"] == ["json"]
     assert fake.requests[0]["pageSize"] == ["2"]
+
+
+async def test_europepmc_query_is_the_advice_content_words_joined_by_or_without_lucene_syntax() -> None:
+    advice = (
+        'Patients on "warfarin" (anticoagulants) should NOT take ibuprofen: bleeding risk [AND] '
+        "kidney-injury risk rise!? title:NSAID* ~2 ^3 {a TO b} \\ / && || 400 mg"
+    )
+    results = [{"id": "9", "source": "MED", "abstractText": "Warfarin and ibuprofen raise bleeding risk."}]
+    with europepmc_server(FakeEuropePMC(results=results)) as fake:
+        retriever = EuropePMCRetriever(base_url=fake.base_url, settings=FAST_EPMC, open_access_only=True)
+        hits = await retriever.search(advice, k=3)
+        assert await retriever.search("Do not do it, and do not do that.") == []  # stop words only
+    assert [h.id for h in hits] == ["europepmc:MED:9"]
+    [query] = fake.requests[0]["query"]  # the 8 longest content words, in order; "take", "rise" left out
+    terms = "patients OR warfarin OR anticoagulants OR ibuprofen OR bleeding OR kidney OR injury OR title"
+    assert query == f"({terms}) AND OPEN_ACCESS:y"
+    searched = query.removesuffix(" AND OPEN_ACCESS:y")[1:-1]
+    assert not any(ch in searched for ch in '"():[]{}*~^\\/&|!?+-')
+    assert len(fake.requests) == 1  # nothing was sent for the stop-word advice
 
 
 async def test_europepmc_failure_is_a_retrieval_error_and_counted() -> None:

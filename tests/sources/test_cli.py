@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.records import Doc, Run
+from livemed.records import Doc, Rejection, Run
+from livemed.sources import SOURCES
+from livemed.sources.base import DocOrRejection, SourceSettings
 from livemed.store import Store
 from tests.fakes.http_replay import ReplayServer, Reply
 from tests.sources.helpers import day
@@ -138,3 +144,64 @@ def test_demo_source_from_a_configured_path_and_a_missing_file(tmp_path: Path) -
     assert missing.exit_code == 1
     assert "demo documents not found" in missing.output
     assert "sources.demo.path" in missing.output
+
+
+class BrokenSettings(SourceSettings):
+    pass
+
+
+class Broken:
+    """A source with a bug: one document, then an exception that is not a SourceError."""
+
+    name = "broken"
+    ordered = True
+
+    def __init__(self, settings: BrokenSettings) -> None:
+        self.settings = settings
+
+    async def harvest(
+        self, since: datetime, until: datetime, *, limit: int | None = None
+    ) -> AsyncIterator[DocOrRejection]:
+        yield Doc(source="broken", source_id="b1", published=day("2025-05-01"), text=BODY)
+        raise KeyError("items")
+
+
+Settings = BrokenSettings  # what the source registry looks up beside the class
+
+
+def test_a_bad_record_is_a_rejection_and_a_broken_source_does_not_stop_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(SOURCES, "broken", "tests.sources.test_cli:Broken")
+    text = BODY.replace("<p>", "").replace("</p>", " ")
+    rows: list[dict[str, Any]] = [
+        {"id": "good1", "date": "2025-04-01", "post": text, "replies": [{"text": "ok", "author": "dr a"}]},
+        {"id": "bad", "date": "2025-04-02", "post": text, "replies": [{"text": "ok", "author": 5}]},
+        {"id": "good2", "date": "2025-04-03", "post": text + " Also, he smokes.", "replies": ["thanks"]},
+    ]
+    export = tmp_path / "threads.jsonl"
+    export.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    cfg = tmp_path / "livemed.toml"
+    cfg.write_text(f'cutoff = 2025-01-01\n[sources.files]\npath = "{export}"\n', encoding="utf-8")
+    runner = CliRunner(env={"COLUMNS": "250"})
+    base = ["--store", str(tmp_path / "s.db"), "--config", str(cfg)]
+    result = runner.invoke(app, [*base, "harvest", "-s", "broken", "-s", "files", "--no-prefilter"])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    failures = [line for line in result.output.splitlines() if "source failed" in line]
+    assert failures == ["source failed: broken: unexpected KeyError: 'items'"]
+    with Store(tmp_path / "s.db") as store:
+        assert sorted(store.ids("doc")) == ["broken:b1", "files:good1", "files:good2"]
+        [rejected] = store.iter(Rejection)
+        assert (rejected.stage, rejected.reason) == ("harvest", "bad_replies")
+        assert rejected.detail.startswith("threads.jsonl:2: ")
+        assert "'bad'" in rejected.detail
+        assert "reply 0: author" in rejected.detail
+        marks = store.state_items("watermark")
+        assert "broken" not in marks  # a failed source keeps its watermark
+        assert marks["files"].startswith("2025-04-03")
+        [run] = [r for r in store.iter(Run) if r.command == "harvest"]
+        assert run.outcome == "failed"
+        assert run.counts["broken.failed"] == 1
+        assert run.counts["files.failed"] == 0

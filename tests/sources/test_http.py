@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -66,3 +67,29 @@ def test_retry_after_parses_seconds_and_dates() -> None:
     assert retry_after_seconds(None) is None
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert retry_after_seconds("soon") is None
+
+
+def most_in_one_window(times: list[float], window: float) -> int:
+    """The largest number of `times` inside any sliding window of `window` seconds (both ends included)."""
+    times = sorted(times)
+    return max(sum(1 for t in times[i:] if t - start <= window) for i, start in enumerate(times))
+
+
+@pytest.mark.parametrize(("rate", "requests"), [(4.0, 10), (0.8, 3)])
+async def test_the_rate_limit_allows_no_burst_in_any_window(rate: float, requests: int) -> None:
+    arrived: list[float] = []
+
+    def handler(path: str, query: dict[str, str]) -> Reply:
+        arrived.append(time.monotonic())
+        return Reply.json({})
+
+    with ReplayServer(handler) as server:
+        async with client(requests_per_second=rate) as http:
+            await asyncio.gather(*(http.get(f"{server.url}/x") for _ in range(requests)))
+    assert len(arrived) == requests
+    if rate >= 1:
+        assert (
+            most_in_one_window(arrived, 1.0) <= rate
+        )  # the old limiter let `rate` through at once, then more
+    else:
+        assert most_in_one_window(arrived, 1.0 / rate) <= 1  # under 1/s: one request per 1/rate seconds

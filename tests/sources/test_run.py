@@ -142,3 +142,58 @@ async def test_limit_counts_only_new_documents_so_an_unordered_source_progresses
     assert kept == [2, 2, 1]  # each run takes up to 2 documents not stored yet
     assert len(list(sqlite_store.ids("doc"))) == 5
     assert watermark(sqlite_store, "files") == day("2025-05-01")  # the last run was not cut short
+
+
+async def test_a_row_on_the_watermark_day_added_later_is_harvested_and_the_cutoff_stays_exclusive(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    rows = [("on-cutoff", "2025-01-01"), ("feb", "2025-02-01"), ("mar-noon", "2025-03-01T12:00:00Z")]
+
+    def write(extra: list[tuple[str, str]]) -> None:
+        lines = [{"id": i, "date": d, "post": f"post {i} " * 5} for i, d in rows + extra]
+        path.write_text("\n".join(json.dumps(r) for r in lines), encoding="utf-8")
+
+    write([])
+    source, chain, until = Files(Settings(path=path)), Prefilters([]), day("2025-12-31")
+    first = await harvest_source(sqlite_store, source, chain, until=until, cutoff=CUTOFF)
+    assert sorted(sqlite_store.ids("doc")) == ["files:feb", "files:mar-noon"]  # not the cutoff day itself
+    assert first.out_of_window == 1
+    assert watermark(sqlite_store, "files") == day("2025-03-01T12:00:00")
+
+    write(
+        [("mar-midnight", "2025-03-01"), ("mar-morning", "2025-03-01T08:00:00Z"), ("feb-late", "2025-02-02")]
+    )
+    second = await harvest_source(sqlite_store, source, chain, until=until, cutoff=CUTOFF)
+    assert second.since == day("2025-03-01")  # the start of the watermark's day
+    assert second.kept == 2  # both rows of the watermark day added since; feb-late is before it
+    assert second.skipped == 1  # mar-noon, already stored
+    assert "files:mar-midnight" in sqlite_store.ids("doc")
+    assert "files:mar-morning" in sqlite_store.ids("doc")
+    assert watermark(sqlite_store, "files") == day("2025-03-01T12:00:00")
+
+
+async def test_a_since_window_after_the_watermark_leaves_the_watermark_so_the_gap_is_harvested(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    source, chain, until = Files(Settings(path=path)), Prefilters([]), day("2025-12-31")
+    write_threads(path, ["2025-02-01"])
+    await harvest_source(sqlite_store, source, chain, until=until, cutoff=CUTOFF)
+    assert watermark(sqlite_store, "files") == day("2025-02-01")
+
+    write_threads(path, ["2025-02-01", "2025-03-01", "2025-06-01"])  # t1 falls in the gap, t2 after --since
+    later = await harvest_source(sqlite_store, source, chain, until=until, since=day("2025-05-01"))
+    assert later.kept == 1
+    assert watermark(sqlite_store, "files") == day("2025-02-01")  # not moved past the unharvested March
+
+    default = await harvest_source(sqlite_store, source, chain, until=until, cutoff=CUTOFF)
+    assert default.since == day("2025-02-01")
+    assert (default.kept, default.skipped) == (1, 2)  # March taken; February and June already stored
+    assert sorted(sqlite_store.ids("doc")) == ["files:t0", "files:t1", "files:t2"]
+    assert watermark(sqlite_store, "files") == day("2025-06-01")
+
+    write_threads(path, ["2025-02-01", "2025-03-01", "2025-06-01", "2025-07-01"])
+    overlapping = await harvest_source(sqlite_store, source, chain, until=until, since=day("2025-06-01"))
+    assert overlapping.kept == 1
+    assert watermark(sqlite_store, "files") == day("2025-07-01")  # began at the watermark: it moves

@@ -206,3 +206,22 @@ async def test_non_utf8_bytes_reject_one_question_and_keep_the_page() -> None:
         docs, rejections = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
     assert [d.source_id for d in docs] == ["2"]
     assert [(r.reason, r.record_id) for r in rejections] == [("bad_encoding", "stackexchange:1")]
+
+
+async def test_a_value_of_the_wrong_type_rejects_one_question_and_keeps_the_page() -> None:
+    def handler(path: str, query: dict[str, str]) -> Reply:
+        if path == "/search/advanced":
+            return Reply.json(wrapper([question(1), question(2), question(3, owner="asker")], False))
+        who = {1: owner(9, "doc"), 2: {"user_id": 9, "display_name": 5}, 3: owner(9, "doc")}
+        answers = [answer(100 + i, i, True, who[i], "<p>See your doctor.</p>") for i in (1, 2, 3)]
+        return Reply.json(wrapper(answers, False))
+
+    with ReplayServer(handler) as server:
+        source = StackExchange(Settings(base_url=server.url, **FAST))
+        docs, rejections = await collect(source.harvest(day("2025-03-01"), day("2025-03-31")))
+    assert [d.source_id for d in docs] == ["1"]
+    assert [(r.reason, r.record_id) for r in rejections] == [
+        ("malformed", "stackexchange:2"),
+        ("malformed", "stackexchange:3"),
+    ]
+    assert "author" in rejections[0].detail

@@ -1,7 +1,8 @@
 """What every source shares: the protocol, settings base, rejections and date helpers.
 
 A source is an object with a `name` and an async generator `harvest(since, until, *, limit)` that
-yields `Doc` records, and a `Rejection` (stage "harvest") for each malformed record, which it skips
+yields `Doc` records published from `since` to `until`, both included (the caller applies the
+exclusive cutoff), and a `Rejection` (stage "harvest") for each malformed record, which it skips
 without stopping. A source that cannot be reached at all raises `SourceError`.
 """
 

@@ -55,7 +55,7 @@ class Demo:
             if not raw.strip():
                 continue
             item = _parse(raw, f"{self.path.name}:{number}")
-            if isinstance(item, Doc) and not since < item.published <= until:
+            if isinstance(item, Doc) and not since <= item.published <= until:
                 continue
             yield item
             yielded += isinstance(item, Doc)

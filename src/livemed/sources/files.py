@@ -3,7 +3,8 @@
 For data the user holds a licence to (forum dumps, clinic Q&A). Each line (JSONL) or row (CSV) is
 one thread; `mapping` names the fields for id, date, post, title, replies and reply roles. Replies
 are a list of strings or of objects with `text`, `role` and `author` (in CSV: a JSON list in one
-cell). A bad line is a Rejection naming `file:line`; the rest of the file goes on.
+cell). A bad line (bad JSON, a missing field, a value of the wrong type) is a harvest-stage
+Rejection naming `file:line` and the thread's id; the rest of the file goes on.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from livemed.config import describe_validation_error
 from livemed.errors import SourceError
 from livemed.records import Doc, Reply, ReplyRole
 from livemed.sources.base import DocOrRejection, SourceSettings, parse_date, rejection
@@ -72,7 +74,7 @@ class Files:
         with handle:  # streamed: a large export is never read whole
             for line, row in self._rows(path, handle):
                 item = row if not isinstance(row, dict) else self._doc(row, f"{path.name}:{line}")
-                if isinstance(item, Doc) and not since < item.published <= until:
+                if isinstance(item, Doc) and not since <= item.published <= until:
                     continue
                 yield item
                 yielded += isinstance(item, Doc)
@@ -139,7 +141,22 @@ class Files:
             return self._bad(where, "no_text", f"no {m.post!r} text")
         replies = self._replies(row)
         if isinstance(replies, str):
-            return self._bad(where, "bad_replies", replies)
+            return self._bad(where, "bad_replies", f"id {source_id!r}: {replies}")
+        try:
+            return self._build(row, where, source_id, published, post, replies)
+        except ValidationError as exc:
+            return self._bad(where, "invalid_doc", f"id {source_id!r}: {describe_validation_error(exc)}")
+
+    def _build(
+        self,
+        row: dict[str, Any],
+        where: str,
+        source_id: str,
+        published: datetime,
+        post: str,
+        replies: list[Reply],
+    ) -> Doc:
+        m = self.settings.mapping
         return Doc(
             source=self.name,
             source_id=source_id,
@@ -166,14 +183,16 @@ class Files:
             if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
                 return f"reply {index} has no text"
             role = roles[index] if index < len(roles) else entry.get("role")
-            replies.append(
-                Reply(
+            try:
+                reply = Reply(
                     role=self._role(role),
                     author=entry.get("author"),
                     text=entry["text"],
                     date=parse_date(entry.get("date")),
                 )
-            )
+            except ValidationError as exc:
+                return f"reply {index}: {describe_validation_error(exc)}"
+            replies.append(reply)
         return replies
 
     def _role(self, value: Any) -> ReplyRole:

@@ -1,5 +1,8 @@
 """A polite HTTP client for sources: a request-rate limit, bounded retries, Retry-After and backoff.
 
+The rate limit spaces requests (each attempt, retries included) at least 1/rate apart, so no 1-s
+window ever holds more than `rate` requests, even from concurrent tasks.
+
 Retries use the engine's own policy (`livemed.models.engine.backoff_delay`): 429, 5xx, timeouts and
 connection errors are retried up to `max_retries` times; other 4xx fail at once. Failure is a
 `SourceError` naming the source and the URL path, never the query string (it may carry an API key).
@@ -28,6 +31,7 @@ from livemed.sources.base import HttpSettings
 # httpx logs full request URLs at INFO level; query strings may hold API keys.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
+RATE_MARGIN = 1.05  # requests are spaced 5% wider than 1/rate
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 USER_AGENT = f"livemed/{__version__} (+https://github.com/livemed/livemed)"
 
@@ -62,6 +66,16 @@ def has_bad_bytes(*texts: object) -> bool:
     return any(isinstance(text, str) and "\ufffd" in text for text in texts)
 
 
+def rate_limiter(requests_per_second: float) -> AsyncLimiter:
+    """A limiter that lets one request through per 1/rate seconds (a little more), never a burst.
+
+    `AsyncLimiter(rate, 1)` would let `rate` requests through at once and then `rate`/s, so a 1-s
+    window could hold almost twice the rate. The margin keeps a window under the rate when network
+    jitter brings two requests a little closer together at the server.
+    """
+    return AsyncLimiter(1, RATE_MARGIN / requests_per_second)
+
+
 class HttpClient:
     """`async with HttpClient(...) as http: response = await http.get(url, params)`."""
 
@@ -77,8 +91,7 @@ class HttpClient:
         self.source = source
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
-        rate = requests_per_second
-        self.limiter = AsyncLimiter(rate, 1.0) if rate >= 1 else AsyncLimiter(1, 1.0 / rate)
+        self.limiter = rate_limiter(requests_per_second)
         self.client = httpx.AsyncClient(
             timeout=timeout_s, headers={"User-Agent": USER_AGENT}, follow_redirects=True
         )

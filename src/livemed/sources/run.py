@@ -1,18 +1,22 @@
 """Harvest one source into the store: the date window, pre-filters, rejections and the watermark.
 
-The window starts at `--since` when given, else at the later of the cutoff and the source's
-watermark (its newest publication date harvested so far), and ends at `until`. Only documents
-published after the cutoff (or `--since`) and not after `until` are kept. Documents already stored
-(as a Doc or as a pre-filter Rejection) are skipped, so re-harvesting a window adds nothing. The
-watermark moves only when the source finished without error (and, for a `--limit` run, only for
-sources that deliver in date order); a failing source keeps its old watermark. `--limit` counts new
-documents only (kept or rejected by a pre-filter, not already stored), so repeated limited runs of an
-unordered source (pubmed, files) make progress.
+The window starts at `--since` when given, else at the later of the cutoff and the start of the day
+of the source's watermark (its newest publication date harvested so far), and ends at `until`. Only
+documents published after the cutoff (or `--since`) and not after `until` are kept. Documents already
+stored (as a Doc or as a pre-filter Rejection) are skipped, so re-harvesting a window adds nothing.
+The watermark moves only when the source finished without error (and, for a `--limit` run, only for
+sources that deliver in date order), and never for a `--since` window that began after the watermark
+(a later default run would skip the days between them); a failing source (a SourceError, or any
+unexpected error while it delivers) keeps its old watermark and the caller's other sources go on.
+`--limit` counts new documents only (kept or rejected by a pre-filter, not already stored), so
+repeated limited runs of an unordered source (pubmed, files) make progress.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -20,10 +24,11 @@ from livemed.errors import ConfigError, SourceError
 from livemed.prefilter import STAGE as PREFILTER_STAGE
 from livemed.prefilter import Prefilters
 from livemed.records import Doc, Record, Rejection
-from livemed.sources.base import Source, parse_date
+from livemed.sources.base import Source, day_start, parse_date
 from livemed.store import Store
 
 WATERMARKS = "watermark"
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -63,13 +68,19 @@ def watermark(store: Store, source: str) -> datetime | None:
 def window_start(
     store: Store, source: str, since: datetime | None, cutoff: datetime | None
 ) -> tuple[datetime, datetime]:
-    """(query start, keep-after floor) for a harvest of `source`."""
+    """(query start, keep-after floor) for a harvest of `source`.
+
+    Sources return what was published from the query start on (inclusive); `_Harvest` keeps only what
+    was published after the floor (exclusive: `--since` or the cutoff).
+    """
     if since is not None:
         return since, since
     if cutoff is None:
         raise ConfigError("no start date: pass --since or set `cutoff` in livemed.toml")
     mark = watermark(store, source)
-    return (max(cutoff, mark) if mark else cutoff), cutoff
+    # From the start of the watermark's day: a document of that day added after the last harvest is
+    # still taken (the stored ones are skipped by id); the cutoff stays exclusive through the floor.
+    return (max(cutoff, day_start(mark.date())) if mark else cutoff), cutoff
 
 
 class _Harvest:
@@ -126,6 +137,34 @@ class _Harvest:
         self.records = []
 
 
+async def _next(items: AsyncIterator[Doc | Rejection], report: SourceReport) -> Doc | Rejection | None:
+    """The source's next item; None at its end or when it failed (the failure goes into `report`).
+
+    Only the source's own failures are caught here, so one source failing, even with an unexpected
+    error, leaves the other sources of the command to go on; store errors still end the run.
+    """
+    try:
+        return await anext(items)
+    except StopAsyncIteration:
+        return None
+    except SourceError as exc:
+        report.error = str(exc)
+    except Exception as exc:  # a bug or an unforeseen reply in one source must not end the others
+        detail = " ".join(str(exc).split())[:300]
+        report.error = f"{report.source}: unexpected {type(exc).__name__}: {detail}"
+        logger.debug("source %s failed", report.source, exc_info=True)
+    return None
+
+
+def _advance(store: Store, source: str, newest: datetime, since: datetime | None) -> None:
+    """Move the watermark to `newest`, unless a `--since` window began after it (that would skip the gap)."""
+    before = watermark(store, source)
+    if before is not None and since is not None and since > before:
+        return  # a later default run must still harvest from the old watermark to `since`
+    if before is None or newest > before:
+        store.state_set(WATERMARKS, source, newest.isoformat())
+
+
 async def harvest_source(
     store: Store,
     source: Source,
@@ -137,7 +176,7 @@ async def harvest_source(
     limit: int | None = None,
     batch_size: int = 200,
 ) -> SourceReport:
-    """Harvest `source` into `store`; a SourceError is caught into the report (other sources go on)."""
+    """Harvest `source` into `store`; the source's failure is caught into the report (others go on)."""
     start, floor = window_start(store, source.name, since, cutoff)
     report = SourceReport(source.name, since=start, until=until)
     report.watermark_before = store.state_get(WATERMARKS, source.name)
@@ -145,19 +184,13 @@ async def harvest_source(
     run = _Harvest(store, prefilters, report, batch_size, limit)
     items = source.harvest(start, until, limit=None)  # the limit counts new documents, see _Harvest
     try:
-        async for item in items:
+        while not run.full and (item := await _next(items, report)) is not None:
             run.add(item, floor, until)
-            if run.full:
-                break
-    except SourceError as exc:
-        report.error = str(exc)
     finally:
         run.flush()
         if (close := getattr(items, "aclose", None)) is not None:
             await close()
     if report.error is None and run.newest is not None and (source.ordered or not run.full):
-        before = watermark(store, source.name)
-        if before is None or run.newest > before:
-            store.state_set(WATERMARKS, source.name, run.newest.isoformat())
+        _advance(store, source.name, run.newest, since)
     report.watermark_after = store.state_get(WATERMARKS, source.name)
     return report

@@ -16,8 +16,9 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from livemed.config import describe_validation_error
 from livemed.errors import SourceError
 from livemed.models.engine import backoff_delay
 from livemed.records import Doc, Reply, ReplyRole
@@ -70,7 +71,7 @@ class StackExchange:
                 questions, more = await self._call(http, "/search/advanced", params)
                 answers = await self._answers(http, questions)
                 for question in questions:
-                    item = self._doc(question, answers)
+                    item = self._checked_doc(question, answers)
                     yield item
                     yielded += isinstance(item, Doc)
                     if limit is not None and yielded >= limit:
@@ -136,6 +137,15 @@ class StackExchange:
                     by_question.setdefault(answer["question_id"], []).append(answer)
             page += 1
         return by_question
+
+    def _checked_doc(self, question: Any, answers: dict[int, list[dict[str, Any]]]) -> DocOrRejection:
+        """`_doc`; a value of the wrong type (a number for an author) makes a Rejection of that question."""
+        try:
+            return self._doc(question, answers)
+        except (ValidationError, AttributeError, TypeError) as exc:
+            qid = str(question.get("question_id", "")) if isinstance(question, dict) else ""
+            detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            return rejection(NAME, qid, "malformed", f"question {qid}: {detail}")
 
     def _doc(self, question: Any, answers: dict[int, list[dict[str, Any]]]) -> DocOrRejection:
         if not isinstance(question, dict) or "question_id" not in question:
