@@ -99,6 +99,16 @@ def test_lowest_answers_takes_the_worst_sample_per_case() -> None:
     assert [(p.case_id, p.score) for p in picked] == [("c1", 0.1), ("c3", 0.3)]
 
 
+def test_lowest_answers_leaves_out_perfect_answers() -> None:
+    def s(case: str, value: float) -> Score:
+        return Score(answer_id=f"answer:{case}:m/a:0", case_id=case, model="m/a", judge="j",
+                     score=value, coverage=1, harm=0)  # fmt: skip
+
+    scores = [s("c1", 1.0), s("c2", 0.99), s("c3", 1.0)]
+    assert [p.case_id for p in lowest_answers(scores, "m/a", 3)] == ["c2"]
+    assert lowest_answers([s("c1", 1.0)], "m/a", 5) == []
+
+
 def test_distribution_shares_and_knowledge_vs_reasoning() -> None:
     def label(answer: str, category: str, classifier: str = "openai/x") -> ErrorLabel:
         return ErrorLabel(
