@@ -77,6 +77,33 @@ def test_contamination_uses_the_configured_registry(project: Path) -> None:
     assert {r["model"]: r["status"] for r in data["rows"]}["fake/strong"] == "insufficient data"
 
 
+def test_contamination_table_shows_full_model_ids_and_full_minus_post_at_100_columns(tmp_path: Path) -> None:
+    long_id = "vllm/meta-llama/Llama-3.1-8B-Instruct"
+    with Store(tmp_path / "s.db") as store:
+        store.put(study(n_cases=100, models=(long_id, "fake/strong", "openai/gpt-4o-mini")))
+    (tmp_path / "cutoffs.toml").write_text(CUTOFFS_TOML, encoding="utf-8")
+    (tmp_path / "livemed.toml").write_text(
+        'store = "s.db"\n[analysis]\ncutoffs = "cutoffs.toml"\nresamples = 1000\npermutations = 1000\n'
+        "min_post_cases = 5\nmin_pre_cases = 5\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(
+        app, ["--config", str(tmp_path / "livemed.toml"), "contamination"], env={"COLUMNS": "100"}
+    )
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if not line.startswith("wrote ")]
+    assert max(len(line) for line in lines) <= 100
+    for model in (long_id, "fake/strong", "openai/gpt-4o-mini"):
+        assert any(line.startswith(model + " ") for line in lines), model
+    assert "drop explained by drift" in result.output  # the tested model's verdict, in the second table
+    assert "full−post" in result.output
+    assert "…" not in result.output
+    data = json.loads((tmp_path / "results" / "contamination.json").read_text())
+    strong = next(r for r in data["rows"] if r["model"] == "fake/strong")
+    row = next(line for line in lines if line.startswith("fake/strong "))
+    assert f"{strong['full_minus_post']:.3f}" in row.split()
+
+
 def test_trends(project: Path) -> None:
     invoke(project, "trends")
     text = (project / "results" / "trends.csv").read_text(encoding="utf-8")
