@@ -122,6 +122,7 @@ def test_taxonomy_heuristic_stores_labels_and_a_run(project: Path) -> None:
     assert {label.method for label in labels} == {"heuristic"}
     assert runs
     assert runs[0].outcome == "ok"
+    assert runs[0].models == ["offline/heuristic"]  # the classifier is named in the run's provenance
     rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
     assert rows[0]["n"] == 7
 
