@@ -249,6 +249,16 @@ def test_report_into_an_existing_folder_writes_report_html(project: Path) -> Non
     assert "<h2>Leaderboard</h2>" in (folder / "report.html").read_text(encoding="utf-8")
     assert (folder / "report-tables" / "leaderboard.csv").exists()
     assert not (project / "site-tables").exists()
+    prompts = {  # the provenance "Prompts" table, like every other table of the report
+        (r["kind"], r["model"], r["prompt_hash"]): int(r["records"])
+        for r in csv.DictReader((folder / "report-tables" / "prompts.csv").read_text().splitlines())
+    }
+    with Store(project / "s.db") as store:
+        n_grades = store.count()["grade"]
+    assert prompts[("grade", "fake/judge", "gradeprompt001")] == n_grades
+    assert ("rubric", "fake/writer", "rubricprompt01") in prompts
+    summary = json.loads((folder / "report-tables" / "prompts.json").read_text())["summary"]
+    assert summary["judge"] == "fake/judge"
 
 
 @pytest.mark.parametrize(

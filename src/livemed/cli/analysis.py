@@ -258,6 +258,7 @@ def _write_report_tables(data: object, folder: Path) -> None:
     paths += write_table(folder, "rejection_reasons", data.reasons, context=c)
     paths += write_table(folder, "runs", data.runs, context=c)
     paths += write_table(folder, "usage", data.usage, context=c)
+    paths += write_table(folder, "prompts", data.prompts, context=c)
     console.print(f"[dim]wrote {len(paths)} table files to {folder}[/]")
 
 
