@@ -77,6 +77,33 @@ def test_contamination_uses_the_configured_registry(project: Path) -> None:
     assert {r["model"]: r["status"] for r in data["rows"]}["fake/strong"] == "insufficient data"
 
 
+def test_contamination_table_shows_full_model_ids_and_full_minus_post_at_100_columns(tmp_path: Path) -> None:
+    long_id = "vllm/meta-llama/Llama-3.1-8B-Instruct"
+    with Store(tmp_path / "s.db") as store:
+        store.put(study(n_cases=100, models=(long_id, "fake/strong", "openai/gpt-4o-mini")))
+    (tmp_path / "cutoffs.toml").write_text(CUTOFFS_TOML, encoding="utf-8")
+    (tmp_path / "livemed.toml").write_text(
+        'store = "s.db"\n[analysis]\ncutoffs = "cutoffs.toml"\nresamples = 1000\npermutations = 1000\n'
+        "min_post_cases = 5\nmin_pre_cases = 5\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(
+        app, ["--config", str(tmp_path / "livemed.toml"), "contamination"], env={"COLUMNS": "100"}
+    )
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if not line.startswith("wrote ")]
+    assert max(len(line) for line in lines) <= 100
+    for model in (long_id, "fake/strong", "openai/gpt-4o-mini"):
+        assert any(line.startswith(model + " ") for line in lines), model
+    assert "drop explained by drift" in result.output  # the tested model's verdict, in the second table
+    assert "full−post" in result.output
+    assert "…" not in result.output
+    data = json.loads((tmp_path / "results" / "contamination.json").read_text())
+    strong = next(r for r in data["rows"] if r["model"] == "fake/strong")
+    row = next(line for line in lines if line.startswith("fake/strong "))
+    assert f"{strong['full_minus_post']:.3f}" in row.split()
+
+
 def test_trends(project: Path) -> None:
     invoke(project, "trends")
     text = (project / "results" / "trends.csv").read_text(encoding="utf-8")
@@ -95,6 +122,7 @@ def test_taxonomy_heuristic_stores_labels_and_a_run(project: Path) -> None:
     assert {label.method for label in labels} == {"heuristic"}
     assert runs
     assert runs[0].outcome == "ok"
+    assert runs[0].models == ["offline/heuristic"]  # the classifier is named in the run's provenance
     rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
     assert rows[0]["n"] == 7
 
@@ -221,6 +249,16 @@ def test_report_into_an_existing_folder_writes_report_html(project: Path) -> Non
     assert "<h2>Leaderboard</h2>" in (folder / "report.html").read_text(encoding="utf-8")
     assert (folder / "report-tables" / "leaderboard.csv").exists()
     assert not (project / "site-tables").exists()
+    prompts = {  # the provenance "Prompts" table, like every other table of the report
+        (r["kind"], r["model"], r["prompt_hash"]): int(r["records"])
+        for r in csv.DictReader((folder / "report-tables" / "prompts.csv").read_text().splitlines())
+    }
+    with Store(project / "s.db") as store:
+        n_grades = store.count()["grade"]
+    assert prompts[("grade", "fake/judge", "gradeprompt001")] == n_grades
+    assert ("rubric", "fake/writer", "rubricprompt01") in prompts
+    summary = json.loads((folder / "report-tables" / "prompts.json").read_text())["summary"]
+    assert summary["judge"] == "fake/judge"
 
 
 @pytest.mark.parametrize(

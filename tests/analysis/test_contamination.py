@@ -147,6 +147,22 @@ def test_user_registry_overrides_and_can_drop_the_defaults(tmp_path: Path) -> No
     assert list(load_cutoffs(path)) == ["x"]
 
 
+def test_user_entry_wins_when_keyed_by_an_alias_or_another_case(tmp_path: Path) -> None:
+    path = tmp_path / "cutoffs.toml"
+    path.write_text(
+        '[models."gpt-4o-2024-08-06"]\ncutoff = 2024-06-30\nsource = "my notes"\n'
+        '[models."GPT-4o-mini"]\ncutoff = 2024-02-29\nsource = "my notes"\n',
+        encoding="utf-8",
+    )
+    merged = load_cutoffs(path)
+    key, entry = find_cutoff("openai/gpt-4o-2024-08-06", merged)  # type: ignore[misc]
+    assert (key, entry.cutoff) == ("gpt-4o-2024-08-06", date(2024, 6, 30))
+    key, entry = find_cutoff("openai/gpt-4o-mini", merged)  # type: ignore[misc]
+    assert (key, entry.cutoff) == ("GPT-4o-mini", date(2024, 2, 29))
+    key, entry = find_cutoff("openai/gpt-4o", merged)  # type: ignore[misc]
+    assert (key, entry.cutoff) == ("gpt-4o", date(2023, 10, 31))  # the bundled entry's other names stay
+
+
 def test_bad_registry_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "cutoffs.toml"
     path.write_text('[models."x"]\ncutoff = 2024-01-31\n', encoding="utf-8")

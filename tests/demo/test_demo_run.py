@@ -71,6 +71,12 @@ def test_funnel_counts_and_rejections_by_reason(demo_run: tuple[Path, str]) -> N
     assert store.count()["case"] == 33
     assert "curation funnel" in output
     assert "39 document(s) curated: 33 case(s) accepted" in output
+    # the report's funnel starts from what was harvested and adds up: 45 → 6 pre-filter rejects → 39
+    # after the pre-filter → 4 screener + 2 validator rejects → 33 cases
+    [row] = json.loads((folder / "results" / "report-tables" / "funnel.json").read_text())["rows"]
+    assert (row["source"], row["harvested"], row["documents"], row["uncurated"]) == ("demo", 45, 39, 0)
+    assert (row["cases"], row["rubrics"], row["scored"]) == (33, 33, 33)
+    assert row["rejected"] == {"prefilter": 6, "screener": 4, "validator": 2}
 
 
 def test_leaderboard_orders_reference_over_retrieval_over_empty(demo_run: tuple[Path, str]) -> None:

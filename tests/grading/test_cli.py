@@ -84,6 +84,10 @@ def test_offline_pipeline_orders_reference_retrieval_empty(
         assert [r.counts.get("grade", 0) for r in grade_runs].count(0) == 1  # the second run wrote nothing
         assert all(r.outcome == "ok" for r in grade_runs)
         assert all(s.convention == "livemed" for s in store.iter(Score))
+        [score_run] = [r for r in store.iter(Run) if r.command == "scores"]  # scoring is in the provenance
+        assert (score_run.outcome, score_run.counts["score"]) == ("ok", 18)
+        assert score_run.settings["judge"] == "offline/lexical"
+        assert score_run.settings["convention"] == "livemed"
     hb = run(kqa_store, "scores", "--judge", "offline/lexical", "--convention", "healthbench", "--by", "axis")
     assert "convention: healthbench" in hb
     assert "by axis (same formula on each subset)" in hb

@@ -62,9 +62,13 @@ def test_every_section_is_there_with_the_analysis_numbers(report_data: ReportDat
 
 def test_funnel_counts_documents_rejections_and_cases(report_data: ReportData) -> None:
     forum = next(f for f in report_data.funnel if f.source == "forum")
-    # 100 cases: every 4th is from pubmed -> 75 forum cases, plus 6 rejected forum docs
-    assert (forum.documents, forum.cases, forum.rubrics, forum.scored) == (81, 75, 75, 75)
+    # 100 cases: every 4th is from pubmed -> 75 forum cases, plus 6 rejected forum docs (3 by the
+    # pre-filter, never stored; 3 by the screener)
+    assert (forum.harvested, forum.documents, forum.uncurated) == (81, 78, 0)
+    assert (forum.cases, forum.rubrics, forum.scored) == (75, 75, 75)
     assert forum.rejected == {"prefilter": 3, "screener": 3}
+    assert forum.harvested - sum(forum.rejected_before().values()) == forum.documents
+    assert forum.documents - sum(forum.rejected_in_curation().values()) - forum.uncurated == forum.cases
 
 
 def test_json_in_the_page_cannot_close_its_script(report_store: Store, tmp_path: Path) -> None:
@@ -85,4 +89,5 @@ def test_report_builds_on_every_store_backend(any_store: Store) -> None:
     assert len(data.cases) == 4
     assert data.cases[0].case.published > data.cases[-1].case.published  # most recent first
     assert all(len(view.answers) == 3 and len(view.answers[0].results) == 4 for view in data.cases)
-    assert sum(row.documents for row in data.funnel) == 18
+    assert sum(row.harvested for row in data.funnel) == 18
+    assert sum(row.documents for row in data.funnel) == 15  # the 3 the pre-filter rejected are not stored

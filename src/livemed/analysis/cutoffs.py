@@ -60,7 +60,12 @@ def bundled_cutoffs() -> dict[str, CutoffEntry]:
 
 
 def load_cutoffs(path: str | Path | None = None) -> dict[str, CutoffEntry]:
-    """The bundled registry, with the entries of the user's file (if any) on top."""
+    """The bundled registry, with the entries of the user's file (if any) on top.
+
+    The user's entries come last in the returned dict, and `find_cutoff` lets later entries win a
+    name, so a user entry overrides a bundled one also when it is keyed by an alias of it or spelled
+    in another letter case.
+    """
     if path is None:
         return bundled_cutoffs()
     try:
@@ -69,6 +74,8 @@ def load_cutoffs(path: str | Path | None = None) -> dict[str, CutoffEntry]:
         raise InputFileError(str(path), f"cannot read the cutoff registry: {exc.strerror or exc}") from None
     user = parse_cutoffs(text, str(path))
     merged = bundled_cutoffs() if user.include_defaults else {}
+    for key in user.models:
+        merged.pop(key, None)  # re-inserted below, after the bundled entries
     merged.update(user.models)
     return merged
 
@@ -83,11 +90,15 @@ def _names(model_id: str) -> list[str]:
 
 
 def find_cutoff(model_id: str, registry: dict[str, CutoffEntry]) -> tuple[str, CutoffEntry] | None:
-    """The registry key and entry for a model id, or None (exact names only: no prefix guessing)."""
+    """The registry key and entry for a model id, or None (exact names only: no prefix guessing).
+
+    Names (keys and aliases) match case-insensitively; when two entries claim a name, the later one
+    in `registry` wins (`load_cutoffs` puts the user's entries after the bundled ones).
+    """
     index: dict[str, tuple[str, CutoffEntry]] = {}
     for key, entry in registry.items():
         for name in [key, *entry.aliases]:
-            index.setdefault(name.lower(), (key, entry))
+            index[name.lower()] = (key, entry)
     for name in _names(model_id):
         if name in index:
             return index[name]

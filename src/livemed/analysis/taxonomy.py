@@ -37,6 +37,7 @@ CATEGORIES: dict[str, str] = {
 KNOWLEDGE: tuple[Category, ...] = ("KGOC", "MHME")
 REASONING: tuple[Category, ...] = ("CNIF", "GOPR")
 HEURISTIC_ID = "offline/heuristic"
+MAX_SCORE = 1.0  # a case score at the maximum is not a failure to classify
 _PRECEDENCE: tuple[Category, ...] = ("MHME", "GOPR", "CNIF", "KGOC")
 _FABRICATION = re.compile(
     r"fabricat|invent|hallucinat|non-?existent|made[- ]up|false|incorrect|inaccurate|wrong", re.IGNORECASE
@@ -88,12 +89,17 @@ def criterion_results(rubric: Rubric, grades: Iterable[Grade]) -> tuple[Criterio
 
 
 def lowest_answers(scores: Iterable[Score], model: str, k: int) -> list[Score]:
-    """The model's k lowest-scoring cases, one answer per case (its lowest-scoring sample)."""
+    """The model's k lowest-scoring cases, one answer per case (its lowest-scoring sample).
+
+    Only failures are candidates: a case whose lowest sample scored the maximum (1.0) is left out, so
+    fewer than k answers come back when the model answered the rest perfectly.
+    """
     worst: dict[str, Score] = {}
     for s in scores:
         if s.model == model and (s.case_id not in worst or s.score < worst[s.case_id].score):
             worst[s.case_id] = s
-    return sorted(worst.values(), key=lambda s: (s.score, s.case_id))[:k]
+    failures = [s for s in worst.values() if s.score < MAX_SCORE]
+    return sorted(failures, key=lambda s: (s.score, s.case_id))[:k]
 
 
 def _evidence(result: CriterionResult) -> Category | None:

@@ -258,6 +258,7 @@ def _write_report_tables(data: object, folder: Path) -> None:
     paths += write_table(folder, "rejection_reasons", data.reasons, context=c)
     paths += write_table(folder, "runs", data.runs, context=c)
     paths += write_table(folder, "usage", data.usage, context=c)
+    paths += write_table(folder, "prompts", data.prompts, context=c)
     console.print(f"[dim]wrote {len(paths)} table files to {folder}[/]")
 
 
@@ -265,7 +266,9 @@ def _write_report_tables(data: object, folder: Path) -> None:
 def taxonomy_command(
     ctx: typer.Context,
     model: list[str] = typer.Option(..., "--model", "-m", help="Model(s) whose failures to classify."),
-    k: int = typer.Option(20, "--k", min=1, help="How many lowest-scoring cases per model."),
+    k: int = typer.Option(
+        20, "--k", min=1, help="How many lowest-scoring cases per model (cases scored 1.0 are left out)."
+    ),
     classifier: str = typer.Option(
         "offline/heuristic", "--classifier", help="Classifier model id, or offline/heuristic (no LLM)."
     ),

@@ -6,6 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rich import box
+from rich.console import Group
 from rich.table import Table
 
 from livemed.analysis.taxonomy import CATEGORIES
@@ -15,6 +17,9 @@ if TYPE_CHECKING:  # the analysis modules import scipy: keep `livemed --help` fa
     from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison
     from livemed.analysis.taxonomy import DistributionRow
     from livemed.analysis.trends import TrendRow
+
+
+_WRAPPABLE = frozenset({"status", "verdict", "classifier"})  # words that may wrap; numbers and ids never
 
 
 def num(value: float | None, digits: int = 3) -> str:
@@ -29,10 +34,19 @@ def pval(value: float | None) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def _table(title: str, columns: Sequence[str], left: int = 1) -> Table:
-    table = Table(title=title)
+def _table(title: str, columns: Sequence[str], left: int = 1, *, compact: bool = False) -> Table:
+    """A table whose "model" and number columns never wrap: the text columns (status, verdict) give way.
+
+    `compact`: no outer border and narrow gaps between columns, for tables with many columns.
+    """
+    table = (
+        Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+        if compact
+        else Table(title=title)
+    )
     for i, column in enumerate(columns):
-        table.add_column(column, justify="left" if i < left else "right")
+        text = i < left or column in _WRAPPABLE
+        table.add_column(column, justify="left" if text else "right", no_wrap=column not in _WRAPPABLE)
     return table
 
 
@@ -63,24 +77,35 @@ def comparison_table(c: PairedComparison) -> Table:
     return table
 
 
-def contamination_table(result: ContaminationResult) -> Table:
+def contamination_table(result: ContaminationResult) -> Group:
+    """Two compact tables that fit full model ids in 100 columns: each model's full-set and
+    post-cutoff means with the method's full − post, then the tests and verdict of the tested models."""
     s = result.summary
     share = "—" if s.share_significant is None else f"{s.share_significant:.0%}"
     title = (
         f"contamination: {s.n_significant}/{s.n_tested} tested models with a significant drop "
         f"(BH q < {s.alpha}; {share}); {s.n_signal} beyond drift"
     )
-    columns = ["model", "cutoff", "status", "pre/post", "full", "post", "pre−post [95% CI]", "MWU p",
-               "q", "δ", "adjusted", "verdict"]  # fmt: skip
-    table = _table(title, columns, 3)
+    columns = ["model", "cutoff", "status", "pre/post", "full", "post", "full−post"]
+    means = _table(title, columns, 3, compact=True)
+    tests = _table(
+        "tested models: pre − post; adjusted = difference-in-differences vs the controls",
+        ["model", "pre−post", "95% CI", "MWU p", "q", "δ", "adjusted", "verdict"],
+        compact=True,
+    )
     for r in result.rows:
-        table.add_row(
+        means.add_row(
             r.model, str(r.cutoff or "—"), r.status, f"{r.n_pre}/{r.n_post}", num(r.mean_full),
-            num(r.mean_post),
-            f"{num(r.pre_minus_post)} [{num(r.pre_minus_post_low)}, {num(r.pre_minus_post_high)}]",
-            pval(r.p_mannwhitney), pval(r.q_value), num(r.cliffs_delta, 2), num(r.adjusted), r.verdict or "—",
+            num(r.mean_post), num(r.full_minus_post),
         )  # fmt: skip
-    return table
+        if r.status == "tested":
+            ci = f"[{num(r.pre_minus_post_low)}, {num(r.pre_minus_post_high)}]"
+            tests.add_row(
+                r.model, num(r.pre_minus_post), ci,
+                pval(r.p_mannwhitney), pval(r.q_value), num(r.cliffs_delta, 2), num(r.adjusted),
+                r.verdict or "—",
+            )  # fmt: skip
+    return Group(means, tests) if tests.row_count else Group(means)
 
 
 def trends_table(rows: Sequence[TrendRow]) -> Table:

@@ -34,6 +34,7 @@ def scores(
     """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs."""
     from livemed.grading import score as S
     from livemed.grading.runs import score_all
+    from livemed.pipeline import track_run
 
     if convention not in S.CONVENTIONS:
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
@@ -41,7 +42,17 @@ def scores(
         raise ConfigError(f"--policy must be not-met or exclude, got {policy!r}")
     if by not in (None, "axis", "theme"):
         raise ConfigError(f"--by must be axis or theme, got {by!r}")
-    run = score_all(state(ctx).store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
+    settings = {
+        "judge": judge,
+        "convention": convention,
+        "failure_policy": policy,
+        "model": model,
+        "seed": seed,
+    }
+    store = state(ctx).store
+    with track_run(store, "scores", settings=settings) as record:
+        run = score_all(store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
+        record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}
     rows = S.leaderboard(run.scores, convention, seed=seed)
     breakdown = S.breakdown(run.scores, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
     table = Table(title=f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")

@@ -75,7 +75,7 @@ def run_taxonomy(
         "failure_policy": policy,
     }
     if classifier == HEURISTIC_ID:
-        with track_run(store, "taxonomy", settings=settings):
+        with track_run(store, "taxonomy", settings=settings, models=[HEURISTIC_ID]):
             store.put([heuristic_label(item) for item in items])
         classifier_id = HEURISTIC_ID
         console.print(f"[dim]labelled {len(items)} answer(s) with the offline heuristic (a baseline)[/]")

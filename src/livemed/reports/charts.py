@@ -237,22 +237,34 @@ def taxonomy_chart(rows: Sequence[DistributionRow]) -> Chart:
     return chart
 
 
-FUNNEL_STEPS = (("documents", "#94a3b8"), ("cases", "#2563eb"), ("rubrics", "#7c3aed"), ("scored", "#059669"))
+FUNNEL_STEPS = (
+    ("harvested", "#cbd5e1"),
+    ("documents", "#94a3b8"),
+    ("cases", "#2563eb"),
+    ("rubrics", "#7c3aed"),
+    ("scored", "#059669"),
+)
+FUNNEL_LABELS = {"documents": "after pre-filter"}
 
 
 def funnel_chart(rows: Sequence[FunnelRow]) -> Chart:
-    """Per source: documents harvested, cases curated, rubrics written, cases scored (bar length ∝ count)."""
+    """Per source: documents harvested, left after the pre-filter, cases curated, rubrics written, cases
+    scored (bar length ∝ count)."""
     bar_h, group_gap, top = 14.0, 16.0, 24.0
     group_h = bar_h * len(FUNNEL_STEPS) + group_gap
-    chart = Chart(WIDTH, top + group_h * len(rows), "Curation funnel: documents → cases → rubrics → scored")
-    for j, (name, fill) in enumerate(FUNNEL_STEPS):
-        chart.add("rect", x=LABEL_W + j * 120, y=4, w=10, h=10, fill=fill)
-        chart.add("text", x=LABEL_W + j * 120 + 14, y=13, text=name, size=11, fill="#374151")
-    biggest = max([max(r.documents, r.cases) for r in rows] + [1])
+    title = "Curation funnel: harvested → after pre-filter → cases → rubrics → scored"
+    chart = Chart(WIDTH, top + group_h * len(rows), title)
+    x = LABEL_W
+    for name, fill in FUNNEL_STEPS:
+        label = FUNNEL_LABELS.get(name, name)
+        chart.add("rect", x=x, y=4, w=10, h=10, fill=fill)
+        chart.add("text", x=x + 14, y=13, text=label, size=11, fill="#374151")
+        x += 14 + 6.5 * len(label) + 18
+    biggest = max([max(r.harvested, r.documents, r.cases) for r in rows] + [1])
     for i, row in enumerate(rows):
         y0 = top + i * group_h
         chart.add(
-            "text", x=LABEL_W - 8, y=y0 + 2 * bar_h, text=row.source, anchor="end", size=12, fill="#111827"
+            "text", x=LABEL_W - 8, y=y0 + 2.5 * bar_h, text=row.source, anchor="end", size=12, fill="#111827"
         )
         for j, (name, fill) in enumerate(FUNNEL_STEPS):
             count = int(getattr(row, name))
@@ -265,7 +277,7 @@ def funnel_chart(rows: Sequence[FunnelRow]) -> Chart:
                 w=max(w, 1.0),
                 h=bar_h - 3,
                 fill=fill,
-                title=f"{row.source} {name}: {count}",
+                title=f"{row.source} {FUNNEL_LABELS.get(name, name)}: {count}",
             )
             chart.add("text", x=LABEL_W + w + 6, y=y + bar_h - 3, text=str(count), size=10, fill="#374151")
     return chart
