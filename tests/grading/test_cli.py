@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.errors import ConfigError
 from livemed.interop.kqa import REFERENCE_NAMESPACE
 from livemed.models import Message, Settings
 from livemed.models.fake import FakeModel
@@ -90,7 +91,7 @@ def test_offline_pipeline_orders_reference_retrieval_empty(
         assert score_run.settings["convention"] == "livemed"
     hb = run(kqa_store, "scores", "--judge", "offline/lexical", "--convention", "healthbench", "--by", "axis")
     assert "convention: healthbench" in hb
-    assert "by axis (same formula on each subset)" in hb
+    assert "by axis (the case formula over each axis's criteria)" in hb
 
 
 def test_kqa_import_keeps_must_have_as_reference(kqa_store: Path) -> None:
@@ -245,3 +246,28 @@ def test_reimport_keeps_stored_cases_and_their_dates(kqa_store: Path, shared_dat
     out = run(kqa_store, "import-healthbench", str(kqa_store.parent / "hb.jsonl"))
     assert "imported 0 case(s)" in out
     assert "6 already in the store, kept" in out
+
+
+def test_healthbench_tag_metrics_through_the_cli(tmp_path: Path) -> None:
+    import json
+
+    from tests.grading.test_healthbench import EXAMPLE_A, EXAMPLE_B
+
+    examples = tmp_path / "hb.jsonl"
+    examples.write_text("\n".join(json.dumps(e) for e in (EXAMPLE_A, EXAMPLE_B)) + "\n", encoding="utf-8")
+    store = tmp_path / "s.db"
+    run(store, "import-healthbench", str(examples))
+    run(store, "answer", "--model", "offline/reference")
+    run(store, "grade", "--judge", "offline/lexical")
+    out = tmp_path / "tags.json"
+    args = ["scores", "--judge", "offline/lexical", "--convention", "healthbench", "--by", "tag", "--json"]
+    printed = run(store, *args, str(out))
+    assert "by tag (example tags: the case score" in printed
+    tags = {row["tag"] for row in json.loads(out.read_text())["by"]["tag"]}
+    assert {"physician_agreed_category:emergent", "theme:context_seeking", "level:cluster"} <= tags
+    assert {"axis:accuracy", "axis:instruction_following", "level:example"} <= tags
+    refused = CliRunner().invoke(
+        app, ["--store", str(store), "scores", "--judge", "offline/lexical", "--by", "tag"]
+    )
+    assert isinstance(refused.exception, ConfigError)  # a user error: one line, exit code 2
+    assert "--convention healthbench" in str(refused.exception)

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
-from livemed.cli.common import make_engine, print_usage
+from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import console, err_console, state
 from livemed.cli.grading_commands import judges_app, resolve
 from livemed.errors import ConfigError, UserError
@@ -28,7 +28,9 @@ def scores(
     policy: str = typer.Option("not-met", "--policy", help="Failed verdicts: not-met (default) or exclude."),
     model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (1,000 resamples)."),
-    by: str | None = typer.Option(None, "--by", help="Also break scores down by axis or theme."),
+    by: str | None = typer.Option(
+        None, "--by", help="Also break scores down by axis, theme, or tag (HealthBench's tag metrics)."
+    ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the leaderboard as JSON."),
 ) -> None:
     """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs."""
@@ -40,8 +42,10 @@ def scores(
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
     if policy not in ("not-met", "exclude"):
         raise ConfigError(f"--policy must be not-met or exclude, got {policy!r}")
-    if by not in (None, "axis", "theme"):
-        raise ConfigError(f"--by must be axis or theme, got {by!r}")
+    if by is not None and by not in S.BREAKDOWNS:
+        raise ConfigError(f"--by must be one of {', '.join(S.BREAKDOWNS)}, got {by!r}")
+    if by == "tag" and convention != "healthbench":
+        raise ConfigError("--by tag gives HealthBench's tag metrics: add --convention healthbench")
     settings = {
         "judge": judge,
         "convention": convention,
@@ -70,7 +74,7 @@ def scores(
         )
     console.print(table)
     if by:
-        _print_breakdown(by, breakdown)
+        _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
     if json_out is not None:
@@ -86,8 +90,15 @@ def scores(
         console.print(f"wrote {json_out}")
 
 
-def _print_breakdown(by: str, rows: list[dict[str, Any]]) -> None:
-    table = Table(title=f"by {by} (same formula on each subset)")
+def _print_breakdown(by: str, rows: list[dict[str, Any]], convention: str) -> None:
+    how = {
+        "axis": "the case formula over each axis's criteria",
+        "theme": "each case's score under its themes"
+        if convention == "healthbench"
+        else "the case formula over each theme's criteria",
+        "tag": "example tags: the case score; rubric tags: the case formula over their criteria",
+    }[by]
+    table = Table(title=f"by {by} ({how})")
     for column in ("model", by, "score", "95% CI", "n"):
         table.add_column(column, justify="right" if column in ("score", "n") else "left", no_wrap=True)
     for row in rows:
@@ -127,8 +138,15 @@ def agreement(
         raise UserError(f"{labels}: no usable labelled items")
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     judge = resolve(app_state, engine, grader, "judges", OfflineGrader)
-    with track_run(
-        app_state.store, "judges agreement", settings={"labels": str(labels)}, models=[grader], engine=engine
+    with (
+        usage_on_failure(engine),
+        track_run(
+            app_state.store,
+            "judges agreement",
+            settings={"labels": str(labels)},
+            models=[grader],
+            engine=engine,
+        ),
     ):
         predicted, reasons = asyncio.run(grade_items(items, judge))
     result = metrics([i.label for i in items], predicted, failures=sum(reasons.values()))

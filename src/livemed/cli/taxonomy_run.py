@@ -16,7 +16,7 @@ from livemed.analysis.taxonomy import (
     heuristic_label,
     lowest_answers,
 )
-from livemed.cli.common import make_engine, print_usage, progress_for
+from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import AppState, console
 from livemed.errors import UnknownNameError
 from livemed.pipeline import run_stage, track_run
@@ -108,6 +108,7 @@ def _classify_with_llm(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     llm = LLM(engine, get_model(classifier, config=app_state.config), stage=STAGE)
     with (
+        usage_on_failure(engine),
         track_run(store, "taxonomy", settings=settings, models=[llm.id], engine=engine),
         progress_for(engine, llm.id, f"classifying with {llm.id}"),
     ):
