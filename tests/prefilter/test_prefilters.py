@@ -82,6 +82,32 @@ def test_vocabulary_needs_medical_terms_or_mesh() -> None:
     assert isinstance(VocabularyFilter(min_hits=2, extra_terms=["campsites", "walks"])(doc(OTHER)), Doc)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I've been feeling dizzy and almost fainted twice this week, and my heart races when I stand up.",
+        "My period came twice this month, very heavy with clots. Could this be perimenopause? I'm 46.",
+        "Been coughing for three weeks after a cold, worse at night, and now my chest hurts when I breathe.",
+    ],
+)
+def test_patients_lay_words_and_inflections_count(text: str) -> None:
+    assert isinstance(VocabularyFilter()(doc(text)), Doc)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My car makes a grinding noise whenever I brake; the pads and the battery were replaced last year.",
+        "Which laptop battery lasts longest for travel? I need something light with a bright screen.",
+        "How do I keep my tomato plants from wilting in the heat? The leaves are curling at the edges.",
+    ],
+)
+def test_everyday_text_is_still_not_medical(text: str) -> None:
+    rejected = VocabularyFilter()(doc(text))
+    assert isinstance(rejected, Rejection)
+    assert rejected.reason == "not_medical"
+
+
 def test_exact_and_near_duplicates_are_rejected() -> None:
     check = DuplicateFilter(threshold=0.7, num_perm=128)
     assert isinstance(check(doc(MEDICAL, "a")), Doc)

@@ -2,10 +2,11 @@
 
 The term list is built once from every ICD-10-CM title outside the external-cause and
 health-status chapters (V-Z), minus generic words ("left", "initial", "head", …), plus a few
-clinical words ICD does not use as titles ("diagnosis", "medication", …) and any configured extra
-terms. Matching is one Aho-Corasick pass (pyahocorasick) over the lowercased text, on word
-boundaries; a document passes with at least `min_hits` (default 3) distinct terms, where each MeSH descriptor
-the record carries counts as one.
+clinical words ICD does not use as titles ("diagnosis", "medication", …), the lay words patients
+write on forums ("dizzy", "period", "throwing up", …) and any configured extra terms. Matching is one
+Aho-Corasick pass (pyahocorasick) over the lowercased text, on word boundaries, with the usual English
+endings (-s, -es, -ed, -ing: "coughing", "fainted"); a document passes with at least `min_hits`
+(default 3) distinct terms, where each MeSH descriptor the record carries counts as one.
 """
 
 from __future__ import annotations
@@ -86,6 +87,30 @@ CLINICAL = _split(
     antibiotic antibiotics ultrasound radiograph scan
     """
 )
+# How patients say it: words ICD titles do not use, or that the common-English list removes.
+LAY = _split(
+    """
+    dizzy dizziness lightheaded faint fainted fainting period periods menstrual cramps clots spotting
+    bleeding bleed nausea nauseous vomit vomiting throwing puke diarrhea diarrhoea constipated constipation
+    bloated bloating heartburn reflux cough coughing wheeze wheezing breathless sneezing phlegm mucus snot
+    fever feverish chills sweats sweating rash itchy itching hives swollen swelling lump lumps bruise
+    bruising sore soreness ache aches aching headache headaches migraine numb numbness tingling burning
+    throbbing stabbing palpitations racing pounding tired exhausted fatigue insomnia sleepless anxious
+    anxiety panic depressed depression moody suicidal pregnant pregnancy miscarriage contraception
+    menopause perimenopause breastfeeding stomach belly bowel bowels urine urinating pee peeing poop
+    stool stools bladder kidney
+    kidneys liver lungs chest throat tonsils sinus sinuses gums tooth toothache earache eyesight blurry
+    blurred vision joints joint knee knees spine ankle wrist hip shoulder muscle muscles tendon ligament
+    sprain sprained fracture infection infected inflamed inflammation pus wound stitches scar blood
+    sugar cholesterol thyroid hormone hormones allergy allergic asthma inhaler eczema acne psoriasis
+    diabetes diabetic insulin tablets pills meds ibuprofen paracetamol acetaminophen aspirin tylenol advil
+    antidepressant antidepressants steroid steroids vaccine vaccinated jab doctor doctors gp nurse
+    pharmacist er ae emergency ambulance appointment referral specialist dermatologist cardiologist
+    gynaecologist gynecologist x-ray mri ct bloods labs
+    """
+)
+# Words ICD titles use that, in forum text, say nothing medical ("the brake pads", "a car battery").
+NOT_MEDICAL = frozenset(_split("otherwise battery pads brake brakes engine"))
 _WORD = re.compile(r"[a-z][a-z'-]{3,}")
 _TOKEN = re.compile(r"[\w'-]+")
 
@@ -103,19 +128,25 @@ def icd10_terms() -> frozenset[str]:
             continue
         terms.update(_WORD.findall(icd.get_description(code).lower()))
     adverbs = {term for term in terms if term.endswith("ly")}  # "properly", "normally": never medical signals
-    return frozenset(terms - GENERIC - COMMON_ENGLISH - adverbs)
+    return frozenset((terms - GENERIC - COMMON_ENGLISH - NOT_MEDICAL - adverbs) | set(LAY))
 
 
 @lru_cache(maxsize=8)
 def build_automaton(extra: tuple[str, ...] = ()) -> ahocorasick.Automaton:
-    """Keys are " term " and " terms " (space-delimited), so matches fall on word boundaries."""
+    """Keys are " term " and its inflections, space-delimited, so matches fall on word boundaries."""
     automaton = ahocorasick.Automaton()
     terms = icd10_terms() | set(CLINICAL) | {" ".join(_TOKEN.findall(t.lower())) for t in extra}
     for term in sorted(t for t in terms if t):
-        automaton.add_word(f" {term} ", term)
-        automaton.add_word(f" {term}s ", term)
+        for form in inflections(term):
+            automaton.add_word(f" {form} ", term)
     automaton.make_automaton()
     return automaton
+
+
+def inflections(term: str) -> set[str]:
+    """The term and its regular forms: -s/-es, -ed, -ing (a final -e dropped: "wheeze" → "wheezing")."""
+    stem = term[:-1] if term.endswith("e") else term
+    return {term, f"{term}s", f"{term}es", f"{stem}ed", f"{stem}ing"}
 
 
 def medical_terms(text: str, automaton: ahocorasick.Automaton, enough: int | None = None) -> set[str]:
