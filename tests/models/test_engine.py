@@ -312,3 +312,18 @@ async def test_a_budget_stop_keeps_every_call_already_paid_for(sqlite_store) -> 
     assert len(model.calls) == 4  # $0.11 each within $0.50, none cancelled half-way
     assert engine.accounting.cost_usd == pytest.approx(0.44)
     assert sqlite_store.count().get("rejection") == 4  # every paid call's result is stored
+
+
+async def test_generate_structured_validates_and_repairs_once_on_a_fresh_engine() -> None:
+    from pydantic import BaseModel
+
+    from livemed.models import generate_structured
+
+    class Verdict(BaseModel):
+        criteria_met: bool
+
+    model = FakeModel("fake/judge", responses=["not json", '{"criteria_met": true}'])
+    out = await generate_structured(model, [{"role": "user", "content": "a"}], Verdict)
+    assert out.value == Verdict(criteria_met=True)
+    assert out.repaired
+    assert len(model.calls) == 2

@@ -314,3 +314,48 @@ def test_unknown_provider_suggests_the_right_one() -> None:
         get_model("opneai/gpt-4o")
     with pytest.raises(ConfigError, match="provider/name"):
         get_model("gpt-4o")
+
+
+async def test_an_endpoint_that_refuses_the_schema_format_gets_instructed_json(
+    make_engine, server: FakeOpenAIServer, api_key: str
+) -> None:
+    from pydantic import BaseModel
+
+    from livemed.models import LLM
+
+    class Verdict(BaseModel):
+        criteria_met: bool
+
+    engine, model = make_engine(max_retries=0)
+    refusal = "response_format type 'json_schema' is not supported by this server"
+    server.script(
+        Behavior(status=400, error_message=refusal),
+        Behavior(text='{"criteria_met": true}'),
+        Behavior(text='{"criteria_met": false}'),
+    )
+    llm = LLM(engine, model, stage="grade")
+    first = await llm.structured([{"role": "user", "content": "a"}], Verdict)
+    second = await llm.structured([{"role": "user", "content": "b"}], Verdict)
+    assert (first.value, second.value) == (Verdict(criteria_met=True), Verdict(criteria_met=False))
+    refused, retried, later = (r.body or {} for r in server.chat_requests)
+    assert "response_format" in refused
+    for body in (retried, later):  # instructed JSON, straight away for the later call
+        assert "response_format" not in body
+        assert "JSON schema" in body["messages"][0]["content"]
+    assert engine.schema_refused == {model.id}
+
+
+async def test_any_other_400_is_a_plain_failure(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+    from pydantic import BaseModel
+
+    from livemed.models import LLM
+
+    class Verdict(BaseModel):
+        criteria_met: bool
+
+    engine, model = make_engine(max_retries=0)
+    server.default = Behavior(status=400, error_message="maximum context length is 8192 tokens")
+    out = await LLM(engine, model).structured([{"role": "user", "content": "a"}], Verdict)
+    assert out.value is None
+    assert len(server.chat_requests) == 1
+    assert engine.schema_refused == set()

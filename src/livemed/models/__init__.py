@@ -6,6 +6,7 @@ async with Engine(store=store, config=config) as engine:       # on exit: cache 
     judge = LLM(engine, get_model("openai/gpt-4o-mini", config=config), stage="grade")
     completion_or_failure = await judge.generate(messages)
     structured = await judge.structured(messages, Verdict)      # .value or .failure
+verdict = await generate_structured(model, messages, Verdict)  # one-off, on a fresh engine
 ```
 Providers: `openai/` (any OpenAI-compatible endpoint), `vllm/`, `ollama/` (`models/openai.py`), `fake/`
 (`models/fake.py`), `offline/` (baselines registered in `models/registry.py`).
@@ -21,7 +22,7 @@ from livemed.models.base import (
     TransientModelError,
 )
 from livemed.models.engine import Engine
-from livemed.models.llm import LLM
+from livemed.models.llm import LLM, generate_structured
 from livemed.models.registry import get_model
 from livemed.models.structured import Structured
 
@@ -36,5 +37,6 @@ __all__ = [
     "Settings",
     "Structured",
     "TransientModelError",
+    "generate_structured",
     "get_model",
 ]

@@ -112,6 +112,7 @@ class Engine:
         self._budget_stop: str | None = None
         self._budget_changed: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
         self._unpriced_warned: set[str] = set()
+        self.schema_refused: set[str] = set()  # models whose endpoint refused the JSON-schema format
 
     # ------------------------------------------------------------------ public
 
@@ -192,6 +193,17 @@ class Engine:
         counts[0] += first_try
         counts[1] += repaired
         counts[2] += 1
+
+    def refuse_schema(self, model_id: str, detail: str) -> None:
+        """Remember that `model_id`'s endpoint refused the JSON-schema response format (warned once)."""
+        if model_id not in self.schema_refused:
+            self.schema_refused.add(model_id)
+            log.warning(
+                "%s refused the JSON-schema response format (%s); using instructed JSON instead "
+                "(set json_schema = false for it in livemed.toml to skip the refused call)",
+                model_id,
+                detail[:200],
+            )
 
     def disabled_models(self) -> dict[str, str]:
         """Models whose calls are no longer sent (after a refused key, a missing key or an unknown model)."""

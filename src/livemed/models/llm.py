@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from livemed.models.base import CallFailure, Completion, Message, Model, Settings
 from livemed.models.engine import Engine
-from livemed.models.structured import Structured, parse_as, prepare, repair_messages
+from livemed.models.structured import Structured, parse_as, prepare, refused_schema, repair_messages
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -35,8 +35,14 @@ class LLM:
         self, messages: list[Message], schema: type[T], settings: Settings | None = None
     ) -> Structured[T]:
         """A schema-validated reply, with at most one repair attempt; failures come back as data."""
-        call_messages, call_settings = prepare(self.model, messages, schema, settings or Settings())
+        settings = settings or Settings()
+        use_schema = self.id not in self.engine.schema_refused
+        call_messages, call_settings = prepare(self.model, messages, schema, settings, use_schema=use_schema)
         first = await self.generate(call_messages, call_settings)
+        if isinstance(first, CallFailure) and call_settings.json_schema and refused_schema(first):
+            self.engine.refuse_schema(self.id, first.detail)  # instructed JSON from now on
+            call_messages, call_settings = prepare(self.model, messages, schema, settings, use_schema=False)
+            first = await self.generate(call_messages, call_settings)
         if isinstance(first, CallFailure):
             return Structured(value=None, failure=f"call failed: {first.detail}", call_failure=first)
         value, reason = parse_as(schema, first.text)
@@ -66,6 +72,23 @@ class LLM:
             failure=f"invalid output after one repair: {second_reason}",
             completion=second,
         )
+
+
+async def generate_structured(
+    model: Model,
+    messages: list[Message],
+    schema: type[T],
+    *,
+    engine: Engine | None = None,
+    settings: Settings | None = None,
+    stage: str = "default",
+) -> Structured[T]:
+    """One schema-validated reply from `model` (JSON-schema format or instructed JSON, one repair),
+    through `engine`, or through a fresh engine closed afterwards when none is given."""
+    if engine is not None:
+        return await LLM(engine, model, stage).structured(messages, schema, settings)
+    async with Engine() as own:
+        return await LLM(own, model, stage).structured(messages, schema, settings)
 
 
 def bind(engine: Engine, model: Model, stage: str) -> LLM:

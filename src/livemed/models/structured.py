@@ -1,7 +1,9 @@
 """Structured output: JSON validated by a pydantic schema, one repair attempt, failures as data.
 
 When the endpoint supports it, the schema is sent as a JSON-schema response format; otherwise the
-prompt asks for JSON matching the schema. A reply that does not validate gets one repair turn; if
+prompt asks for JSON matching the schema. An endpoint configured for the response format that refuses
+it (HTTP 400 naming the response format or schema) is asked again with instructed JSON, and so are
+that model's later calls in the run. A reply that does not validate gets one repair turn; if
 that fails too, the result carries the raw text and the reason instead of raising.
 """
 
@@ -65,11 +67,24 @@ def schema_instruction(schema: type[BaseModel]) -> str:
     )
 
 
+SCHEMA_REFUSAL_CUES = ("response_format", "json_schema", "schema", "guided")
+
+
+def refused_schema(failure: CallFailure) -> bool:
+    """Whether a failed call reads like the endpoint refusing the JSON-schema response format."""
+    return failure.status == 400 and any(cue in failure.detail.lower() for cue in SCHEMA_REFUSAL_CUES)
+
+
 def prepare(
-    model: Model, messages: list[Message], schema: type[BaseModel], settings: Settings
+    model: Model,
+    messages: list[Message],
+    schema: type[BaseModel],
+    settings: Settings,
+    *,
+    use_schema: bool = True,
 ) -> tuple[list[Message], Settings]:
-    """Messages and settings for a structured call on this model."""
-    if model.supports_json_schema:
+    """Messages and settings for a structured call on this model (instructed JSON without `use_schema`)."""
+    if model.supports_json_schema and use_schema:
         json_schema: dict[str, Any] = {"name": schema.__name__, "schema": schema.model_json_schema()}
         return messages, settings.model_copy(update={"json_schema": json_schema})
     instruction: Message = {"role": "system", "content": schema_instruction(schema)}
