@@ -174,7 +174,11 @@ async def test_s_align_kept_just_above_the_threshold() -> None:
     chain = make_chain(fake_curator(align=[0.5, 0.5]), thresholds=Thresholds(s_align=0.49))
     assert isinstance(await chain(thread()), Case)
     chain = make_chain(fake_curator(align=[1.0, 0.5]), thresholds=Thresholds(s_align=0.75))
-    assert isinstance(await chain(thread()), Rejection)
+    outcome = await chain(thread())
+    assert isinstance(outcome, Rejection)
+    # the evidence behind each advice score stays visible on the rejection
+    assert "advice #0 1 (" in outcome.detail
+    assert "advice #1 0.5 (" in outcome.detail
 
 
 async def test_no_evidence_scores_zero_without_asking_the_model() -> None:
@@ -183,6 +187,7 @@ async def test_no_evidence_scores_zero_without_asking_the_model() -> None:
     assert isinstance(outcome, Rejection)
     assert outcome.reason == "unsupported_advice"
     assert "s_align=0.00" in outcome.detail
+    assert "advice #0 0 (no evidence retrieved" in outcome.detail
     tasks = [settings.json_schema["name"] for _, settings in model.calls if settings.json_schema]
     assert "AlignmentOutput" not in tasks
 

@@ -211,8 +211,17 @@ def verdict(case: Case, doc: Doc, validation: Validation, thresholds: Thresholds
         missing = ", ".join(validation.missing_items)
         return reject(doc, "insufficient_narrative", f"{scores}; missing: {missing}", stage=STAGE)
     if validation.s_align <= thresholds.s_align:
-        return reject(doc, "unsupported_advice", scores, stage=STAGE)
+        return reject(doc, "unsupported_advice", f"{scores}; {_advice_scores(validation)}", stage=STAGE)
     return case.model_copy(update={"validation": validation, "status": "validated"})
+
+
+def _advice_scores(validation: Validation) -> str:
+    """Each advice element's score and the evidence behind it, for the rejection's detail."""
+    parts = []
+    for check in validation.advice_checks:
+        evidence = ", ".join(ref.id for ref in check.evidence) or "no evidence retrieved"
+        parts.append(f"advice #{check.advice_index} {check.score:g} ({evidence}; {check.rationale})")
+    return " | ".join(parts)
 
 
 def validator_prompt_hash() -> str:
