@@ -95,8 +95,7 @@ class _Harvest:
         self.newest: datetime | None = None
 
     def add(self, item: Doc | Rejection, floor: datetime, until: datetime) -> None:
-        if isinstance(item, Rejection):
-            self.report.rejected[(item.stage, item.reason)] += 1
+        if isinstance(item, Rejection):  # a record the source could not read: counted once, when new
             self.records.append(item)
         elif not floor < item.published <= until:
             self.report.out_of_window += 1
@@ -114,6 +113,13 @@ class _Harvest:
         return self.limit is not None and self.new >= self.limit
 
     def flush(self) -> None:
+        unreadable = [r for r in self.records if isinstance(r, Rejection)]
+        logged = self.store.has("rejection", [r.id for r in unreadable])
+        for rejection in unreadable:
+            if rejection.id in logged:
+                self.report.skipped += 1  # logged by an earlier harvest of this window
+            else:
+                self.report.rejected[(rejection.stage, rejection.reason)] += 1
         docs, self.pending = self.pending, []
         ids = [doc.id for doc in docs]
         done = self.store.has("doc", ids)
