@@ -180,3 +180,15 @@ def test_build_retriever(tmp_path: Path, corpus_file: Path) -> None:
         build_retriever("bm25", evidence=None)
     with pytest.raises(ConfigError, match="dense_model"):
         build_retriever("dense", evidence=str(corpus_file))
+
+
+def test_live_search_uses_the_europepmc_source_settings() -> None:
+    from livemed.curate.evidence.europepmc import EuropePMCRetriever
+    from livemed.curate.evidence.factory import build_retriever
+    from livemed.sources.europepmc import Settings
+
+    mirror = Settings(base_url="http://127.0.0.1:9/rest/", requests_per_second=2, max_retries=1)
+    retriever = build_retriever("europepmc", evidence=None, europepmc=mirror)
+    assert isinstance(retriever, EuropePMCRetriever)
+    assert retriever.base_url == "http://127.0.0.1:9/rest"
+    assert (retriever.settings.requests_per_second, retriever.settings.max_retries) == (2, 1)

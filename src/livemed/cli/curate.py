@@ -102,6 +102,7 @@ def _chain(
     from livemed.curate import Chain, Controller, Screener, Validator
     from livemed.curate.evidence.factory import build_retriever
     from livemed.models import LLM, get_model
+    from livemed.sources import source_settings
 
     config = app_state.config
     settings = config.curate
@@ -116,6 +117,7 @@ def _chain(
         evidence_format=settings.evidence_format,
         index_dir=index_dir or _default_index_dir(settings.index_dir),
         dense_model=settings.dense_model,
+        europepmc=source_settings("europepmc", config),  # type: ignore[arg-type]
     )
     return Chain(
         screener=Screener(LLM(engine, model, stage="screener")),

@@ -5,10 +5,14 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from livemed.curate.evidence import NoEvidence, Retriever
 from livemed.curate.evidence.corpus import Passage, load_corpus, load_medquad
 from livemed.errors import ConfigError
+
+if TYPE_CHECKING:
+    from livemed.sources.europepmc import Settings as EuropePMCSettings
 
 
 def detect_format(path: Path) -> str:
@@ -37,14 +41,19 @@ def build_retriever(
     evidence_format: str = "auto",
     index_dir: Path | None = None,
     dense_model: str | None = None,
+    europepmc: EuropePMCSettings | None = None,
 ) -> Retriever:
-    """The retriever named `kind` ('bm25', 'europepmc', 'dense' or 'none')."""
+    """The retriever named `kind` ('bm25', 'europepmc', 'dense' or 'none').
+
+    `europepmc` is the Europe PMC source's settings (`[sources.europepmc]`: base URL, rate, retries,
+    timeout), which the live evidence search shares.
+    """
     if kind == "none":
         return NoEvidence()
     if kind == "europepmc":
         from livemed.curate.evidence.europepmc import EuropePMCRetriever
 
-        return EuropePMCRetriever()
+        return EuropePMCRetriever(settings=europepmc)
     if not evidence:
         raise ConfigError(
             f"the {kind} retriever needs an evidence corpus: pass --evidence PATH (JSONL with id, title, "
