@@ -267,3 +267,9 @@ def test_report_into_an_existing_folder_writes_report_html(project: Path) -> Non
 def test_help_keeps_config_section_names(command: str, text: str) -> None:
     result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "250"})
     assert text in result.output
+
+
+def test_funnel_of_an_empty_store_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "livemed.toml").write_text(f'store = "{tmp_path / "empty.db"}"\n')
+    with pytest.raises(UserError, match="run livemed harvest first"):
+        invoke(tmp_path, "funnel")

@@ -113,6 +113,9 @@ def test_a_second_demo_run_resumes_and_redoes_nothing(demo_run: tuple[Path, str]
     assert result.exit_code == 0, result.output
     assert "nothing new to curate" in result.output
     assert "wrote 0 answer" in result.output or "33 already done" in result.output
+    funnel = json.loads((folder / "results" / "funnel.json").read_text())["rows"]
+    assert [(r["harvested"], r["documents"], r["cases"], r["scored"]) for r in funnel] == [(45, 39, 33, 33)]
+    assert "curation funnel (whole store)" in result.output  # shown again, though nothing was curated
     after = Store(folder / "livemed.db").count()
     assert {k: v for k, v in after.items() if k != "run"} == {k: v for k, v in before.items() if k != "run"}
 

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, Field
 
-from livemed.records import Rejection
+from livemed.records import Case, Rejection, Rubric, Score
+from livemed.store import Store
 
 BEFORE_CURATION = ("harvest", "prefilter")  # a document rejected here is never stored as a Doc
 CURATION = ("screener", "validator", "controller")
@@ -106,6 +107,20 @@ def funnel(
         for (s, st, r), n in sorted(reasons.items(), key=lambda item: (item[0][0], -item[1], item[0][1:]))
     ]
     return rows, reason_rows
+
+
+def store_funnel(
+    store: Store, scored_case_ids: Iterable[str] | None = None
+) -> tuple[list[FunnelRow], list[ReasonRow]]:
+    """The funnel of everything in the store; `scored` counts cases with any score unless given."""
+    scored = scored_case_ids if scored_case_ids is not None else (s.case_id for s in store.iter(Score))
+    return funnel(
+        store.ids("doc"),
+        store.iter(Rejection),
+        {case.id: case.source for case in store.iter(Case)},
+        (rubric.case_id for rubric in store.iter(Rubric)),
+        scored,
+    )
 
 
 def _stage_rank(stage: str) -> tuple[int, str]:

@@ -70,7 +70,7 @@ from livemed.cli import curate as curate_commands  # noqa: E402,F401
 HELP_PANELS: dict[str, list[str]] = {
     "Start here": ["demo", "init"],
     "Pipeline": ["sources", "harvest", "curate", "rubrics", "answer", "grade", "scores"],
-    "Analysis": ["leaderboard", "contamination", "trends", "taxonomy", "report"],
+    "Analysis": ["leaderboard", "contamination", "trends", "funnel", "taxonomy", "report"],
     "Data exchange": ["export", "import", "import-healthbench", "export-healthbench", "import-kqa"],
 }
 

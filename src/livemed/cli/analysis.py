@@ -1,4 +1,4 @@
-"""`livemed leaderboard`, `livemed contamination`, `livemed trends`, `livemed taxonomy`, `livemed report`.
+"""`livemed leaderboard`, `contamination`, `trends`, `funnel`, `taxonomy` and `report`.
 
 Each writes its tables as CSV and JSON (into `[analysis] out_dir`, default ./results) and shows them
 as rich tables; `report` writes one self-contained HTML file.
@@ -15,7 +15,9 @@ from livemed.cli import app
 from livemed.cli.analysis_views import (
     comparison_table,
     contamination_table,
+    funnel_table,
     leaderboard_table,
+    reasons_table,
     taxonomy_table,
     trends_table,
 )
@@ -196,6 +198,24 @@ def trends_command(
     rows = monthly(scored.rows, seed=s.seed, convention=convention)
     console.print(trends_table(rows))
     _wrote(write_table(_out_dir(app_state, out), "trends", rows, context=scored.context()))
+
+
+@app.command("funnel")
+def funnel_command(ctx: typer.Context, out: Path | None = OUT) -> None:
+    """The curation funnel of the whole store per source, and every rejection by stage and reason."""
+    from livemed.analysis.funnel import store_funnel
+    from livemed.analysis.tables import write_table
+
+    app_state = state(ctx)
+    rows, reasons = store_funnel(app_state.store)
+    if not rows:
+        from livemed.errors import UserError
+
+        raise UserError("the store holds no documents, cases or rejections yet: run livemed harvest first")
+    console.print(funnel_table(rows))
+    console.print(reasons_table(reasons))
+    folder = _out_dir(app_state, out)
+    _wrote(write_table(folder, "funnel", rows) + write_table(folder, "funnel-reasons", reasons))
 
 
 @app.command("report")

@@ -14,6 +14,7 @@ from livemed.analysis.taxonomy import CATEGORIES
 
 if TYPE_CHECKING:  # the analysis modules import scipy: keep `livemed --help` fast
     from livemed.analysis.contamination import ContaminationResult
+    from livemed.analysis.funnel import FunnelRow, ReasonRow
     from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison
     from livemed.analysis.taxonomy import DistributionRow
     from livemed.analysis.trends import TrendRow
@@ -112,6 +113,26 @@ def trends_table(rows: Sequence[TrendRow]) -> Table:
     table = _table("score by month of case publication", ["model", "month", "cases", "mean", "95% CI"], 2)
     for r in rows:
         table.add_row(r.model, r.month, str(r.n), num(r.mean), f"{num(r.ci_low)}–{num(r.ci_high)}")
+    return table
+
+
+def funnel_table(rows: Sequence[FunnelRow]) -> Table:
+    columns = ["source", "harvested", "pre-filter", "documents", "screener", "validator", "controller"]
+    table = _table("curation funnel (whole store)", [*columns, "not yet", "cases", "rubrics", "scored"])
+    for r in rows:
+        before = sum(r.rejected_before().values())
+        stages = [str(r.rejected.get(stage, 0)) for stage in ("screener", "validator", "controller")]
+        counts = (r.harvested, before, r.documents)
+        table.add_row(
+            r.source, *map(str, counts), *stages, *map(str, (r.uncurated, r.cases, r.rubrics, r.scored))
+        )
+    return table
+
+
+def reasons_table(rows: Sequence[ReasonRow]) -> Table:
+    table = _table("rejections by reason", ["source", "stage", "reason", "count"], 3)
+    for r in rows:
+        table.add_row(r.source, r.stage, r.reason, str(r.count))
     return table
 
 

@@ -85,6 +85,7 @@ def steps(evidence: Path) -> list[tuple[str, list[str]]]:
         ("Score: clip(met weights / positive weights, 0, 1)", ["scores", "--judge", JUDGE]),
         ("Contamination: full set vs post-cutoff cases", ["contamination"]),
         ("Error taxonomy of the lowest-scoring answers (heuristic)", taxonomy),
+        ("Curation funnel of the whole store, and every rejection by reason", ["funnel"]),
         ("Leaderboard with 95% bootstrap intervals", ["leaderboard"]),
         ("Report: one self-contained HTML file", ["report", "--title", "livemed demo report"]),
     ]

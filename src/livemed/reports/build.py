@@ -12,12 +12,12 @@ from livemed import __version__
 from livemed.analysis.collect import ScoreSet, load_scores
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
 from livemed.analysis.cutoffs import CutoffEntry
-from livemed.analysis.funnel import FunnelRow, ReasonRow, funnel
+from livemed.analysis.funnel import FunnelRow, ReasonRow, store_funnel
 from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison, compare, leaderboard
 from livemed.analysis.provenance import PromptRow, RunRow, UsageRow, prompt_hashes, runs_table, usage_by_model
 from livemed.analysis.taxonomy import CriterionResult, DistributionRow, criterion_results, distribution
 from livemed.analysis.trends import TrendRow, monthly
-from livemed.records import Answer, Case, ErrorLabel, Grade, Rejection, Rubric, Run, Score, utcnow
+from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, Score, utcnow
 from livemed.reports.charts import (
     Chart,
     axes_chart,
@@ -113,13 +113,7 @@ def build_report(
     trend = monthly(scored.rows, seed=s.seed, convention=convention)
     labels = list(store.iter(ErrorLabel))
     runs = list(store.iter(Run))
-    funnel_rows, reasons = funnel(
-        store.ids("doc"),
-        store.iter(Rejection),
-        {case_id: case.source for case_id, case in cases.items()},
-        (r.case_id for r in store.iter(Rubric)),
-        (row.case_id for row in scored.rows),
-    )
+    funnel_rows, reasons = store_funnel(store, (row.case_id for row in scored.rows))
     data = ReportData(
         title=title, generated_at=utcnow(), version=__version__, store=store.location,
         judge=scored.judge, convention=convention, settings=s, leaderboard=board, comparisons=comparisons,
