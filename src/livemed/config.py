@@ -194,7 +194,7 @@ def store_location(config: Config, override: str | None = None) -> str:
 
 
 STARTER = """\
-# livemed project file. Every setting can be overridden on the command line.
+# livemed project file. Command-line options (--store, --since, --max-cost, …) override it.
 # Docs: see README.md ("Configuration").
 
 # Where records are kept: a SQLite file (relative to this file) or a PostgreSQL URL such as

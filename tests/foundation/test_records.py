@@ -124,3 +124,14 @@ def test_an_overlong_source_id_is_refused_naming_the_field() -> None:
 
     with pytest.raises(ValidationError, match="source_id"):
         doc("x" * 513)
+
+
+def test_a_doc_accepts_published_at_as_the_name_of_its_date() -> None:
+    from livemed.records import Doc
+
+    data = {"source": "s", "source_id": "1", "published_at": "2025-07-01T00:00:00+00:00", "text": "t"}
+    parsed = Doc.model_validate(data)
+    assert parsed.published.isoformat() == "2025-07-01T00:00:00+00:00"
+    dumped = parsed.model_dump()
+    assert "published" in dumped
+    assert "published_at" not in dumped

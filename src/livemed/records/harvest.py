@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field
 
 from livemed.records.base import Record, utcnow
 
@@ -37,7 +37,7 @@ class Doc(Record):
     source: str = Field(min_length=1, max_length=64)
     source_id: str = Field(min_length=1, max_length=512)
     url: str | None = None
-    published: AwareDatetime
+    published: AwareDatetime = Field(validation_alias=AliasChoices("published", "published_at"))
     date_field: str = Field(
         default="published", description="which date of the source `published` was taken from"
     )
