@@ -20,6 +20,8 @@ def test_quick_start_has_exactly_two_one_line_commands() -> None:
     assert lines[0].endswith("livemed demo")
 
 
-def test_ci_runs_the_readme_test_line() -> None:
+def test_ci_runs_both_readme_lines() -> None:
     ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert f"TEST_LINE='{_quick_start_lines()[1]}'" in ci
+    demo, tests = _quick_start_lines()
+    assert f"DEMO_LINE='{demo}'" in ci
+    assert f"TEST_LINE='{tests}'" in ci
