@@ -94,6 +94,11 @@ def test_drift_control_stops_newer_harder_cases_being_called_contamination() -> 
     row = by_model(analyse(data, REGISTRY, FAST).rows)["fake/contaminated"]
     assert row.significant is True
     assert row.drift == pytest.approx(0.3, abs=0.05)
+    assert row.drift_low is not None
+    assert row.drift_high is not None
+    assert 0 < row.drift_low < row.drift < row.drift_high
+    assert row.p_drift is not None
+    assert row.p_drift < 0.01
     assert row.adjusted is not None
     assert abs(row.adjusted) < 0.06
     assert row.verdict == "drop explained by drift"

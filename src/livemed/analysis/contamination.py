@@ -68,6 +68,9 @@ class ContaminationRow(BaseModel):
     cliffs_delta: float | None = None
     n_controls: int = 0
     drift: float | None = Field(default=None, description="controls' pre − post at this cutoff")
+    drift_low: float | None = None
+    drift_high: float | None = None
+    p_drift: float | None = Field(default=None, description="one-sided permutation p of the controls' drop")
     adjusted: float | None = Field(default=None, description="difference-in-differences vs the controls")
     adjusted_low: float | None = None
     adjusted_high: float | None = None
@@ -208,7 +211,9 @@ def _drift(
     if len(pre_d) < 2 or len(post_d) < 2:
         row.note = "too few cases shared with the drift controls"
         return
-    row.drift = float(np.mean(pre_c) - np.mean(post_c))
+    drift = stats.bootstrap_diff(pre_c, post_c, resamples=s.resamples, seed=s.seed)
+    row.drift, row.drift_low, row.drift_high = drift.estimate, _opt(drift.low), _opt(drift.high)
+    row.p_drift = stats.permutation_p_independent(pre_c, post_c, resamples=s.permutations, seed=s.seed)
     did = stats.bootstrap_diff(pre_d, post_d, resamples=s.resamples, seed=s.seed)
     row.adjusted, row.adjusted_low, row.adjusted_high = did.estimate, _opt(did.low), _opt(did.high)
 
