@@ -42,7 +42,9 @@ def test_a_dotted_folder_name_is_a_folder(sqlite_store: Store, tmp_path: Path) -
     assert (tmp_path / "results.v2" / "doc.jsonl").is_file()
 
 
-def test_bad_lines_are_reported_with_line_numbers_and_the_rest_loads(tmp_path: Path) -> None:
+def test_bad_lines_are_reported_with_line_numbers_and_the_rest_loads(
+    any_store: Store, tmp_path: Path
+) -> None:
     path = tmp_path / "docs.jsonl"
     write_jsonl([doc("1"), doc("2")], path)
     good = path.read_text().splitlines()
@@ -51,23 +53,24 @@ def test_bad_lines_are_reported_with_line_numbers_and_the_rest_loads(tmp_path: P
         "{not json",
         json.dumps({"kind": "doc", "source": "demo"}),
         json.dumps({"kind": "nope"}),
+        json.dumps({**json.loads(good[0]), "source_id": "x" * 600}),  # PostgreSQL used to refuse the id
         "",
         "[1, 2]",
         good[1],
     ]
     path.write_bytes(("\n".join(lines) + "\n").encode() + b"\xff\xfe\n")
-    sqlite = Store(tmp_path / "s.db")
-    written, errors = import_jsonl(sqlite, path)
+    written, errors = import_jsonl(any_store, path)
     assert written == 2
-    assert [e.line for e in errors] == [2, 3, 4, 6, 8]
+    assert [e.line for e in errors] == [2, 3, 4, 5, 7, 9]
     assert all(e.path == str(path) for e in errors)
     assert "invalid JSON" in errors[0].detail
     assert "source_id" in errors[1].detail
     assert "unknown or missing record kind 'nope'" in errors[2].detail
-    assert "expected a JSON object" in errors[3].detail
-    assert "UTF-8" in errors[4].detail
+    assert "source_id" in errors[3].detail
+    assert "expected a JSON object" in errors[4].detail
+    assert "UTF-8" in errors[5].detail
     assert str(errors[0]).startswith(f"{path}:2: ")
-    assert sqlite.count() == {"doc": 2}
+    assert any_store.count() == {"doc": 2}
 
 
 def test_default_kind_applies_to_lines_without_one(tmp_path: Path) -> None:
