@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from livemed.cli import app
 from livemed.curate.evidence.corpus import load_medquad
 from livemed.curate.evidence.factory import resolve_evidence
+from livemed.curate.evidence.medquad import parse_document
 from livemed.errors import SourceError, UserError
 from tests.fakes.http_replay import ReplayServer, Reply
 
@@ -112,6 +113,7 @@ def test_fetch_converts_the_answered_subsets_and_is_idempotent(tmp_path: Path) -
         assert "1 empty answer(s) dropped, 1 malformed file(s) skipped" in output
         assert "0000002_1.xml" in output  # the bad file is named
         assert "CC BY 4.0" in output
+        assert f"--evidence {target}" in output  # a custom cache folder is not where `medquad` looks
         assert "Ben Abacha" in output
 
         data = rows(target)
@@ -246,3 +248,19 @@ def test_download_streams_to_a_file_and_retries_a_503(tmp_path: Path) -> None:
     assert size == 200_000
     assert (tmp_path / "a.zip").read_bytes() == b"x" * 200_000
     assert len(server.requests) == 2
+
+
+def test_entities_and_dtds_in_a_file_are_not_resolved(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    xml = (
+        f'<?xml version="1.0"?><!DOCTYPE Document [<!ENTITY x SYSTEM "file://{secret}">]>'
+        '<Document id="1" source="GARD" url="u"><Focus>F</Focus><QAPairs><QAPair pid="1">'
+        '<Question qid="1-1" qtype="information">What is F ?</Question><Answer>F is &x; rare.</Answer>'
+        "</QAPair></QAPairs></Document>"
+    )
+    pairs, empty = parse_document(xml.encode(), "2_GARD_QA")
+    assert empty == 0
+    assert "SECRET" not in pairs[0]["answer"]
+    assert pairs[0]["umls_cuis"] == []
+    assert pairs[0]["semantic_group"] == ""

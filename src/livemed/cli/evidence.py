@@ -53,4 +53,10 @@ def fetch(
         console.print(f"  {collection}: {count}")
     console.print(f"archive sha256 {result.sha256}")
     console.print(f"[dim]{escape(ATTRIBUTION)}[/]")
-    console.print("use it with: livemed curate --evidence medquad")
+    if result.path == medquad_path():
+        console.print("use it with: livemed curate --evidence medquad")
+    else:  # `--evidence medquad` looks in the default cache folder
+        console.print(
+            f"use it with: livemed curate --evidence {result.path} "
+            f"(or set LIVEMED_CACHE_DIR={cache_dir} and use --evidence medquad)"
+        )
