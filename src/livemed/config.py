@@ -61,7 +61,8 @@ class CurateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     evidence: str | None = Field(
-        default=None, description="evidence corpus: JSONL (id,title,text,url,licence) or MedQuAD"
+        default=None,
+        description='evidence corpus: JSONL (id,title,text,url,licence), MedQuAD, or "medquad" (fetched)',
     )
     evidence_format: Literal["auto", "jsonl", "medquad"] = "auto"
     retriever: Literal["bm25", "europepmc", "dense", "none"] = "bm25"
@@ -211,7 +212,8 @@ s_align = 0.5
 
 # Curation: the evidence corpus for the Validator's alignment check, and the narrative checklists.
 # [curate]
-# evidence = "medquad_answered_pairs.jsonl.gz"   # JSONL (id, title, text, url, licence) or MedQuAD
+# evidence = "medquad_answered_pairs.jsonl.gz"   # JSONL (id, title, text, url, licence) or MedQuAD;
+#                                                  # "medquad": the copy `livemed evidence fetch` keeps
 # retriever = "bm25"                              # bm25 | europepmc | dense | none
 # evidence_k = 3
 # checklists = { default = ["age", "sex", "chief complaint", "onset/duration", "symptom characteristics",

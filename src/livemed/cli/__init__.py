@@ -65,11 +65,12 @@ from livemed.cli import (  # noqa: E402,F401
     store_commands,
 )
 from livemed.cli import curate as curate_commands  # noqa: E402,F401
+from livemed.cli import evidence as evidence_commands  # noqa: E402,F401
 
 # The order and panels of `livemed --help`: the pipeline as a user meets it.
 HELP_PANELS: dict[str, list[str]] = {
     "Start here": ["demo", "init"],
-    "Pipeline": ["sources", "harvest", "curate", "rubrics", "answer", "grade", "scores"],
+    "Pipeline": ["sources", "harvest", "evidence", "curate", "rubrics", "answer", "grade", "scores"],
     "Analysis": ["leaderboard", "contamination", "trends", "funnel", "taxonomy", "report"],
     "Data exchange": ["export", "import", "import-healthbench", "export-healthbench", "import-kqa"],
 }
@@ -87,7 +88,7 @@ def _arrange_help() -> None:
     for info in app.registered_commands:
         info.rich_help_panel = panel_of.get(name_of(info), "More")
     for group in app.registered_groups:
-        group.rich_help_panel = "Models, judges and the store"
+        group.rich_help_panel = panel_of.get(group.name or "", "Models, judges and the store")
 
 
 _arrange_help()

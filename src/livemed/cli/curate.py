@@ -27,7 +27,9 @@ def curate(
     ),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Curate at most N new documents."),
     evidence: str | None = typer.Option(
-        None, "--evidence", help="Evidence corpus: JSONL (id, title, text, url, licence) or MedQuAD."
+        None,
+        "--evidence",
+        help="Evidence corpus: JSONL (id, title, text, url, licence), MedQuAD, or `medquad` (fetched).",
     ),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25 | europepmc | dense | none."),
     index_dir: Path | None = typer.Option(None, "--index-dir", help="Where BM25 indexes are kept."),

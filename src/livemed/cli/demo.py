@@ -110,17 +110,21 @@ NEXT_STEPS = """\
 @app.command()
 def demo(
     out: Path = typer.Option(Path("livemed-demo"), "--out", help="Project folder for the demo run."),
-    evidence: Path | None = typer.Option(
-        None, "--evidence", help="Evidence corpus (JSONL or MedQuAD) instead of the bundled demo set."
+    evidence: str | None = typer.Option(
+        None,
+        "--evidence",
+        help="Evidence corpus (JSONL or MedQuAD, or `medquad` once fetched) instead of the bundled demo set.",
     ),
     fresh: bool = typer.Option(False, "--fresh", help="Delete the folder first and start over."),
 ) -> None:
     """Run the whole pipeline offline on bundled demo data and write an HTML report."""
+    from livemed.curate.evidence.factory import resolve_evidence
     from livemed.demo import demo_evidence_path
 
-    if evidence is not None and not evidence.exists():
+    chosen = resolve_evidence(evidence) if evidence is not None else None
+    if chosen is not None and not chosen.exists():
         raise UserError(f"evidence corpus {evidence} does not exist")
-    corpus = (evidence or demo_evidence_path()).resolve()
+    corpus = (chosen or demo_evidence_path()).resolve()
     folder = out.resolve()
     _check_demo_folder(folder)
     if fresh and folder.exists():

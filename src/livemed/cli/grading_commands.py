@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -143,7 +142,7 @@ def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:
         )
 
 
-def _corpus(app_state: AppState, evidence: Path | None, cases: list[Case]) -> list[Passage]:
+def _corpus(app_state: AppState, evidence: str | None, cases: list[Case]) -> list[Passage]:
     """Passages for offline/retrieval: --evidence, else [curate] evidence, else the cases' own evidence."""
     from livemed.curate.evidence.corpus import Passage
     from livemed.curate.evidence.factory import load_passages
@@ -174,8 +173,8 @@ def answer(
     samples: int = typer.Option(1, "--samples", min=1, help="Answers per case (distinct cache entries)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0, max=2, help="Sampling temperature."),
     max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Completion token limit."),
-    evidence: Path | None = typer.Option(
-        None, "--evidence", help="Corpus for offline/retrieval (JSONL[.gz])."
+    evidence: str | None = typer.Option(
+        None, "--evidence", help="Corpus for offline/retrieval (JSONL[.gz], or `medquad` once fetched)."
     ),
     status: str | None = typer.Option(None, "--status", help="Only cases with this status."),
     limit: int | None = LIMIT,

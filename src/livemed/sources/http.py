@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -147,6 +148,42 @@ class HttpClient:
                     if response.status_code not in RETRY_STATUSES:
                         raise SourceError(f"{self.source}: GET {where} failed: {last}")
                     retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            if attempt < self.max_retries:
+                self.retries += 1
+                await asyncio.sleep(backoff_delay(attempt, retry_after, base=self.backoff_base_s))
+        raise SourceError(
+            f"{self.source}: GET {where} still failing after {self.max_retries + 1} attempts ({last}); "
+            "the source is down or refusing requests, try again later"
+        )
+
+    async def download(self, url: str, dest: Path, *, chunk_size: int = 1 << 16) -> int:
+        """GET `url` streamed into the file `dest` (not held in memory), with the same rate limit and
+        retries as `get` (a transfer cut off midway is retried from the start); returns the bytes written.
+        """
+        where = httpx.URL(url).copy_with(query=None)
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            wait = self._not_before - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            retry_after: float | None = None
+            async with self.limiter:
+                self.requests += 1
+                try:
+                    async with self.client.stream("GET", url) as response:
+                        if response.status_code < 400:
+                            size = 0
+                            with dest.open("wb") as handle:
+                                async for chunk in response.aiter_bytes(chunk_size):
+                                    handle.write(chunk)
+                                    size += len(chunk)
+                            return size
+                        last = f"HTTP {response.status_code}"
+                        if response.status_code not in RETRY_STATUSES:
+                            raise SourceError(f"{self.source}: GET {where} failed: {last}")
+                        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+                except httpx.TransportError as exc:
+                    last = type(exc).__name__
             if attempt < self.max_retries:
                 self.retries += 1
                 await asyncio.sleep(backoff_delay(attempt, retry_after, base=self.backoff_base_s))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from livemed.curate.evidence import NoEvidence, Retriever
 from livemed.curate.evidence.corpus import Passage, load_corpus, load_medquad
-from livemed.errors import ConfigError
+from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
     from livemed.sources.europepmc import Settings as EuropePMCSettings
@@ -27,8 +27,28 @@ def detect_format(path: Path) -> str:
     return "medquad" if isinstance(data, dict) and {"qid", "answer"} <= data.keys() else "jsonl"
 
 
+NAMED_CORPORA = ("medquad",)
+
+
+def resolve_evidence(name_or_path: str | Path) -> Path:
+    """The file behind `--evidence` / `curate.evidence`: a path, or the word `medquad` for the copy that
+    `livemed evidence fetch medquad` keeps in the cache folder (never downloaded here)."""
+    if str(name_or_path) == "medquad":
+        from livemed.curate.evidence.medquad import medquad_path
+
+        path = medquad_path()
+        if not path.is_file():
+            raise UserError(
+                f"evidence 'medquad' is not in the cache ({path} is missing); "
+                "run `livemed evidence fetch medquad` first"
+            )
+        return path
+    return Path(name_or_path)
+
+
 def load_passages(path: str | Path, fmt: str = "auto") -> list[Passage]:
-    path = Path(path)
+    """Passages of a corpus file, or of a named corpus (`resolve_evidence`)."""
+    path = resolve_evidence(path)
     if fmt == "auto":
         fmt = detect_format(path)
     return load_medquad(path) if fmt == "medquad" else load_corpus(path)
@@ -57,7 +77,8 @@ def build_retriever(
     if not evidence:
         raise ConfigError(
             f"the {kind} retriever needs an evidence corpus: pass --evidence PATH (JSONL with id, title, "
-            "text, url, licence, or MedQuAD's medquad_answered_pairs.jsonl.gz) or set curate.evidence "
+            "text, url, licence, or MedQuAD's medquad_answered_pairs.jsonl.gz), --evidence medquad (after "
+            "`livemed evidence fetch medquad`) or set curate.evidence "
             "in livemed.toml"
         )
     passages = load_passages(evidence, evidence_format)
