@@ -100,7 +100,8 @@ NEXT_STEPS = """\
 [bold]A real run[/] (see examples/ for a weekly livemed.toml and walkthrough)
   livemed init --cutoff 2025-06-30
   livemed harvest --source europepmc --since 2025-06-30 --limit 200      # or --source pubmed
-  livemed curate --model vllm/Qwen/Qwen2.5-72B-Instruct --evidence medquad_answered_pairs.jsonl.gz
+  livemed evidence fetch medquad                     # the MedQuAD evidence corpus, downloaded once
+  livemed curate --model vllm/Qwen/Qwen2.5-72B-Instruct --evidence medquad
   livemed rubrics --writer vllm/Qwen/Qwen2.5-72B-Instruct
   livemed answer --model openai/gpt-4o-mini          # key from $OPENAI_API_KEY (api_key_env in livemed.toml)
   livemed grade --judge vllm/Qwen/Qwen2.5-72B-Instruct
