@@ -47,6 +47,15 @@ async def test_baseline_accepts_a_case_report_with_a_derived_query() -> None:
     assert case.specialties[0] == "IX Diseases of the circulatory system"
 
 
+async def test_the_records_mesh_headings_weigh_in_the_specialty_tags() -> None:
+    indexed = report().model_copy(
+        update={"metadata": {"mesh": ["Diabetes Mellitus, Type 2", "Hyperglycemia"]}}
+    )
+    case = await baseline_chain()(indexed)
+    assert isinstance(case, Case), case
+    assert "IV Endocrine, nutritional and metabolic diseases" in case.specialties
+
+
 @pytest.mark.parametrize(
     ("doc", "reason"),
     [

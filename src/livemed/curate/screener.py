@@ -113,7 +113,7 @@ class Screener:
             query=out.query.strip(),
             query_derived=not is_thread(doc),
             advice=advice,
-            specialties=specialties(doc.title, doc.text),
+            specialties=specialties(doc.title, doc.text, *_mesh(doc)),
             language=doc.language or detect_language(doc.text),
             provenance=Provenance(
                 model_id=self.llm.id, prompt_hash=short_hash(self.prompt), settings={"temperature": 0}
@@ -132,3 +132,10 @@ def reject(doc: Doc, reason: str, detail: str, *, stage: str = STAGE) -> Rejecti
         source=doc.source,
         published=doc.published,
     )
+
+
+def _mesh(doc: Doc) -> list[str]:
+    """The record's MeSH headings (PubMed, Europe PMC): indexers' words weigh twice in the specialty tags."""
+    headings = doc.metadata.get("mesh")
+    terms = [str(h) for h in headings if isinstance(h, str)] if isinstance(headings, list) else []
+    return terms * 2
