@@ -14,6 +14,7 @@ LivemedError                      root: anything livemed raises on purpose
     ├── ModelError                an LLM call failed (raised by models, caught by the engine)
     │   ├── FatalModelError       400/401/403/404, a bad configuration: retrying would not help
     │   └── TransientModelError   429, 5xx, timeouts, connection errors: worth a retry
+    ├── StoreRecordError          a stored record does not validate (written by another livemed version)
     ├── SourceError               a data source failed for this run
     ├── RetrievalError            an evidence search failed (not the same as finding nothing)
     └── BudgetExceededError       --max-cost would be exceeded
@@ -100,6 +101,10 @@ class RunError(LivemedError):
 
 class ModelError(RunError):
     """An LLM call failed (see `livemed.models.base` for the two kinds)."""
+
+
+class StoreRecordError(RunError):
+    """A stored record that does not validate with this livemed version."""
 
 
 class SourceError(RunError):

@@ -218,3 +218,17 @@ def test_cases_round_trip_with_nested_validation(any_store: Store) -> None:
     assert again is not None
     assert again.validation is not None
     assert again.validation.advice_checks[0].evidence[0].id == "ev1"
+
+
+def test_a_stored_record_that_no_longer_validates_is_a_one_line_error(sqlite_store: Store) -> None:
+    from livemed.errors import StoreRecordError
+
+    sqlite_store.put([doc("1")])
+    with sqlite_store.engine.begin() as conn:  # as if an older livemed had written a longer id
+        payload = conn.execute(sa.text("SELECT payload FROM records WHERE kind = 'doc'")).scalar_one()
+        long = payload.replace('"source_id":"1"', '"source_id":"' + "x" * 600 + '"')
+        conn.execute(sa.text("UPDATE records SET payload = :p WHERE kind = 'doc'"), {"p": long})
+    with pytest.raises(StoreRecordError, match=r"stored doc 'demo:1' does not validate .*source_id"):
+        list(sqlite_store.iter(Doc))
+    with pytest.raises(StoreRecordError):
+        sqlite_store.get(Doc, "demo:1")

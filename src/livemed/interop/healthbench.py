@@ -150,6 +150,8 @@ def parse_example(data: dict[str, Any], *, published: datetime, date_field: str)
         published=published,
         provenance=Provenance(settings={"imported_from": SOURCE}),
     )
+    if (repeated := rubric.repeated_criterion()) is not None:
+        raise ValueError(f"rubric item {repeated.text!r} appears twice with the same axis and points")
     return case, rubric
 
 

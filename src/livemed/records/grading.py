@@ -46,9 +46,7 @@ class Criterion(BaseModel):
 
     @property
     def id(self) -> str:
-        # imported points that the integer weight rounds (5.4 → 5) are part of the identity
-        exact = self.points is None or self.points == self.weight
-        return short_hash(self.text, self.axis, str(self.weight if exact else self.points), length=12)
+        return short_hash(self.text, self.axis, str(self.weight), length=12)
 
 
 class Rubric(Record):
@@ -63,14 +61,18 @@ class Rubric(Record):
     )
     published: AwareDatetime | None = None
 
-    @model_validator(mode="after")
-    def _criteria_are_distinct(self) -> Rubric:
+    def repeated_criterion(self) -> Criterion | None:
+        """A criterion whose id another one shares (it would be graded once and counted twice), if any.
+
+        Checked where rubrics are made (the writer drops near-duplicates, the importers refuse them), not
+        when a stored rubric is read back, so a store written before the check still opens.
+        """
         seen: set[str] = set()
         for criterion in self.criteria:
-            if criterion.id in seen:  # one grade per criterion id: a repeat would be counted twice
-                raise ValueError(f"criterion {criterion.text!r} appears twice with the same axis and weight")
+            if criterion.id in seen:
+                return criterion
             seen.add(criterion.id)
-        return self
+        return None
 
     @property
     def id(self) -> str:

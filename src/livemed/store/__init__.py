@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from livemed.errors import StoreLockedError, StoreOpenError, StoreVersionError
+from livemed import __version__
+from livemed.errors import StoreLockedError, StoreOpenError, StoreRecordError, StoreVersionError
 from livemed.records import RECORD_TYPES, Record, utcnow
 from livemed.store.connect import (
     DEFAULT_LOCK_TIMEOUT,
@@ -157,7 +159,7 @@ class Store:
                     records_table.c.kind == cls.kind, records_table.c.id == record_id
                 )
             ).scalar_one_or_none()
-        return None if payload is None else cls.model_validate_json(payload)
+        return None if payload is None else _load(cls, record_id, payload)
 
     def has(self, kind: str, ids: Sequence[str]) -> set[str]:
         """The subset of `ids` that are stored under `kind`."""
@@ -194,7 +196,7 @@ class Store:
             filters.append(records_table.c.published_at <= naive_utc(until))
         columns = [records_table.c.id, records_table.c.payload]
         for rows in self._pages(cls.kind, columns, filters, batch_size=batch_size):
-            yield from (cls.model_validate_json(row.payload) for row in rows)
+            yield from (_load(cls, row.id, row.payload) for row in rows)
 
     def _pages(
         self,
@@ -393,3 +395,16 @@ def _row(record: Record) -> dict[str, Any]:
         "updated_at": naive_utc(utcnow()),
         "payload": record.model_dump_json(),
     }
+
+
+def _load(cls: type[R], record_id: str, payload: str) -> R:
+    """A stored record; one that no longer validates (written by another livemed) is a one-line error."""
+    try:
+        return cls.model_validate_json(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(record)"
+        raise StoreRecordError(
+            f"stored {cls.kind} {record_id[:120]!r} does not validate with livemed {__version__}: "
+            f"{where}: {first['msg']}"
+        ) from None
