@@ -37,3 +37,17 @@ def test_funnel_starts_from_harvested_documents_and_adds_up() -> None:
 def test_imported_cases_have_no_harvested_documents() -> None:
     [row], _ = funnel([], [], {"case:k-qa:1": "k-qa", "case:k-qa:2": "k-qa"}, [], [])
     assert (row.source, row.harvested, row.documents, row.uncurated, row.cases) == ("k-qa", 0, 0, 0, 2)
+
+
+def test_a_call_failure_is_not_a_verdict_and_is_not_counted_twice() -> None:
+    failed = Rejection(stage="screener", reason="screener_failed", record_kind="doc", record_id="forum:1")
+    again = Rejection(stage="validator", reason="retrieval_failed", record_kind="doc", record_id="forum:0")
+    # forum:0 kept its earlier case while the retry of a --redo failed; forum:1 waits for its retry
+    [row], reasons = funnel(["forum:0", "forum:1"], [failed, again], {"case:forum:0": "forum"}, [], [])
+    assert row.rejected == {}
+    assert (row.documents, row.uncurated, row.failed, row.cases) == (2, 1, 2, 1)
+    assert row.documents - sum(row.rejected_in_curation().values()) - row.uncurated == row.cases
+    assert {(r.stage, r.reason) for r in reasons} == {
+        ("screener", "screener_failed"),
+        ("validator", "retrieval_failed"),
+    }

@@ -29,6 +29,9 @@ class FunnelRow(BaseModel):
     uncurated: int = Field(
         default=0, description="stored documents with neither a case nor a curation verdict yet"
     )
+    failed: int = Field(
+        default=0, description="call failures (`*_failed`) at any stage, tried again on the next run"
+    )
     cases: int
     rubrics: int
     scored: int
@@ -75,10 +78,14 @@ def funnel(
     curated = {case_id.removeprefix("case:") for case_id in case_sources}
     stages: dict[str, Counter[str]] = defaultdict(Counter)
     reasons: Counter[tuple[str, str, str]] = Counter()
+    failed: Counter[str] = Counter()
     for rejection in rejections:
         source = rejection.source or _guess_source(rejection.record_id)
-        stages[source][rejection.stage] += 1
         reasons[(source, rejection.stage, rejection.reason)] += 1
+        if rejection.call_failed:  # not a verdict: the item is tried again on the next run
+            failed[source] += 1
+            continue
+        stages[source][rejection.stage] += 1
         if rejection.stage in BEFORE_CURATION:
             early.add(rejection.record_id)
         elif rejection.stage in CURATION:
@@ -96,11 +103,12 @@ def funnel(
             rejected=dict(sorted(stages[source].items(), key=lambda item: _stage_rank(item[0]))),
             documents=documents[source],
             uncurated=uncurated[source],
+            failed=failed[source],
             cases=cases[source],
             rubrics=rubrics[source],
             scored=scored[source],
         )
-        for source in sorted(set(harvested) | set(stages) | set(cases))
+        for source in sorted(set(harvested) | set(stages) | set(cases) | set(failed))
     ]
     reason_rows = [
         ReasonRow(source=s, stage=st, reason=r, count=n)

@@ -36,6 +36,7 @@ from livemed.records import (
     Rejection,
     Rubric,
     Score,
+    is_call_failure,
     short_hash,
 )
 from livemed.store import Store
@@ -99,9 +100,7 @@ def output_ids(doc: Doc) -> list[str]:
     return [f"case:{doc.id}", *(f"{stage}:{doc.id}" for stage in STAGES)]
 
 
-def retryable(reason: str) -> bool:
-    """A call failure (model or evidence search), not a verdict on the document."""
-    return reason.endswith("_failed")
+retryable = is_call_failure  # a call failure (model or evidence search), not a verdict on the document
 
 
 def pending_docs(

@@ -28,7 +28,7 @@ from livemed.records.grading import (
     Rubric,
     Score,
 )
-from livemed.records.harvest import Doc, Rejection, Reply, ReplyRole
+from livemed.records.harvest import Doc, Rejection, Reply, ReplyRole, is_call_failure
 from livemed.records.runs import Run, Usage
 
 RECORD_TYPES: dict[str, type[Record]] = {
@@ -73,6 +73,7 @@ __all__ = [
     "Score",
     "Usage",
     "Validation",
+    "is_call_failure",
     "record_type",
     "short_hash",
     "utcnow",

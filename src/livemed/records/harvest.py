@@ -59,6 +59,11 @@ class Doc(Record):
         return self.published
 
 
+def is_call_failure(reason: str) -> bool:
+    """Whether a rejection reason is a failed call (`*_failed`) rather than a verdict on the item."""
+    return reason.endswith("_failed")
+
+
 class Rejection(Record):
     """A record a stage refused, with a reason code: per-item failures are data."""
 
@@ -75,6 +80,11 @@ class Rejection(Record):
     @property
     def id(self) -> str:
         return f"{self.stage}:{self.record_id}"
+
+    @property
+    def call_failed(self) -> bool:
+        """A model or search call failed (reason `*_failed`): not a verdict; the item is tried again."""
+        return is_call_failure(self.reason)
 
     @property
     def parent_id(self) -> str:
