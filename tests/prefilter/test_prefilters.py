@@ -88,6 +88,8 @@ def test_vocabulary_needs_medical_terms_or_mesh() -> None:
         "I've been feeling dizzy and almost fainted twice this week, and my heart races when I stand up.",
         "My period came twice this month, very heavy with clots. Could this be perimenopause? I'm 46.",
         "Been coughing for three weeks after a cold, worse at night, and now my chest hurts when I breathe.",
+        "Sharp pain in my lower right belly since last night, I threw up twice and can't stand up straight.",
+        "My blood sugar readings are around 180 in the morning even though I take metformin.",
     ],
 )
 def test_patients_lay_words_and_inflections_count(text: str) -> None:
@@ -100,6 +102,9 @@ def test_patients_lay_words_and_inflections_count(text: str) -> None:
         "My car makes a grinding noise whenever I brake; the pads and the battery were replaced last year.",
         "Which laptop battery lasts longest for travel? I need something light with a bright screen.",
         "How do I keep my tomato plants from wilting in the heat? The leaves are curling at the edges.",
+        "Banana bread came out dense: a cup of sugar, baked an hour, the top burning, the middle raw.",
+        "Our joint bank account keeps draining with fees; how long is the transfer period to switch banks?",
+        "The team was tired by the second half, the striker kept racing offside and the rain was pounding.",
     ],
 )
 def test_everyday_text_is_still_not_medical(text: str) -> None:

@@ -2,10 +2,11 @@
 
 The term list is built once from every ICD-10-CM title outside the external-cause and
 health-status chapters (V-Z), minus generic words ("left", "initial", "head", …), plus a few
-clinical words ICD does not use as titles ("diagnosis", "medication", …), the lay words patients
-write on forums ("dizzy", "period", "throwing up", …) and any configured extra terms. Matching is one
-Aho-Corasick pass (pyahocorasick) over the lowercased text, on word boundaries, with the usual English
-endings (-s, -es, -ed, -ing: "coughing", "fainted"); a document passes with at least `min_hits`
+clinical words ICD does not use as titles ("diagnosis", "medication", …), the lay words and phrases
+patients write on forums ("dizzy", "my period", "threw up", common drug names; matched as written) and
+any configured extra terms. Matching is one Aho-Corasick pass (pyahocorasick) over the lowercased text,
+on word boundaries, ICD and clinical terms with the usual English endings (-s, -es, -ed, -ing:
+"wheezing", "diagnosed"); a document passes with at least `min_hits`
 (default 3) distinct terms, where each MeSH descriptor the record carries counts as one.
 """
 
@@ -87,30 +88,72 @@ CLINICAL = _split(
     antibiotic antibiotics ultrasound radiograph scan
     """
 )
-# How patients say it: words ICD titles do not use, or that the common-English list removes.
+# How patients say it: words ICD titles do not use, or that the common-English list removes. They are
+# matched as written (no inflections); words that are everyday English too ("period", "racing",
+# "tired", "sugar") only count inside a phrase.
 LAY = _split(
     """
-    dizzy dizziness lightheaded faint fainted fainting period periods menstrual cramps clots spotting
-    bleeding bleed nausea nauseous vomit vomiting throwing puke diarrhea diarrhoea constipated constipation
-    bloated bloating heartburn reflux cough coughing wheeze wheezing breathless sneezing phlegm mucus snot
-    fever feverish chills sweats sweating rash itchy itching hives swollen swelling lump lumps bruise
-    bruising sore soreness ache aches aching headache headaches migraine numb numbness tingling burning
-    throbbing stabbing palpitations racing pounding tired exhausted fatigue insomnia sleepless anxious
-    anxiety panic depressed depression moody suicidal pregnant pregnancy miscarriage contraception
-    menopause perimenopause breastfeeding stomach belly bowel bowels urine urinating pee peeing poop
-    stool stools bladder kidney
-    kidneys liver lungs chest throat tonsils sinus sinuses gums tooth toothache earache eyesight blurry
-    blurred vision joints joint knee knees spine ankle wrist hip shoulder muscle muscles tendon ligament
-    sprain sprained fracture infection infected inflamed inflammation pus wound stitches scar blood
-    sugar cholesterol thyroid hormone hormones allergy allergic asthma inhaler eczema acne psoriasis
-    diabetes diabetic insulin tablets pills meds ibuprofen paracetamol acetaminophen aspirin tylenol advil
-    antidepressant antidepressants steroid steroids vaccine vaccinated jab doctor doctors gp nurse
-    pharmacist er ae emergency ambulance appointment referral specialist dermatologist cardiologist
-    gynaecologist gynecologist x-ray mri ct bloods labs
+    dizzy dizziness lightheaded faint fainted fainting menstrual cramps clots spotting bleeding bleed
+    nausea nauseous vomit vomiting vomited puke diarrhea diarrhoea constipated constipation bloated
+    bloating heartburn reflux cough coughing coughed wheeze wheezing breathless sneezing phlegm mucus
+    fever feverish chills sweats rash rashes itchy itching hives swollen swelling lump lumps bruise
+    bruised bruising soreness ache aches aching headache headaches migraine migraines numbness tingling
+    throbbing palpitations fatigue insomnia anxious anxiety panic depressed depression suicidal
+    pregnant pregnancy miscarriage contraception menopause perimenopause breastfeeding stomach belly
+    bowel bowels urine urinating peeing bladder kidney kidneys liver lungs chest throat tonsils sinus
+    sinuses gums toothache earache eyesight blurry blurred vision joints knee knees spine ankle wrist hip
+    shoulder muscle muscles tendon ligament sprain sprained fracture fractured infection infected inflamed
+    inflammation pus wound stitches scar cholesterol thyroid hormone hormones allergy allergic asthma
+    inhaler eczema acne psoriasis diabetes diabetic insulin tablets pills meds medicine medicines
+    antidepressant antidepressants steroid steroids vaccine vaccinated doctor doctors gp nurse
+    pharmacist ambulance referral specialist dermatologist cardiologist gynaecologist gynecologist
+    neurologist x-ray xray mri bloodwork
+    ibuprofen paracetamol acetaminophen aspirin tylenol advil naproxen diclofenac codeine tramadol
+    morphine gabapentin amoxicillin doxycycline azithromycin ciprofloxacin clindamycin penicillin
+    metformin lisinopril amlodipine losartan atorvastatin simvastatin levothyroxine prednisone
+    prednisolone warfarin apixaban metoprolol propranolol omeprazole sertraline fluoxetine citalopram
+    escitalopram antihistamine cetirizine loratadine salbutamol albuterol methotrexate
     """
 )
+LAY_PHRASES = (
+    "my period",
+    "my periods",
+    "heavy period",
+    "heavy periods",
+    "period pain",
+    "missed period",
+    "heart racing",
+    "heart races",
+    "heart is racing",
+    "heart pounding",
+    "heart is pounding",
+    "pounding headache",
+    "stabbing pain",
+    "burning sensation",
+    "burning pain",
+    "joint pain",
+    "threw up",
+    "throw up",
+    "throwing up",
+    "blood sugar",
+    "blood sugars",
+    "always tired",
+    "tired all the time",
+    "the er",
+    "to the er",
+    "emergency room",
+    "a e",
+    "urgent care",
+)
 # Words ICD titles use that, in forum text, say nothing medical ("the brake pads", "a car battery").
-NOT_MEDICAL = frozenset(_split("otherwise battery pads brake brakes engine"))
+NOT_MEDICAL = frozenset(
+    _split(
+        """
+    otherwise battery pads brake brakes engine dense temperature transfer block smell bake baked heat
+    drain drains draining
+        """
+    )
+)
 _WORD = re.compile(r"[a-z][a-z'-]{3,}")
 _TOKEN = re.compile(r"[\w'-]+")
 
@@ -128,17 +171,19 @@ def icd10_terms() -> frozenset[str]:
             continue
         terms.update(_WORD.findall(icd.get_description(code).lower()))
     adverbs = {term for term in terms if term.endswith("ly")}  # "properly", "normally": never medical signals
-    return frozenset((terms - GENERIC - COMMON_ENGLISH - NOT_MEDICAL - adverbs) | set(LAY))
+    return frozenset(terms - GENERIC - COMMON_ENGLISH - NOT_MEDICAL - adverbs)
 
 
 @lru_cache(maxsize=8)
 def build_automaton(extra: tuple[str, ...] = ()) -> ahocorasick.Automaton:
     """Keys are " term " and its inflections, space-delimited, so matches fall on word boundaries."""
     automaton = ahocorasick.Automaton()
-    terms = icd10_terms() | set(CLINICAL) | {" ".join(_TOKEN.findall(t.lower())) for t in extra}
-    for term in sorted(t for t in terms if t):
-        for form in inflections(term):
-            automaton.add_word(f" {form} ", term)
+    inflected = icd10_terms() | set(CLINICAL) | {" ".join(_TOKEN.findall(t.lower())) for t in extra}
+    as_written = (set(LAY) | {" ".join(_TOKEN.findall(p)) for p in LAY_PHRASES}) - inflected
+    forms = {form: term for term in inflected if term for form in inflections(term)}
+    forms.update({term: term for term in as_written})
+    for form, term in sorted(forms.items()):
+        automaton.add_word(f" {form} ", term)
     automaton.make_automaton()
     return automaton
 
