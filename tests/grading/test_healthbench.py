@@ -274,3 +274,29 @@ def test_a_stored_rubric_with_a_repeat_still_reads_back(sqlite_store: Any) -> No
     repeated = rubric.model_copy(update={"criteria": [*rubric.criteria, rubric.criteria[0]]})
     sqlite_store.put([repeated])  # as an older livemed could have stored it
     assert sqlite_store.get(Rubric, rubric.id) == repeated
+
+
+def test_exclude_scores_stored_under_the_old_id_are_replaced(sqlite_store: Any) -> None:
+    import sqlalchemy as sa
+
+    from livemed.grading.runs import score_all
+    from livemed.records import Answer, Grade, Score
+
+    case, rubric = imported(EXAMPLE_A)
+    answer = Answer(case_id=case.id, model="m", text="Call 911.")
+    grades = [
+        Grade(answer_id=answer.id, case_id=case.id, criterion_id=c.id, judge="j", met=m)
+        for c, m in zip(rubric.criteria, MET_A, strict=True)
+    ]
+    sqlite_store.put([case, rubric, answer, *grades])
+    [score] = score_all(sqlite_store, "j", policy="exclude").scores
+    legacy = score.id.removesuffix(":exclude")  # where an older livemed wrote exclude scores
+    with sqlite_store.engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE records SET id = :legacy WHERE kind = 'score' AND id = :id"),
+            {"legacy": legacy, "id": score.id},
+        )
+    score_all(sqlite_store, "j", policy="exclude")
+    assert [s.id for s in sqlite_store.iter(Score)] == [score.id]  # one exclude score per answer again
+    score_all(sqlite_store, "j")  # the default policy never deletes anything
+    assert sorted(s.failure_policy for s in sqlite_store.iter(Score)) == ["exclude", "not-met"]

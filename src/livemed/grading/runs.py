@@ -280,4 +280,16 @@ def score_all(
         else:
             run.scores.append(record)
     store.put(run.scores)
+    if policy != "not-met":
+        _drop_legacy_ids(store, run.scores)
     return run
+
+
+def _drop_legacy_ids(store: Store, scores: Sequence[Score]) -> None:
+    """Before scores carried their failure policy in their id, an `exclude` score took the default id:
+    such a stored score is replaced by the one just written beside it."""
+    legacy = [s.id.rsplit(":", 1)[0] for s in scores]
+    found = store.has(Score.kind, legacy)
+    stale = [i for i in found if (old := store.get(Score, i)) is not None and old.failure_policy != "not-met"]
+    if stale:
+        store.delete(Score.kind, sorted(stale))
