@@ -197,3 +197,19 @@ async def test_a_since_window_after_the_watermark_leaves_the_watermark_so_the_ga
     overlapping = await harvest_source(sqlite_store, source, chain, until=until, since=day("2025-06-01"))
     assert overlapping.kept == 1
     assert watermark(sqlite_store, "files") == day("2025-07-01")  # began at the watermark: it moves
+
+
+async def test_a_first_since_window_after_the_cutoff_sets_no_watermark(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    source, chain, until = Files(Settings(path=path)), Prefilters([]), day("2025-12-31")
+    write_threads(path, ["2025-02-01", "2025-06-01"])
+    first = await harvest_source(
+        sqlite_store, source, chain, until=until, since=day("2025-05-01"), cutoff=CUTOFF
+    )
+    assert first.kept == 1
+    assert watermark(sqlite_store, "files") is None  # February, between the cutoff and --since, is still owed
+    default = await harvest_source(sqlite_store, source, chain, until=until, cutoff=CUTOFF)
+    assert (default.kept, default.skipped) == (1, 1)
+    assert watermark(sqlite_store, "files") == day("2025-06-01")

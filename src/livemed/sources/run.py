@@ -162,11 +162,15 @@ async def _next(items: AsyncIterator[Doc | Rejection], report: SourceReport) -> 
     return None
 
 
-def _advance(store: Store, source: str, newest: datetime, since: datetime | None) -> None:
-    """Move the watermark to `newest`, unless a `--since` window began after it (that would skip the gap)."""
+def _advance(
+    store: Store, source: str, newest: datetime, since: datetime | None, cutoff: datetime | None
+) -> None:
+    """Move the watermark to `newest`, unless a `--since` window began after it (or, with no watermark
+    yet, after the cutoff): that would skip the gap."""
     before = watermark(store, source)
-    if before is not None and since is not None and since > before:
-        return  # a later default run must still harvest from the old watermark to `since`
+    start = before or cutoff
+    if start is not None and since is not None and since > start:
+        return  # a later default run must still harvest from the old watermark (or cutoff) to `since`
     if before is None or newest > before:
         store.state_set(WATERMARKS, source, newest.isoformat())
 
@@ -197,6 +201,6 @@ async def harvest_source(
         if (close := getattr(items, "aclose", None)) is not None:
             await close()
     if report.error is None and run.newest is not None and (source.ordered or not run.full):
-        _advance(store, source.name, run.newest, since)
+        _advance(store, source.name, run.newest, since, cutoff)
     report.watermark_after = store.state_get(WATERMARKS, source.name)
     return report
