@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -109,6 +110,9 @@ def test_fetch_converts_the_answered_subsets_and_is_idempotent(tmp_path: Path) -
 
         target = cache / "medquad" / "medquad_answered_pairs.jsonl.gz"
         assert f"wrote {target}" in output
+        umask = os.umask(0)
+        os.umask(umask)
+        assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # as any new file, not private to its owner
         assert "4 QA pairs from 2 XML files" in output
         assert "1 empty answer(s) dropped, 1 malformed file(s) skipped" in output
         assert "0000002_1.xml" in output  # the bad file is named
@@ -223,6 +227,13 @@ def test_a_network_failure_is_one_clear_error(tmp_path: Path, status: int) -> No
     assert "medquad" in message
     assert not (cache / "medquad" / "medquad_answered_pairs.jsonl.gz").exists()
     assert not [p for p in (cache / "medquad").iterdir()]  # no partial files left behind
+
+
+def test_a_malformed_url_is_one_clear_error(tmp_path: Path) -> None:
+    args = ["evidence", "fetch", "medquad", "--url", "http://[::1", "--cache-dir", str(tmp_path / "c")]
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, SourceError)
+    assert "invalid URL" in str(result.exception)
 
 
 def test_a_download_that_is_not_a_zip_is_one_clear_error(tmp_path: Path) -> None:

@@ -129,7 +129,7 @@ class HttpClient:
         self, url: str, params: Mapping[str, Any] | None = None, *, accept: frozenset[int] = frozenset({404})
     ) -> httpx.Response:
         """GET with rate limit and retries; statuses in `accept` are returned, other failures raise."""
-        where = httpx.URL(url).copy_with(query=None)
+        where = self._where(url)
         last = ""
         for attempt in range(self.max_retries + 1):
             wait = self._not_before - time.monotonic()
@@ -156,11 +156,18 @@ class HttpClient:
             "the source is down or refusing requests, try again later"
         )
 
+    def _where(self, url: str) -> httpx.URL:
+        """The URL without its query (which may carry a key), for messages; a malformed URL is one line."""
+        try:
+            return httpx.URL(url).copy_with(query=None)
+        except httpx.InvalidURL as exc:
+            raise SourceError(f"{self.source}: invalid URL {url.split('?')[0]!r}: {exc}") from None
+
     async def download(self, url: str, dest: Path, *, chunk_size: int = 1 << 16) -> int:
         """GET `url` streamed into the file `dest` (not held in memory), with the same rate limit and
         retries as `get` (a transfer cut off midway is retried from the start); returns the bytes written.
         """
-        where = httpx.URL(url).copy_with(query=None)
+        where = self._where(url)
         last = ""
         for attempt in range(self.max_retries + 1):
             wait = self._not_before - time.monotonic()

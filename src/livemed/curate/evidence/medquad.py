@@ -202,6 +202,9 @@ class _atomic:
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if exc_type is None:
+            umask = os.umask(0)  # mkstemp makes the file private; give it the permissions of any new file
+            os.umask(umask)
+            os.chmod(self.tmp, 0o666 & ~umask)
             os.replace(self.tmp, self.path)
         else:
             self.tmp.unlink(missing_ok=True)
