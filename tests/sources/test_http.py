@@ -87,9 +87,9 @@ async def test_the_rate_limit_allows_no_burst_in_any_window(rate: float, request
         async with client(requests_per_second=rate) as http:
             await asyncio.gather(*(http.get(f"{server.url}/x") for _ in range(requests)))
     assert len(arrived) == requests
+    # Windows a little shorter than the spacing allows: a request delayed on its way (a busy CI machine)
+    # must not look like a burst. The old limiter let `rate` requests through at once, then more: 7 in 0.9 s.
     if rate >= 1:
-        assert (
-            most_in_one_window(arrived, 1.0) <= rate
-        )  # the old limiter let `rate` through at once, then more
+        assert most_in_one_window(arrived, 0.9) <= rate
     else:
-        assert most_in_one_window(arrived, 1.0 / rate) <= 1  # under 1/s: one request per 1/rate seconds
+        assert most_in_one_window(arrived, 1.0) <= 1  # under 1/s: one request per 1/rate (1.25 s) at most
