@@ -155,29 +155,9 @@ def test_demo_ignores_the_users_store_setting(tmp_path: Path, monkeypatch: pytes
 
 @pytest.mark.browser
 def test_the_demo_report_loads_in_headless_chromium(demo_run: tuple[Path, str]) -> None:
-    from tests.reports.test_browser import CHROMIUM_ARGS, chromium
+    from tests.reports.browser import opened_report
 
-    binary = chromium()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    report = demo_run[0] / "results" / "report.html"
-    problems: list[str] = []
-    remote: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=binary, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on(
-                "request",
-                lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None,
-            )
-            page.goto(report.as_uri())
-            page.wait_for_selector("body[data-report-ready]")
-            models = page.locator("#leaderboard-table tbody tr td.model").all_inner_texts()
-            assert models == ["offline/reference", "offline/retrieval", "offline/empty"]
-            assert page.locator("#case-list > details.case").count() == 33
-        finally:
-            browser.close()
-    assert problems == []
-    assert remote == []
+    with opened_report(demo_run[0] / "results" / "report.html") as page:
+        models = page.locator("#leaderboard-table tbody tr td.model").all_inner_texts()
+        assert models == ["offline/reference", "offline/retrieval", "offline/empty"]
+        assert page.locator("#case-list > details.case").count() == 33

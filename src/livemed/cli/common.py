@@ -92,6 +92,12 @@ class EngineProgress:
         )
 
 
+def _progress(out: Console | None, *extra: TextColumn) -> Progress:
+    """Spinner, description, bar, done/total, then `extra` columns and the elapsed time."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, *extra, TimeElapsedColumn(), console=out or console)
+
+
 @contextmanager
 def engine_progress(
     engine: Engine,
@@ -101,15 +107,7 @@ def engine_progress(
     out: Console | None = None,
 ) -> Iterator[EngineProgress]:
     """Show live progress of the engine's calls while the block runs (a final line when not a terminal)."""
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn(STATS),
-        TimeElapsedColumn(),
-        console=out or console,
-    )
+    progress = _progress(out, TextColumn(STATS))
     task = progress.add_task(
         description, total=total, rate="0.0", hits=0, retries=0, failures=0, tokens=0, cost="0.0000"
     )
@@ -205,14 +203,7 @@ def stage_progress(description: str, *, out: Console | None = None) -> Iterator[
     """A progress line counting the items the running stage has finished (see `pipeline.item_progress`)."""
     from livemed.pipeline import item_progress
 
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=out or console,
-    )
+    progress = _progress(out)
     task = progress.add_task(description, total=None)
     token = item_progress.set(lambda done: progress.update(task, completed=done))
     try:
