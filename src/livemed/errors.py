@@ -9,7 +9,8 @@ LivemedError                      root: anything livemed raises on purpose
 │   ├── InputFileError            a bad input file (carries path and line number)
 │   ├── StoreOpenError            the store cannot be opened (not a database, unreachable server)
 │   ├── StoreVersionError         the store was written by a newer livemed
-│   └── StoreLockedError          another process holds the SQLite write lock
+│   ├── StoreLockedError          another process holds the SQLite write lock
+│   └── StageBusyError            another live process runs the same stage and model on this store
 └── RunError                      the run itself failed; the CLI prints one line, exit code 1
     ├── ModelError                an LLM call failed (raised by models, caught by the engine)
     │   ├── FatalModelError       400/401/403/404, a bad configuration: retrying would not help
@@ -95,6 +96,10 @@ class StoreLockedError(UserError):
     """Another process holds the store's write lock for too long."""
 
 
+class StageBusyError(UserError):
+    """Another live process already runs this stage with this model on the store (see `store.leases`)."""
+
+
 class RunError(LivemedError):
     """The run itself failed."""
 
@@ -117,3 +122,7 @@ class RetrievalError(RunError):
 
 class BudgetExceededError(RunError):
     """Going on would exceed the cost budget."""
+
+
+class CallsFailedError(RunError):
+    """Items ended as call failures: stored as such and retried by the next run; the command exits 1."""

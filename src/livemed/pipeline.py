@@ -4,7 +4,9 @@ A stage is a plain async function from one input record to the records it produc
 rejections). `run_stage` streams the inputs, drops those whose output already exists in the store,
 runs the rest concurrently one batch at a time, and writes each batch in one transaction. A crash or
 kill therefore loses at most the batch in flight, and the engine's response cache means even that
-batch is not paid for twice. `track_run` records each command as a `Run` with its usage and outcome.
+batch is not paid for twice (`livemed.runs.track_run` records each command as a `Run`). An item whose
+outputs include a failed call (`records.is_failed_call`) is counted in `StageResult.call_failed`, with
+its cause, so the command can fail with one line.
 A caller that wants to watch a stage sets `item_progress` (a context variable) to a function that
 receives the number of items finished so far; the CLI's progress bars use it.
 """
@@ -12,16 +14,15 @@ receives the number of items finished so far; the CLI's progress bars use it.
 from __future__ import annotations
 
 import asyncio
-import uuid
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from livemed.records import Record, Rejection, Run, utcnow
+from livemed.records import Record, Rejection, is_failed_call
 from livemed.store import Store
 
 T = TypeVar("T")
@@ -40,6 +41,8 @@ class StageResult:
     written: Counter[str] = field(default_factory=Counter)
     rejected: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)  # reason -> "record id: detail" of the first one
+    call_failed: int = 0  # items whose outputs include a failed call (not done; retried next run)
+    causes: Counter[str] = field(default_factory=Counter)  # why those calls failed, by detail
 
     def merge(self, other: StageResult) -> None:
         self.seen += other.seen
@@ -49,6 +52,19 @@ class StageResult:
         self.rejected.update(other.rejected)
         for reason, example in other.examples.items():
             self.examples.setdefault(reason, example)
+        self.call_failed += other.call_failed
+        self.causes.update(other.causes)
+
+    def failure_line(self, unit: str) -> str | None:
+        """`12 of 12 answers failed: <cause>; run again to retry them`, or None when no call failed."""
+        if not self.call_failed:
+            return None
+        cause, _ = self.causes.most_common(1)[0] if self.causes else ("a model call failed", 0)
+        others = len(self.causes) - 1
+        more = f" (and {others} other cause{'s' if others > 1 else ''})" if others > 0 else ""
+        return (
+            f"{self.call_failed} of {self.processed} {unit} failed: {cause}{more}; run again to retry them"
+        )
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -135,6 +151,11 @@ class _Window(Generic[T]):
         records = [record for _, produced in self.finished for record in produced]
         self.store.put(records)
         self.result.processed += len(self.finished)
+        for _, produced in self.finished:
+            failed = [record for record in produced if is_failed_call(record)]
+            if failed:
+                self.result.call_failed += 1
+                self.result.causes[failure_cause(failed[0])] += 1
         for record in records:
             self.result.written[record.kind] += 1
             if isinstance(record, Rejection):
@@ -171,43 +192,13 @@ def _as_list(ids: str | Sequence[str]) -> list[str]:
     return [ids] if isinstance(ids, str) else list(ids)
 
 
-@contextmanager
-def track_run(
-    store: Store,
-    command: str,
-    *,
-    settings: dict[str, Any] | None = None,
-    models: Sequence[str] = (),
-    engine: Any = None,
-) -> Iterator[Run]:
-    """Record a command as a `Run`: written when it starts, updated with usage and outcome when it ends.
-
-    The body may set `run.error` to record a failed run without raising (e.g. one source of several
-    failed): the outcome is then "failed" with that error.
-    """
-    run = Run(run_id=uuid.uuid4().hex[:12], command=command, settings=settings or {}, models=list(models))
-    store.put([run])
-    try:
-        yield run
-    except KeyboardInterrupt:
-        _finish(store, run, engine, "interrupted", "interrupted by the user")
-        raise
-    except BaseException as exc:
-        _finish(store, run, engine, "failed", f"{type(exc).__name__}: {exc}")
-        raise
-    _finish(store, run, engine, "failed" if run.error else "ok", run.error)
+_NOT_SENT = re.compile(r" \(later calls to .* are not sent\)$")
 
 
-def _finish(store: Store, run: Run, engine: Any, outcome: str, error: str | None) -> None:
-    if engine is not None:
-        run.usage = dict(engine.accounting.by_model)
-        run.stage_usage = {stage: dict(models) for stage, models in engine.accounting.by_stage.items()}
-        run.compliance = {
-            model: {"first_try": c.first_try, "repaired": c.repaired, "failed": c.failed, "total": c.total}
-            for model in engine.compliance
-            if (c := engine.compliance_of(model)).total
-        }
-    run.outcome = outcome  # type: ignore[assignment]
-    run.error = error
-    run.ended_at = utcnow()
-    store.put([run])
+def failure_cause(record: Record) -> str:
+    """Why a failed call failed, in one short line (the same cause reads the same for every item)."""
+    detail = str(getattr(record, "detail", "") or getattr(record, "reason", "") or "unknown")
+    detail = _NOT_SENT.sub("", " ".join(detail.split()))
+    return detail if len(detail) <= 240 else detail[:239] + "…"
+
+

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.errors import UnknownNameError, UserError
-from livemed.records import ErrorLabel, Run, Score
+from livemed.errors import CallsFailedError, UnknownNameError, UserError
+from livemed.records import ErrorLabel, Rejection, Run, Score
 from livemed.store import Store
 from tests.analysis.builders import CUTOFFS_TOML, study
 
@@ -128,11 +128,15 @@ def test_taxonomy_heuristic_stores_labels_and_a_run(project: Path) -> None:
 
 
 def test_taxonomy_with_a_scripted_llm_classifier(project: Path) -> None:
-    out = invoke(project, "taxonomy", "--model", "fake/strong", "--k", "3", "--classifier", "fake/classifier")
-    # fake/classifier with no script answers with an error; failures are stored as rejections, not labels
-    assert "failed" in out
+    # fake/classifier with no script answers with an error; failures are stored as rejections, not labels,
+    # and the command fails with one line
+    with pytest.raises(CallsFailedError, match=r"^3 of 3 answers failed: .*; run again to retry them$"):
+        invoke(project, "taxonomy", "--model", "fake/strong", "--k", "3", "--classifier", "fake/classifier")
     with Store(project / "s.db") as store:
         assert [label for label in store.iter(ErrorLabel)] == []
+        assert {r.reason for r in store.iter(Rejection) if r.stage == "taxonomy"} == {"classifier_failed"}
+        [run] = [r for r in store.iter(Run) if r.command == "taxonomy"]
+        assert run.outcome == "failed"
 
 
 def test_several_judges_need_a_choice(project: Path) -> None:

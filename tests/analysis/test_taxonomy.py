@@ -177,4 +177,5 @@ async def test_llm_classifier_failure_is_a_rejection() -> None:
     [rejection] = await diagnose(llm, _item())
     assert isinstance(rejection, Rejection)
     assert rejection.stage == "taxonomy"
-    assert rejection.reason == "classifier_failed"
+    assert rejection.reason == "classifier_unparsable"  # a reply came, but no usable label: not a failed call
+    assert not rejection.call_failed

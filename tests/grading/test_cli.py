@@ -162,12 +162,20 @@ def test_user_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_failed_answer_calls_are_rejections_not_answers(kqa_store: Path) -> None:
-    out = run(kqa_store, "answer", "--model", "fake/unscripted", "--limit", "2")
-    assert "rejected (fatal): 2" in out
+    result = CliRunner().invoke(app, ["--store", str(kqa_store), "answer", "-m", "fake/unscripted", "--limit", "2"])
+    assert result.exit_code == 1
+    assert "rejected (fatal): 2" in " ".join(result.output.split())
+    assert str(result.exception).startswith("2 of 2 answers failed: ")
+    assert str(result.exception).endswith("; run again to retry them")
     with Store(kqa_store) as store:
         assert store.count().get("answer", 0) == 0
         assert {r.stage for r in store.iter(Rejection)} == {"answer"}
-    assert "wrote 2 rejection" in run(kqa_store, "answer", "--model", "fake/unscripted", "--limit", "2")
+        runs = list(store.iter(Run))
+        assert [r.outcome for r in runs] == ["failed"]
+        assert runs[0].counts["call_failed"] == 2
+    assert "wrote 2 rejection" in run(
+        kqa_store, "answer", "--model", "fake/unscripted", "--limit", "2", code=1
+    )
 
 
 def scripted_judge(model_id: str) -> FakeModel:

@@ -51,10 +51,10 @@ def _project(tmp_path: Path, server: FakeOpenAIServer) -> Path:
     return config
 
 
-def run(config: Path, *argv: str) -> str:
+def run(config: Path, *argv: str, code: int = 0) -> str:
     result = CliRunner().invoke(app, ["--config", str(config), *argv])
-    assert result.exit_code == 0, result.output
-    return result.output
+    assert result.exit_code == code, result.output
+    return result.output + (str(result.exception) if code else "")
 
 
 def test_answer_grade_score_over_http_resume_and_keep_the_key_secret(
@@ -116,7 +116,8 @@ def test_an_unreachable_endpoint_is_reported_with_its_reason(tmp_path: Path) -> 
     )
     run(config, "harvest", "--source", "demo", "--until", "2024-03-31")
     run(config, "curate", "--evidence", str(_demo_evidence()))
-    out = run(config, "answer", "--model", "vllm/nowhere")
+    out = run(config, "answer", "--model", "vllm/nowhere", code=1)
     assert "rejected (retries_exhausted)" in out
     assert "cannot reach http://127.0.0.1:9/v1" in out.replace("\n", "")
+    assert "answers failed: gave up after 1 attempt(s): vllm/nowhere: cannot reach" in out
     assert Store(tmp_path / "livemed.db").count().get("answer", 0) == 0

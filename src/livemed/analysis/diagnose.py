@@ -96,7 +96,8 @@ async def diagnose(llm: LLM, item: TaxonomyItem) -> list[Record]:
         return [
             Rejection(
                 stage=STAGE,
-                reason="classifier_failed",
+                # a failed call is retried and fails the command; an unusable reply is a verdict
+                reason="classifier_failed" if result.call_failure is not None else "classifier_unparsable",
                 detail=(result.failure or "no reply")[:500],
                 record_kind="answer",
                 record_id=f"{item.score.answer_id}:{llm.id}",

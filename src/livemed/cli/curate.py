@@ -49,7 +49,7 @@ def curate(
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
     from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
-    from livemed.pipeline import track_run
+    from livemed.runs import raise_for_calls, settle, track_run
 
     app_state = state(ctx)
     settings = app_state.config.curate
@@ -74,7 +74,9 @@ def curate(
     }
     with (
         usage_on_failure(engine),
-        track_run(store, "curate", settings=run_settings, models=[model], engine=engine) as run,
+        track_run(
+            store, "curate", settings=run_settings, models=[model], engine=engine, lease=f"curate:{model}"
+        ) as run,
         engine_progress(engine, f"curating with {model}"),
     ):
         from livemed.curate.chain import curate_store
@@ -82,7 +84,7 @@ def curate(
         result, funnel = asyncio.run(
             curate_store(store, chain, limit=limit, batch_size=batch_size, redo=redo)
         )
-        run.counts = {"processed": result.processed, **{f"written_{k}": v for k, v in result.written.items()}}
+        settle(run, result, "documents")
     _print_funnel(funnel)
     accepted = result.written.get("case", 0)
     console.print(f"{result.processed} document(s) curated: {accepted} case(s) accepted")
@@ -90,6 +92,7 @@ def curate(
     if errors:
         err_console.print(f"[yellow]warning:[/] {len(errors)} evidence search(es) failed: {errors[0]}")
     print_usage(engine)
+    raise_for_calls(run)
 
 
 def _chain(

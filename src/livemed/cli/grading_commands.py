@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from livemed.models import Engine
     from livemed.pipeline import StageResult
     from livemed.records import Case
+    from livemed.store import Store
 
 judges_app = typer.Typer(help="Validate graders against human labels.", no_args_is_help=True)
 app.add_typer(judges_app, name="judges")
@@ -53,11 +54,6 @@ def select_cases(app_state: AppState, status: str | None, limit: int | None) -> 
         yield case
 
 
-def counts(result: StageResult) -> dict[str, int]:
-    """What a stage run did, for its Run record."""
-    return {"seen": result.seen, "skipped": result.skipped, **dict(result.written)}
-
-
 def print_result(what: str, result: StageResult) -> None:
     written = ", ".join(f"{n} {k}" for k, n in sorted(result.written.items())) or "nothing"
     console.print(f"{what}: {result.seen} seen, {result.skipped} already done, wrote {written}")
@@ -82,7 +78,8 @@ def rubrics(
     max_cost: float | None = MAX_COST,
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
-    from livemed.pipeline import run_stage, track_run
+    from livemed.pipeline import run_stage
+    from livemed.runs import raise_for_calls, settle, track_run
     from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
 
     app_state = state(ctx)
@@ -90,7 +87,7 @@ def rubrics(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     model = resolve(app_state, engine, writer, "rubrics", OfflineWriter)
     cases = list(select_cases(app_state, status, limit))
-    rejected = set() if retry_rejected else store.has("rejection", [rejection_id(c.id) for c in cases])
+    rejected = set() if retry_rejected else _rejected_rubrics(store, [rejection_id(c.id) for c in cases])
     todo = [case for case in cases if rejection_id(case.id) not in rejected]
     if rejected:
         console.print(
@@ -98,7 +95,9 @@ def rubrics(
         )
     with (
         usage_on_failure(engine),
-        track_run(store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine) as run,
+        track_run(
+            store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine, lease=f"rubrics:{writer}"
+        ) as run,
         progress_for(engine, writer, f"rubrics by {writer}"),
     ):
         result = asyncio.run(
@@ -111,7 +110,7 @@ def rubrics(
                 batch_size=16,
             )
         )
-        run.counts = counts(result)
+        settle(run, result, "cases")
     done = store.has("rubric", [f"rubric:{case.id}" for case in todo])
     stale = store.has("rejection", [rejection_id(case.id) for case in todo if f"rubric:{case.id}" in done])
     if stale:
@@ -119,6 +118,15 @@ def rubrics(
     print_result("rubrics", result)
     report_reference_coverage(app_state, cases)
     print_usage(engine)
+    raise_for_calls(run)
+
+
+def _rejected_rubrics(store: Store, ids: list[str]) -> set[str]:
+    """Rubric rejections that are verdicts (lint findings); a failed call is tried again."""
+    from livemed.records import Rejection
+
+    found = store.has("rejection", ids)
+    return {i for i in found if (r := store.get(Rejection, i)) is not None and not r.call_failed}
 
 
 def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:
@@ -186,7 +194,7 @@ def answer(
     from livemed.grading.answer import OfflineAnswerer
     from livemed.grading.runs import answer_all
     from livemed.models import Settings
-    from livemed.pipeline import track_run
+    from livemed.runs import raise_for_calls, settle, track_run
 
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
@@ -199,13 +207,21 @@ def answer(
         err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
     with (
         usage_on_failure(engine),
-        track_run(app_state.store, "answer", settings=run_settings, models=[model], engine=engine) as run,
+        track_run(
+            app_state.store,
+            "answer",
+            settings=run_settings,
+            models=[model],
+            engine=engine,
+            lease=f"answer:{model}",
+        ) as run,
         progress_for(engine, model, f"answers by {model}"),
     ):
         result = asyncio.run(answer_all(app_state.store, cases, answerer, settings=settings, samples=samples))
-        run.counts = counts(result)
+        settle(run, result, "answers")
     print_result(f"answers by {model}", result)
     print_usage(engine)
+    raise_for_calls(run)
 
 
 @app.command()
@@ -226,7 +242,7 @@ def grade(
     """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
     from livemed.grading.judge import MODES, OfflineGrader
     from livemed.grading.runs import grade_all, plan_targets
-    from livemed.pipeline import track_run
+    from livemed.runs import raise_for_calls, settle, track_run
     from livemed.records import Answer
 
     if mode not in MODES:
@@ -239,15 +255,18 @@ def grade(
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     with (
         usage_on_failure(engine),
-        track_run(store, "grade", settings=settings, models=[judge], engine=engine) as run,
+        track_run(
+            store, "grade", settings=settings, models=[judge], engine=engine, lease=f"grade:{judge}"
+        ) as run,
         progress_for(engine, judge, f"grading with {judge}"),
     ):
         result = asyncio.run(grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures))
-        run.counts = counts(result)
+        settle(run, result, "criteria" if mode == "per-criterion" else "answers")
     print_result(f"grades by {judge} ({mode})", result)
     for reason, n in sorted(plan.skipped.items()):
         console.print(f"  answers not graded ({reason}): {n}")
     print_usage(engine)
+    raise_for_calls(run)
 
 
 # The score, agreement and import/export commands live beside these; registering them here keeps

@@ -68,9 +68,9 @@ def harvest_command(
     """Harvest dated documents into the store, pre-filter them and log rejections."""
     import asyncio
 
-    from livemed.pipeline import track_run
     from livemed.prefilter import build_prefilters
     from livemed.sources import build_source
+    from livemed.runs import track_run
     from livemed.sources.run import harvest_source
 
     app_state = state(ctx)
@@ -81,7 +81,7 @@ def harvest_command(
     prefilters = build_prefilters(config.prefilter, [] if no_prefilter else None)
     settings: dict[str, Any] = {"sources": source, "since": since, "until": until, "limit": limit}
     settings["prefilters"] = prefilters.names
-    failed = []
+    failed, unreadable = [], 0
     with track_run(store, "harvest", settings=settings) as run:
         prefilters.load(store)
         for item in built:
@@ -90,13 +90,20 @@ def harvest_command(
             )
             run.counts.update(report.counts())
             _print_report(report)
+            unreadable += sum(n for (stage, _), n in report.rejected.items() if stage == "harvest")
             if report.error:
                 failed.append(report.error)
         if failed:  # the stored Run says so too (outcome "failed", the sources' errors)
             run.error = "; ".join(failed)
     for message in failed:
         err_console.print(f"[bold red]source failed:[/] {escape(message)}", highlight=False)
-    if failed:
+    if unreadable:  # the bad-input rule: records skipped -> exit 1 (the rest is stored)
+        err_console.print(
+            f"[bold red]error:[/] {unreadable} record(s) could not be read and were skipped (rejections of "
+            "stage harvest, with where each came from: `livemed export -k rejection`); the rest was harvested",
+            highlight=False,
+        )
+    if failed or unreadable:
         raise typer.Exit(code=1)
 
 

@@ -36,7 +36,7 @@ def scores(
     """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs."""
     from livemed.grading import score as S
     from livemed.grading.runs import score_all
-    from livemed.pipeline import track_run
+    from livemed.runs import track_run
 
     if convention not in S.CONVENTIONS:
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
@@ -125,7 +125,7 @@ def agreement(
     from livemed.grading.agreement import grade_items, metrics
     from livemed.grading.judge import OfflineGrader
     from livemed.interop.labels import LabelItem, read_labels
-    from livemed.pipeline import track_run
+    from livemed.runs import track_run
 
     app_state = state(ctx)
     items: list[LabelItem] = []

@@ -19,7 +19,8 @@ from livemed.analysis.taxonomy import (
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import AppState, console
 from livemed.errors import UnknownNameError
-from livemed.pipeline import run_stage, track_run
+from livemed.pipeline import run_stage
+from livemed.runs import raise_for_calls, settle, track_run
 from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Score
 from livemed.store import Store
 
@@ -109,7 +110,9 @@ def _classify_with_llm(
     llm = LLM(engine, get_model(classifier, config=app_state.config), stage=STAGE)
     with (
         usage_on_failure(engine),
-        track_run(store, "taxonomy", settings=settings, models=[llm.id], engine=engine),
+        track_run(
+            store, "taxonomy", settings=settings, models=[llm.id], engine=engine, lease=f"taxonomy:{llm.id}"
+        ) as run,
         progress_for(engine, llm.id, f"classifying with {llm.id}"),
     ):
         result = asyncio.run(
@@ -121,9 +124,11 @@ def _classify_with_llm(
                 output_kinds=["error_label"],
             )
         )
+        settle(run, result, "answers")
     console.print(
         f"[dim]{result.processed} classified, {result.skipped} already labelled, "
         f"{sum(result.rejected.values())} failed (stored as rejections; retried on the next run)[/]"
     )
     print_usage(engine)
+    raise_for_calls(run)
     return llm.id

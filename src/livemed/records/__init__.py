@@ -19,6 +19,7 @@ from livemed.records.cases import (
 )
 from livemed.records.grading import (
     AXES,
+    CALL_FAILED,
     Answer,
     Axis,
     Criterion,
@@ -37,6 +38,12 @@ RECORD_TYPES: dict[str, type[Record]] = {
 }
 
 
+def is_failed_call(record: Record) -> bool:
+    """Whether `record` stands for a call that failed (a retried Rejection, a `call_failed` GradeFailure)
+    rather than a result: the item it belongs to is not done, and the command that wrote it fails."""
+    return isinstance(record, Rejection | GradeFailure) and record.call_failed
+
+
 def record_type(kind: str) -> type[Record]:
     """The record class for a kind, with a helpful error on a miss."""
     from livemed.errors import UnknownNameError
@@ -49,6 +56,7 @@ def record_type(kind: str) -> type[Record]:
 
 __all__ = [
     "AXES",
+    "CALL_FAILED",
     "RECORD_TYPES",
     "AdviceCheck",
     "Answer",
@@ -74,6 +82,7 @@ __all__ = [
     "Usage",
     "Validation",
     "is_call_failure",
+    "is_failed_call",
     "record_type",
     "short_hash",
     "utcnow",

@@ -9,6 +9,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from livemed.records.base import Record, short_hash
 
+CALL_FAILED = "call_failed"  # a GradeFailure whose grader call failed: no verdict, graded again next run
 AXES = ("accuracy", "completeness", "communication", "context_awareness", "safety")
 Axis = Literal["accuracy", "completeness", "communication", "context_awareness", "safety"]
 
@@ -151,6 +152,11 @@ class GradeFailure(Record):
     @property
     def parent_id(self) -> str:
         return self.answer_id
+
+    @property
+    def call_failed(self) -> bool:
+        """The grader's call itself failed (no verdict was given): the answer is not yet graded."""
+        return self.reason == CALL_FAILED
 
 
 class Score(Record):

@@ -83,8 +83,9 @@ class Rejection(Record):
 
     @property
     def call_failed(self) -> bool:
-        """A model or search call failed (reason `*_failed`): not a verdict; the item is tried again."""
-        return is_call_failure(self.reason)
+        """A model or search call failed (reason `*_failed`, or any rejection of an answer: `answer`
+        rejects only when the candidate's call failed): not a verdict; the item is tried again."""
+        return is_call_failure(self.reason) or self.stage == "answer"
 
     @property
     def parent_id(self) -> str:

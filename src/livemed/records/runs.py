@@ -41,7 +41,19 @@ class Run(Record):
     )
     started_at: AwareDatetime = Field(default_factory=utcnow)
     ended_at: AwareDatetime | None = None
-    outcome: Literal["running", "ok", "failed", "interrupted"] = "running"
+    heartbeat_at: AwareDatetime | None = Field(
+        default=None, description="last sign of life of a running command (usage is flushed with it)"
+    )
+    pid: int | None = None
+    host: str | None = None
+    outcome: Literal["running", "ok", "partial", "failed", "interrupted"] = Field(
+        default="running",
+        description=(
+            "ok: every item done; partial: it finished, but some items ended as call failures (retried by "
+            "the next run); failed: it stopped on an error, or every item it tried failed; interrupted: "
+            "stopped by Ctrl-C or a signal, or found dead (killed) by a later command"
+        ),
+    )
     error: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
     compliance: dict[str, dict[str, int]] = Field(

@@ -1,0 +1,200 @@
+"""Run records: what each command did, its usage while it runs, its outcome, and who else is running.
+
+```python
+with track_run(store, "grade", models=[judge], engine=engine, lease=f"grade:{judge}") as run:
+    result = asyncio.run(grade_all(...))
+    settle(run, result, "criteria")           # counts; a failure line when calls failed
+print_result(...)
+raise_for_calls(run)                          # exit 1 with that one line, after the output
+```
+
+- `track_run` writes a `Run` when the command starts (with its pid and host), then a heartbeat thread
+  rewrites it every `HEARTBEAT_S` seconds with the usage so far, so a run killed with `kill -9`
+  keeps the usage flushed before it died. The next command on the store finds such a run (its
+  process gone from this host, or silent for longer than the lease timeout) and marks it
+  `interrupted`.
+- With `lease=NAME` it also holds that lease (`store.leases`): a second live process asking for
+  the same lease stops with one line before doing anything.
+- Outcomes: `ok`; `partial` (it finished, but some items ended as failed calls); `failed` (it raised,
+  or every item it processed ended as a failed call, or the body set `run.error`); `interrupted`
+  (Ctrl-C, a signal, or found dead later).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from livemed.errors import CallsFailedError
+from livemed.records import Run, utcnow
+from livemed.store import Store, leases
+
+if TYPE_CHECKING:
+    from livemed.pipeline import StageResult
+
+log = logging.getLogger("livemed.runs")
+
+HEARTBEAT_S = float(os.environ.get("LIVEMED_HEARTBEAT_S", leases.HEARTBEAT_S))
+UNTRACKED_STALE_S = 6 * 3600.0  # a running Run from a livemed without heartbeats: dead after this long
+
+
+@contextmanager
+def track_run(
+    store: Store,
+    command: str,
+    *,
+    settings: dict[str, Any] | None = None,
+    models: Sequence[str] = (),
+    engine: Any = None,
+    lease: str | None = None,
+) -> Iterator[Run]:
+    """Record a command as a `Run`: written when it starts, refreshed while it runs, finished at the end.
+
+    The body may set `run.error` to record a failed run without raising (e.g. one source of several
+    failed), or call `settle` with its stage result.
+    """
+    run = Run(
+        run_id=uuid.uuid4().hex[:12],
+        command=command,
+        settings=settings or {},
+        models=list(models),
+        pid=os.getpid(),
+        host=leases.this_host(),
+        heartbeat_at=utcnow(),
+    )
+    mark_dead_runs(store)
+    holder = leases.Holder.here(run.run_id, command)
+    if lease is not None:
+        leases.acquire(store, lease, holder)
+    store.put([run])
+    beat = _Heartbeat(store, run, engine, lease, holder)
+    beat.start()
+    try:
+        yield run
+    except KeyboardInterrupt:
+        beat.stop()
+        _finish(store, run, engine, "interrupted", "interrupted by the user")
+        raise
+    except SystemExit as exc:
+        beat.stop()
+        _finish(store, run, engine, "interrupted", f"stopped by a signal (exit code {exc.code})")
+        raise
+    except BaseException as exc:
+        beat.stop()
+        _finish(store, run, engine, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        beat.stop()
+        if lease is not None:
+            leases.release(store, lease, holder)
+    _finish(store, run, engine, _outcome(run), run.error)
+
+
+def settle(run: Run, result: StageResult, unit: str) -> None:
+    """Put a stage's counts on its Run; when items ended as failed calls, the one-line error too."""
+    run.counts = {
+        "seen": result.seen,
+        "skipped": result.skipped,
+        "processed": result.processed,
+        "call_failed": result.call_failed,
+        **dict(result.written),
+    }
+    line = result.failure_line(unit)
+    if line is not None:
+        run.error = line
+
+
+def raise_for_calls(run: Run) -> None:
+    """Exit 1 (after the command's output) with the failure line when some items' calls failed."""
+    if run.counts.get("call_failed"):
+        raise CallsFailedError(run.error or f"{run.counts['call_failed']} call(s) failed")
+
+
+def _outcome(run: Run) -> str:
+    failed, processed = run.counts.get("call_failed", 0), run.counts.get("processed", 0)
+    if failed and failed < processed:
+        return "partial"
+    return "failed" if run.error else "ok"
+
+
+def mark_dead_runs(store: Store) -> list[Run]:
+    """Mark every `running` Run whose process is gone as `interrupted` (its flushed usage is kept)."""
+    dead = []
+    for run in store.iter(Run):
+        if run.outcome != "running":
+            continue
+        last_seen = run.heartbeat_at or run.started_at
+        stale_after = leases.STALE_AFTER_S if run.heartbeat_at else UNTRACKED_STALE_S
+        if not leases.gone(run.pid, run.host, last_seen, stale_after_s=stale_after):
+            continue
+        who = f"process {run.pid} on {run.host}" if run.pid else "its process"
+        run.outcome = "interrupted"
+        run.error = f"found dead: {who} ended without finishing (killed?); usage as last flushed"
+        run.ended_at = last_seen
+        dead.append(run)
+    if dead:
+        store.put(dead)
+        log.warning("marked %d run(s) whose process is gone as interrupted", len(dead))
+    return dead
+
+
+def _finish(store: Store, run: Run, engine: Any, outcome: str, error: str | None) -> None:
+    _take_usage(run, engine)
+    run.outcome = outcome  # type: ignore[assignment]
+    run.error = error
+    run.ended_at = utcnow()
+    store.put([run])
+
+
+def _take_usage(run: Run, engine: Any) -> None:
+    if engine is None:
+        return
+    run.usage = dict(engine.accounting.by_model)
+    run.stage_usage = {stage: dict(models) for stage, models in engine.accounting.by_stage.items()}
+    run.compliance = {
+        model: {"first_try": c.first_try, "repaired": c.repaired, "failed": c.failed, "total": c.total}
+        for model in list(engine.compliance)
+        if (c := engine.compliance_of(model)).total
+    }
+
+
+class _Heartbeat(threading.Thread):
+    """Every HEARTBEAT_S seconds: the Run with its usage so far, and the lease's heartbeat."""
+
+    def __init__(self, store: Store, run: Run, engine: Any, lease: str | None, holder: leases.Holder) -> None:
+        super().__init__(name=f"livemed-heartbeat-{run.run_id}", daemon=True)
+        self.store, self.record, self.engine, self.lease, self.holder = store, run, engine, lease, holder
+        self._stopped = threading.Event()
+
+    def run(self) -> None:  # the thread's body (threading.Thread API)
+        while not self._stopped.wait(HEARTBEAT_S):
+            try:
+                self._beat()
+            except Exception as exc:  # a busy store must not kill the command: try again next beat
+                log.debug("heartbeat of run %s failed: %s", self.record.run_id, exc)
+
+    def _beat(self) -> None:
+        snapshot = self.record.model_copy(deep=True)
+        try:
+            _take_usage(snapshot, self.engine)
+        except RuntimeError:  # a dict changed size while copied: the next beat gets it
+            pass
+        snapshot.heartbeat_at = utcnow()
+        if self._stopped.is_set():
+            return
+        self.store.put([snapshot])
+        if self.lease is not None:
+            self.holder = leases.refresh(self.store, self.lease, self.holder)
+
+    def stop(self) -> None:
+        if self.is_alive():
+            self._stopped.set()
+            self.join(timeout=leases.STALE_AFTER_S)
+
+
+__all__ = ["HEARTBEAT_S", "mark_dead_runs", "raise_for_calls", "settle", "track_run"]
