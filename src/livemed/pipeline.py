@@ -62,9 +62,7 @@ class StageResult:
         cause, _ = self.causes.most_common(1)[0] if self.causes else ("a model call failed", 0)
         others = len(self.causes) - 1
         more = f" (and {others} other cause{'s' if others > 1 else ''})" if others > 0 else ""
-        return (
-            f"{self.call_failed} of {self.processed} {unit} failed: {cause}{more}; run again to retry them"
-        )
+        return f"{self.call_failed} of {self.processed} {unit} failed: {cause}{more}; run again to retry them"
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -200,5 +198,3 @@ def failure_cause(record: Record) -> str:
     detail = str(getattr(record, "detail", "") or getattr(record, "reason", "") or "unknown")
     detail = _NOT_SENT.sub("", " ".join(detail.split()))
     return detail if len(detail) <= 240 else detail[:239] + "…"
-
-

@@ -22,6 +22,7 @@ raise_for_calls(run)                          # exit 1 with that one line, after
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -180,10 +181,8 @@ class _Heartbeat(threading.Thread):
 
     def _beat(self) -> None:
         snapshot = self.record.model_copy(deep=True)
-        try:
+        with contextlib.suppress(RuntimeError):  # a dict changed size while copied: the next beat gets it
             _take_usage(snapshot, self.engine)
-        except RuntimeError:  # a dict changed size while copied: the next beat gets it
-            pass
         snapshot.heartbeat_at = utcnow()
         if self._stopped.is_set():
             return

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.errors import CallsFailedError, UnknownNameError, UserError
+from livemed.errors import CallsFailedError, RunError, UnknownNameError, UserError
 from livemed.records import ErrorLabel, Rejection, Run, Score
 from livemed.store import Store
 from tests.analysis.builders import CUTOFFS_TOML, study
@@ -225,7 +225,10 @@ def test_analysis_never_mixes_failure_policies(project: Path) -> None:
         for r in csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines())
     }
     assert int(rows["fake/strong"]["n_cases"]) == 100  # exclude-policy scores sit beside, never mixed in
-    invoke(project, "leaderboard", "--policy", "exclude")
+    # under `exclude` only 10 of fake/strong's answers (and none of the others') have scores: not ranked
+    with pytest.raises(RunError, match=r"not ranked, grading incomplete: fake/strong \(10 of 100 answers"):
+        invoke(project, "leaderboard", "--policy", "exclude")
+    invoke(project, "leaderboard", "--policy", "exclude", "--allow-incomplete")
     rows = {
         r["model"]: r
         for r in csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines())
@@ -233,6 +236,7 @@ def test_analysis_never_mixes_failure_policies(project: Path) -> None:
     assert list(rows) == ["fake/strong"]
     assert (rows["fake/strong"]["n_cases"], float(rows["fake/strong"]["mean"])) == ("10", 0.0)
     assert rows["fake/strong"]["failure_policy"] == "exclude"
+    assert (rows["fake/strong"]["answers_graded"], rows["fake/strong"]["complete"]) == ("10", "False")
 
 
 def test_unknown_convention_or_policy_and_missing_scores_are_user_errors(

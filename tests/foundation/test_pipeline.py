@@ -5,8 +5,8 @@ from collections.abc import Sequence
 import pytest
 
 from livemed.pipeline import run_stage
-from livemed.runs import track_run
 from livemed.records import Doc, Record, Rejection, Run
+from livemed.runs import track_run
 from livemed.store import Store
 from tests.foundation.factories import doc
 

@@ -20,7 +20,7 @@ from livemed.store import Store
 
 
 def run(store: Path, *args: str, code: int = 0) -> str:
-    result = CliRunner().invoke(app, ["--store", str(store), *args])
+    result = CliRunner().invoke(app, ["--store", str(store), *args], env={"COLUMNS": "200"})
     assert result.exit_code == code, result.output + repr(result.exception)
     return " ".join(result.output.split())  # rich wraps long lines
 
@@ -162,7 +162,9 @@ def test_user_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_failed_answer_calls_are_rejections_not_answers(kqa_store: Path) -> None:
-    result = CliRunner().invoke(app, ["--store", str(kqa_store), "answer", "-m", "fake/unscripted", "--limit", "2"])
+    result = CliRunner().invoke(
+        app, ["--store", str(kqa_store), "answer", "-m", "fake/unscripted", "--limit", "2"]
+    )
     assert result.exit_code == 1
     assert "rejected (fatal): 2" in " ".join(result.output.split())
     assert str(result.exception).startswith("2 of 2 answers failed: ")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from livemed.analysis.completeness import Grading, grading_by_model, incomplete
 from livemed.analysis.inputs import CaseScore, case_scores, judges, select
 from livemed.errors import UnknownNameError, UserError
 from livemed.grading.score import CONVENTIONS, POLICIES
@@ -21,10 +22,17 @@ class ScoreSet:
     convention: str
     rows: list[CaseScore]
     policy: str = "not-met"
+    grading: dict[str, Grading] = field(default_factory=dict)
 
     def context(self) -> dict[str, str | None]:
         """What every analysis table states: the scores it was computed from."""
         return {"convention": self.convention, "judge": self.judge, "failure_policy": self.policy}
+
+    def ranked(self, allow_incomplete: bool) -> tuple[list[CaseScore], list[Grading]]:
+        """The rows to rank, and the incompletely graded models left out (none with `allow_incomplete`)."""
+        left_out = [] if allow_incomplete else incomplete(self.grading)
+        names = {g.model for g in left_out}
+        return [r for r in self.rows if r.model not in names], left_out
 
 
 def check_choice(convention: str, policy: str = "not-met") -> None:
@@ -75,4 +83,5 @@ def load_scores(
             f"grade answers (`livemed grade --judge J`), then score them "
             f"(`livemed scores --judge J --convention {convention} --policy {policy}`)"
         )
-    return ScoreSet(scores, chosen, convention, case_scores(scores, case_dates(store)), policy)
+    rows = case_scores(scores, case_dates(store))
+    return ScoreSet(scores, chosen, convention, rows, policy, grading_by_model(store, scores))

@@ -3,12 +3,14 @@ and the paired comparison of two models on the cases both answered."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from livemed.analysis import stats
+from livemed.analysis.completeness import Grading
 from livemed.analysis.inputs import CaseScore, by_model
 from livemed.grading.score import aggregate
 from livemed.records import AXES
@@ -29,6 +31,9 @@ class LeaderboardRow(BaseModel):
     convention: str = "livemed"
     judge: str | None = None
     failure_policy: str = "not-met"
+    answers_graded: int | None = Field(default=None, description="answers with a score (fully graded)")
+    answers_total: int | None = Field(default=None, description="answers that could have one")
+    complete: bool = Field(default=True, description="every answer of the model is graded")
 
 
 class PairedComparison(BaseModel):
@@ -65,8 +70,9 @@ def leaderboard(
     convention: str = "livemed",
     judge: str | None = None,
     policy: str = "not-met",
+    grading: Mapping[str, Grading] | None = None,
 ) -> list[LeaderboardRow]:
-    """One row per model, best mean first (ties broken by model name).
+    """One row per model, best mean first (ties broken by model name), with its grading completeness.
 
     The mean, its interval and the per-axis means follow the convention: under healthbench the case
     scores are unclipped and the mean (and each bootstrap resample's mean) is clipped to [0, 1]."""
@@ -91,12 +97,19 @@ def leaderboard(
                 convention=convention,
                 judge=judge,
                 failure_policy=policy,
+                **_completeness((grading or {}).get(model)),
             )
         )
     table.sort(key=lambda r: (-r.mean, r.model))
     for rank, row in enumerate(table, start=1):
         row.rank = rank
     return table
+
+
+def _completeness(grading: Grading | None) -> dict[str, Any]:
+    if grading is None:
+        return {}
+    return {"answers_graded": grading.graded, "answers_total": grading.answers, "complete": grading.complete}
 
 
 def compare(

@@ -16,6 +16,7 @@ from livemed.cli.analysis_views import (
     comparison_table,
     contamination_table,
     funnel_table,
+    grading_table,
     leaderboard_table,
     reasons_table,
     taxonomy_table,
@@ -25,6 +26,7 @@ from livemed.cli.context import AppState, console, err_console, state
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
+    from livemed.analysis.completeness import Grading
     from livemed.analysis.contamination import AnalysisSettings
     from livemed.analysis.cutoffs import CutoffEntry
 
@@ -37,6 +39,9 @@ OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default:
 SEED = typer.Option(None, "--seed", help="Random seed of the bootstrap and permutation tests.")
 RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resamples (default 2000).")
 CUTOFFS = typer.Option(None, "--cutoffs", help="Your cutoff registry (TOML), on top of the bundled one.")
+ALLOW_INCOMPLETE = typer.Option(
+    False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked as such)."
+)
 
 
 def _settings(
@@ -69,7 +74,24 @@ def _scores(app_state: AppState, judge: str | None, convention: str, policy: str
         f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring · "
         f"failed verdicts: {policy}[/]"
     )
+    if any(not g.complete for g in scored.grading.values()):
+        console.print(grading_table(list(scored.grading.values())))
     return scored
+
+
+def _grading_tables(folder: Path, scored: ScoreSet) -> list[Path]:
+    from livemed.analysis.tables import write_table
+
+    return write_table(folder, "grading", list(scored.grading.values()), context=scored.context())
+
+
+def _fail_if_left_out(scored: ScoreSet, left_out: list[Grading]) -> None:
+    """Exit 1, after the output, when incompletely graded models were left out of a ranking."""
+    from livemed.analysis.completeness import not_ranked_line
+    from livemed.errors import RunError
+
+    if left_out:
+        raise RunError(not_ranked_line(left_out, scored.judge))
 
 
 def _wrote(paths: list[Path]) -> None:
@@ -88,8 +110,12 @@ def leaderboard_command(
     out: Path | None = OUT,
     seed: int | None = SEED,
     resamples: int | None = RESAMPLES,
+    allow_incomplete: bool = ALLOW_INCOMPLETE,
 ) -> None:
-    """Mean score per model with a 95% bootstrap interval, per axis, coverage, harm and failures."""
+    """Mean score per model with a 95% bootstrap interval, per axis, coverage, harm and failures.
+
+    Models whose answers are not all graded are left out of the ranking (exit 1) unless
+    --allow-incomplete."""
     from livemed.analysis.leaderboard import compare as compare_models
     from livemed.analysis.leaderboard import leaderboard
     from livemed.analysis.tables import write_table
@@ -98,16 +124,19 @@ def leaderboard_command(
     app_state = state(ctx)
     s = _settings(app_state, seed, resamples, convention)
     scored = _scores(app_state, judge, convention, policy)
+    ranked, left_out = scored.ranked(allow_incomplete)
     rows = leaderboard(
-        scored.rows,
+        ranked,
         resamples=s.resamples,
         seed=s.seed,
         convention=convention,
         judge=scored.judge,
         policy=policy,
+        grading=scored.grading,
     )
     console.print(leaderboard_table(rows))
     paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=scored.context())
+    paths += _grading_tables(_out_dir(app_state, out), scored)
     if compare:
         if len(compare) != 2:
             raise UserError("--compare takes exactly two models: --compare A --compare B")
@@ -127,6 +156,7 @@ def leaderboard_command(
         console.print(comparison_table(result))
         paths += write_table(_out_dir(app_state, out), "comparison", [result], context=scored.context())
     _wrote(paths)
+    _fail_if_left_out(scored, left_out)
 
 
 @app.command("contamination")
@@ -153,11 +183,9 @@ def contamination_command(
     _warn_mtime_dates(app_state, scored)
     result = analyse(scored.rows, _registry(app_state, cutoffs), s)
     console.print(contamination_table(result))
-    _wrote(
-        write_table(
-            _out_dir(app_state, out), "contamination", result.rows, result.summary, context=scored.context()
-        )
-    )
+    folder = _out_dir(app_state, out)
+    paths = write_table(folder, "contamination", result.rows, result.summary, context=scored.context())
+    _wrote(paths + _grading_tables(folder, scored))
 
 
 def _warn_mtime_dates(app_state: AppState, scored: ScoreSet) -> None:
@@ -197,7 +225,8 @@ def trends_command(
     scored = _scores(app_state, judge, convention, policy)
     rows = monthly(scored.rows, seed=s.seed, convention=convention)
     console.print(trends_table(rows))
-    _wrote(write_table(_out_dir(app_state, out), "trends", rows, context=scored.context()))
+    folder = _out_dir(app_state, out)
+    _wrote(write_table(folder, "trends", rows, context=scored.context()) + _grading_tables(folder, scored))
 
 
 @app.command("funnel")
@@ -234,6 +263,7 @@ def report_command(
     title: str = typer.Option("livemed report", "--title", help="Title of the report."),
     seed: int | None = SEED,
     resamples: int | None = RESAMPLES,
+    allow_incomplete: bool = ALLOW_INCOMPLETE,
 ) -> None:
     """Write ONE self-contained HTML report (opens offline) and every table as CSV/JSON beside it."""
     from livemed.reports.build import build_report
@@ -253,12 +283,18 @@ def report_command(
         policy=policy,
         max_cases=max_cases,
         title=title,
+        allow_incomplete=allow_incomplete,
     )
     console.print(leaderboard_table(data.leaderboard))
     console.print(contamination_table(data.contamination))
     _write_report_tables(data, path.parent / f"{path.stem}-tables")
     write_report(data, path)
     console.print(f"wrote [bold]{path}[/] — open it in a browser (no network needed)")
+    if data.not_ranked:
+        from livemed.analysis.completeness import not_ranked_line
+        from livemed.errors import RunError
+
+        raise RunError(not_ranked_line(data.not_ranked, data.judge))
 
 
 def _write_report_tables(data: object, folder: Path) -> None:
@@ -279,6 +315,7 @@ def _write_report_tables(data: object, folder: Path) -> None:
     paths += write_table(folder, "runs", data.runs, context=c)
     paths += write_table(folder, "usage", data.usage, context=c)
     paths += write_table(folder, "prompts", data.prompts, context=c)
+    paths += write_table(folder, "grading", data.grading, context=c)
     console.print(f"[dim]wrote {len(paths)} table files to {folder}[/]")
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 from livemed.analysis.taxonomy import CATEGORIES
 
 if TYPE_CHECKING:  # the analysis modules import scipy: keep `livemed --help` fast
+    from livemed.analysis.completeness import Grading
     from livemed.analysis.contamination import ContaminationResult
     from livemed.analysis.funnel import FunnelRow, ReasonRow
     from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison
@@ -55,15 +56,30 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
     axes: list[str] = []
     for row in rows:
         axes.extend(a for a in row.per_axis if a not in axes)
-    table = _table(
-        "leaderboard", ["#", "model", "mean", "95% CI", "cases", "coverage", "harm", "failures", *axes], 2
-    )
+    columns = ["#", "model", "mean", "95% CI", "cases", "graded", "coverage", "harm", "failures", *axes]
+    table = _table("leaderboard", columns, 2)
     for row in rows:
         table.add_row(
             str(row.rank), row.model, num(row.mean), f"{num(row.ci_low)}–{num(row.ci_high)}",
-            str(row.n_cases), num(row.coverage), num(row.harm, 2), str(row.grade_failures),
+            str(row.n_cases), graded_cell(row.answers_graded, row.answers_total),
+            num(row.coverage), num(row.harm, 2), str(row.grade_failures),
             *(num(row.per_axis.get(a), 2) for a in axes),
         )  # fmt: skip
+    return table
+
+
+def graded_cell(graded: int | None, total: int | None) -> str:
+    """`12/12`, or `9/12 ⚠` (red) for a model whose grading is incomplete."""
+    if graded is None or total is None:
+        return "-"
+    return f"{graded}/{total}" if graded >= total else f"[red]{graded}/{total} ⚠[/]"
+
+
+def grading_table(grading: Sequence[Grading]) -> Table:
+    """Answers graded out of the answers that exist, per model (incomplete ones marked)."""
+    table = _table("grading (answers with a score / answers)", ["model", "graded"], 1)
+    for g in grading:
+        table.add_row(g.model, graded_cell(g.graded, g.answers))
     return table
 
 

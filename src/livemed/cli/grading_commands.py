@@ -79,8 +79,8 @@ def rubrics(
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
     from livemed.pipeline import run_stage
-    from livemed.runs import raise_for_calls, settle, track_run
     from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
+    from livemed.runs import raise_for_calls, settle, track_run
 
     app_state = state(ctx)
     store = app_state.store
@@ -96,7 +96,12 @@ def rubrics(
     with (
         usage_on_failure(engine),
         track_run(
-            store, "rubrics", settings={"writer": writer}, models=[writer], engine=engine, lease=f"rubrics:{writer}"
+            store,
+            "rubrics",
+            settings={"writer": writer},
+            models=[writer],
+            engine=engine,
+            lease=f"rubrics:{writer}",
         ) as run,
         progress_for(engine, writer, f"rubrics by {writer}"),
     ):
@@ -242,8 +247,8 @@ def grade(
     """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
     from livemed.grading.judge import MODES, OfflineGrader
     from livemed.grading.runs import grade_all, plan_targets
-    from livemed.runs import raise_for_calls, settle, track_run
     from livemed.records import Answer
+    from livemed.runs import raise_for_calls, settle, track_run
 
     if mode not in MODES:
         raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")

@@ -69,8 +69,8 @@ def harvest_command(
     import asyncio
 
     from livemed.prefilter import build_prefilters
-    from livemed.sources import build_source
     from livemed.runs import track_run
+    from livemed.sources import build_source
     from livemed.sources.run import harvest_source
 
     app_state = state(ctx)
@@ -99,8 +99,9 @@ def harvest_command(
         err_console.print(f"[bold red]source failed:[/] {escape(message)}", highlight=False)
     if unreadable:  # the bad-input rule: records skipped -> exit 1 (the rest is stored)
         err_console.print(
-            f"[bold red]error:[/] {unreadable} record(s) could not be read and were skipped (rejections of "
-            "stage harvest, with where each came from: `livemed export -k rejection`); the rest was harvested",
+            f"[bold red]error:[/] {unreadable} record(s) could not be read and were skipped (rejections "
+            "of stage harvest, with where each came from: `livemed export -k rejection`); the rest was "
+            "harvested",
             highlight=False,
         )
     if failed or unreadable:

@@ -32,8 +32,16 @@ def scores(
         None, "--by", help="Also break scores down by axis, theme, or tag (HealthBench's tag metrics)."
     ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the leaderboard as JSON."),
+    allow_incomplete: bool = typer.Option(
+        False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked)."
+    ),
 ) -> None:
-    """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs."""
+    """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs.
+
+    An answer with a failed grader call is not yet graded: it gets no score, and a model with such
+    answers is left out of the ranking (exit 1) unless --allow-incomplete."""
+    from livemed.analysis.completeness import count, incomplete, not_ranked_line
+    from livemed.errors import RunError
     from livemed.grading import score as S
     from livemed.grading.runs import score_all
     from livemed.runs import track_run
@@ -57,22 +65,15 @@ def scores(
     with track_run(store, "scores", settings=settings) as record:
         run = score_all(store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
         record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}
-    rows = S.leaderboard(run.scores, convention, seed=seed)
-    breakdown = S.breakdown(run.scores, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
-    table = Table(title=f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
-    for column in ("model", "score", "95% CI", "n", "coverage", "harm", "failures"):
-        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
+    grading = count(run.answers, run.scores)
+    left_out = [] if allow_incomplete else incomplete(grading)
+    ranked = [sc for sc in run.scores if sc.model not in {g.model for g in left_out}]
+    rows = S.leaderboard(ranked, convention, seed=seed)
     for row in rows:
-        table.add_row(
-            row["model"],
-            f"{row['score']:.3f}",
-            f"{row['ci_low']:.3f}–{row['ci_high']:.3f}",
-            str(row["n"]),
-            f"{row['coverage']:.3f}",
-            f"{row['harm']:.3f}",
-            str(row["failures"]),
-        )
-    console.print(table)
+        g = grading[row["model"]]
+        row.update(answers_graded=g.graded, answers_total=g.answers, complete=g.complete)
+    breakdown = S.breakdown(ranked, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
+    _print_scores(rows, f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
     if by:
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
@@ -85,9 +86,33 @@ def scores(
             "models": rows,
             "by": {by: breakdown} if by else {},
             "excluded": dict(run.excluded),
+            "grading": [g.model_dump() for g in grading.values()],
+            "not_ranked": [g.model for g in left_out],
         }
         json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
+    if left_out:
+        raise RunError(not_ranked_line(left_out, judge))
+
+
+def _print_scores(rows: list[dict[str, Any]], title: str) -> None:
+    from livemed.cli.analysis_views import graded_cell
+
+    table = Table(title=title)
+    for column in ("model", "score", "95% CI", "n", "graded", "coverage", "harm", "failures"):
+        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            row["model"],
+            f"{row['score']:.3f}",
+            f"{row['ci_low']:.3f}–{row['ci_high']:.3f}",
+            str(row["n"]),
+            graded_cell(row["answers_graded"], row["answers_total"]),
+            f"{row['coverage']:.3f}",
+            f"{row['harm']:.3f}",
+            str(row["failures"]),
+        )
+    console.print(table)
 
 
 def _print_breakdown(by: str, rows: list[dict[str, Any]], convention: str) -> None:

@@ -20,8 +20,8 @@ from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_
 from livemed.cli.context import AppState, console
 from livemed.errors import UnknownNameError
 from livemed.pipeline import run_stage
-from livemed.runs import raise_for_calls, settle, track_run
 from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Score
+from livemed.runs import raise_for_calls, settle, track_run
 from livemed.store import Store
 
 

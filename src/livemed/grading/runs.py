@@ -180,10 +180,14 @@ def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str)
 # --------------------------------------------------------------------------- scores
 
 
+NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
+
+
 @dataclass
 class ScoreRun:
     scores: list[Score] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)
+    answers: Counter[str] = field(default_factory=Counter)  # model -> answers with a scorable rubric
 
 
 def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
@@ -197,8 +201,11 @@ def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] 
 
 
 def verdicts_of(store: Store, answer_id: str, judge: str) -> tuple[dict[str, bool | None], int]:
-    """criterion id -> met (None for a failure), and the number of failures; a Grade wins over a failure."""
-    failed = {f.criterion_id for f in store.iter(GradeFailure, parent_id=answer_id) if f.judge == judge}
+    """criterion id -> met (None for an unusable verdict), and the number of unusable verdicts; a Grade
+    wins over a failure. A criterion whose grader call failed has no verdict at all: it is left out, so
+    the answer is not fully graded (and gets no score) until the call succeeds."""
+    failures = [f for f in store.iter(GradeFailure, parent_id=answer_id) if f.judge == judge]
+    failed = {f.criterion_id for f in failures if not f.call_failed}
     graded = {g.criterion_id: g.met for g in store.iter(Grade, parent_id=answer_id) if g.judge == judge}
     verdicts: dict[str, bool | None] = dict.fromkeys(failed)
     verdicts.update(graded)
@@ -258,6 +265,7 @@ def score_all(
     """Score every answer fully graded by `judge`; others are counted by reason."""
     run = ScoreRun()
     rubrics: dict[str, Rubric | None] = {}
+    unscored: list[str] = []
     for answer in store.iter(Answer):
         if model is not None and answer.model != model:
             continue
@@ -267,10 +275,13 @@ def score_all(
         if rubric is None:
             run.excluded["no rubric"] += 1
             continue
+        if any(c.value > 0 for c in rubric.criteria):
+            run.answers[answer.model] += 1
         verdicts, failures = verdicts_of(store, answer.id, judge)
         items = items_for(rubric, verdicts)
         if items is None:
-            run.excluded["not fully graded"] += 1
+            run.excluded[NOT_YET_GRADED] += 1
+            unscored.append(answer.id)
             continue
         record = score_answer(
             answer, rubric, items, judge=judge, failures=failures, convention=convention, policy=policy
@@ -280,9 +291,21 @@ def score_all(
         else:
             run.scores.append(record)
     store.put(run.scores)
+    _drop_stale_scores(store, unscored, judge, convention, policy)
     if policy != "not-met":
         _drop_legacy_ids(store, run.scores)
     return run
+
+
+def _drop_stale_scores(store: Store, answer_ids: list[str], judge: str, convention: str, policy: str) -> None:
+    """A score stored earlier for an answer that is not fully graded now (e.g. by a livemed that scored
+    failed grader calls as not met) is removed: a failed call never stays a number."""
+    suffix = "" if policy == "not-met" else f":{policy}"
+    ids = [f"score:{a}:{judge}:{convention}{suffix}" for a in answer_ids]
+    for start in range(0, len(ids), 500):
+        stale = store.has(Score.kind, ids[start : start + 500])
+        if stale:
+            store.delete(Score.kind, sorted(stale))
 
 
 def _drop_legacy_ids(store: Store, scores: Sequence[Score]) -> None:

@@ -10,6 +10,7 @@ from itertools import chain
 
 from livemed import __version__
 from livemed.analysis.collect import ScoreSet, load_scores
+from livemed.analysis.completeness import Grading
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
 from livemed.analysis.cutoffs import CutoffEntry
 from livemed.analysis.funnel import FunnelRow, ReasonRow, store_funnel
@@ -69,6 +70,8 @@ class ReportData:
     n_cases: int
     charts: dict[str, Chart] = field(default_factory=dict)
     policy: str = "not-met"
+    grading: list[Grading] = field(default_factory=list)
+    not_ranked: list[Grading] = field(default_factory=list)
 
     @property
     def total_cost(self) -> float:
@@ -85,22 +88,28 @@ def build_report(
     policy: str = "not-met",
     max_cases: int = 100,
     title: str = "livemed report",
+    allow_incomplete: bool = False,
 ) -> ReportData:
-    """Everything the HTML report shows, computed by the analysis functions from the store."""
+    """Everything the HTML report shows, computed by the analysis functions from the store.
+
+    Models whose answers are not all graded are left out of the leaderboard and its comparisons
+    (`not_ranked`) unless `allow_incomplete`."""
     s = (settings or AnalysisSettings()).model_copy(update={"convention": convention})
     scored = load_scores(store, judge=judge, convention=convention, policy=policy)
     cases = {case.id: case for case in store.iter(Case)}
+    ranked, not_ranked = scored.ranked(allow_incomplete)
     board = leaderboard(
-        scored.rows,
+        ranked,
         resamples=s.resamples,
         seed=s.seed,
         convention=convention,
         judge=scored.judge,
         policy=policy,
+        grading=scored.grading,
     )
     comparisons = [
         compare(
-            scored.rows,
+            ranked,
             board[0].model,
             row.model,
             resamples=s.resamples,
@@ -120,7 +129,7 @@ def build_report(
         contamination=analyse(scored.rows, registry, s), trends=trend, taxonomy=distribution(labels),
         funnel=funnel_rows, reasons=reasons, runs=runs_table(runs), usage=usage_by_model(runs),
         prompts=_prompts(store), cases=_case_views(store, cases, scored, labels, max_cases),
-        n_cases=len(cases), policy=policy,
+        n_cases=len(cases), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
     )  # fmt: skip
     data.charts = _charts(data)
     return data

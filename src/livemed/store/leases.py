@@ -30,8 +30,8 @@ import sqlalchemy as sa
 
 from livemed.errors import StageBusyError
 from livemed.records.base import utcnow
-from livemed.store.schema import state_table
 from livemed.store.connect import naive_utc
+from livemed.store.schema import state_table
 
 if TYPE_CHECKING:
     from livemed.store import Store
@@ -97,7 +97,9 @@ def _holder(value: str) -> Holder | None:
         return None
 
 
-def acquire(store: Store, name: str, holder: Holder, *, stale_after_s: float = STALE_AFTER_S) -> Holder | None:
+def acquire(
+    store: Store, name: str, holder: Holder, *, stale_after_s: float = STALE_AFTER_S
+) -> Holder | None:
     """Take lease `name` for `holder`; returns the dead holder it was taken from, if any.
 
     Raises `StageBusyError` when a live process holds it.
@@ -145,7 +147,9 @@ def refresh(store: Store, name: str, holder: Holder) -> Holder:
         & (state_table.c.value.like(f'{{"run_id": "{holder.run_id}"%'))
     )
     with store._write() as conn:
-        conn.execute(state_table.update().where(where).values(value=_dump(fresh), updated_at=naive_utc(utcnow())))
+        conn.execute(
+            state_table.update().where(where).values(value=_dump(fresh), updated_at=naive_utc(utcnow()))
+        )
     return fresh
 
 
