@@ -204,3 +204,24 @@ def test_a_bad_record_is_a_rejection_and_a_broken_source_does_not_stop_the_other
         assert run.outcome == "failed"
         assert run.counts["broken.failed"] == 1
         assert run.counts["files.failed"] == 0
+
+
+def test_skipped_bad_records_make_harvest_exit_1_and_the_rest_is_stored(tmp_path: Path) -> None:
+    """The bad-input rule: records skipped -> exit 1 with one line; a re-run adds nothing and says so."""
+    text = BODY.replace("<p>", "").replace("</p>", " ")
+    good = {"id": "good1", "date": "2025-04-01", "post": text, "replies": ["thanks"]}
+    export = tmp_path / "threads.jsonl"
+    export.write_text(json.dumps(good) + "\n{not json\n", encoding="utf-8")
+    cfg = tmp_path / "livemed.toml"
+    cfg.write_text(f'cutoff = 2025-01-01\n[sources.files]\npath = "{export}"\n', encoding="utf-8")
+    runner = CliRunner(env={"COLUMNS": "250"})
+    base = ["--store", str(tmp_path / "s.db"), "--config", str(cfg)]
+    result = runner.invoke(app, [*base, "harvest", "-s", "files", "--no-prefilter"])
+    assert result.exit_code == 1, result.output
+    assert "1 record(s) could not be read and were skipped" in result.output
+    with Store(tmp_path / "s.db") as store:
+        assert sorted(store.ids("doc")) == ["files:good1"]
+        [rejected] = store.iter(Rejection)
+        assert rejected.detail.startswith("threads.jsonl:2: ")
+    again = runner.invoke(app, [*base, "harvest", "-s", "files", "--no-prefilter"])
+    assert again.exit_code == 0, again.output  # logged by the first run: counted as already stored

@@ -82,6 +82,10 @@ def cache_key(model: Model, messages: list[Message], settings: Settings) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+class _Disabled(Exception):
+    """The model was disabled (refused key, unknown model) while a call waited for its turn."""
+
+
 class Engine:
     """Runs model calls with limits, retries, cache and accounting."""
 
@@ -229,6 +233,9 @@ class Engine:
         for attempt in range(attempts):
             try:
                 completion = await self._attempt(model, messages, settings, limits)
+            except _Disabled as exc:  # disabled while this call waited for a slot: it is not sent
+                self._record("failure", stage, model.id, str(exc), failures=1)
+                return CallFailure(model=model.id, reason="fatal", detail=str(exc), attempts=attempt)
             except FatalModelError as exc:
                 return self._fatal(model, stage, limits, exc, attempt + 1)
             except (TransientModelError, TimeoutError) as exc:
@@ -286,7 +293,11 @@ class Engine:
         self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
     ) -> Completion:
         async with limits.semaphore:
+            if limits.disabled is not None:
+                raise _Disabled(limits.disabled)
             await limits.acquire_rate(estimate_tokens(messages) + self._output_estimate(settings, limits))
+            if limits.disabled is not None:
+                raise _Disabled(limits.disabled)
             started = time.perf_counter()
             timeout = limits.config.timeout_s
             try:
