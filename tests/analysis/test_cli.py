@@ -281,3 +281,33 @@ def test_funnel_of_an_empty_store_is_a_user_error(tmp_path: Path) -> None:
     (tmp_path / "livemed.toml").write_text(f'store = "{tmp_path / "empty.db"}"\n')
     with pytest.raises(UserError, match="run livemed harvest first"):
         invoke(tmp_path, "funnel")
+
+
+def test_every_table_shows_grading_and_an_incomplete_model_is_not_ranked(project: Path) -> None:
+    """An answer without a score (its grader call failed) makes its model incomplete everywhere."""
+    with Store(project / "s.db") as store:
+        weak = sorted(s.id for s in store.iter(Score) if s.model == "fake/weak")
+        store.delete(Score.kind, weak[:1])
+    for command in ("contamination", "trends"):
+        out = invoke(project, command)
+        assert "fake/weak" in out
+        assert "99/100 ⚠" in out
+        grading = list(csv.DictReader((project / "results" / "grading.csv").read_text().splitlines()))
+        assert {r["model"]: (r["graded"], r["answers"]) for r in grading}["fake/weak"] == ("99", "100")
+    with pytest.raises(
+        RunError, match=r"not ranked, grading incomplete: fake/weak \(99 of 100 answers graded\)"
+    ):
+        invoke(project, "leaderboard")
+    ranked = list(csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines()))
+    assert "fake/weak" not in {r["model"] for r in ranked}
+    invoke(project, "leaderboard", "--allow-incomplete")
+    ranked = list(csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines()))
+    assert {r["model"]: r["complete"] for r in ranked}["fake/weak"] == "False"
+    report = project / "r.html"
+    with pytest.raises(RunError, match="not ranked"):
+        invoke(project, "report", "--out", str(report), "--max-cases", "2")
+    html = report.read_text(encoding="utf-8")
+    assert 'id="not-ranked"' in html
+    assert "99 of 100 answers graded" in html
+    invoke(project, "report", "--out", str(report), "--max-cases", "2", "--allow-incomplete")
+    assert "99/100 (incomplete)" in report.read_text(encoding="utf-8")

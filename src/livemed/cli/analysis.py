@@ -74,8 +74,7 @@ def _scores(app_state: AppState, judge: str | None, convention: str, policy: str
         f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring · "
         f"failed verdicts: {policy}[/]"
     )
-    if any(not g.complete for g in scored.grading.values()):
-        console.print(grading_table(list(scored.grading.values())))
+    console.print(grading_table(list(scored.grading.values())))
     return scored
 
 
