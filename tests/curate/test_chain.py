@@ -8,7 +8,7 @@ import pytest
 
 from livemed.config import Thresholds
 from livemed.curate.evidence import NoEvidence
-from livemed.curate.untrusted import CLOSE, inside_blocks, parse_blocks
+from livemed.prompts import CLOSE, inside_blocks, parse_blocks
 from livemed.records import Case, Rejection, ReplyRole
 from tests.curate.conftest import ANSWER, POST, baseline_chain, make_chain, report, thread
 from tests.curate.fakes import GOOD_SCREEN, AlwaysEvidence, fake_curator, query_check

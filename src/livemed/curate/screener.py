@@ -10,8 +10,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.curate.tags import detect_language, specialties
-from livemed.curate.untrusted import DATA_RULES, data_block
 from livemed.models import LLM, Message, Settings
+from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRole, short_hash
 
 STAGE = "screener"
