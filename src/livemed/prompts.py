@@ -68,6 +68,11 @@ def parse_blocks(prompt: str) -> list[Block]:
     return blocks
 
 
+def outside_blocks(prompt: str) -> str:
+    """The prompt with every block's text taken out: what a model reads as the builder's own words."""
+    return _BLOCK.sub(lambda m: prompt[m.start() : m.start(3)] + prompt[m.end(3) : m.end()], prompt)
+
+
 def inside_blocks(prompt: str, needle: str) -> bool:
     """True when every occurrence of `needle` in `prompt` lies inside some data block."""
     spans = [(m.start(3), m.end(3)) for m in _BLOCK.finditer(prompt)]

@@ -1,7 +1,7 @@
 """The LLM error classifier: one root cause (CNIF, GOPR, MHME, KGOC) and a rationale per low-scoring answer.
 
 The case, the answer and the grader's verdicts are untrusted text: they sit in data blocks
-(`prompts.py`, the curation stage's delimiters, with any delimiter inside the text defused) and
+(`livemed.prompts`, the delimiters every prompt uses, with any delimiter inside the text defused) and
 the model is told that nothing inside them is an instruction.
 """
 
