@@ -22,11 +22,12 @@ from livemed.analysis.taxonomy import TaxonomyItem, criterion_results
 from livemed.curate.controller import audit_messages
 from livemed.curate.screener import screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
-from livemed.grading.answer import candidate_messages
+from livemed.grading.answer import ANSWER_RULES, candidate_messages
 from livemed.grading.judge import batched_messages, per_criterion_messages
 from livemed.models import Message
 from livemed.prompts import (
     CLOSE,
+    DATA_RULES,
     OPEN,
     data_block,
     drop_instructions,
@@ -230,6 +231,7 @@ def test_outside_text_never_adds_or_moves_a_delimiter(name: str) -> None:
         assert all("<<<" not in b.text and ">>>" not in b.text for b in blocks)  # defused
         assert inside_blocks(prompt, ATTACK)
     assert any(ATTACK in p for p in attacked), "the outside text never reached the prompt"
+    assert any(DATA_RULES in p or ANSWER_RULES in p for p in plain), "the prompt must say the blocks are data"
     assert any("fine." in b.text for p in attacked for b in parse_blocks(p))
 
 
