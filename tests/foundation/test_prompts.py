@@ -9,6 +9,7 @@ builder's own words, must be identical in both renders, and no block may hold a 
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -335,3 +336,19 @@ def test_drop_instructions_keeps_the_rest_of_the_text() -> None:
     )
     untouched = "You can ignore the mild rash.  It fades.\n"
     assert drop_instructions(untouched) == (untouched, [])
+
+
+def test_no_sentence_of_real_physician_answers_is_instruction_like(shared_data: Path) -> None:
+    # K-QA: real patients' questions and physicians' answers (2,724 sentences), none aimed at a model.
+    path = shared_data / "k-qa" / "questions_w_answers.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    count = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        texts = [item.get("Question") or "", item.get("Free_form_answer") or ""]
+        texts += [*(item.get("Must_have") or []), *(item.get("Nice_to_have") or [])]
+        for sentence in (s for text in texts for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()):
+            count += 1
+            assert not instruction_like(sentence), sentence
+    assert count > 1000
