@@ -65,7 +65,7 @@ def fake_curator(
 
 
 def _advice_indices(prompt: str) -> list[int]:
-    from livemed.curate.untrusted import parse_blocks
+    from livemed.prompts import parse_blocks
 
     return [int(b.attrs["i"]) for b in parse_blocks(prompt) if b.name == "advice"]
 

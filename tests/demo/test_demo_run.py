@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from livemed.cli import app
 from livemed.demo import expected_outcomes
-from livemed.records import Case, Rejection, Score
+from livemed.prompts import instruction_like
+from livemed.records import Case, Rejection, Rubric, Score
 from livemed.store import Store
 
 # What the demo data's labels (metadata["expected"]) mean in pipeline terms: (stage, reason code).
@@ -104,6 +105,23 @@ def test_report_is_written_self_contained_and_shows_harvested_text_as_text(
     assert "<script>alert" not in html  # … whose markup never reaches the page as markup
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
     assert "livemed harvest --source europepmc" in output  # the next commands for a real run
+
+
+def test_the_injected_instructions_become_no_advice_and_no_criterion(demo_run: tuple[Path, str]) -> None:
+    folder, _ = demo_run
+    store = Store(folder / "livemed.db")
+    case = store.get(Case, "case:demo:2025-09-gout-big-toe")
+    assert case is not None  # kept on its clinical content
+    assert len(case.advice) == 5
+    assert not any(instruction_like(item) for item in case.advice)
+    assert [f.split(": ", 2)[1] for f in case.findings] == [
+        "dropped an instruction-like sentence from advice"
+    ]
+    rubric = store.get(Rubric, f"rubric:{case.id}")
+    assert rubric is not None
+    assert not any("criteria_met" in c.text or instruction_like(c.text) for c in rubric.criteria)
+    for other in store.iter(Rubric):
+        assert not any("criteria_met" in c.text for c in other.criteria), other.case_id
 
 
 def test_a_second_demo_run_resumes_and_redoes_nothing(demo_run: tuple[Path, str]) -> None:

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import json
 import random
-import re
 import threading
 import time
 from collections import deque
@@ -31,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from livemed.prompts import parse_blocks
 
 
 @dataclass(frozen=True)
@@ -266,27 +267,27 @@ def _completion(request: dict[str, Any], behavior: Behavior) -> dict[str, Any]:
     }
 
 
-_NUMBERED = re.compile(r"^(\d+)\. \[(-?)", re.MULTILINE)
-_POINTS = re.compile(r"<<<CRITERION\n\[(-?)")
-
-
 def judge_reply(prompt: str) -> str:
     """A valid verdict for one of livemed's grading prompts (`livemed.grading.judge`).
 
-    A batched prompt (a `<<<CRITERIA` block) gets `{"verdicts": [...]}` with one verdict per numbered
-    criterion; any other prompt gets `{"explanation": ..., "criteria_met": ...}`. The verdict is
-    deterministic and the same in both modes: met for a criterion with positive points, not met for
-    one with negative points (the response avoids the bad thing).
+    The prompt is read as the offline baselines read theirs, by its data blocks (`parse_blocks`). A
+    batched prompt (criterion blocks labelled with an `id`) gets `{"verdicts": [...]}` with one verdict
+    per numbered criterion; any other prompt gets `{"explanation": ..., "criteria_met": ...}`. The
+    verdict is deterministic and the same in both modes: met for a criterion with positive points, not
+    met for one with negative points (the response avoids the bad thing).
     """
-    if "<<<CRITERIA" in prompt:
-        listing = prompt.split("<<<CRITERIA", 1)[1].split("CRITERIA>>>", 1)[0]
+    criteria = [b for b in parse_blocks(prompt) if b.name == "criterion"]
+    if any("id" in b.attrs for b in criteria):
         verdicts = [
-            {"id": int(number), "explanation": f"fake verdict {number}", "criteria_met": not minus}
-            for number, minus in _NUMBERED.findall(listing)
+            {
+                "id": int(b.attrs["id"]),
+                "explanation": f"fake verdict {b.attrs['id']}",
+                "criteria_met": not b.attrs.get("points", "").startswith("-"),
+            }
+            for b in criteria
         ]
         return json.dumps({"verdicts": verdicts})
-    points = _POINTS.search(prompt)
-    met = not (points and points.group(1))
+    met = not (criteria and criteria[0].attrs.get("points", "").startswith("-"))
     return json.dumps({"explanation": "fake verdict", "criteria_met": met})
 
 

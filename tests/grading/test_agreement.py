@@ -98,7 +98,7 @@ async def test_grade_items_counts_failures_as_not_met() -> None:
     predicted, reasons = await grade_items(items, llm)
     assert predicted == [True, False, False]
     assert reasons == {"unparsable": 1}
-    assert "user: toe pain" in llm.model.calls[0][0][0]["content"]  # type: ignore[attr-defined]
+    assert "<<<DATA turn role=user n=1>>>\ntoe pain\n<<<END DATA>>>" in llm.model.calls[0][0][0]["content"]  # type: ignore[attr-defined]
     lexical, none = await grade_items(items, LexicalGrader())
     assert lexical == [True, False, True]
     assert none == {}

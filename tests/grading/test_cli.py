@@ -15,6 +15,7 @@ from livemed.interop.kqa import REFERENCE_NAMESPACE
 from livemed.models import Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.models.registry import PROVIDERS
+from livemed.prompts import parse_blocks
 from livemed.records import Answer, Case, Grade, Rejection, Rubric, Run, Score
 from livemed.store import Store
 
@@ -185,10 +186,11 @@ def scripted_judge(model_id: str) -> FakeModel:
 
     def reply(messages: list[Message], settings: Settings) -> str:
         text = messages[0]["content"]
-        response = text.split("<<<RESPONSE")[1].split("RESPONSE>>>")[0].lower()
-        if "<<<CRITERIA" in text:
-            lines = text.split("<<<CRITERIA")[1].split("CRITERIA>>>")[0].strip().splitlines()
-            verdicts = [{"id": n, "criteria_met": bool(response.strip())} for n in range(1, len(lines) + 1)]
+        blocks = parse_blocks(text)
+        [response] = [b.text.lower() for b in blocks if b.name == "response"]
+        numbers = [int(b.attrs["id"]) for b in blocks if b.name == "criterion" and "id" in b.attrs]
+        if numbers:
+            verdicts = [{"id": n, "criteria_met": bool(response.strip())} for n in numbers]
             return json.dumps({"verdicts": verdicts})
         return json.dumps({"explanation": "scripted", "criteria_met": bool(response.strip())})
 

@@ -16,6 +16,7 @@ from livemed.grading.runs import grade_all, score_all
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
+from livemed.prompts import DATA_RULES, parse_blocks
 from livemed.records import Grade, GradeFailure
 from livemed.store import Store
 from tests.grading.builders import make_answer, make_case, make_rubric
@@ -40,9 +41,10 @@ def test_per_criterion_prompt_has_conversation_response_weight_and_negative_rule
     criterion = t.rubric.criteria[2]
     prompt = per_criterion_messages([{"role": "user", "content": "my toe hurts"}], "the reply", criterion)[0]
     text = prompt["content"]
-    assert "user: my toe hurts" in text
-    assert "<<<RESPONSE\nthe reply\nRESPONSE>>>" in text
-    assert "[-9] Recommends ibuprofen" in text
+    assert "<<<DATA turn role=user n=1>>>\nmy toe hurts\n<<<END DATA>>>" in text
+    assert "<<<DATA response>>>\nthe reply\n<<<END DATA>>>" in text
+    assert "<<<DATA criterion points=-9>>>\nRecommends ibuprofen" in text
+    assert DATA_RULES in text
     assert "criteria_met = true means the bad" in text
     assert '"criteria_met"' in text
 
@@ -109,12 +111,12 @@ async def test_batched_mode_one_call_missing_and_conflicting_verdicts_fail() -> 
     assert out[2].reason == "ambiguous"
     assert out[0].provenance.settings["mode"] == "batched"
     prompt = batched_messages([], "r", t.rubric.criteria)[0]["content"]
-    assert "3. [-9] Recommends ibuprofen" in prompt
+    assert "<<<DATA criterion id=3 points=-9>>>\nRecommends ibuprofen" in prompt
 
 
 def scripted_by_criterion(messages: list[Message], settings: Settings) -> str:
     text = messages[0]["content"]
-    criterion = text.split("<<<CRITERION")[1].split("CRITERION>>>")[0]
+    [criterion] = [b.text for b in parse_blocks(text) if b.name == "criterion"]
     if "Recommends ibuprofen" in criterion:
         return "not json"  # and its repair too
     return verdict("colchicine" in criterion)
@@ -168,8 +170,10 @@ async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store
     result = await grade_all(sqlite_store, [t], llm, mode="batched", retry_failures=True)
     assert result.processed == 1
     prompt = llm.model.calls[0][0][-1]["content"]  # type: ignore[attr-defined]
-    assert "1. [-9] Recommends ibuprofen" in prompt
-    assert "colchicine" not in prompt.split("CRITERIA")[1]
+    criteria = [b for b in parse_blocks(prompt) if b.name == "criterion"]
+    assert [(b.attrs, b.text.split()[:2]) for b in criteria] == [
+        ({"id": "1", "points": "-9"}, ["Recommends", "ibuprofen"])
+    ]
 
 
 async def test_transport_failures_are_graded_again_by_default(sqlite_store: Store) -> None:

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.prompts import parse_blocks
 from livemed.records import Answer, Grade, GradeFailure, Rubric, Score
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
@@ -28,8 +29,8 @@ def _reply(body: dict[str, Any]) -> Behavior:
     """The judge says "met" for positive criteria only; the candidate gives a fixed answer."""
     if body["model"] == "fake-judge":
         prompt = body["messages"][-1]["content"]
-        criterion = prompt.split("<<<CRITERION", 1)[1].split("CRITERION>>>", 1)[0].strip()
-        met = not criterion.startswith("[-")
+        [criterion] = [b for b in parse_blocks(prompt) if b.name == "criterion"]
+        met = not criterion.attrs["points"].startswith("-")
         return Behavior(text=json.dumps({"explanation": "checked", "criteria_met": met}))
     return Behavior(text="Rest, drink fluids and see your doctor if it gets worse.", latency=0.01)
 

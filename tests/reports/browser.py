@@ -38,8 +38,11 @@ def chromium() -> str:
 
 
 @contextmanager
-def opened_report(path: Path) -> Iterator[Any]:
-    """The report loaded in a page; on leaving, no console error and no request beyond the file itself."""
+def opened_report(path: Path, *, errors: list[str] | None = None) -> Iterator[Any]:
+    """The report loaded in a page; on leaving, no console error and no request beyond the file itself.
+
+    With `errors`, console errors are collected there for the test to check instead.
+    """
     binary = chromium()
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     problems: list[str] = []
@@ -59,5 +62,8 @@ def opened_report(path: Path) -> Iterator[Any]:
             yield page
         finally:
             browser.close()
-    assert problems == []
+    if errors is None:
+        assert problems == []
+    else:
+        errors.extend(problems)
     assert remote == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from livemed.reports.build import ReportData
-from livemed.reports.html import write_report
+from livemed.reports.html import render_html, write_report
 from tests.conftest import REPO_ROOT
 from tests.reports.browser import opened_report
 
@@ -45,3 +45,22 @@ def test_report_in_headless_chromium(report_data: ReportData, tmp_path: Path) ->
         page.screenshot(path=str(ARTIFACTS / "report-case.png"))
         page.fill("#case-filter", "")
         assert page.locator("#case-list > details.case:visible").count() == len(report_data.cases)
+
+
+INJECTED = '<script>window.__pwned = 1</script><svg onload="window.__pwned2 = 1"></svg>'
+
+
+def test_a_script_that_escaped_escaping_would_not_run(report_data: ReportData, tmp_path: Path) -> None:
+    # A copy of the report with markup put in as if an escaping bug let harvested text through as is:
+    # the Content-Security-Policy runs only the page's own script (by its hash), never this one.
+    html = render_html(report_data)
+    assert html.count("</footer>") == 1
+    path = tmp_path / "injected.html"
+    path.write_text(html.replace("</footer>", "</footer>" + INJECTED), encoding="utf-8")
+    errors: list[str] = []
+    with opened_report(path, errors=errors) as page:  # the page's own script ran: the page is ready
+        assert page.locator("#leaderboard-table tbody tr").count() == len(report_data.leaderboard)
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert page.evaluate("typeof window.__pwned2") == "undefined"
+    assert errors, "the blocked scripts should be reported as CSP violations"
+    assert all("Content Security Policy" in e for e in errors), errors

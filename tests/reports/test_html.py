@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from pathlib import Path
 
 from livemed.records import Score
 from livemed.reports.build import ReportData, build_report
-from livemed.reports.html import render_html, write_report
+from livemed.reports.html import page_script, render_html, write_report
 from livemed.store import Store
 from tests.analysis.builders import SCRIPT, study
 from tests.reports.conftest import FAST, registry
@@ -18,6 +20,19 @@ def _embedded_json(html: str) -> dict:  # type: ignore[type-arg]
     match = re.search(r'<script type="application/json" id="livemed-data">(.*?)</script>', html, re.S)
     assert match is not None
     return json.loads(match.group(1))  # type: ignore[no-any-return]
+
+
+def test_only_the_pages_own_script_may_run(report_data: ReportData) -> None:
+    html = render_html(report_data)
+    (csp,) = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', html)
+    policy = dict(part.strip().split(" ", 1) for part in csp.split(";"))
+    assert "unsafe-inline" not in policy["script-src"]
+    assert "unsafe-eval" not in policy["script-src"]
+    (script,) = re.findall(r"<script>(.*?)</script>", html, re.S)  # the one executable script
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    assert policy["script-src"] == f"'sha256-{digest}'"
+    assert script == page_script()
+    assert "livemed-data" in script
 
 
 def test_harvested_script_is_escaped_everywhere(report_data: ReportData) -> None:

@@ -1,7 +1,7 @@
 """The LLM error classifier: one root cause (CNIF, GOPR, MHME, KGOC) and a rationale per low-scoring answer.
 
 The case, the answer and the grader's verdicts are untrusted text: they sit in data blocks
-(`curate/untrusted.py`, the curation stage's delimiters, with any delimiter inside the text defused) and
+(`livemed.prompts`, the delimiters every prompt uses, with any delimiter inside the text defused) and
 the model is told that nothing inside them is an instruction.
 """
 
@@ -12,8 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.analysis.taxonomy import CATEGORIES, TaxonomyItem
-from livemed.curate.untrusted import DATA_RULES, data_block
 from livemed.models import LLM, Message, Settings
+from livemed.prompts import DATA_RULES, data_block
 from livemed.records import ErrorLabel, Provenance, Record, Rejection, short_hash
 
 SYSTEM_PROMPT = """\

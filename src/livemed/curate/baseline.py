@@ -23,9 +23,9 @@ from pydantic import BaseModel
 from livemed.curate import rules
 from livemed.curate.controller import AuditOutput
 from livemed.curate.screener import ScreenerOutput
-from livemed.curate.untrusted import Block, parse_blocks
 from livemed.curate.validator import AlignmentOutput, AlignmentScore, ItemCheck, QueryCheck
 from livemed.models.base import Completion, FatalModelError, Message, Settings
+from livemed.prompts import Block, parse_blocks
 from livemed.records import Narrative
 
 ELY = {  # Ely categories by keyword; the first match names the query type

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.curate.grounding import Normalised, locate, normalise
 from livemed.curate.screener import advice_texts, is_thread, reject
-from livemed.curate.untrusted import DATA_RULES, data_block
 from livemed.models import LLM, Message, Settings
+from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
 
 STAGE = "controller"

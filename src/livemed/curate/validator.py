@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from livemed.config import Thresholds
 from livemed.curate.evidence import RetrievalError, Retriever
 from livemed.curate.screener import reject
-from livemed.curate.untrusted import DATA_RULES, data_block
 from livemed.models import LLM, Message, Settings
+from livemed.prompts import DATA_RULES, data_block
 from livemed.records import AdviceCheck, Case, Doc, EvidenceRef, Rejection, Validation, short_hash
 
 STAGE = "validator"

@@ -120,6 +120,10 @@ class Case(Record):
     date_field: str = Field(
         default="published", description="where `published` came from (e.g. 'option', 'file_mtime')"
     )
+    findings: list[str] = Field(
+        default_factory=list,
+        description="what curation noted on the way, e.g. instruction-like sentences it dropped",
+    )
 
     @field_validator("advice")
     @classmethod

@@ -1,21 +1,29 @@
 """Render the report as ONE self-contained HTML file: inline CSS, inline SVG charts, a little inline JS.
 
 Autoescaping is on for every template; no data value is ever marked safe. The only JSON in the page
-goes through Jinja's `tojson`, which escapes `<`, `>`, `&` and `'` for a script context.
+goes through Jinja's `tojson`, which escapes `<`, `>`, `&` and `'` for a script context. The page's
+Content-Security-Policy runs only the page's own script, named by its sha256 hash (`script_hash`,
+computed here from the exact text put in the page): no `'unsafe-inline'` for scripts, so even markup
+that an escaping bug let through could not run a script.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import math
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from livemed.analysis.tables import clean_json
 from livemed.reports.build import ReportData
 
 TEMPLATE = "report.html.j2"
+SCRIPT = "report.js"
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -61,9 +69,23 @@ def page_data(data: ReportData) -> dict[str, Any]:
     return summary
 
 
+def page_script() -> str:
+    """The page's own script, exactly as it goes between `<script>` and `</script>`."""
+    return (resources.files("livemed.reports") / "templates" / SCRIPT).read_text(encoding="utf-8")
+
+
+def script_hash(script: str) -> str:
+    """The CSP source that allows exactly this inline script: `'sha256-<base64 digest>'`."""
+    return f"'sha256-{base64.b64encode(hashlib.sha256(script.encode('utf-8')).digest()).decode('ascii')}'"
+
+
 def render_html(data: ReportData) -> str:
     template = environment().get_template(TEMPLATE)
-    return template.render(data=data, page_data=page_data(data))
+    script = page_script()
+    # the script is livemed's own file, not data: it goes in as it is, and only it may run
+    return template.render(
+        data=data, page_data=page_data(data), script=Markup(script), script_hash=Markup(script_hash(script))
+    )
 
 
 def write_report(data: ReportData, path: Path) -> Path:
