@@ -23,13 +23,20 @@ from pydantic import BaseModel, ConfigDict, StrictBool
 from livemed.grading.answer import conversation
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
-from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Provenance, Rubric, short_hash
+from livemed.records import (
+    CALL_FAILED,
+    Answer,
+    Case,
+    Criterion,
+    Grade,
+    GradeFailure,
+    Provenance,
+    Rubric,
+    short_hash,
+)
 
 Mode = Literal["per-criterion", "batched"]
 MODES: tuple[Mode, ...] = ("per-criterion", "batched")
-CALL_FAILED = (
-    "call_failed"  # the call itself failed (transport, timeout, budget): graded again on the next run
-)
 JUDGE_SETTINGS = Settings(temperature=0)
 
 _RULES = f"""How to judge:

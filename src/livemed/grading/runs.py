@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from livemed.grading import score as S
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
-from livemed.grading.judge import CALL_FAILED, Judge, Mode, Target, grade_batch, grade_criterion, grade_id
+from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.interop.healthbench import criterion_tags, example_tags_of
 from livemed.models import LLM, Settings
 from livemed.pipeline import StageResult, run_stage
@@ -148,7 +148,7 @@ def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:
         return done
     for failure_id in store.has("grade_failure", ids) - done:
         failure = store.get(GradeFailure, failure_id)
-        if failure is not None and failure.reason != CALL_FAILED:
+        if failure is not None and not failure.call_failed:
             done.add(failure_id)
     return done
 
