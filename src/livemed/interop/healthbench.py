@@ -14,8 +14,10 @@ Import mapping (faithful first):
   requires is `round(points)` clipped to [-10, 10] (±1 when it rounds to 0), with a finding on the
   rubric whenever it differs from the points. Items with 0 points carry no weight in any score and
   are skipped with a finding. Axis: `axis:communication_quality` and `axis:instruction_following`
-  map to livemed's `communication`; a missing or unknown axis maps to `accuracy`, with a finding;
-  per-axis scores under the HealthBench convention use the original tags.
+  map to livemed's `communication`; a missing or unknown axis maps to `accuracy`, with a finding.
+  That axis is a stand-in livemed's records need: scores never use it. Per-axis and per-tag scores
+  of imported criteria use exactly their original tags, so an item without tags counts only in the
+  overall score, as in simple-evals; native livemed criteria keep their axes.
 - the case's `doc_id` is `healthbench:<prompt_id>`; no `Doc` record stands behind it (the file is
   the source);
 - HealthBench has no publication dates: the caller supplies one (see `interop.dates`), and the
@@ -162,15 +164,22 @@ def read_healthbench(
     return parse_objects(path, lambda data: parse_example(data, published=published, date_field=date_field))
 
 
-def criterion_tags(criterion: Criterion) -> list[str]:
-    """A criterion's HealthBench rubric tags: the original ones, or its axis and `level:example`."""
-    if criterion.tags:
+def criterion_tags(criterion: Criterion, *, imported: bool) -> list[str]:
+    """A criterion's HealthBench rubric tags. An imported criterion has exactly its original tags (none
+    when it came with none: simple-evals counts such an item only in the overall score); a native
+    livemed criterion gets its axis and `level:example` (what an export writes for it)."""
+    if imported or criterion.tags:
         return list(criterion.tags)
     return [f"axis:{EXPORT_AXIS.get(criterion.axis, criterion.axis)}", "level:example"]
 
 
 def _import_step(rubric: Rubric) -> dict[str, Any] | None:
     return next((s for s in rubric.steps if s.get("step") == "import" and s.get("source") == SOURCE), None)
+
+
+def is_imported(rubric: Rubric) -> bool:
+    """Whether the rubric came from a HealthBench file (its criteria keep their own tags)."""
+    return _import_step(rubric) is not None
 
 
 def example_tags_of(rubric: Rubric) -> list[str]:
@@ -201,7 +210,7 @@ def to_healthbench(case: Case, rubric: Rubric, prompt: list[dict[str, str]]) -> 
             {
                 "criterion": c.text,
                 "points": (int(c.value) if float(c.value).is_integer() else c.value),
-                "tags": criterion_tags(c),
+                "tags": criterion_tags(c, imported=imported is not None),
             }
             for c in rubric.criteria
         ],
