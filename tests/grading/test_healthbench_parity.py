@@ -231,3 +231,85 @@ def test_untagged_and_cluster_only_items_through_the_cli(tmp_path: Path) -> None
         [rubric] = list(s.iter(Rubric))
         assert [c.tags for c in rubric.criteria] == [[], ["cluster:home_care"], []]
         assert s.count().get(Case.kind) == 1
+
+
+def _cli(store: Path, *args: str) -> None:
+    result = CliRunner().invoke(app, ["--store", str(store), *args])
+    assert result.exit_code == 0, result.output
+
+
+def _graded_tags(store: Path, tmp_path: Path) -> dict[str, tuple[float, int]]:
+    _cli(store, "answer", "--model", "offline/reference")
+    _cli(store, "grade", "--judge", "offline/lexical")
+    out = tmp_path / f"{store.stem}-tags.json"
+    _cli(
+        store,
+        "scores",
+        "--judge",
+        "offline/lexical",
+        "--convention",
+        "healthbench",
+        "--by",
+        "tag",
+        "--json",
+        str(out),
+    )
+    return {row["tag"]: (row["score"], row["n"]) for row in json.loads(out.read_text())["by"]["tag"]}
+
+
+def _reference_of(store: Path, examples: list[dict[str, Any]], key: str) -> dict[str, tuple[float, int]]:
+    """The reference on `examples` with the verdicts stored for them (`key`: how a case id is spelled)."""
+    with Store(store) as s:
+        met: dict[tuple[str, str], bool] = {}
+        for rubric in s.iter(Rubric):
+            texts = {c.id: c.text for c in rubric.criteria}
+            for grade in s.iter(Grade):
+                if grade.case_id == rubric.case_id:
+                    met[(rubric.case_id, texts[grade.criterion_id])] = grade.met
+    graded = [
+        (e, [met[(key.format(e["prompt_id"]), i["criterion"])] for i in e["rubrics"]]) for e in examples
+    ]
+    return {k: v for k, v in reference_aggregate(graded).items() if k != "overall_score"}
+
+
+def _assert_same(ours: dict[str, tuple[float, int]], ref: dict[str, tuple[float, int]]) -> None:
+    assert ours.keys() == ref.keys()
+    for name, (value, n) in ref.items():
+        assert ours[name] == (pytest.approx(value), n), name
+
+
+def test_real_kqa_rubrics_exported_and_stripped_of_tags_score_as_simple_evals(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    """Real K-QA cases with offline rubrics: livemed's per-tag table equals the reference on the exported
+    file (native criteria: axis and level tags); then the export with tags removed from every other item
+    and cluster-only tags on others, imported into a fresh store, equals the reference on that file."""
+    native = tmp_path / "native.db"
+    _cli(
+        native,
+        "import-kqa",
+        str(shared_data / "k-qa" / "questions_w_answers.jsonl"),
+        "--published",
+        "2024-01-01",
+        "--limit",
+        "8",
+    )
+    _cli(native, "rubrics", "--writer", "offline/rules")
+    ours = _graded_tags(native, tmp_path)
+    exported = tmp_path / "hb.jsonl"
+    _cli(native, "export-healthbench", str(exported))
+    examples = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    ref = _reference_of(native, examples, "{}")
+    assert {"level:example", "axis:accuracy"} <= ref.keys()
+    _assert_same(ours, ref)
+    for example in examples:  # what a hand-made HealthBench file can hold
+        for n, rubric_item in enumerate(example["rubrics"]):
+            rubric_item["tags"] = [] if n % 2 else (["cluster:kqa"] if n % 3 == 0 else rubric_item["tags"])
+    stripped = tmp_path / "stripped.jsonl"
+    stripped.write_text("\n".join(json.dumps(e) for e in examples) + "\n", encoding="utf-8")
+    imported = tmp_path / "imported.db"
+    _cli(imported, "import-healthbench", str(stripped), "--published", "2024-01-01")
+    ours = _graded_tags(imported, tmp_path)
+    ref = _reference_of(imported, examples, "case:healthbench:{}")
+    assert "cluster:kqa" in ref
+    _assert_same(ours, ref)
