@@ -238,3 +238,35 @@ def test_kqa_refuses_a_line_over_the_size_limit(tmp_path: Path) -> None:
     out = list(read_kqa(path, published=DAY, date_field="option", max_record_bytes=5_000_000))
     assert [type(o).__name__ for o in out] == ["KqaItem", "InputFileError"]
     assert str(out[1]).startswith(f"{path}:2: record of 6,000,0")
+
+
+# --------------------------------------------------------------------------- human labels
+
+
+def test_label_points_that_are_not_finite_numbers_are_line_errors(tmp_path: Path) -> None:
+    from livemed.interop.labels import read_labels
+
+    base = {"response": "Rest.", "criterion": "Advises rest", "label": "met"}
+    path = tmp_path / "labels.jsonl"
+    lines = [
+        json.dumps({**base, "points": 2}),
+        '{"response": "Rest.", "criterion": "Advises rest", "label": "met", "points": NaN}',
+    ]
+    lines += [json.dumps({**base, "points": [1]}), json.dumps({**base, "points": 0})]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    first, *errors = list(read_labels(path))
+    assert not isinstance(first, InputFileError)
+    assert first.points == 2.0
+    assert [str(e).removeprefix(f"{path}:") for e in errors] == [
+        "2: points: expected a finite number, got nan",
+        "3: points: expected a number, got a list",
+        "4: points must not be 0",
+    ]
+    csv_path = tmp_path / "labels.csv"
+    csv_path.write_text(
+        "response,criterion,label,points\nRest.,Advises rest,met,inf\nRest.,Advises rest,met,\n"
+    )
+    bad, default = list(read_labels(csv_path))
+    assert str(bad) == f"{csv_path}:2: points: expected a finite number, got inf"
+    assert not isinstance(default, InputFileError)
+    assert default.points == 1.0
