@@ -313,3 +313,20 @@ def test_real_kqa_rubrics_exported_and_stripped_of_tags_score_as_simple_evals(
     ref = _reference_of(imported, examples, "case:healthbench:{}")
     assert "cluster:kqa" in ref
     _assert_same(ours, ref)
+
+
+def test_an_old_import_without_the_original_line_exports_its_items_own_tags() -> None:
+    from livemed.grading.answer import conversation
+    from livemed.interop.healthbench import parse_example, to_healthbench
+
+    data, _ = SET[0]
+    case, rubric = parse_example(data, published=DAY, date_field="option")
+    steps = [{k: v for k, v in s.items() if k != "original"} for s in rubric.steps]  # as stored before
+    older = rubric.model_copy(update={"steps": steps})
+    prompt = [{"role": m["role"], "content": m["content"]} for m in conversation(case)]
+    exported = to_healthbench(case, older, prompt)
+    assert [i["tags"] for i in exported["rubrics"]] == [
+        ["axis:accuracy", "level:example"],
+        [],
+        ["axis:accuracy", "level:example"],
+    ]
