@@ -65,13 +65,13 @@ def _tiny_store() -> list[Record]:
 
 
 @pytest.fixture
-def tiny_project(tmp_path: Path) -> Path:
-    with Store(tmp_path / "s.db") as store:
-        store.put(_tiny_store())
+def tiny_project(tmp_path: Path, any_store: Store) -> Path:
+    """A project file whose store (SQLite, and PostgreSQL when configured) holds the tiny groups."""
+    any_store.put(_tiny_store())
     (tmp_path / "cutoffs.toml").write_text(CUTOFFS_TOML, encoding="utf-8")
     (tmp_path / "livemed.toml").write_text(
-        'store = "s.db"\n[analysis]\ncutoffs = "cutoffs.toml"\nresamples = 1000\npermutations = 1000\n'
-        "min_post_cases = 2\nmin_pre_cases = 1\n",
+        f'store = "{any_store.url}"\n[analysis]\ncutoffs = "cutoffs.toml"\nresamples = 1000\n'
+        "permutations = 1000\nmin_post_cases = 2\nmin_pre_cases = 1\n",
         encoding="utf-8",
     )
     return tmp_path
