@@ -121,7 +121,9 @@ def _messages(prompt: Any) -> list[dict[str, str]]:
     for index, message in enumerate(prompt):
         if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant"):
             raise ValueError(f"prompt[{index}]: expected a message with role system, user or assistant")
-        content = fields.text(message.get("content", ""), f"prompt[{index}].content", required=False)
+        content = message.get("content", "")
+        if not isinstance(content, str):  # kept as written: no stripping
+            raise ValueError(f"prompt[{index}].content: expected a string, got {kind_of(content)}")
         messages.append({"role": str(message["role"]), "content": content})
     return messages
 
