@@ -121,6 +121,17 @@ class PrefilterConfig(BaseModel):
     extra_terms: list[str] = Field(default_factory=list, description="more medical terms to match")
 
 
+class ImportConfig(BaseModel):
+    """Limits of `import-healthbench` and `import-kqa` (`[import]`): a line over them is refused alone."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_record_bytes: int = Field(default=5_000_000, ge=1_000, description="a longer JSONL line is refused")
+    max_criteria: int = Field(
+        default=500, ge=1, description="more rubric items (HealthBench) or statements (K-QA) are refused"
+    )
+
+
 class Config(BaseModel):
     """The whole project configuration."""
 
@@ -135,6 +146,7 @@ class Config(BaseModel):
     curate: CurateConfig = Field(default_factory=CurateConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     prefilter: PrefilterConfig = Field(default_factory=PrefilterConfig)
+    imports: ImportConfig = Field(default_factory=ImportConfig, alias="import")  # `import` is a keyword
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:
@@ -254,6 +266,11 @@ s_align = 0.5
 # [prices."openai/gpt-4o-mini"]
 # input = 0.15
 # output = 0.60
+
+# Limits of import-healthbench and import-kqa: a longer line, or more rubric items, is refused alone.
+# [import]
+# max_record_bytes = 5000000
+# max_criteria = 500
 
 # Analysis and report (`livemed leaderboard`, `contamination`, `taxonomy`, `report`).
 # [analysis]

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import ValidationError
 
@@ -59,33 +59,64 @@ def _stream(store: Store, kinds: list[str]) -> Iterator[Record]:
         yield from store.iter(RECORD_TYPES[kind])
 
 
-def json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]] | InputFileError]:
-    """Each non-blank line of a JSONL file as (line number, object), or an error naming file:line."""
+def _lines(handle: BinaryIO, max_bytes: int | None) -> Iterator[bytes | int]:
+    """Each line of `handle`, or, for a line longer than `max_bytes`, its size (never held in memory)."""
+    if max_bytes is None:
+        yield from handle
+        return
+    while raw := handle.readline(max_bytes + 1):
+        if len(raw) <= max_bytes or raw.endswith(b"\n"):  # the whole line, its newline included
+            yield raw
+            continue
+        size = len(raw)
+        while raw and not raw.endswith(b"\n"):  # skip the rest of the long line in bounded pieces
+            raw = handle.readline(1 << 20)
+            size += len(raw)
+        yield size - (1 if raw.endswith(b"\n") else 0)
+
+
+def _decode(path: Path, raw: bytes, number: int) -> tuple[int, dict[str, Any]] | InputFileError:
+    try:
+        data: Any = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return InputFileError(path, "line is not valid UTF-8", number)
+    except json.JSONDecodeError as exc:
+        return InputFileError(path, f"invalid JSON: {exc.msg} at column {exc.colno}", number)
+    except RecursionError:
+        return InputFileError(path, "invalid JSON: nested too deeply", number)
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        return InputFileError(path, f"invalid JSON: {str(exc).split(':')[0]}", number)
+    if isinstance(data, dict):
+        return number, data
+    return InputFileError(path, f"expected a JSON object, got {type(data).__name__}", number)
+
+
+def json_objects(
+    path: Path, *, max_bytes: int | None = None, limit_name: str = "max_record_bytes"
+) -> Iterator[tuple[int, dict[str, Any]] | InputFileError]:
+    """Each non-blank line of a JSONL file as (line number, object), or an error naming file:line.
+
+    A line over `max_bytes` (when given) is an error naming the limit (`limit_name`), not read whole."""
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise InputFileError(path, f"cannot open: {exc.strerror}") from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                data: Any = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                yield InputFileError(path, "line is not valid UTF-8", number)
-                continue
-            except json.JSONDecodeError as exc:
-                yield InputFileError(path, f"invalid JSON: {exc.msg} at column {exc.colno}", number)
-                continue
-            if isinstance(data, dict):
-                yield number, data
-            else:
-                yield InputFileError(path, f"expected a JSON object, got {type(data).__name__}", number)
+        for number, raw in enumerate(_lines(handle, max_bytes), start=1):
+            if isinstance(raw, int):
+                message = f"record of {raw:,} bytes is over the limit of {max_bytes:,} bytes ({limit_name})"
+                yield InputFileError(path, message, number)
+            elif raw.strip():
+                yield _decode(path, raw, number)
 
 
-def parse_objects(path: Path, parse: Callable[[dict[str, Any]], T]) -> Iterator[T | InputFileError]:
-    """`parse` each object of a JSONL file; an object it refuses (ValueError) becomes a file:line error."""
-    for item in json_objects(path):
+def parse_objects(
+    path: Path, parse: Callable[[dict[str, Any]], T], *, max_bytes: int | None = None, limit_name: str = ""
+) -> Iterator[T | InputFileError]:
+    """`parse` each object of a JSONL file; an object it refuses (ValueError) becomes a file:line error.
+
+    `max_bytes` and `limit_name`: see `json_objects`."""
+    for item in json_objects(path, max_bytes=max_bytes, limit_name=limit_name or "max_record_bytes"):
         if isinstance(item, InputFileError):
             yield item
             continue

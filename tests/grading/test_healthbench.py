@@ -167,7 +167,7 @@ def test_bad_lines_name_file_and_line(tmp_path: Path) -> None:
     assert errors[0].line == 2
     assert "invalid JSON" in str(errors[0])
     assert errors[1].line == 3
-    assert "'rubrics' must be a non-empty list" in str(errors[1])
+    assert "rubrics: expected a non-empty list of items, got an empty list" in str(errors[1])
 
 
 # --------------------------------------------------------------------------- score parity

@@ -213,7 +213,7 @@ def _drift(
         return
     drift = stats.bootstrap_diff(pre_c, post_c, resamples=s.resamples, seed=s.seed)
     row.drift, row.drift_low, row.drift_high = drift.estimate, _opt(drift.low), _opt(drift.high)
-    row.p_drift = stats.permutation_p_independent(pre_c, post_c, resamples=s.permutations, seed=s.seed)
+    row.p_drift = _opt(stats.permutation_p_independent(pre_c, post_c, resamples=s.permutations, seed=s.seed))
     did = stats.bootstrap_diff(pre_d, post_d, resamples=s.resamples, seed=s.seed)
     row.adjusted, row.adjusted_low, row.adjusted_high = did.estimate, _opt(did.low), _opt(did.high)
 

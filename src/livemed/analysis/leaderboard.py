@@ -22,8 +22,8 @@ class LeaderboardRow(BaseModel):
     n_cases: int
     n_answers: int
     mean: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None = Field(description="None when not computable (a single case)")
+    ci_high: float | None
     per_axis: dict[str, float] = Field(default_factory=dict)
     coverage: float
     harm: float
@@ -88,8 +88,8 @@ def leaderboard(
                 n_cases=len(group),
                 n_answers=sum(r.samples for r in group),
                 mean=interval.estimate,
-                ci_low=interval.low,
-                ci_high=interval.high,
+                ci_low=stats.finite_or_none(interval.low),
+                ci_high=stats.finite_or_none(interval.high),
                 per_axis=_axis_means(group, convention),
                 coverage=float(np.mean([r.coverage for r in group])),
                 harm=float(np.mean([r.harm for r in group])),
@@ -124,6 +124,8 @@ def compare(
 ) -> PairedComparison:
     """Paired bootstrap interval and sign-flip permutation p-value of a − b on shared cases.
 
+    Not computable → None: every statistic with no shared case, the interval and the p-value with one.
+
     Under healthbench the difference is clip(mean a) − clip(mean b), in the estimate and in every
     resample; the permutation test works on the per-case differences."""
     a = {r.case_id: r.score for r in rows if r.model == model_a}
@@ -148,14 +150,10 @@ def compare(
         mean_a=aggregate(list(xa), convention),
         mean_b=aggregate(list(xb), convention),
         diff=interval.estimate,
-        ci_low=_finite(interval.low),
-        ci_high=_finite(interval.high),
-        p_permutation=stats.permutation_p_paired(d, resamples=permutations, seed=seed),
+        ci_low=stats.finite_or_none(interval.low),
+        ci_high=stats.finite_or_none(interval.high),
+        p_permutation=stats.finite_or_none(stats.permutation_p_paired(d, resamples=permutations, seed=seed)),
         wins_a=int(np.sum(d > 0)),
         wins_b=int(np.sum(d < 0)),
         ties=int(np.sum(d == 0)),
     )
-
-
-def _finite(value: float) -> float | None:
-    return None if np.isnan(value) else float(value)

@@ -3,6 +3,16 @@
 Thin, typed wrappers over scipy.stats (bootstrap, permutation_test, mannwhitneyu,
 false_discovery_control) so that every analysis uses the same conventions: percentile intervals,
 a seeded generator, and `nan` instead of an exception or a warning when a sample is too small.
+
+"Not computable" is `nan` here, always (never an exception, never a made-up number); the analysis
+tables turn it into `None` (`finite_or_none`), which the CLI and the report show as "—". The rules:
+
+- an estimate (a mean, a difference of means) needs one value in each sample it uses;
+- an interval needs two values in each resampled sample (one value has no spread to resample);
+  all-equal values give the zero-width interval every resample agrees on;
+- a permutation p-value needs two values in each sample; when every value is equal (or, paired, every
+  difference is 0) no rearrangement differs from the observed one and p = 1;
+- the Mann–Whitney p-value and Cliff's delta need one value in each sample (exact for tiny samples).
 """
 
 from __future__ import annotations
@@ -31,11 +41,25 @@ class Interval:
     high: float
 
     def excludes_zero(self) -> bool:
+        """True when the interval lies wholly above or below 0; False when its bounds are nan."""
         return self.low > 0 or self.high < 0
 
 
+NAN_INTERVAL = Interval(math.nan, math.nan, math.nan)
+
+
 def as_array(values: Sequence[float] | FloatArray) -> FloatArray:
+    """The values as a float64 array (an empty sequence gives an empty array)."""
     return np.asarray(values, dtype=np.float64)
+
+
+def finite_or_none(value: float) -> float | None:
+    """`value`, or None when it is not computable (nan) or infinite: what the analysis tables store."""
+    return float(value) if math.isfinite(value) else None
+
+
+def _constant(x: FloatArray) -> bool:
+    return bool(np.all(x == x[0]))
 
 
 def _mean(x: FloatArray, axis: int = -1) -> FloatArray:
@@ -75,14 +99,18 @@ def bootstrap_mean(
     seed: int = 0,
     convention: str = "livemed",
 ) -> Interval:
-    """Mean with a percentile bootstrap interval (a single value gives a zero-width interval).
+    """Mean with a percentile bootstrap interval.
 
-    Under the healthbench convention the mean and every resampled mean are clipped to [0, 1]."""
+    Not computable: no values → every field nan; one value → the estimate, nan bounds. All-equal
+    values → the zero-width interval. Under the healthbench convention the mean and every resampled
+    mean are clipped to [0, 1]."""
     x = as_array(values)
     if x.size == 0:
-        return Interval(math.nan, math.nan, math.nan)
+        return NAN_INTERVAL
     estimate = float(finish_means(x.mean(), convention))
-    if x.size < 2 or np.all(x == x[0]):
+    if x.size < 2:
+        return Interval(estimate, math.nan, math.nan)
+    if _constant(x):
         return Interval(estimate, estimate, estimate)
     return Interval(estimate, *_percentile_ci((x,), _finished_mean(convention), resamples, level, seed))
 
@@ -98,14 +126,19 @@ def bootstrap_diff(
     share: float = 1.0,
 ) -> Interval:
     """mean(x) − mean(y) for two independent samples, each resampled on its own (each mean finished
-    by the convention; see `_finished_diff` for `share`)."""
+    by the convention; see `_finished_diff` for `share`).
+
+    Not computable: either sample empty → every field nan; either with one value → the estimate, nan
+    bounds. Both samples constant → the zero-width interval."""
     a, b = as_array(x), as_array(y)
     if a.size == 0 or b.size == 0:
-        return Interval(math.nan, math.nan, math.nan)
+        return NAN_INTERVAL
     statistic = _finished_diff(convention, share)
     estimate = float(statistic(a, b))
     if a.size < 2 or b.size < 2:
         return Interval(estimate, math.nan, math.nan)
+    if _constant(a) and _constant(b):
+        return Interval(estimate, estimate, estimate)
     return Interval(estimate, *_percentile_ci((a, b), statistic, resamples, level, seed))
 
 
@@ -118,13 +151,18 @@ def bootstrap_paired_diff(
     seed: int = 0,
     convention: str = "livemed",
 ) -> Interval:
-    """convention(mean(x)) − convention(mean(y)) for paired samples (the same cases resampled for both)."""
+    """convention(mean(x)) − convention(mean(y)) for paired samples (the same cases resampled for both).
+
+    Not computable: no pairs → every field nan; one pair → the estimate, nan bounds. Both samples
+    constant → the zero-width interval."""
     a, b = as_array(x), as_array(y)
     if a.size == 0:
-        return Interval(math.nan, math.nan, math.nan)
+        return NAN_INTERVAL
     statistic = _finished_diff(convention)
     estimate = float(statistic(a, b))
-    if a.size < 2 or (np.all(a == a[0]) and np.all(b == b[0])):
+    if a.size < 2:
+        return Interval(estimate, math.nan, math.nan)
+    if _constant(a) and _constant(b):
         return Interval(estimate, estimate, estimate)
     return Interval(estimate, *_percentile_ci((a, b), statistic, resamples, level, seed, paired=True))
 
@@ -142,11 +180,15 @@ def bootstrap_full_minus_subset(
 
     mean(all) is rebuilt from the two resampled means weighted by their sizes; under the healthbench
     convention each of the two means is clipped to [0, 1] before the difference.
+
+    Not computable: no values or an empty subset → every field nan; the subset or the rest with one
+    value → the estimate, nan bounds. A subset holding every value → 0 with a zero-width interval
+    (the two means are the same in every resample).
     """
     x = as_array(values)
     mask = np.asarray(in_subset, dtype=bool)
     if x.size == 0 or not mask.any():
-        return Interval(math.nan, math.nan, math.nan)
+        return NAN_INTERVAL
     estimate = float(finish_means(x.mean(), convention) - finish_means(x[mask].mean(), convention))
     if mask.all():
         return Interval(estimate, estimate, estimate)
@@ -165,10 +207,14 @@ def permutation_p_independent(
     resamples: int = DEFAULT_PERMUTATIONS,
     seed: int = 0,
 ) -> float:
-    """Permutation p-value for mean(x) − mean(y) (exact when the permutations are few enough)."""
+    """Permutation p-value for mean(x) − mean(y) (exact when the permutations are few enough).
+
+    Not computable (nan): either sample with fewer than two values. Every value equal → 1.0."""
     a, b = as_array(x), as_array(y)
-    if a.size == 0 or b.size == 0:
+    if a.size < 2 or b.size < 2:
         return math.nan
+    if _constant(np.concatenate([a, b])):
+        return 1.0
     result = stats.permutation_test(
         (a, b),
         _diff_means,
@@ -188,9 +234,11 @@ def permutation_p_paired(
     resamples: int = DEFAULT_PERMUTATIONS,
     seed: int = 0,
 ) -> float:
-    """Sign-flip permutation p-value for the mean of paired differences being 0."""
+    """Sign-flip permutation p-value for the mean of paired differences being 0.
+
+    Not computable (nan): fewer than two differences. Every difference 0 → 1.0."""
     d = as_array(differences)
-    if d.size == 0:
+    if d.size < 2:
         return math.nan
     if np.all(d == 0):
         return 1.0
@@ -207,7 +255,10 @@ def permutation_p_paired(
 
 
 def mann_whitney_greater(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
-    """One-sided Mann–Whitney U p-value for x tending to be larger than y."""
+    """One-sided Mann–Whitney U p-value for x tending to be larger than y.
+
+    Not computable (nan): either sample empty. Every value equal → 1.0; one value each is exact
+    (x > y → 0.5)."""
     a, b = as_array(x), as_array(y)
     if a.size == 0 or b.size == 0:
         return math.nan
@@ -217,7 +268,9 @@ def mann_whitney_greater(x: Sequence[float] | FloatArray, y: Sequence[float] | F
 
 
 def cliffs_delta(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
-    """Cliff's delta: P(x > y) − P(x < y) over all pairs, in [-1, 1]."""
+    """Cliff's delta: P(x > y) − P(x < y) over all pairs, in [-1, 1].
+
+    Not computable (nan): either sample empty."""
     a, b = as_array(x), as_array(y)
     if a.size == 0 or b.size == 0:
         return math.nan
@@ -227,7 +280,9 @@ def cliffs_delta(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArra
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
-    """Benjamini–Hochberg adjusted p-values (q-values); nan inputs stay nan and are not counted."""
+    """Benjamini–Hochberg adjusted p-values (q-values); nan inputs stay nan and are not counted.
+
+    No p-values → an empty list; only nan → only nan."""
     p = as_array(p_values)
     out = np.full(p.shape, np.nan)
     valid = ~np.isnan(p)

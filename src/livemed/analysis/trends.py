@@ -16,8 +16,8 @@ class TrendRow(BaseModel):
     month: str
     n: int
     mean: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None  # None: not computable (one case that month)
+    ci_high: float | None
 
 
 def month_of(row: CaseScore) -> str | None:
@@ -43,8 +43,8 @@ def monthly(
                 month=month,
                 n=len(values),
                 mean=interval.estimate,
-                ci_low=interval.low,
-                ci_high=interval.high,
+                ci_low=stats.finite_or_none(interval.low),
+                ci_high=stats.finite_or_none(interval.high),
             )
         )
     return out

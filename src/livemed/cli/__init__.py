@@ -43,6 +43,7 @@ def _root(
     ),
 ) -> None:
     ctx.obj = AppState(store_override=store, config_path=config)
+    ctx.call_on_close(ctx.obj.close)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -46,6 +46,12 @@ class AppState:
             self._store = Store(self.store_location)
         return self._store
 
+    def close(self) -> None:
+        """Close the store if this invocation opened it (PostgreSQL connections are not left to the GC)."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
 
 def state(ctx: typer.Context) -> AppState:
     """The AppState of this invocation (the root callback always sets it)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +15,7 @@ from livemed.cli import app
 from livemed.cli.context import console, err_console, state
 
 if TYPE_CHECKING:
+    from livemed.records import Rubric
     from livemed.store import Store
 
 PUBLISHED = typer.Option(
@@ -47,12 +50,62 @@ def _kept_note(kept: int) -> None:
         console.print(f"{kept} already in the store, kept (pass --replace to overwrite them)")
 
 
+MAX_RECORD_BYTES = typer.Option(
+    None, "--max-record-bytes", min=1_000, help="Refuse a longer line (default: \\[import] max_record_bytes)."
+)
+MAX_CRITERIA = typer.Option(
+    None,
+    "--max-criteria",
+    min=1,
+    help="Refuse more rubric items or statements (default: \\[import] max_criteria).",
+)
+
+
+def _limits(ctx: typer.Context, max_record_bytes: int | None, max_criteria: int | None) -> tuple[int, int]:
+    limits = state(ctx).config.imports
+    return max_record_bytes or limits.max_record_bytes, max_criteria or limits.max_criteria
+
+
+def _skipped(item: object) -> None:
+    err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
+
+
+@dataclass
+class _Findings:
+    """Mapping findings by kind: how many, and the first example that had one."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def add(self, rubric: Rubric, example_id: str) -> None:
+        from livemed.interop.healthbench import finding_kind
+
+        for text in rubric.findings:
+            kind = finding_kind(text)
+            self.counts[kind] += 1
+            self.examples.setdefault(kind, example_id)
+
+    def report(self) -> None:
+        from livemed.interop.healthbench import FINDING_NO_POSITIVE
+
+        for kind, count in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            console.print(f"  {count} × {escape(kind)} (e.g. {escape(self.examples[kind])})", highlight=False)
+        if unscorable := self.counts[FINDING_NO_POSITIVE]:
+            err_console.print(
+                f"[yellow]note:[/] {unscorable} example(s) have no positive points and can never be scored "
+                f"(e.g. {escape(self.examples[FINDING_NO_POSITIVE])})",
+                highlight=False,
+            )
+
+
 @app.command("import-healthbench")
 def import_healthbench(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="HealthBench JSONL (openai/simple-evals format)."),
     published: str | None = PUBLISHED,
     replace: bool = REPLACE,
+    max_record_bytes: int | None = MAX_RECORD_BYTES,
+    max_criteria: int | None = MAX_CRITERIA,
 ) -> None:
     """Import HealthBench examples as cases and rubrics (original points and tags kept)."""
     from livemed.errors import InputFileError
@@ -62,10 +115,15 @@ def import_healthbench(
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
     store = state(ctx).store
-    written = bad = findings = kept = 0
-    for item in read_healthbench(file, published=date, date_field=basis):
+    max_bytes, max_items = _limits(ctx, max_record_bytes, max_criteria)
+    written = bad = kept = 0
+    findings = _Findings()
+    lines = read_healthbench(
+        file, published=date, date_field=basis, max_record_bytes=max_bytes, max_criteria=max_items
+    )
+    for item in lines:
         if isinstance(item, InputFileError):
-            err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
+            _skipped(item)
             bad += 1
             continue
         if _stored(store, item[0].id, replace):
@@ -73,10 +131,13 @@ def import_healthbench(
             continue
         store.put(list(item))
         written += 1
-        findings += len(item[1].findings)
+        findings.add(item[1], item[0].source_id)
+    total = sum(findings.counts.values())
     console.print(
-        f"{file}: imported {written} case(s) with rubrics; {findings} mapping finding(s); {bad} bad line(s)"
+        f"{file}: imported {written} case(s) with rubrics; {bad} bad line(s); {total} mapping finding(s)"
+        + (":" if total else "")
     )
+    findings.report()
     _kept_note(kept)
     if bad:
         raise typer.Exit(code=1)
@@ -114,6 +175,8 @@ def import_kqa(
     published: str | None = PUBLISHED,
     limit: int | None = typer.Option(None, "--limit", min=1, help="Import at most this many cases."),
     replace: bool = REPLACE,
+    max_record_bytes: int | None = MAX_RECORD_BYTES,
+    max_criteria: int | None = MAX_CRITERIA,
 ) -> None:
     """Import K-QA questions with physician answers as cases; Must_have kept as a reference rubric."""
     from livemed.errors import InputFileError
@@ -123,10 +186,13 @@ def import_kqa(
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
     store = state(ctx).store
+    max_bytes, max_items = _limits(ctx, max_record_bytes, max_criteria)
     written = bad = statements = kept = 0
-    for item in read_kqa(file, published=date, date_field=basis):
+    for item in read_kqa(
+        file, published=date, date_field=basis, max_record_bytes=max_bytes, max_statements=max_items
+    ):
         if isinstance(item, InputFileError):
-            err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
+            _skipped(item)
             bad += 1
             continue
         if limit is not None and written + kept >= limit:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from livemed.grading import score as S
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
-from livemed.interop.healthbench import criterion_tags, example_tags_of
+from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported
 from livemed.models import LLM, Settings
 from livemed.pipeline import StageResult, run_stage
 from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Record, Rubric, Score
@@ -191,11 +191,14 @@ class ScoreRun:
 
 
 def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
-    """Score items for a rubric from verdicts by criterion id (None = failed); None if any is missing."""
+    """Score items for a rubric from verdicts by criterion id (None = failed); None if any is missing.
+
+    An imported criterion's axes are its own `axis:` tags only (its livemed axis may be a stand-in)."""
     if any(c.id not in verdicts for c in rubric.criteria):
         return None
+    own = not is_imported(rubric)
     return [
-        S.Item(weight=c.value, met=verdicts[c.id], axis=c.axis, theme=c.theme, tags=tuple(c.tags))
+        S.Item(c.value, verdicts[c.id], axis=c.axis if own else "", theme=c.theme, tags=tuple(c.tags))
         for c in rubric.criteria
     ]
 
@@ -229,8 +232,9 @@ def score_answer(
     per_tag: dict[str, float] = {}
     if convention == "healthbench":  # themes are example tags there: each gets the case score
         per_theme = dict.fromkeys(rubric.themes, value)
+        imported = is_imported(rubric)
         tagged = [
-            replace(item, tags=tuple(criterion_tags(c)))
+            replace(item, tags=tuple(criterion_tags(c, imported=imported)))
             for item, c in zip(items, rubric.criteria, strict=True)
         ]
         per_tag = S.per_tag(tagged, example_tags_of(rubric), convention, policy)

@@ -14,8 +14,10 @@ Import mapping (faithful first):
   requires is `round(points)` clipped to [-10, 10] (±1 when it rounds to 0), with a finding on the
   rubric whenever it differs from the points. Items with 0 points carry no weight in any score and
   are skipped with a finding. Axis: `axis:communication_quality` and `axis:instruction_following`
-  map to livemed's `communication`; a missing or unknown axis maps to `accuracy`, with a finding;
-  per-axis scores under the HealthBench convention use the original tags.
+  map to livemed's `communication`; a missing or unknown axis maps to `accuracy`, with a finding.
+  That axis is a stand-in livemed's records need: scores never use it. Per-axis and per-tag scores
+  of imported criteria use exactly their original tags, so an item without tags counts only in the
+  overall score, as in simple-evals; native livemed criteria keep their axes.
 - the case's `doc_id` is `healthbench:<prompt_id>`; no `Doc` record stands behind it (the file is
   the source);
 - HealthBench has no publication dates: the caller supplies one (see `interop.dates`), and the
@@ -35,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
+from livemed.interop import fields
+from livemed.interop.fields import kind_of
 from livemed.jsonl import parse_objects
 from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
 
@@ -53,71 +57,121 @@ EXPORT_AXIS = {"communication": "communication_quality"}
 NO_REFERENCE = "(this HealthBench example has neither an ideal completion nor a positive criterion)"
 
 
+FINDING_ZERO = "0-point item skipped"
+FINDING_AXIS = "no known axis tag"
+FINDING_WEIGHT = "points kept, weight rounded"
+FINDING_NO_POSITIVE = "no positive points (never scored)"
+MAX_CRITERIA_SETTING = "[import] max_criteria, --max-criteria"
+
+
+def finding(kind: str, detail: str) -> str:
+    """A mapping finding as stored on `Rubric.findings`: `import: <kind>: <detail>`."""
+    return f"import: {kind}: {detail}"
+
+
+def finding_kind(text: str) -> str:
+    """The kind of a stored mapping finding (`other` for one in another format)."""
+    parts = text.split(": ", 2)
+    return parts[1] if len(parts) == 3 and parts[0] == "import" else "other"
+
+
 def _weight(points: float) -> int:
     weight = max(-10, min(10, round(points)))
     return weight if weight != 0 else (1 if points > 0 else -1)
 
 
-def _criterion(item: dict[str, Any], theme: str | None, findings: list[str]) -> Criterion | None:
-    text = str(item.get("criterion", "")).strip()
-    points = item.get("points")
-    if not text or not isinstance(points, int | float) or isinstance(points, bool):
-        raise ValueError(f"rubric item needs a 'criterion' text and numeric 'points', got {item!r:.120}")
+def _criterion(item: Any, where: str, theme: str | None, findings: list[str]) -> Criterion | None:
+    if not isinstance(item, dict):
+        raise ValueError(
+            f"{where}: expected an object with 'criterion', 'points' and 'tags', got {kind_of(item)}"
+        )
+    text = fields.text(item.get("criterion"), f"{where}.criterion")
+    points = fields.points(item.get("points"), f"{where}.points")
+    tags = fields.string_list(item.get("tags"), f"{where}.tags", unique=True)  # simple-evals asserts it
     if points == 0:
-        findings.append(f"import: skipped 0-point criterion {text[:60]!r}")
+        findings.append(finding(FINDING_ZERO, f"{text[:60]!r} (0 points count in no score)"))
         return None
-    tags = [str(t) for t in item.get("tags", [])]
     axes = [t.removeprefix("axis:") for t in tags if t.startswith("axis:")]
     axis = AXIS_MAP.get(axes[0]) if axes else None
     if axis is None:
-        findings.append(f"import: {text[:60]!r} has axis {axes[:1] or 'none'}; mapped to accuracy")
-        axis = "accuracy"
-    weight = _weight(float(points))
-    if weight != points:
-        findings.append(
-            f"import: points {points:g} of {text[:60]!r} stored as weight {weight}; scores use the points"
+        detail = (
+            f"{text[:60]!r} has axis {axes[:1] or 'none'}; its livemed axis is accuracy (scores use the tags)"
         )
+        findings.append(finding(FINDING_AXIS, detail))
+        axis = "accuracy"
+    weight = _weight(points)
+    if weight != points:
+        detail = f"points {points:g} of {text[:60]!r} stored as weight {weight}; scores use the points"
+        findings.append(finding(FINDING_WEIGHT, detail))
     return Criterion(
         text=text,
         polarity="positive" if points > 0 else "negative",
         axis=axis,
         weight=weight,
         theme=theme,
-        points=float(points),
+        points=points,
         tags=tags,
     )
 
 
 def _messages(prompt: Any) -> list[dict[str, str]]:
     if not isinstance(prompt, list) or not prompt:
-        raise ValueError("'prompt' must be a non-empty list of messages")
+        raise ValueError(f"prompt: expected a non-empty list of messages, got {kind_of(prompt)}")
     messages = []
-    for message in prompt:
+    for index, message in enumerate(prompt):
         if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant"):
-            raise ValueError(f"bad prompt message {message!r:.80}")
-        messages.append({"role": str(message["role"]), "content": str(message.get("content", ""))})
+            raise ValueError(f"prompt[{index}]: expected a message with role system, user or assistant")
+        content = message.get("content", "")
+        if not isinstance(content, str):  # kept as written: no stripping
+            raise ValueError(f"prompt[{index}].content: expected a string, got {kind_of(content)}")
+        messages.append({"role": str(message["role"]), "content": content})
     return messages
 
 
-def parse_example(data: dict[str, Any], *, published: datetime, date_field: str) -> tuple[Case, Rubric]:
-    """One HealthBench example → (Case, Rubric); raises ValueError with a readable message."""
-    prompt_id = str(data.get("prompt_id") or "").strip()
-    if not prompt_id:
-        raise ValueError("missing 'prompt_id'")
+def _prompt_id(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return fields.text(value, "prompt_id")
+
+
+def _criteria(
+    items: Any, theme: str | None, findings: list[str], max_criteria: int | None
+) -> list[Criterion]:
+    if not isinstance(items, list) or not items:
+        got = "an empty list" if items == [] else kind_of(items)
+        raise ValueError(f"rubrics: expected a non-empty list of items, got {got}")
+    fields.at_most(items, "rubrics", max_criteria, MAX_CRITERIA_SETTING)
+    criteria = [
+        c for n, item in enumerate(items) if (c := _criterion(item, f"rubrics[{n}]", theme, findings))
+    ]
+    if not criteria:
+        raise ValueError("rubrics: no item has non-zero points")
+    if not any(c.polarity == "positive" for c in criteria):
+        findings.append(
+            finding(FINDING_NO_POSITIVE, "every item has negative points: no answer can be scored")
+        )
+    return criteria
+
+
+def parse_example(
+    data: dict[str, Any], *, published: datetime, date_field: str, max_criteria: int | None = None
+) -> tuple[Case, Rubric]:
+    """One HealthBench example → (Case, Rubric); raises ValueError naming the field at fault.
+
+    `max_criteria`: refuse an example with more rubric items than this."""
+    fields.finite_everywhere(data)
+    prompt_id = _prompt_id(data.get("prompt_id"))
     messages = _messages(data.get("prompt"))
     users = [m["content"] for m in messages if m["role"] == "user" and m["content"].strip()]
     if not users:
-        raise ValueError("the prompt has no user message")
-    example_tags = [str(t) for t in data.get("example_tags", [])]
+        raise ValueError("prompt: no user message")
+    example_tags = fields.string_list(data.get("example_tags"), "example_tags", unique=True)
     themes = [t.removeprefix("theme:") for t in example_tags if t.startswith("theme:")]
     findings: list[str] = []
-    items = data.get("rubrics")
-    if not isinstance(items, list) or not items:
-        raise ValueError("'rubrics' must be a non-empty list")
-    criteria = [c for item in items if (c := _criterion(item, themes[0] if themes else None, findings))]
-    if not criteria:
-        raise ValueError("no rubric item has non-zero points")
+    criteria = _criteria(data.get("rubrics"), themes[0] if themes else None, findings, max_criteria)
     ideal = data.get("ideal_completions_data") or None
+    if not isinstance(ideal, dict | None):
+        raise ValueError(f"ideal_completions_data: expected an object or null, got {kind_of(ideal)}")
     ideal_text = str(ideal.get("ideal_completion", "")).strip() if isinstance(ideal, dict) else ""
     positives = [c.text for c in criteria if c.polarity == "positive"]
     advice = [ideal_text] if ideal_text else positives or [NO_REFERENCE]
@@ -156,21 +210,41 @@ def parse_example(data: dict[str, Any], *, published: datetime, date_field: str)
 
 
 def read_healthbench(
-    path: Path, *, published: datetime, date_field: str
+    path: Path,
+    *,
+    published: datetime,
+    date_field: str,
+    max_record_bytes: int | None = None,
+    max_criteria: int | None = None,
 ) -> Iterator[tuple[Case, Rubric] | InputFileError]:
-    """Stream a HealthBench JSONL file: (case, rubric) per good line, an error naming file:line otherwise."""
-    return parse_objects(path, lambda data: parse_example(data, published=published, date_field=date_field))
+    """Stream a HealthBench JSONL file: (case, rubric) per good line, an error naming file:line otherwise
+    (a line over `max_record_bytes` or with more than `max_criteria` rubric items is one such error)."""
+    return parse_objects(
+        path,
+        lambda data: parse_example(
+            data, published=published, date_field=date_field, max_criteria=max_criteria
+        ),
+        max_bytes=max_record_bytes,
+        limit_name="[import] max_record_bytes, --max-record-bytes",
+    )
 
 
-def criterion_tags(criterion: Criterion) -> list[str]:
-    """A criterion's HealthBench rubric tags: the original ones, or its axis and `level:example`."""
-    if criterion.tags:
+def criterion_tags(criterion: Criterion, *, imported: bool) -> list[str]:
+    """A criterion's HealthBench rubric tags. An imported criterion has exactly its original tags (none
+    when it came with none: simple-evals counts such an item only in the overall score); a native
+    livemed criterion gets its axis and `level:example` (what an export writes for it)."""
+    if imported or criterion.tags:
         return list(criterion.tags)
     return [f"axis:{EXPORT_AXIS.get(criterion.axis, criterion.axis)}", "level:example"]
 
 
 def _import_step(rubric: Rubric) -> dict[str, Any] | None:
     return next((s for s in rubric.steps if s.get("step") == "import" and s.get("source") == SOURCE), None)
+
+
+def is_imported(rubric: Rubric) -> bool:
+    """Whether the rubric came from a HealthBench file (its criteria keep their own tags)."""
+    return _import_step(rubric) is not None
 
 
 def example_tags_of(rubric: Rubric) -> list[str]:
@@ -201,7 +275,7 @@ def to_healthbench(case: Case, rubric: Rubric, prompt: list[dict[str, str]]) -> 
             {
                 "criterion": c.text,
                 "points": (int(c.value) if float(c.value).is_integer() else c.value),
-                "tags": criterion_tags(c),
+                "tags": criterion_tags(c, imported=imported is not None),
             }
             for c in rubric.criteria
         ],

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
+from livemed.interop import fields
 from livemed.jsonl import parse_objects
 from livemed.records import Case, Narrative, Provenance, short_hash
 
@@ -55,22 +56,25 @@ def advice_elements(answer: str) -> list[str]:
     return elements
 
 
-def _statements(value: Any, field: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"'{field}' must be a list of strings")
-    return [v.strip() for v in value if v.strip()]
+def _statements(value: Any, field: str, limit: int | None) -> list[str]:
+    statements = fields.string_list(value, field)
+    fields.at_most(statements, field, limit, "[import] max_criteria, --max-criteria")
+    return [v.strip() for v in statements if v.strip()]
 
 
-def parse_row(data: dict[str, Any], *, published: datetime, date_field: str) -> KqaItem:
-    question = str(data.get("Question") or "").strip()
-    answer = str(data.get("Free_form_answer") or "").strip()
+def parse_row(
+    data: dict[str, Any], *, published: datetime, date_field: str, max_statements: int | None = None
+) -> KqaItem:
+    """One K-QA row → a case and its reference statements; raises ValueError naming the field at fault.
+
+    `max_statements`: refuse more `Must_have` (or `Nice_to_have`) statements than this."""
+    question = fields.text(data.get("Question"), "Question", required=False)
+    answer = fields.text(data.get("Free_form_answer"), "Free_form_answer", required=False)
     if not question:
-        raise ValueError("missing 'Question'")
+        raise ValueError("Question: missing or empty")
     advice = advice_elements(answer)
     if not advice:
-        raise ValueError("missing 'Free_form_answer' (unanswered questions cannot become cases)")
+        raise ValueError("Free_form_answer: missing or empty (unanswered questions cannot become cases)")
     source_id = short_hash(question, length=12)
     case = Case(
         doc_id=f"{SOURCE}:{source_id}",
@@ -86,11 +90,26 @@ def parse_row(data: dict[str, Any], *, published: datetime, date_field: str) -> 
     )
     return KqaItem(
         case,
-        _statements(data.get("Must_have"), "Must_have"),
-        _statements(data.get("Nice_to_have"), "Nice_to_have"),
+        _statements(data.get("Must_have"), "Must_have", max_statements),
+        _statements(data.get("Nice_to_have"), "Nice_to_have", max_statements),
     )
 
 
-def read_kqa(path: Path, *, published: datetime, date_field: str) -> Iterator[KqaItem | InputFileError]:
-    """Stream a K-QA JSONL file: an item per good row, an error naming file:line otherwise."""
-    return parse_objects(path, lambda data: parse_row(data, published=published, date_field=date_field))
+def read_kqa(
+    path: Path,
+    *,
+    published: datetime,
+    date_field: str,
+    max_record_bytes: int | None = None,
+    max_statements: int | None = None,
+) -> Iterator[KqaItem | InputFileError]:
+    """Stream a K-QA JSONL file: an item per good row, an error naming file:line otherwise (a line over
+    `max_record_bytes` or with more than `max_statements` statements in a list is one such error)."""
+    return parse_objects(
+        path,
+        lambda data: parse_row(
+            data, published=published, date_field=date_field, max_statements=max_statements
+        ),
+        max_bytes=max_record_bytes,
+        limit_name="[import] max_record_bytes, --max-record-bytes",
+    )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
+from livemed.interop import fields
 from livemed.jsonl import parse_objects
 
 MET = frozenset({"true", "1", "yes", "met", "entailment"})
@@ -81,10 +82,23 @@ def _item(row: dict[str, Any], kqa: bool) -> LabelItem:
         raise ValueError("needs a response and a non-empty criterion")
     if label is None or label == "":
         raise ValueError("missing label")
-    points = float(row.get("points") or 1.0)
+    points = _points(row.get("points"))
+    return LabelItem(response, criterion.strip(), parse_label(label), str(question), points, str(group))
+
+
+def _points(value: Any) -> float:
+    """Optional points (default 1): a finite non-zero number, also when a CSV cell spells it."""
+    if value is None or value == "":
+        return 1.0
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ValueError(f"points: expected a number, got {value[:30]!r}") from None
+    points = fields.points(value, "points")
     if points == 0:
         raise ValueError("points must not be 0")
-    return LabelItem(response, criterion.strip(), parse_label(label), str(question), points, str(group))
+    return points
 
 
 def read_labels(path: Path) -> Iterator[LabelItem | InputFileError]:

@@ -81,12 +81,18 @@ def leaderboard_chart(rows: Sequence[LeaderboardRow]) -> Chart:
         y = top + i * step
         chart.add("text", x=LABEL_W - 8, y=y + 19, text=row.model, anchor="end", size=12, fill="#111827")
         width = _scale(row.mean) - LABEL_W
-        title = f"{row.model}: {row.mean:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}], n={row.n_cases}"
+        ci = (
+            "interval not computable"
+            if row.ci_low is None or row.ci_high is None
+            else (f"[{row.ci_low:.3f}, {row.ci_high:.3f}]")
+        )
+        title = f"{row.model}: {row.mean:.3f} {ci}, n={row.n_cases}"
         chart.add("rect", x=LABEL_W, y=y + 6, w=max(width, 1.0), h=18, fill=color(i), title=title, css="bar")
-        lo, hi = _scale(row.ci_low), _scale(row.ci_high)
-        chart.add("line", x=lo, y=y + 15, x2=hi, y2=y + 15, stroke="#111827", css="whisker")
-        for end in (lo, hi):
-            chart.add("line", x=end, y=y + 10, x2=end, y2=y + 20, stroke="#111827", css="whisker")
+        if row.ci_low is not None and row.ci_high is not None:
+            lo, hi = _scale(row.ci_low), _scale(row.ci_high)
+            chart.add("line", x=lo, y=y + 15, x2=hi, y2=y + 15, stroke="#111827", css="whisker")
+            for end in (lo, hi):
+                chart.add("line", x=end, y=y + 10, x2=end, y2=y + 20, stroke="#111827", css="whisker")
         chart.add("text", x=_scale(1.0) + 8, y=y + 19, text=f"{row.mean:.3f}", size=12, fill="#111827")
     return chart
 
