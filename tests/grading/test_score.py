@@ -125,6 +125,13 @@ def test_bootstrap_of_a_constant_is_degenerate() -> None:
     assert (low, high, std) == (0.5, 0.5, 0.0)
 
 
+def test_one_case_has_a_mean_but_no_interval() -> None:
+    summary = S.summarize([0.75], "livemed")
+    assert summary is not None
+    assert (summary.mean, summary.n) == (0.75, 1)
+    assert (summary.ci_low, summary.ci_high, summary.bootstrap_std) == (None, None, None)
+
+
 def test_healthbench_bootstrap_clips_each_resample() -> None:
     low, high, _ = S.bootstrap([-2.0, -1.0, 0.5], "healthbench", seed=3)
     assert low == 0.0

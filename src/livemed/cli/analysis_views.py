@@ -30,6 +30,13 @@ def num(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def interval(low: float | None, high: float | None, digits: int = 3) -> str:
+    """`0.412–0.655`, or `—` when the interval is not computable (too few cases)."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return "—"
+    return f"{low:.{digits}f}–{high:.{digits}f}"
+
+
 def pval(value: float | None) -> str:
     if value is None or math.isnan(value):
         return "—"
@@ -60,7 +67,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
     table = _table("leaderboard", columns, 2)
     for row in rows:
         table.add_row(
-            str(row.rank), row.model, num(row.mean), f"{num(row.ci_low)}–{num(row.ci_high)}",
+            str(row.rank), row.model, num(row.mean), interval(row.ci_low, row.ci_high),
             str(row.n_cases), graded_cell(row.answers_graded, row.answers_total),
             num(row.coverage), num(row.harm, 2), str(row.grade_failures),
             *(num(row.per_axis.get(a), 2) for a in axes),
@@ -88,7 +95,7 @@ def comparison_table(c: PairedComparison) -> Table:
         f"{c.model_a} − {c.model_b} on shared cases", ["shared", "diff", "95% CI", "perm. p", "W/L/T"], 0
     )
     table.add_row(
-        str(c.n_shared), num(c.diff), f"{num(c.ci_low)}–{num(c.ci_high)}", pval(c.p_permutation),
+        str(c.n_shared), num(c.diff), interval(c.ci_low, c.ci_high), pval(c.p_permutation),
         f"{c.wins_a}/{c.wins_b}/{c.ties}",
     )  # fmt: skip
     return table
@@ -128,7 +135,7 @@ def contamination_table(result: ContaminationResult) -> Group:
 def trends_table(rows: Sequence[TrendRow]) -> Table:
     table = _table("score by month of case publication", ["model", "month", "cases", "mean", "95% CI"], 2)
     for r in rows:
-        table.add_row(r.model, r.month, str(r.n), num(r.mean), f"{num(r.ci_low)}–{num(r.ci_high)}")
+        table.add_row(r.model, r.month, str(r.n), num(r.mean), interval(r.ci_low, r.ci_high))
     return table
 
 

@@ -96,7 +96,7 @@ def scores(
 
 
 def _print_scores(rows: list[dict[str, Any]], title: str) -> None:
-    from livemed.cli.analysis_views import graded_cell
+    from livemed.cli.analysis_views import graded_cell, interval
 
     table = Table(title=title)
     for column in ("model", "score", "95% CI", "n", "graded", "coverage", "harm", "failures"):
@@ -105,7 +105,7 @@ def _print_scores(rows: list[dict[str, Any]], title: str) -> None:
         table.add_row(
             row["model"],
             f"{row['score']:.3f}",
-            f"{row['ci_low']:.3f}–{row['ci_high']:.3f}",
+            interval(row["ci_low"], row["ci_high"]),
             str(row["n"]),
             graded_cell(row["answers_graded"], row["answers_total"]),
             f"{row['coverage']:.3f}",
@@ -123,11 +123,13 @@ def _print_breakdown(by: str, rows: list[dict[str, Any]], convention: str) -> No
         else "the case formula over each theme's criteria",
         "tag": "example tags: the case score; rubric tags: the case formula over their criteria",
     }[by]
+    from livemed.cli.analysis_views import interval
+
     table = Table(title=f"by {by} ({how})")
     for column in ("model", by, "score", "95% CI", "n"):
         table.add_column(column, justify="right" if column in ("score", "n") else "left", no_wrap=True)
     for row in rows:
-        ci = f"{row['ci_low']:.3f}–{row['ci_high']:.3f}"
+        ci = interval(row["ci_low"], row["ci_high"])
         table.add_row(row["model"], row[by], f"{row['score']:.3f}", ci, str(row["n"]))
     console.print(table)
 

@@ -20,6 +20,7 @@ seeded) and apply the convention's aggregate to each resample.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -172,9 +173,9 @@ class Summary:
     convention: Convention
     mean: float
     n: int
-    ci_low: float
-    ci_high: float
-    bootstrap_std: float
+    ci_low: float | None  # None: not computable (fewer than two cases)
+    ci_high: float | None
+    bootstrap_std: float | None
     excluded: dict[str, int] = field(default_factory=dict)
 
 
@@ -186,10 +187,13 @@ def bootstrap(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float, float]:
-    """(low, high, std) of the convention's aggregate over `resamples` seeded resamples of cases."""
+    """(low, high, std) of the convention's aggregate over `resamples` seeded resamples of cases;
+    all nan (not computable) for a single case, which has no spread to resample."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("no case scores to bootstrap")
+    if data.size == 1:
+        return math.nan, math.nan, math.nan
     rng = np.random.default_rng(seed)
     means = finish_means(
         data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1), convention
@@ -211,8 +215,12 @@ def summarize(
     excluded = {ZERO_POSITIVE: len(values) - len(kept)} if len(kept) < len(values) else {}
     if not kept:
         return None
-    low, high, std = bootstrap(kept, convention, resamples=resamples, seed=seed)
+    low, high, std = (_finite(x) for x in bootstrap(kept, convention, resamples=resamples, seed=seed))
     return Summary(convention, aggregate(kept, convention), len(kept), low, high, std, excluded)
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 # --------------------------------------------------------------------------- leaderboards
