@@ -125,7 +125,7 @@ def _message_parts(choice: dict[str, Any]) -> tuple[str, str]:
     text, think = strip_reasoning(str(content or ""))
     fields = [str(message.get(name) or "") for name in _REASONING_FIELDS]
     reasoning = "\n".join(part for part in (*fields, think) if part)
-    return text.strip() if think else text, reasoning
+    return text.strip() if reasoning else text, reasoning
 
 
 def _usage(usage: object, prompt_estimate: int, parts: list[tuple[str, str]]) -> tuple[int, int, bool]:

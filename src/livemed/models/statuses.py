@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from livemed.models.base import FatalModelError, TransientModelError
+from livemed.models.base import FailureReason, FatalModelError, TransientModelError
 
 _TRY_AGAIN = re.compile(
-    r"try again in\s+(?:(\d+(?:\.\d+)?)\s*m(?:in)?\s*)?(?:(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?))?",
+    r"try again in\s+(?:(\d+(?:\.\d+)?)\s*m(?:in(?:utes?)?)?(?![a-z])\s*)?"
+    r"(?:(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?)\b)?",
     re.IGNORECASE,
 )
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$")
@@ -40,10 +41,13 @@ def classify(
     *,
     retry_after: float | None = None,
     key_hint: str = "",
+    reason: FailureReason | None = None,
 ) -> TransientModelError | FatalModelError:
     """The model error for an error `status` (HTTP, or the code of an error body) at `where`."""
     if transient_status(status):
-        return TransientModelError(f"{where}: {message}", status=status, retry_after=retry_after)
+        return TransientModelError(
+            f"{where}: {message}", status=status, retry_after=retry_after, reason=reason
+        )
     if status in (401, 403):
         hint = key_hint or "the endpoint wants a key"
         return FatalModelError(
@@ -56,7 +60,7 @@ def classify(
             status=status,
             model_wide=True,
         )
-    return FatalModelError(f"{where}: {message}", status=status, model_wide=status == 404)
+    return FatalModelError(f"{where}: {message}", status=status, model_wide=status == 404, reason=reason)
 
 
 def error_message(body: object, fallback: str, redact: Callable[[str], str]) -> str:
@@ -94,7 +98,8 @@ def body_error(
         name = str(code or (error.get("type") if isinstance(error, dict) else "") or "").lower()
         status = 429 if "rate" in name else 500 if ("server" in name or "overload" in name) else 400
     message = "error body in an HTTP 200 reply: " + error_message(data, "no message", redact)
-    return classify(status, where, message, retry_after=retry_after_from_body(data))
+    wait = retry_after_from_body(data)
+    return classify(status, where, message, retry_after=wait, reason="provider_error")
 
 
 def parse_retry_after(headers: Mapping[str, str] | Any) -> float | None:
