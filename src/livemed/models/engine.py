@@ -318,6 +318,8 @@ class Engine(Budget):
         self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
     ) -> Completion:
         async with limits.semaphore:
+            if limits.disabled is not None:  # disabled while this call waited for its turn
+                raise FatalModelError(limits.disabled)
             await limits.acquire_rate(estimate_tokens(messages) + self._output_estimate(settings, limits))
             started = time.perf_counter()
             timeout = limits.config.timeout_s
