@@ -30,7 +30,7 @@ def invoke(tmp_path: Path, server: FakeOpenAIServer, *args: str) -> tuple[int, s
 
 
 def seed(tmp_path: Path, *, answers: bool = False, cases: int = 2) -> list[str]:
-    made = [make_case(f"demo:{i}") for i in range(cases)]
+    made = [make_case(f"demo:{i}", query=f"Question {i}: what can I take?") for i in range(cases)]
     with Store(tmp_path / "s.db") as store:
         store.put(made)
         if answers:

@@ -202,3 +202,18 @@ async def test_a_200_error_body_with_a_rate_limit_code_is_retried(
     result = await engine.generate(model, MESSAGES)
     assert isinstance(result, Completion)
     assert len(server.chat_requests) == 2
+
+
+async def test_an_empty_reply_from_any_model_is_no_text_not_an_answer() -> None:
+    from livemed.models.fake import FakeModel
+
+    model = FakeModel(
+        "fake/blank", responses=["", "   ", Completion(text="", finish_reason="length", model="fake/blank")]
+    )
+    async with Engine() as engine:
+        results = [await engine.generate(model, [{"role": "user", "content": str(i)}]) for i in range(3)]
+    assert [r.reason if isinstance(r, CallFailure) else "answer" for r in results] == [
+        "no_text",
+        "no_text",
+        "truncated",
+    ]
