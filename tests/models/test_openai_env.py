@@ -77,3 +77,17 @@ def test_models_list_says_where_each_models_requests_go(
     assert "http://localhost:8000/v1 (provider default)" in rows["vllm/local"]
     assert "requests go to" in result.output
     assert api_key not in result.output
+
+
+async def test_the_sdks_organization_and_project_variables_are_honoured(
+    server: FakeOpenAIServer, api_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-livemed-test")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj_livemed_test")
+    config = Config(models={"openai/fake-gpt": ModelConfig(api_key_env=KEY_ENV, timeout_s=2)})
+    async with Engine(config=config, cache="off") as engine:
+        await engine.generate(model_for(config), [{"role": "user", "content": "hi"}])
+    (request,) = server.chat_requests
+    assert request.headers["openai-organization"] == "org-livemed-test"
+    assert request.headers["openai-project"] == "proj_livemed_test"

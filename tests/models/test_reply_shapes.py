@@ -217,3 +217,21 @@ async def test_an_empty_reply_from_any_model_is_no_text_not_an_answer() -> None:
         "no_text",
         "truncated",
     ]
+
+
+async def test_a_provider_message_that_echoes_the_key_is_scrubbed(
+    server: FakeOpenAIServer, make_engine: MakeEngine, api_key: str
+) -> None:
+    engine, model = make_engine()
+    echoed = {"error": {"message": f"bad key {api_key} for this org", "code": 400}}
+    mid_reply = {"choices": [{"finish_reason": "error", "error": {"message": f"upstream saw {api_key}"}}]}
+    server.script(
+        server.default.__class__(body=echoed),
+        *[server.default.__class__(body=mid_reply)] * 3,
+    )
+    first = await engine.generate(model, MESSAGES)
+    second = await engine.generate(model, [{"role": "user", "content": "again"}])
+    for failure in (first, second):
+        assert isinstance(failure, CallFailure)
+        assert api_key not in failure.detail
+        assert "[redacted]" in failure.detail
