@@ -235,3 +235,24 @@ async def test_a_provider_message_that_echoes_the_key_is_scrubbed(
         assert isinstance(failure, CallFailure)
         assert api_key not in failure.detail
         assert "[redacted]" in failure.detail
+
+
+async def test_a_truncated_body_is_reported_as_such_over_httpx_too(
+    server: FakeOpenAIServer, make_engine: MakeEngine, api_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import livemed.models.openai as openai_module
+
+    monkeypatch.setattr(openai_module, "_http_client", lambda: None)  # the client's default httpx transport
+    engine, model = make_engine(max_retries=0)
+    server.default = recorded("truncated_body")
+    failure = await engine.generate(model, MESSAGES)
+    assert isinstance(failure, CallFailure)
+    assert "malformed/truncated response body from" in failure.detail
+
+
+def test_runs_stored_before_estimated_usage_still_read() -> None:
+    from livemed.records import Run
+
+    old = {"run_id": "abc", "command": "answer", "usage": {"openai/x": {"calls": 2, "prompt_tokens": 9}}}
+    run = Run.model_validate(old)
+    assert (run.usage["openai/x"].calls, run.usage["openai/x"].estimated_calls) == (2, 0)

@@ -54,7 +54,7 @@ _JSON: Any = {"headers": {"Content-Type": "application/json"}}
 # What aiohttp and httpx raise when a body ends before its Content-Length or final chunk.
 _TRUNCATED_BODY = re.compile(
     r"ClientPayloadError|ContentLengthError|TransferEncodingError|IncompleteRead|"
-    r"incomplete message body|not enough data|payload is not completed",
+    r"complete message body|not enough data|payload is not completed",
     re.IGNORECASE,
 )
 BASE_URL_ENV = "OPENAI_BASE_URL"
