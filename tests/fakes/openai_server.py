@@ -3,7 +3,8 @@
 It serves `POST /v1/chat/completions` and `GET /v1/models`, plus `GET /_stats` (request count)
 and `POST /_reset` for out-of-process use. Each chat request takes the next scripted `Behavior`
 (or the `responder`'s, or the default), which can add latency, answer 429 with Retry-After,
-500, hang, send a malformed JSON body or any text.
+500, hang, send a malformed JSON body or any text, or replay a reply shape recorded from a real
+server (`recorded("vllm_reasoning_content")`, files in `tests/fixtures/replies/`).
 
 ```python
 with FakeOpenAIServer() as server:                 # a thread with its own event loop
@@ -27,6 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -49,6 +51,30 @@ class Behavior:
     finish_reason: str = "stop"
     prompt_tokens: int = 11
     completion_tokens: int | None = None
+    body: dict[str, Any] | None = None  # send this JSON body as it is (with `status` and `headers`)
+    body_text: str | None = None  # send this text as the body
+    truncate: bool = False  # announce the whole body, send half of it, close the connection
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "replies"
+
+
+def recorded(name: str) -> Behavior:
+    """The reply shape in `tests/fixtures/replies/NAME.json` (see the README there) as a Behavior."""
+    shape = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    headers = tuple((str(k), str(v)) for k, v in (shape.get("headers") or {}).items())
+    return Behavior(
+        status=int(shape.get("status", 200)),
+        body=shape.get("body"),
+        body_text=shape.get("body_text"),
+        truncate=bool(shape.get("truncate", False)),
+        headers=headers,
+    )
+
+
+def recorded_shapes() -> list[str]:
+    return sorted(path.stem for path in FIXTURES.glob("*.json"))
 
 
 @dataclass
@@ -134,6 +160,8 @@ class FakeOpenAIServer:
             assert self._stopping is not None
             await self._stopping.wait()
             return _error(503, "server shutting down")
+        if behavior.body is not None or behavior.body_text is not None:
+            return await _send_recorded(request, behavior)
         if behavior.status != 200:
             return _error(behavior.status, behavior.error_message, _retry_headers(behavior))
         if behavior.malformed:
@@ -219,6 +247,25 @@ class FakeOpenAIServer:
         assert self._thread is not None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+
+async def _send_recorded(request: web.Request, behavior: Behavior) -> web.StreamResponse:
+    """A recorded shape: its status, headers and body; `truncate` cuts the body off mid-way."""
+    text = behavior.body_text if behavior.body is None else json.dumps(behavior.body)
+    data = (text or "").encode()
+    headers = dict(behavior.headers)
+    if not behavior.truncate:
+        return web.Response(
+            status=behavior.status, body=data, headers=headers, content_type="application/json"
+        )
+    response = web.StreamResponse(status=behavior.status, headers=headers)
+    response.content_type = "application/json"
+    response.content_length = len(data)
+    await response.prepare(request)
+    await response.write(data[: len(data) // 2])
+    assert request.transport is not None
+    request.transport.close()  # the rest never comes
+    return response
 
 
 def _retry_headers(behavior: Behavior) -> dict[str, str]:

@@ -50,13 +50,13 @@ def test_check_reports_latency_usage_and_json_schema(
     out = " ".join(result.output.split())
     assert "plain call: ok in 0." in out
     assert "12 prompt + 1 completion tokens" in out
-    assert "JSON-schema output: works (valid on the first try)" in out
+    assert "JSON-schema response format: works (valid on the first try)" in out
     assert f"key from ${KEY_ENV}: set" in out
     assert api_key not in result.output
     first, second = server.chat_requests
     assert first.body is not None
     assert second.body is not None
-    assert first.body["max_tokens"] == 16
+    assert first.body["max_tokens"] == 1024  # room for a thinking model to think and answer
     assert second.body["response_format"]["type"] == "json_schema"
 
 
@@ -68,7 +68,7 @@ def test_check_says_when_json_schema_output_does_not_work(
     result = CliRunner().invoke(app, ["-c", str(config), "models", "check", "openai/fake-gpt"])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
-    assert "JSON-schema output: does not work" in out
+    assert "JSON-schema response format: does not work" in out
     assert "json_schema = false" in out
 
 
@@ -102,7 +102,7 @@ def test_check_with_the_installed_program(tmp_path: Path, server: FakeOpenAIServ
     )
     assert done.returncode == 0, done.stderr
     assert "plain call: ok" in done.stdout
-    assert "JSON-schema output: works" in done.stdout
+    assert "JSON-schema response format: works" in done.stdout
     assert api_key not in done.stdout + done.stderr
     assert len(server.chat_requests) == 2
     assert not (tmp_path / "livemed.db").exists()  # a check stores nothing

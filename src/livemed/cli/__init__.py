@@ -48,9 +48,15 @@ def _root(
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `livemed` program."""
+    from livemed.cli import signals
+
     widen_piped_output()
     try:
         app(args=argv, prog_name="livemed")
+    except SystemExit:
+        if signals.terminated():  # click turned the SIGTERM's KeyboardInterrupt into "Aborted!"
+            sys.exit(signals.SIGTERM_EXIT)
+        raise
     except LivemedError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
         sys.exit(exc.exit_code)

@@ -31,6 +31,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from livemed.cli import signals
 from livemed.cli.context import AppState, console
 from livemed.models.accounting import EngineEvent
 from livemed.models.engine import CacheMode, Engine
@@ -49,7 +50,11 @@ def make_engine(
     cache_read_only: bool = False,
     max_cost: float | None = None,
 ) -> Engine:
-    """An engine over the invocation's store and config, honouring --no-cache/--cache-read-only/--max-cost."""
+    """An engine over the invocation's store and config, honouring --no-cache/--cache-read-only/--max-cost.
+
+    SIGTERM then ends the command like Ctrl-C (`livemed.cli.signals`): the cache is written on the way out.
+    """
+    signals.install()
     mode: CacheMode = "off" if no_cache else "read-only" if cache_read_only else "on"
     return Engine(store=app_state.store, config=app_state.config, cache=mode, max_cost=max_cost)
 
@@ -162,6 +167,11 @@ def print_usage(engine: Engine) -> None:
             for stage, part in served:
                 table.add_row(f"  {stage}", *_usage_cells(part), style="dim")
     console.print(table)
+    estimated = engine.accounting.totals().estimated_calls
+    if estimated:
+        console.print(
+            f"~ tokens (and cost) estimated for {estimated} call(s): the endpoint sent no usage", markup=False
+        )
     print_compliance(engine)
     for model, reason in engine.disabled_models().items():
         console.print(f"[red]{escape(model)} was disabled[/]: {escape(reason)}")
@@ -169,11 +179,12 @@ def print_usage(engine: Engine) -> None:
 
 def _usage_cells(usage: Usage) -> list[str]:
     counts = (usage.calls, usage.cache_hits, usage.retries, usage.failures)
+    mark = "~" if usage.estimated_calls else ""  # some of these tokens are estimated
     return [
         *map(str, counts),
-        str(usage.prompt_tokens),
-        str(usage.completion_tokens),
-        f"{usage.cost_usd:.4f}",
+        f"{mark}{usage.prompt_tokens}",
+        f"{mark}{usage.completion_tokens}",
+        f"{mark}{usage.cost_usd:.4f}",
     ]
 
 

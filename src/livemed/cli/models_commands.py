@@ -23,6 +23,7 @@ models_app = typer.Typer(help="Check and list the models livemed can call.", no_
 app.add_typer(models_app, name="models")
 
 CHECK_PROMPT = "Reply with the single word OK."
+CHECK_MAX_TOKENS = 1024  # enough for a thinking model to think and still answer
 
 
 class CheckReply(BaseModel):
@@ -43,10 +44,17 @@ def check(
     ctx: typer.Context,
     model_id: str = typer.Argument(..., metavar="MODEL", help="A model id such as openai/gpt-4o-mini."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per call (default: the config's)."),
+    max_tokens: int = typer.Option(
+        CHECK_MAX_TOKENS,
+        "--max-tokens",
+        min=1,
+        help="Completion tokens per call (thinking models need many).",
+    ),
 ) -> None:
-    """Send one tiny request (and one JSON-schema request); print latency, usage and what works.
+    """Send one tiny request (and one structured-output request); print latency, usage and what works.
 
-    Nothing is cached or stored: the point is to reach the endpoint now.
+    Exit 1 when the endpoint cannot be used (the plain call failed). Nothing is cached or stored:
+    the point is to reach the endpoint now.
     """
     from livemed.models import CallFailure, Engine, get_model
 
@@ -54,31 +62,34 @@ def check(
     model = get_model(model_id, config=config)
     console.print(f"[bold]{escape(model.id)}[/] → {escape(model.endpoint)}{_key_note(model)}")
     engine = Engine(store=None, config=config, cache="off")
-    result = asyncio.run(_run_check(engine, model))
+    result = asyncio.run(_run_check(engine, model, max_tokens))
     plain = result.plain
     if isinstance(plain, CallFailure):
-        console.print(
-            f"[red]call failed[/] ({plain.reason}, {plain.attempts} attempt(s)): {escape(plain.detail)}"
-        )
+        console.print(f"[red]plain call failed[/]{_failure_text(plain)}")
         raise typer.Exit(code=1)
     _print_plain(plain)
-    _print_structured(model.supports_json_schema, result.structured)
+    _print_structured(model.supports_json_schema, model.id in engine.schema_refused, result.structured)
 
 
-async def _run_check(engine: Engine, model: Model) -> CheckResult:
+def _failure_text(failure: CallFailure) -> str:
+    if failure.reason == "truncated":
+        return ": ran out of tokens (finish_reason length) — raise --max-tokens"
+    return f" ({failure.reason}, {failure.attempts} attempt(s)): {escape(failure.detail)}"
+
+
+async def _run_check(engine: Engine, model: Model, max_tokens: int) -> CheckResult:
     from livemed.models import LLM, CallFailure, Message, Settings
 
     llm = LLM(engine, model, stage="check")
+    settings = Settings(temperature=0, max_tokens=max_tokens)
     try:
-        plain = await llm.generate(
-            [{"role": "user", "content": CHECK_PROMPT}], Settings(temperature=0, max_tokens=16)
-        )
+        plain = await llm.generate([{"role": "user", "content": CHECK_PROMPT}], settings)
         structured = None
         if not isinstance(plain, CallFailure):
             messages: list[Message] = [
                 {"role": "user", "content": "Is this a test? Answer ok=true, word 'OK'."}
             ]
-            structured = await llm.structured(messages, CheckReply, Settings(temperature=0, max_tokens=64))
+            structured = await llm.structured(messages, CheckReply, settings)
         return CheckResult(plain=plain, structured=structured)
     finally:
         await engine.aclose()
@@ -87,23 +98,36 @@ async def _run_check(engine: Engine, model: Model) -> CheckResult:
 def _print_plain(plain: Completion) -> None:
     reply = " ".join(plain.text.split())
     reply = reply if len(reply) <= 60 else reply[:57] + "…"
+    estimated = " (estimated: the endpoint sent no usage)" if plain.usage_estimated else ""
+    reasoning = f" · {len(plain.reasoning)} characters of reasoning kept apart" if plain.reasoning else ""
     console.print(
         f"plain call: [green]ok[/] in {plain.latency_s:.2f} s · {plain.prompt_tokens} prompt + "
-        f"{plain.completion_tokens} completion tokens · finish {plain.finish_reason or '?'} · "
-        f"reply {escape(repr(reply))}"
+        f"{plain.completion_tokens} completion tokens{estimated} · finish {plain.finish_reason or '?'}"
+        f"{reasoning} · reply {escape(repr(reply))}"
     )
 
 
-def _print_structured(supports_json_schema: bool, structured: Structured[CheckReply] | None) -> None:
+def _print_structured(
+    supports_json_schema: bool, refused: bool, structured: Structured[CheckReply] | None
+) -> None:
+    """Which structured-output mode works: the JSON-schema response format, or instructed JSON."""
     assert structured is not None
-    how = "JSON-schema output" if supports_json_schema else "instructed JSON (json_schema = false)"
+    if refused:
+        console.print("JSON-schema response format: [yellow]refused (400)[/]")
+        how = "instructed JSON"
+    elif supports_json_schema:
+        how = "JSON-schema response format"
+    else:
+        how = "instructed JSON (json_schema = false)"
     if structured.ok and not structured.repaired:
         console.print(f"{how}: [green]works[/] (valid on the first try)")
     elif structured.ok:
         console.print(f"{how}: [yellow]works after one repair[/] (the first reply did not validate)")
+    elif structured.call_failure is not None and structured.call_failure.reason == "truncated":
+        console.print(f"{how}: [red]ran out of tokens (finish_reason length) — raise --max-tokens[/]")
     else:
         console.print(f"{how}: [red]does not work[/]: {escape(structured.failure or '')}")
-        if supports_json_schema:
+        if supports_json_schema and not refused:
             console.print(
                 "  (if the endpoint ignores response_format, set json_schema = false for this model)"
             )
@@ -140,7 +164,9 @@ def list_models(ctx: typer.Context) -> None:
         preset = PRESETS.get(name)
         if preset is not None:
             schema = "yes" if preset.json_schema else "no"
-            providers.add_row(name, preset.base_url, preset.api_key_env or "(none needed)", schema)
+            providers.add_row(
+                name, _preset_url(name, preset.base_url), preset.api_key_env or "(none needed)", schema
+            )
         elif name == "fake":
             providers.add_row(name, "in-process, scripted (tests, examples)", "-", "yes")
         else:
@@ -159,7 +185,7 @@ def _configured_table(config: Config) -> Table | str:
     if not config.models:
         return 'configured models: none (add [models."provider/name"] sections to livemed.toml)'
     table = Table(title="configured models (livemed.toml \\[models])")
-    for column in ("model", "base URL", "key variable", "limits", "price $/Mtok in/out"):
+    for column in ("model", "requests go to", "key variable", "limits", "price $/Mtok in/out"):
         table.add_column(column, overflow="fold")
     for model_id, settings in sorted(config.models.items()):
         env = settings.api_key_env
@@ -167,12 +193,33 @@ def _configured_table(config: Config) -> Table | str:
         price = config.prices.get(model_id)
         table.add_row(
             model_id,
-            settings.base_url or "(default)",
+            _endpoint_text(config, model_id),
             key,
             _limits_text(settings),
             f"{price.input:g} / {price.output:g}" if price else "-",
         )
     return table
+
+
+def _preset_url(provider: str, url: str) -> str:
+    from livemed.models.openai import BASE_URL_ENV
+
+    env = os.environ.get(BASE_URL_ENV, "").strip() if provider == "openai" else ""
+    return f"{env.rstrip('/')} (from {BASE_URL_ENV})" if env else url
+
+
+def _endpoint_text(config: Config, model_id: str) -> str:
+    """Where the model's requests go, and why when it is not livemed.toml (never the key)."""
+    from livemed.errors import LivemedError
+    from livemed.models import get_model
+
+    try:
+        model = get_model(model_id, config=config)
+    except (LivemedError, ValueError, TypeError) as exc:
+        return f"(cannot resolve: {exc})"[:120]
+    source = getattr(model, "base_url_source", "config")
+    note = {"OPENAI_BASE_URL": " (from OPENAI_BASE_URL)", "preset": " (provider default)"}.get(source, "")
+    return f"{model.endpoint}{note}"
 
 
 def _limits_text(settings: ModelConfig) -> str:

@@ -9,7 +9,8 @@ helpers feed them through `run_stage`, so every command is incremental:
   also failures whose verdict was unparsable or ambiguous (a failure is a result: at temperature 0
   with the response cache it would come back the same); failures of the call itself (transport,
   reason "call_failed") are always graded again. With `retry_failures=True` every failed criterion is
-  graded again. A failure that turns into a Grade is deleted.
+  graded again, and its call skips the cached reply (so it reaches the model; the new reply replaces
+  the cache entry). A failure that turns into a Grade is deleted.
 """
 
 from __future__ import annotations
@@ -105,14 +106,21 @@ async def grade_all(
 ) -> StageResult:
     """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures."""
     settled: Counter[str] = Counter()
+    retried: set[str] = set()  # grade ids of stored failures graded again (only with retry_failures)
+    fresh = replace(judge, refresh=True) if isinstance(judge, LLM) else judge
+
+    def pending() -> Iterator[tuple[Target, list[Criterion]]]:
+        return _pending(store, targets, judge.id, retry_failures, settled, retried)
+
     if mode == "per-criterion":
 
         def pairs() -> Iterator[tuple[Target, Criterion]]:
-            for target, todo in _pending(store, targets, judge.id, retry_failures, settled):
+            for target, todo in pending():
                 yield from ((target, c) for c in todo)
 
         async def one(pair: tuple[Target, Criterion]) -> list[Record]:
-            return [await grade_criterion(pair[0], pair[1], judge)]
+            retry = grade_id(pair[0].answer.id, pair[1].id, judge.id) in retried
+            return [await grade_criterion(pair[0], pair[1], fresh if retry else judge)]
 
         result = await run_stage(
             store,
@@ -127,11 +135,12 @@ async def grade_all(
     else:
 
         async def work(item: tuple[Target, list[Criterion]]) -> list[Record]:
-            return list(await grade_batch(item[0], item[1], judge))
+            ids = {grade_id(item[0].answer.id, c.id, judge.id) for c in item[1]}
+            return list(await grade_batch(item[0], item[1], fresh if ids & retried else judge))
 
         result = await run_stage(
             store,
-            _pending(store, targets, judge.id, retry_failures, settled),
+            pending(),
             work,
             output_id=lambda i: i[0].answer.id,
             output_kinds=[],
@@ -154,14 +163,23 @@ def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:
 
 
 def _pending(
-    store: Store, targets: Sequence[Target], judge: str, retry_failures: bool, settled: Counter[str]
+    store: Store,
+    targets: Sequence[Target],
+    judge: str,
+    retry_failures: bool,
+    settled: Counter[str],
+    retried: set[str],
 ) -> Iterator[tuple[Target, list[Criterion]]]:
     """Each target with the criteria still to grade (one store query per kind per chunk); the
-    criteria left alone are counted in `settled["criteria"]`."""
+    criteria left alone are counted in `settled["criteria"]`, and with `retry_failures` the ids of
+    stored failures to grade again are added to `retried`."""
     for start in range(0, len(targets), 256):
         chunk = targets[start : start + 256]
         ids = [[grade_id(t.answer.id, c.id, judge) for c in t.rubric.criteria] for t in chunk]
-        done = _settled(store, [i for group in ids for i in group], retry_failures)
+        flat = [i for group in ids for i in group]
+        done = _settled(store, flat, retry_failures)
+        if retry_failures:
+            retried.update(store.has("grade_failure", flat) - done)
         settled["criteria"] += len(done)
         for target, group in zip(chunk, ids, strict=True):
             todo = [c for c, i in zip(target.rubric.criteria, group, strict=True) if i not in done]

@@ -12,6 +12,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.errors import ModelError
 
+FailureReason = Literal[
+    "fatal",
+    "retries_exhausted",
+    "budget",
+    "cache_miss",
+    "invalid_output",
+    "truncated",  # no text: the reply ran out of tokens (finish_reason "length")
+    "no_text",  # no usable text: content null or empty, tool calls only, only reasoning
+    "provider_error",  # the endpoint answered, but with an error from the provider behind it
+]
+NoTextReason = Literal["truncated", "no_text"]
+
 
 class Message(TypedDict):
     role: Literal["system", "user", "assistant"]
@@ -44,6 +56,12 @@ class Completion(BaseModel):
     finish_reason: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage_estimated: bool = Field(
+        default=False, description="the endpoint sent no usage: tokens are estimated from the text"
+    )
+    reasoning: str = Field(
+        default="", description="reasoning kept out of `text` (think blocks, reasoning fields)"
+    )
     latency_s: float = 0.0
     model: str
     raw: dict[str, Any] = Field(default_factory=dict)
@@ -57,7 +75,7 @@ class CallFailure(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str
-    reason: Literal["fatal", "retries_exhausted", "budget", "cache_miss", "invalid_output"]
+    reason: FailureReason
     detail: str
     status: int | None = None
     attempts: int = 0
@@ -86,12 +104,23 @@ class Model(Protocol):
 
 
 class TransientModelError(ModelError):
-    """A failure worth retrying (429, 5xx, timeout, connection error); may carry Retry-After seconds."""
+    """A failure worth retrying (429, 5xx, timeout, connection error); may carry Retry-After seconds.
 
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+    `reason` names the `CallFailure` reason when retries run out (default "retries_exhausted").
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        reason: FailureReason | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.reason = reason
 
 
 class FatalModelError(ModelError):
@@ -101,7 +130,28 @@ class FatalModelError(ModelError):
     missing API key, an unknown model): the engine then fails those calls without sending them.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, model_wide: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        model_wide: bool = False,
+        reason: FailureReason | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.model_wide = model_wide
+        self.reason = reason
+
+
+class NoTextError(ModelError):
+    """The endpoint answered, but with no usable text (`reason` "truncated" or "no_text").
+
+    Not retried within the run (at temperature 0 the same request gets the same reply) and never
+    cached, so the next run asks again. `completion` carries what the reply was billed, for accounting.
+    """
+
+    def __init__(self, message: str, *, reason: NoTextReason, completion: Completion | None = None) -> None:
+        super().__init__(message)
+        self.reason: NoTextReason = reason
+        self.completion = completion

@@ -1,10 +1,14 @@
 """The response cache in the store, with batched reads and write-behind writes.
 
 Reads that arrive in the same event-loop turn share one query (a fully cached run of thousands of
-calls makes a handful of queries). Writes wait in a small buffer that is written in one transaction
-when it holds `flush_every` entries or `flush_after_s` after its first entry, whichever comes
-first, and on `flush()`; a crash loses at most that buffer, and those calls are simply made again.
-A buffer left unflushed is also written when the cache is garbage-collected or the interpreter exits.
+calls makes a handful of queries). Writes wait in a small buffer that is written in one transaction.
+An entry put with `soon=True` (the engine does this for every paid call) is written in the next
+event-loop turn, together with every entry put in the same turn; other entries are written when the
+buffer holds `flush_every` entries or `flush_after_s` after its first entry, whichever comes first.
+`flush()` writes the buffer now. A `kill -9` loses only what is still buffered: paid replies that
+returned in the loop turn of the kill, and free models' replies of the last `flush_after_s`; those
+calls are made again by the next run. A buffer left unflushed is also written when the cache is
+garbage-collected or the interpreter exits (SIGINT and SIGTERM end a command that way).
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ class ResponseCache:
         self._pending: Pending = {}
         self._waiting: dict[str, list[asyncio.Future[Payload | None]]] = {}
         self._read_scheduled: asyncio.AbstractEventLoop | None = None  # the loop a batch read is queued on
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._turn_scheduled = False  # a write in the next loop turn is queued
         self._timer_loop: asyncio.AbstractEventLoop | None = None
         if store is not None:
             weakref.finalize(self, _write_rows, store, self._pending)
@@ -89,8 +94,8 @@ class ResponseCache:
                 if not future.done() and not future.get_loop().is_closed():
                     future.set_result(found.get(key))
 
-    def put(self, key: str, model: str, payload: dict[str, Any]) -> None:
-        """Buffer one completion; written soon (see the module docstring)."""
+    def put(self, key: str, model: str, payload: dict[str, Any], *, soon: bool = False) -> None:
+        """Buffer one completion; written soon, or in the next loop turn with `soon` (module docstring)."""
         if not self.writable:
             return
         self._pending[key] = (model, payload)
@@ -98,7 +103,13 @@ class ResponseCache:
             self.flush()
             return
         loop = asyncio.get_running_loop()
-        if self._timer is None or self._timer_loop is not loop:
+        if soon and not self._turn_scheduled:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._turn_scheduled = True
+            self._timer = loop.call_soon(self._flush_later)
+            self._timer_loop = loop
+        elif self._timer is None or self._timer_loop is not loop:
             self._timer = loop.call_later(self.flush_after_s, self._flush_later)
             self._timer_loop = loop
 
@@ -107,6 +118,7 @@ class ResponseCache:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._turn_scheduled = False
         if not self._pending or self.store is None:
             return 0
         written = self.store.cache_put_many(
@@ -117,6 +129,7 @@ class ResponseCache:
 
     def _flush_later(self) -> None:
         self._timer = None
+        self._turn_scheduled = False
         try:
             self.flush()
         except Exception as exc:  # e.g. the store is locked: keep the buffer and try again later

@@ -24,7 +24,6 @@ from types import TracebackType
 from typing import Any
 
 from livemed.config import Config, ModelConfig
-from livemed.errors import BudgetExceededError
 from livemed.models.accounting import (
     Accounting,
     Compliance,
@@ -41,9 +40,11 @@ from livemed.models.base import (
     FatalModelError,
     Message,
     Model,
+    NoTextError,
     Settings,
     TransientModelError,
 )
+from livemed.models.budget import FREE_PROVIDERS, Budget
 from livemed.models.cache import CacheMode, ResponseCache
 from livemed.models.limits import (
     BACKOFF_BASE_S,
@@ -66,9 +67,6 @@ __all__ = [
     "estimate_tokens",
 ]
 
-DEFAULT_OUTPUT_ESTIMATE = 512  # completion tokens assumed for budgets when max_tokens is unset
-FREE_PROVIDERS = ("fake/", "offline/")
-
 
 def cache_key(model: Model, messages: list[Message], settings: Settings) -> str:
     """Hash of provider, model, endpoint, messages, every sampling setting and the sample index."""
@@ -86,7 +84,7 @@ class _Disabled(Exception):
     """The model was disabled (refused key, unknown model) while a call waited for its turn."""
 
 
-class Engine:
+class Engine(Budget):
     """Runs model calls with limits, retries, cache and accounting."""
 
     def __init__(
@@ -127,11 +125,17 @@ class Engine:
         settings: Settings | None = None,
         *,
         stage: str = "default",
+        refresh: bool = False,
     ) -> Completion | CallFailure:
-        """One call: cache, then limits and retries; a `CallFailure` when it cannot succeed."""
+        """One call: cache, then limits and retries; a `CallFailure` when it cannot succeed.
+
+        `refresh=True` skips the cached reply (the call is sent; its completion replaces the entry).
+        Only completions with text are cached: a failure, including a reply without text, is asked
+        again by the next run.
+        """
         settings = settings or Settings()
         key = cache_key(model, messages, settings)
-        payload = await self.cache.get(key)
+        payload = None if refresh else await self.cache.get(key)
         if payload is not None:
             completion = (
                 Completion.model_validate_json(payload)
@@ -156,7 +160,10 @@ class Engine:
         finally:
             await self._release_budget(reserved)
         if isinstance(result, Completion):
-            self.cache.put(key, model.id, result.model_dump(mode="json"))
+            # A paid reply is written in the next event-loop turn (with the others that returned in
+            # the same turn), so a kill loses almost none; free models' replies are batched.
+            paid = not model.id.startswith(FREE_PROVIDERS)
+            self.cache.put(key, model.id, result.model_dump(mode="json"), soon=paid)
         return result
 
     def limits(self, model: Model) -> ModelConfig:
@@ -238,6 +245,8 @@ class Engine:
                 return CallFailure(model=model.id, reason="fatal", detail=str(exc), attempts=attempt)
             except FatalModelError as exc:
                 return self._fatal(model, stage, limits, exc, attempt + 1)
+            except NoTextError as exc:
+                return self._no_text(model, stage, messages, limits, exc, attempt + 1)
             except (TransientModelError, TimeoutError) as exc:
                 last = exc
                 if attempt + 1 < attempts:
@@ -253,24 +262,15 @@ class Engine:
                     )
                     await asyncio.sleep(delay)
                 continue
-            limits.learn(estimate_tokens(messages), completion.prompt_tokens, completion.completion_tokens)
-            cost = cost_of(self.config, model.id, completion.prompt_tokens, completion.completion_tokens)
-            self._record(
-                "completion",
-                stage,
-                model.id,
-                calls=1,
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-                cost_usd=cost,
-            )
+            billed = self._billed(model, messages, limits, completion)
+            self._record("completion", stage, model.id, "", **billed)
             return completion
         detail = f"gave up after {attempts} attempt(s): {last or 'no attempt made'}"
         self._record("failure", stage, model.id, detail, calls=1, failures=1)
         log.info("%s: %s", model.id, detail)
         return CallFailure(
             model=model.id,
-            reason="retries_exhausted",
+            reason=getattr(last, "reason", None) or "retries_exhausted",
             detail=detail,
             status=getattr(last, "status", None),
             attempts=attempts,
@@ -286,14 +286,46 @@ class Engine:
         self._record("failure", stage, model.id, detail, calls=1, failures=1)
         log.info("%s: %s", model.id, detail)
         return CallFailure(
-            model=model.id, reason="fatal", detail=detail, status=exc.status, attempts=attempts
+            model=model.id, reason=exc.reason or "fatal", detail=detail, status=exc.status, attempts=attempts
         )
+
+    def _no_text(
+        self,
+        model: Model,
+        stage: str,
+        messages: list[Message],
+        limits: ModelLimits,
+        exc: NoTextError,
+        attempts: int,
+    ) -> CallFailure:
+        """A reply without text: a failure (not cached, asked again next run) that was still billed."""
+        detail = str(exc)
+        billed = self._billed(model, messages, limits, exc.completion) if exc.completion else {"calls": 1}
+        self._record("failure", stage, model.id, detail, failures=1, **billed)
+        log.info("%s: %s", model.id, detail)
+        raw = exc.completion.reasoning if exc.completion else ""
+        return CallFailure(model=model.id, reason=exc.reason, detail=detail, attempts=attempts, raw_text=raw)
+
+    def _billed(
+        self, model: Model, messages: list[Message], limits: ModelLimits, completion: Completion
+    ) -> dict[str, float]:
+        """The accounting counts of one answered call (tokens, cost, whether the usage is estimated)."""
+        limits.learn(estimate_tokens(messages), completion.prompt_tokens, completion.completion_tokens)
+        return {
+            "calls": 1,
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "cost_usd": cost_of(
+                self.config, model.id, completion.prompt_tokens, completion.completion_tokens
+            ),
+            "estimated_calls": int(completion.usage_estimated),
+        }
 
     async def _attempt(
         self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
     ) -> Completion:
         async with limits.semaphore:
-            if limits.disabled is not None:
+            if limits.disabled is not None:  # disabled while this call waited for its turn: not sent
                 raise _Disabled(limits.disabled)
             await limits.acquire_rate(estimate_tokens(messages) + self._output_estimate(settings, limits))
             if limits.disabled is not None:
@@ -306,6 +338,12 @@ class Engine:
                 raise TimeoutError(f"{model.id}: no answer within {timeout:g} s") from None
             if not completion.latency_s:
                 completion.latency_s = time.perf_counter() - started
+            if not completion.text.strip():  # any model: an empty reply is no answer
+                raise NoTextError(
+                    f"{model.id}: no text in the reply (finish_reason {completion.finish_reason or 'none'})",
+                    reason="truncated" if completion.finish_reason == "length" else "no_text",
+                    completion=completion,
+                )
             return completion
 
     def _record(self, kind: EventKind, stage: str, model: str, detail: str = "", **counts: float) -> None:
@@ -316,66 +354,3 @@ class Engine:
             notify(
                 self.observers, EngineEvent(kind=kind, model=model, stage=stage, usage=usage, detail=detail)
             )
-
-    # ------------------------------------------------------------------ budget
-
-    def _output_estimate(self, settings: Settings, limits: ModelLimits) -> int:
-        per_choice = settings.max_tokens or max(DEFAULT_OUTPUT_ESTIMATE, limits.largest_completion)
-        return per_choice * settings.n
-
-    async def _reserve_budget(
-        self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
-    ) -> float | None:
-        """Reserve the most this call may cost (None without a budget), waiting while others are in flight.
-
-        A call whose worst case does not fit waits until the calls in flight have ended (they usually
-        cost less than reserved); the run stops only when nothing is in flight and it still does not
-        fit, so a stop never cancels a call that was already paid for.
-        """
-        if self.max_cost is None:
-            return None
-        self._warn_unpriced(model.id)
-        prompt = estimate_tokens(messages) * limits.prompt_ratio
-        estimate = cost_of(self.config, model.id, prompt, self._output_estimate(settings, limits))
-        changed = self._budget_condition()
-        async with changed:
-            while True:
-                if self._budget_stop is not None:
-                    raise BudgetExceededError(self._budget_stop)
-                spent = self.accounting.cost_usd
-                if spent + self._reserved_usd + estimate <= self.max_cost:
-                    self._reserved_usd += estimate
-                    self._reservations += 1
-                    return estimate
-                if self._reservations == 0:
-                    self._budget_stop = (
-                        f"stopping before exceeding --max-cost ${self.max_cost:.2f} "
-                        f"(spent ${spent:.4f}, next call up to ${estimate:.4f}); "
-                        "finished work is stored and will not be paid for again"
-                    )
-                    changed.notify_all()
-                    raise BudgetExceededError(self._budget_stop)
-                await changed.wait()
-
-    async def _release_budget(self, reserved: float | None) -> None:
-        if reserved is None:
-            return
-        changed = self._budget_condition()
-        async with changed:
-            self._reservations -= 1
-            self._reserved_usd = self._reserved_usd - reserved if self._reservations else 0.0
-            changed.notify_all()
-
-    def _budget_condition(self) -> asyncio.Condition:
-        """The budget's condition for the running event loop (an engine may serve several loops)."""
-        loop = asyncio.get_running_loop()
-        if self._budget_changed is None or self._budget_changed[0] is not loop:
-            self._budget_changed = (loop, asyncio.Condition())
-        return self._budget_changed[1]
-
-    def _warn_unpriced(self, model_id: str) -> None:
-        if model_id in self.config.prices or model_id.startswith(FREE_PROVIDERS):
-            return
-        if model_id not in self._unpriced_warned:
-            self._unpriced_warned.add(model_id)
-            log.warning("%s has no price in [prices]; --max-cost counts its calls as free", model_id)

@@ -16,11 +16,16 @@ T = TypeVar("T", bound=BaseModel)
 
 @dataclass
 class LLM:
-    """Calls `model` through `engine`, accounted under `stage`."""
+    """Calls `model` through `engine`, accounted under `stage`.
+
+    With `refresh=True` every call skips the cached reply and is sent (its completion replaces the
+    cache entry): `dataclasses.replace(llm, refresh=True)` retries exactly the calls made through it.
+    """
 
     engine: Engine
     model: Model
     stage: str = "default"
+    refresh: bool = False
 
     @property
     def id(self) -> str:
@@ -29,7 +34,9 @@ class LLM:
     async def generate(
         self, messages: list[Message], settings: Settings | None = None
     ) -> Completion | CallFailure:
-        return await self.engine.generate(self.model, messages, settings, stage=self.stage)
+        return await self.engine.generate(
+            self.model, messages, settings, stage=self.stage, refresh=self.refresh
+        )
 
     async def structured(
         self, messages: list[Message], schema: type[T], settings: Settings | None = None

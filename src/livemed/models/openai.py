@@ -11,9 +11,13 @@ api_key_env = "OPENAI_API_KEY"            # the default for openai/…
 base_url = "http://gpu-box:8000/v1"       # default http://localhost:8000/v1; key optional
 ```
 
+`openai/…` models without a `base_url` in livemed.toml honour `$OPENAI_BASE_URL`, as the SDK does
+(the client itself also reads `$OPENAI_ORG_ID` and `$OPENAI_PROJECT_ID`).
+
 The client's own retries are off (`max_retries=0`): the engine owns retries, limits and timeouts.
 Errors become `TransientModelError` (429 with Retry-After, 408/409, 5xx, timeouts, connection
-errors, malformed bodies) or `FatalModelError` (other 4xx, a missing key). The key is read from the
+errors, malformed or truncated bodies) or `FatalModelError` (other 4xx, a missing key); see
+`livemed.models.statuses`. Reply bodies are read by `livemed.models.replies`. The key is read from the
 environment at call time, sent only to the endpoint, and scrubbed from every message and raw body.
 Requests go through the client's documented `post()` (its auth, error mapping and HTTP stack) with
 a body livemed builds itself, and over aiohttp when available: this costs about a third of the CPU
@@ -30,20 +34,30 @@ import re
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
 
 from livemed.config import Config, ModelConfig
 from livemed.models.base import Completion, FatalModelError, Message, Settings, TransientModelError
+from livemed.models.limits import estimate_tokens
+from livemed.models.replies import parse_chat_completion
+from livemed.models.statuses import classify, error_message, parse_retry_after, retry_after_from_body
+
+__all__ = ["PRESETS", "OpenAICompatibleModel", "parse_retry_after", "response_format"]
 
 PLACEHOLDER_KEY = "EMPTY"
 REDACTED = "[redacted]"
 _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _POST_TAKES_CONTENT = "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
 _JSON: Any = {"headers": {"Content-Type": "application/json"}}
+# What aiohttp and httpx raise when a body ends before its Content-Length or final chunk.
+_TRUNCATED_BODY = re.compile(
+    r"ClientPayloadError|ContentLengthError|TransferEncodingError|IncompleteRead|"
+    r"complete message body|not enough data|payload is not completed",
+    re.IGNORECASE,
+)
+BASE_URL_ENV = "OPENAI_BASE_URL"
 
 
 @dataclass(frozen=True)
@@ -71,11 +85,14 @@ class OpenAICompatibleModel:
         self.provider = provider
         self.name = name
         self.config = settings or ModelConfig()
-        self.base_url = (self.config.base_url or preset.base_url).rstrip("/")
+        env_url = os.environ.get(BASE_URL_ENV, "").strip() if provider == "openai" else ""
+        # livemed.toml wins over $OPENAI_BASE_URL (as the SDK reads it), which wins over the preset.
+        self.base_url_source = "config" if self.config.base_url else BASE_URL_ENV if env_url else "preset"
+        self.base_url = (self.config.base_url or env_url or preset.base_url).rstrip("/")
         self.api_key_env = self.config.api_key_env or preset.api_key_env
         json_schema = self.config.json_schema
         self._json_schema = preset.json_schema if json_schema is None else json_schema
-        official = provider == "openai" and self.config.base_url is None
+        official = provider == "openai" and self.base_url == preset.base_url
         self._max_tokens_field = preset.max_tokens_field if official else "max_tokens"
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -117,8 +134,8 @@ class OpenAICompatibleModel:
         except openai.APIConnectionError as exc:  # includes APITimeoutError
             raise TransientModelError(self._network_message(exc)) from None
         except (openai.APIResponseValidationError, ValueError):
-            raise TransientModelError(f"{self.id}: malformed response body (not JSON)") from None
-        return self.parse_response(data, time.perf_counter() - started)
+            raise TransientModelError(self._malformed()) from None
+        return self.parse_response(data, time.perf_counter() - started, estimate_tokens(messages))
 
     async def aclose(self) -> None:
         """Close the HTTP connections (the engine's `aclose()` calls this)."""
@@ -146,27 +163,16 @@ class OpenAICompatibleModel:
         body.update(self.config.extra_body)
         return body
 
-    def parse_response(self, data: object, latency_s: float) -> Completion:
-        choices = data.get("choices") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or not isinstance(choices, list) or not choices:
-            raise TransientModelError(f"{self.id}: malformed response (no choices)")
-        try:
-            texts = [str((choice.get("message") or {}).get("content") or "") for choice in choices]
-            usage = data.get("usage") or {}
-            prompt_tokens = int(usage.get("prompt_tokens") or 0)
-            completion_tokens = int(usage.get("completion_tokens") or 0)
-        except (AttributeError, TypeError, ValueError):
-            raise TransientModelError(f"{self.id}: malformed response (unexpected shape)") from None
-        raw = self._redact_raw(data)
-        return Completion(
-            text=self.redact(texts[0]),
-            finish_reason=choices[0].get("finish_reason"),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+    def parse_response(self, data: object, latency_s: float, prompt_estimate: int = 0) -> Completion:
+        """The completion in a response body (see `livemed.models.replies`), key scrubbed from it."""
+        raw = self._redact_raw(data) if isinstance(data, dict) else data
+        return parse_chat_completion(
+            raw,
+            model_id=self.id,
+            endpoint=self.base_url,
             latency_s=latency_s,
-            model=self.id,
-            raw=raw,
-            choices=[self.redact(t) for t in texts] if len(texts) > 1 else [],
+            prompt_estimate=prompt_estimate,
+            redact=self.redact,
         )
 
     # ------------------------------------------------------------------ client and key
@@ -221,19 +227,16 @@ class OpenAICompatibleModel:
     def _status_error(self, exc: openai.APIStatusError) -> Exception:
         status = exc.status_code
         where = f"{self.id}: HTTP {status} from {self.base_url}"
-        if status in (408, 409, 429) or status >= 500:
-            retry_after = parse_retry_after(exc.response.headers)
-            return TransientModelError(
-                f"{where}: {self._server_message(exc)}", status=status, retry_after=retry_after
-            )
-        if status in (401, 403):
-            hint = f"check the key in ${self.api_key_env}" if self.api_key_env else "the endpoint wants a key"
-            return FatalModelError(
-                f"{where}: the endpoint refused the request ({hint})", status=status, model_wide=True
-            )
-        return FatalModelError(
-            f"{where}: {self._server_message(exc)}", status=status, model_wide=status == 404
-        )
+        body = exc.body
+        retry_after = parse_retry_after(exc.response.headers)
+        if retry_after is None and status == 429:
+            retry_after = retry_after_from_body(body)
+        hint = f"check the key in ${self.api_key_env}" if self.api_key_env else ""
+        message = error_message(body, exc.message, self.redact)
+        return classify(status, where, message, retry_after=retry_after, key_hint=hint)
+
+    def _malformed(self) -> str:
+        return f"{self.id}: malformed/truncated response body from {self.base_url} (not complete JSON)"
 
     def _network_message(self, exc: openai.APIConnectionError) -> str:
         """Timeouts and connection errors; transports blur the two, so look at the root cause."""
@@ -243,19 +246,14 @@ class OpenAICompatibleModel:
             if following is None:
                 break
             root = following
+            if _TRUNCATED_BODY.search(f"{type(root).__name__} {root}"):
+                return self._malformed()
             if isinstance(root, OSError) and not isinstance(root, TimeoutError):
                 cause = self.redact(str(root) or type(root).__name__)[:200]
                 return f"{self.id}: cannot reach {self.base_url}: {cause}"
         if isinstance(exc, openai.APITimeoutError):
             return f"{self.id}: no answer from {self.base_url} in time"
         return f"{self.id}: cannot reach {self.base_url}: {self.redact(str(root))[:200]}"
-
-    def _server_message(self, exc: openai.APIStatusError) -> str:
-        body = exc.body
-        message = body.get("message") if isinstance(body, dict) else None
-        text = str(message) if message else str(body) if body else exc.message
-        text = self.redact(" ".join(text.split()))
-        return text if len(text) <= 300 else text[:297] + "…"
 
 
 def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:
@@ -266,30 +264,6 @@ def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:
         name, schema = str(json_schema.get("title") or "output"), json_schema
     safe = _SCHEMA_NAME.sub("_", name)[:64] or "output"
     return {"type": "json_schema", "json_schema": {"name": safe, "schema": schema, "strict": False}}
-
-
-def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return max(0.0, (moment - datetime.now(UTC)).total_seconds())
 
 
 async def _close_at_shutdown(client: openai.AsyncOpenAI) -> AsyncGenerator[None, None]:

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from livemed.models.base import CallFailure, Completion, Message, Model, Settings
+from livemed.models.replies import strip_reasoning
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -40,7 +41,12 @@ class Structured(Generic[T]):
 
 
 def extract_json(text: str) -> str:
-    """The JSON object in a reply: fenced block, or the outermost braces, or the text itself."""
+    """The JSON object in a reply: fenced block, or the outermost braces, or the text itself.
+
+    A leading `<think>` block is left out first (completions from `livemed.models.replies` come
+    without it already), so a brace inside reasoning never starts the object.
+    """
+    text, _ = strip_reasoning(text)
     fenced = _FENCE.search(text)
     if fenced:
         text = fenced.group(1)

@@ -21,6 +21,9 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    estimated_calls: int = Field(
+        default=0, description="calls whose endpoint sent no usage: their tokens (and cost) are estimated"
+    )
 
     def add(self, other: Usage) -> Usage:
         return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})

@@ -1,0 +1,120 @@
+"""`kill -9` and SIGTERM on a real `livemed answer`: how many paid calls the next run makes again.
+
+The server answers the first ANSWERED requests and then holds every later one open, so the process is
+killed while calls are in flight and after ANSWERED paid replies have returned.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from livemed.records import Run
+from livemed.store import Store
+from tests.fakes.openai_server import Behavior, FakeOpenAIServer
+from tests.grading.builders import make_case
+from tests.models.conftest import KEY_ENV
+
+CASES = 12
+ANSWERED = 6
+CONCURRENCY = 2
+PROGRAM = Path(sys.executable).with_name("livemed")
+
+
+def start_answer(tmp_path: Path, server: FakeOpenAIServer, api_key: str) -> subprocess.Popen[str]:
+    if not PROGRAM.exists():
+        pytest.skip("the livemed program is not installed in this environment")
+    with Store(tmp_path / "s.db") as store:
+        store.put(
+            [make_case(f"demo:{i}", query=f"Question {i}: what can I take for my toe?") for i in range(CASES)]
+        )
+    config = tmp_path / "livemed.toml"
+    config.write_text(
+        f'[models."openai/fake-gpt"]\nbase_url = "{server.base_url}"\napi_key_env = "{KEY_ENV}"\n'
+        f"max_concurrency = {CONCURRENCY}\ntimeout_s = 120\n"
+        '[prices."openai/fake-gpt"]\ninput = 0.15\noutput = 0.6\n',
+        encoding="utf-8",
+    )
+    server.script(*(Behavior(text=f"answer {i}") for i in range(ANSWERED)))
+    server.default = Behavior(hang=True)
+    args = [
+        str(PROGRAM),
+        "-c",
+        str(config),
+        "--store",
+        str(tmp_path / "s.db"),
+        "answer",
+        "-m",
+        "openai/fake-gpt",
+    ]
+    env = {**os.environ, KEY_ENV: api_key, "COLUMNS": "200"}
+    return subprocess.Popen(
+        args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def wait_for_hanging_calls(server: FakeOpenAIServer, process: subprocess.Popen[str]) -> None:
+    """Until every answered call has returned and the next calls hang (a wait, not a timing check)."""
+    deadline = time.monotonic() + 60
+    while len(server.chat_requests) < ANSWERED + CONCURRENCY:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            out, err = process.communicate()
+            pytest.fail(f"the run did not reach its hanging calls: {out}\n{err}")
+        time.sleep(0.02)
+    time.sleep(0.2)  # shorter than the old write-behind window (0.5 s), ample for one loop turn
+
+
+def repeated_on_rerun(tmp_path: Path, server: FakeOpenAIServer, api_key: str) -> int:
+    """Requests a second run makes for calls the first run had already been answered."""
+    server.default = Behavior(text="late answer")
+    before = len(server.chat_requests)
+    config = tmp_path / "livemed.toml"
+    args = [
+        str(PROGRAM),
+        "-c",
+        str(config),
+        "--store",
+        str(tmp_path / "s.db"),
+        "answer",
+        "-m",
+        "openai/fake-gpt",
+    ]
+    env = {**os.environ, KEY_ENV: api_key, "COLUMNS": "200"}
+    done = subprocess.run(args, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    sent = len(server.chat_requests) - before
+    return sent - (CASES - ANSWERED)  # the calls never answered are rightly sent again
+
+
+def test_kill_9_after_paid_replies_returned_repeats_none_of_them(
+    tmp_path: Path, server: FakeOpenAIServer, api_key: str
+) -> None:
+    process = start_answer(tmp_path, server, api_key)
+    wait_for_hanging_calls(server, process)
+    process.kill()  # SIGKILL: no handler, no flush, no exit code of livemed's own
+    process.communicate()
+    assert repeated_on_rerun(tmp_path, server, api_key) == 0
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_sigint_mark_the_run_interrupted_and_repeat_nothing(
+    signum: int, status: int, tmp_path: Path, server: FakeOpenAIServer, api_key: str
+) -> None:
+    process = start_answer(tmp_path, server, api_key)
+    wait_for_hanging_calls(server, process)
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == status, out + err
+    assert api_key not in out + err
+    with Store(tmp_path / "s.db") as store:
+        (run,) = list(store.iter(Run))
+    assert run.outcome == "interrupted"
+    assert run.usage["openai/fake-gpt"].calls >= ANSWERED
+    assert repeated_on_rerun(tmp_path, server, api_key) == 0
