@@ -164,3 +164,39 @@ def test_usage_table_marks_estimated_tokens(tmp_path: Path, server: FakeOpenAISe
     _, out = invoke(tmp_path, server, "answer", "--model", MODEL)
     assert "tokens (and cost) estimated for 2 call(s): the endpoint sent no usage" in out
     assert "~" in out
+
+
+@pytest.mark.parametrize("shape", sorted(EXPECTED))
+def test_the_installed_livemed_against_each_shape(
+    shape: str, tmp_path: Path, server: FakeOpenAIServer, api_key: str
+) -> None:
+    """The fault matrix through the installed program: exit code, its last line, records, requests."""
+    import os
+    import subprocess
+    import sys
+
+    seed(tmp_path)
+    server.default = recorded(shape)
+    config = write_config(tmp_path, server, max_retries="2", max_concurrency="1")
+    argv = ["-c", str(config), "--store", str(tmp_path / "s.db"), "answer", "--model", MODEL]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "livemed"), *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=120,
+    )
+    reason = EXPECTED[shape][0]
+    assert done.returncode == (0 if reason is None else 1), done.stderr
+    assert len(server.chat_requests) == calls_for(shape, 2)
+    with Store(tmp_path / "s.db") as store:
+        answers, rejections = list(store.iter(Answer)), list(store.iter(Rejection))
+    if reason is None:
+        assert (len(answers), rejections, done.stderr) == (2, [], "")
+    else:
+        assert answers == []
+        assert [r.reason for r in rejections] == [reason, reason]
+        last = " ".join(done.stderr.strip().splitlines()[-1].split())
+        assert last.startswith("error: 2 of 2 answers failed: ")
+        assert last.endswith("; run again to retry them")
+    assert api_key not in done.stdout + done.stderr
