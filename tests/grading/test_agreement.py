@@ -87,7 +87,7 @@ def test_reads_kqa_nli_csv_and_generic_files(tmp_path: Path) -> None:
         list(read_labels(wrong))
 
 
-async def test_grade_items_counts_failures_as_not_met() -> None:
+async def test_a_failed_grader_call_is_no_verdict_and_an_unparsable_one_is_not_met() -> None:
     items = [
         LabelItem("Take colchicine.", "Advises colchicine", True, question="toe pain"),
         LabelItem("Rest.", "Advises colchicine", False),
@@ -102,6 +102,10 @@ async def test_grade_items_counts_failures_as_not_met() -> None:
     lexical, none = await grade_items(items, LexicalGrader())
     assert lexical == [True, False, True]
     assert none == {}
+    dead = LLM(Engine(), FakeModel("fake/dead", responses=['{"criteria_met": true}']))  # then exhausted
+    verdicts, why = await grade_items(items, dead)
+    assert verdicts.count(None) == 2  # no call succeeded for them: no verdict, not "not met"
+    assert why == {"call_failed": 2}
 
 
 def test_reads_healthbench_meta_eval_lines(tmp_path: Path) -> None:

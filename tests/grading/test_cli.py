@@ -149,6 +149,24 @@ def test_judges_agreement_with_the_lexical_grader(tmp_path: Path) -> None:
     assert json.loads(out_json.read_text())["n"] == 4
 
 
+def test_agreement_leaves_failed_calls_out_and_exits_1_for_them_and_for_bad_lines(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"response": "Take colchicine.", "criterion": "Advises colchicine", "label": True},
+        {"response": "Rest.", "criterion": "Advises colchicine", "label": False},
+    ]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{broken\n")
+    base = ["--store", str(tmp_path / "s.db"), "judges", "agreement", "--labels", str(labels)]
+    lexical = CliRunner().invoke(app, [*base, "--grader", "offline/lexical"], env={"COLUMNS": "200"})
+    assert lexical.exit_code == 1
+    assert "macro-F1 1.000" in lexical.output  # the readable lines are measured
+    assert "1 label line(s) could not be read and were skipped" in str(lexical.exception)
+    dead = CliRunner().invoke(app, [*base, "--grader", "fake/unscripted"], env={"COLUMNS": "200"})
+    assert dead.exit_code == 1
+    assert "macro-F1" not in dead.output  # no verdict: no number
+    assert str(dead.exception) == "2 of 2 items failed: no verdict to measure"
+
+
 def test_user_errors_are_one_line(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     result = CliRunner().invoke(

@@ -15,7 +15,7 @@ from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import console, err_console, state
 from livemed.cli.grading_commands import judges_app, resolve
-from livemed.errors import ConfigError, UserError
+from livemed.errors import CallsFailedError, ConfigError, UserError
 
 
 @app.command()
@@ -156,8 +156,10 @@ def agreement(
 
     app_state = state(ctx)
     items: list[LabelItem] = []
+    skipped = 0
     for item in read_labels(labels):
         if isinstance(item, InputFileError):
+            skipped += 1
             err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
         elif limit is None or len(items) < limit:
             items.append(item)
@@ -173,14 +175,36 @@ def agreement(
             settings={"labels": str(labels)},
             models=[grader],
             engine=engine,
-        ),
+        ) as run,
     ):
         predicted, reasons = asyncio.run(grade_items(items, judge))
-    result = metrics([i.label for i in items], predicted, failures=sum(reasons.values()))
+        run.counts = {"items": len(items), "call_failed": reasons.get("call_failed", 0), "skipped": skipped}
+    graded = [(i.label, p) for i, p in zip(items, predicted, strict=True) if p is not None]
+    if not graded:
+        print_usage(engine)
+        raise CallsFailedError(f"{len(items)} of {len(items)} items failed: no verdict to measure")
+    result = metrics([h for h, _ in graded], [p for _, p in graded], failures=sum(reasons.values()))
     _print_agreement(grader, labels, result.as_dict() | {"failure_reasons": reasons})
     if json_out is not None:
         json_out.write_text(json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2), "utf-8")
     print_usage(engine)
+    _fail_for_agreement(len(items), reasons.get("call_failed", 0), skipped)
+
+
+def _fail_for_agreement(total: int, failed: int, skipped: int) -> None:
+    """Exit 1 when items were left out: failed grader calls (not in the metrics) or unreadable lines."""
+    from livemed.errors import RunError
+
+    if failed:
+        raise CallsFailedError(
+            f"{failed} of {total} items failed (grader calls; left out of the metrics above); "
+            "run again to retry them"
+        )
+    if skipped:
+        raise RunError(
+            f"{skipped} label line(s) could not be read and were skipped (listed above); "
+            "the metrics use the rest"
+        )
 
 
 def _print_agreement(grader: str, labels: Path, data: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from livemed.grading.judge import Judge, judge_one
 from livemed.interop.labels import LabelItem
 from livemed.models import Message
-from livemed.records import Criterion
+from livemed.records import CALL_FAILED, Criterion
 
 CLASSES = ("met", "not met")
 
@@ -95,13 +95,16 @@ def _criterion(item: LabelItem) -> Criterion:
     )
 
 
-async def grade_items(items: Sequence[LabelItem], judge: Judge) -> tuple[list[bool], dict[str, int]]:
-    """The grader's verdict on each item (failures → not met) and failure counts by reason."""
+async def grade_items(items: Sequence[LabelItem], judge: Judge) -> tuple[list[bool | None], dict[str, int]]:
+    """The grader's verdict on each item and failure counts by reason: an unusable verdict is not met;
+    an item whose grader call failed has no verdict (None) and must be left out of the metrics."""
 
-    async def one(item: LabelItem) -> tuple[bool, str]:
+    async def one(item: LabelItem) -> tuple[bool | None, str]:
         convo: list[Message] = [{"role": "user", "content": item.question}] if item.question else []
         outcome = await judge_one(judge, convo, item.response, _criterion(item))
-        return bool(outcome.met), outcome.reason if outcome.met is None else ""
+        if outcome.met is None:
+            return (None if outcome.reason == CALL_FAILED else False), outcome.reason
+        return outcome.met, ""
 
     results = await asyncio.gather(*(one(item) for item in items))
     reasons: dict[str, int] = {}
