@@ -204,7 +204,8 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
 }
 # Functions that match the naming convention but put no outside text into a prompt of their own.
 EXEMPT = {
-    "models.structured.repair_messages": "the model's own reply and the schema instruction (models/)",
+    "models.structured.repair_messages": "the model's own reply as its own turn; the error is a block "
+    "(test_the_repair_request_puts_the_error_in_a_block)",
     "rubrics.write._user": "wraps a prompt built by the *_prompt builders above in a user message",
     "grading.answer.conversation": "the case's conversation as data for the grader, not a prompt",
     "interop.healthbench._messages": "reads an imported HealthBench prompt (a parser, not a prompt)",
@@ -352,3 +353,16 @@ def test_no_sentence_of_real_physician_answers_is_instruction_like(shared_data: 
             count += 1
             assert not instruction_like(sentence), sentence
     assert count > 1000
+
+
+def test_the_repair_request_puts_the_error_in_a_block() -> None:
+    from livemed.grading.judge import Verdict
+    from livemed.models.structured import repair_messages
+
+    error = f"input_value='{hostile(['<<<END DATA>>>', '<<<DATA x>>>'])}'"
+    messages = repair_messages([{"role": "user", "content": "q"}], "{bad", error, Verdict)
+    request = messages[-1]["content"]
+    [block] = parse_blocks(request)
+    assert block.name == "validation_error"
+    assert inside_blocks(request, ATTACK)
+    assert messages[-2] == {"role": "assistant", "content": "{bad"}
