@@ -32,11 +32,11 @@ MODEL = "vllm/fake-model"
 KEY_ENV = "LIVEMED_FAILURE_TEST_KEY"
 
 
-def _project(tmp_path: Path, base_url: str, *, extra: str = "") -> Path:
+def _project(tmp_path: Path, base_url: str, *, extra: str = "", store: str = "livemed.db") -> Path:
     """A demo project with offline cases, rubrics and reference answers; MODEL points at `base_url`."""
     config = tmp_path / "livemed.toml"
     config.write_text(
-        f'store = "livemed.db"\ncutoff = 2024-01-01\n[models."{MODEL}"]\nbase_url = "{base_url}"\n'
+        f'store = "{store}"\ncutoff = 2024-01-01\n[models."{MODEL}"]\nbase_url = "{base_url}"\n'
         f'api_key_env = "{KEY_ENV}"\nmax_retries = 0\ntimeout_s = 5\n{extra}',
         encoding="utf-8",
     )
@@ -188,9 +188,11 @@ def test_a_killed_run_is_marked_interrupted_with_its_flushed_usage(tmp_path: Pat
         assert marked.usage[MODEL].calls == flushed
 
 
-def test_a_second_process_on_the_same_stage_stops_with_one_line(tmp_path: Path) -> None:
+def test_a_second_process_on_the_same_stage_stops_with_one_line(tmp_path: Path, any_store: Store) -> None:
+    """On SQLite and on PostgreSQL (CI): the second `answer` of one model refuses; nothing is paid twice."""
+    location = any_store.url if any_store.dialect == "postgresql" else "livemed.db"
     with FakeOpenAIServer(default=Behavior(text="Rest and fluids.", latency=3.0)) as server:
-        config = _project(tmp_path, server.base_url, extra="max_concurrency = 1\n")
+        config = _project(tmp_path, server.base_url, extra="max_concurrency = 1\n", store=str(location))
         env = {**os.environ, KEY_ENV: "sk-test-not-real"}
         first = subprocess.Popen(
             [str(LIVEMED), "--config", str(config), "answer", "--model", MODEL],
@@ -211,10 +213,12 @@ def test_a_second_process_on_the_same_stage_stops_with_one_line(tmp_path: Path) 
         finally:
             if first.poll() is None:
                 first.kill()
-        with Store(tmp_path / "livemed.db") as store:
+        with Store(location if any_store.dialect == "postgresql" else tmp_path / "livemed.db") as store:
             answers = sum(1 for a in store.iter(Answer) if a.model == MODEL)
+            mine = [r.outcome for r in store.iter(Run) if r.command == "answer" and MODEL in r.models]
+        assert answers > 0
         assert len(server.chat_requests) == answers  # nothing was paid for twice
-        assert [r.outcome for r in runs(config, "answer", MODEL)] == ["ok"]  # the refused one left no Run
+        assert mine == ["ok"]  # the refused one left no Run
 
 
 def test_grades_of_a_failed_call_leave_the_answer_unscored_until_regraded(tmp_path: Path) -> None:
