@@ -6,7 +6,8 @@ import time
 import pytest
 
 from livemed.errors import SourceError
-from livemed.sources.http import HttpClient, retry_after_seconds
+from livemed.models.statuses import retry_after_seconds
+from livemed.sources.http import HttpClient
 from tests.fakes.http_replay import ReplayServer, Reply
 
 

@@ -110,7 +110,11 @@ def parse_retry_after(headers: Mapping[str, str] | Any) -> float | None:
             return max(0.0, float(milliseconds) / 1000)
         except ValueError:
             pass
-    value = headers.get("retry-after")
+    return retry_after_seconds(headers.get("retry-after"))
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After value as seconds: a number, or an HTTP date (None when absent or unreadable)."""
     if not value:
         return None
     try:

@@ -11,12 +11,10 @@ connection errors are retried up to `max_retries` times; other 4xx fail at once.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,6 +25,7 @@ from aiolimiter import AsyncLimiter
 from livemed import __version__
 from livemed.errors import SourceError
 from livemed.models.engine import backoff_delay
+from livemed.models.statuses import retry_after_seconds
 from livemed.sources.base import HttpSettings
 
 # httpx logs full request URLs at INFO level; query strings may hold API keys.
@@ -35,23 +34,6 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 RATE_MARGIN = 1.05  # requests are spaced 5% wider than 1/rate
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 USER_AGENT = f"livemed/{__version__} (+https://github.com/livemed/livemed)"
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """Retry-After as seconds: a number, or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def json_body(response: httpx.Response) -> Any:
