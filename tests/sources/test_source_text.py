@@ -107,6 +107,23 @@ async def test_europepmc_full_text_has_the_abstract_section_captions_as_metadata
     assert no_pmcid.text == "Abstract text of the case."  # no full text: the abstract alone
 
 
+def test_html_superscripts_keep_a_caret_through_the_html_prefilter() -> None:
+    """Europe PMC's search records carry HTML (`abstractText`, `title`); Stack Exchange bodies too."""
+    doc = Doc(
+        source="europepmc",
+        source_id="PMC5",
+        published=day("2025-03-02"),
+        date_field="firstPublicationDate",
+        title="Platelets of 900 &#xd7; 10<sup>9</sup>/L",
+        text="<h4>Case</h4>Platelets 900 &#xd7; 10<sup>9</sup>/L and pCO<sub>2</sub> 4 kPa; "
+        "r<sup>2</sup> &lt; 0.3.",
+    )
+    cleaned = HtmlStripper()(doc)
+    assert isinstance(cleaned, Doc)
+    assert cleaned.text == "Case\nPlatelets 900 × 10^9/L and pCO2 4 kPa; r^2 < 0.3."
+    assert cleaned.title == "Platelets of 900 × 10^9/L"
+
+
 def pubmed_fixture(name: str) -> Doc:
     root = parse_xml((FIXTURES / "pubmed" / name).read_bytes())
     doc = parse_article(next(root.iter("PubmedArticle")))
@@ -181,3 +198,4 @@ async def test_stackexchange_strings_are_decoded_once() -> None:
     assert "lisinopril 10\xa0mg" in cleaned.text or "lisinopril 10 mg" in cleaned.text
     assert "knee & back" in cleaned.text
     assert "eGFR is < 60." in cleaned.replies[0].text
+    assert cleaned.title == doc.title  # decoded by the source, not again by the pre-filter
