@@ -49,6 +49,7 @@ _SKIP = frozenset(
     }
 )
 _BLOCKS = frozenset({"p", "title"})
+_SKIP_SECTIONS = frozenset({"supplementary-material", "display-objects"})  # `<sec sec-type=…>`
 
 
 def parse_xml(data: bytes) -> etree._Element:
@@ -212,7 +213,7 @@ def _first(root: etree._Element, name: str) -> etree._Element | None:
 def _inside(element: etree._Element, stop: etree._Element, names: frozenset[str]) -> bool:
     parent = element.getparent()
     while parent is not None and parent is not stop:
-        if local(parent.tag) in names:
+        if local(parent.tag) in names or parent.get("sec-type") in _SKIP_SECTIONS:
             return True
         parent = parent.getparent()
     return False
