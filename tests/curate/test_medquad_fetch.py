@@ -125,6 +125,7 @@ def test_fetch_converts_the_answered_subsets_and_is_idempotent(tmp_path: Path) -
         assert data[0] == {
             "qid": "0000001_1-1",
             "collection": "1_CancerGov_QA",
+            "file": "0000001_1",
             "source": "CancerGov",
             "doc_id": "0000001_1",
             "url": "https://example.nih.gov/0000001_1",
@@ -162,7 +163,11 @@ def test_fetch_converts_the_answered_subsets_and_is_idempotent(tmp_path: Path) -
         assert len(server.requests) == 2
 
     passages = load_medquad(target)  # one passage per distinct answer
-    assert [p.id for p in passages] == ["medquad:0000001_1-1", "medquad:0000003-1", "medquad:0000003-3"]
+    assert [p.id for p in passages] == [
+        "medquad:1_CancerGov_QA/0000001_1#0000001_1-1",
+        "medquad:5_NIDDK_QA/0000003#0000003-1",
+        "medquad:5_NIDDK_QA/0000003#0000003-3",
+    ]
     assert passages[0].title == "Adult Leukemia — What is (are) Adult Leukemia ?"
     assert passages[0].text == "Leukemia is a cancer."
     assert passages[0].licence == "CC BY 4.0"

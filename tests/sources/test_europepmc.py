@@ -126,7 +126,11 @@ async def test_pages_with_cursor_mark_keep_licence_and_reject_bad_records() -> N
     assert doc.metadata["journal"] == "BMJ Case Reports"
     assert doc.url == "https://europepmc.org/article/PMC/PMC1"
     assert doc.metadata["full_text"] is True
-    assert doc.text.startswith("Case presentation\nA 54-year-old man presented with chest pain")
+    # the search record's abstract is its own section, then the body (the bibr marker gone)
+    assert doc.text == (
+        "Abstract\n\nAbstract text of the case.\n\n"
+        "Case presentation\n\nA 54-year-old man presented with chest pain and dyspnoea."
+    )
     assert "table text" not in doc.text
     assert "root:" not in doc.text
     reasons = sorted(r.reason for r in rejections)

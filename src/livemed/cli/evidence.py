@@ -27,7 +27,13 @@ def fetch(
     retries: int = typer.Option(3, "--retries", min=0, help="Retries on 429/5xx and connection errors."),
 ) -> None:
     """Download MedQuAD at a pinned commit and convert it to JSONL for `--evidence medquad`."""
-    from livemed.curate.evidence.medquad import ATTRIBUTION, MEDQUAD_URL, fetch_medquad, medquad_path
+    from livemed.curate.evidence.medquad import (
+        ATTRIBUTION,
+        MEDQUAD_URL,
+        fetch_medquad,
+        is_current,
+        medquad_path,
+    )
 
     if name not in CORPORA:
         from livemed.errors import UnknownNameError
@@ -35,8 +41,10 @@ def fetch(
         raise UnknownNameError("evidence corpus", name, CORPORA)
     path = medquad_path(cache_dir)
     if path.exists() and not force:
-        console.print(f"{path} is already there (use --force to fetch it again)")
-        return
+        if is_current(cache_dir):
+            console.print(f"{path} is already there (use --force to fetch it again)")
+            return
+        console.print(f"{path} was converted by an older livemed (other evidence ids): converting again")
     source = url or MEDQUAD_URL
     console.print(f"[dim]fetching {escape(source)}[/]")
     result = fetch_medquad(url=source, cache_dir=cache_dir, force=True, max_retries=retries)

@@ -29,12 +29,15 @@ _BOILERPLATE = re.compile(
 
 
 def strip_html(text: str) -> str:
-    """Plain text from HTML (entities decoded, blocks on their own lines), boilerplate lines dropped."""
+    """Plain text from HTML (entities decoded, blocks on their own lines, a superscript after a caret),
+    boilerplate lines dropped."""
     if not text:
         return text
     if _LOOKS_LIKE_HTML.search(text):
         tree = HTMLParser(_BLOCK_END.sub(lambda m: "\n" + m.group(0), text))
         tree.strip_tags(_DROP_TAGS)
+        for sup in tree.css("sup"):  # 10<sup>9</sup>/L is 10^9/L, not 109/L (as in sources.xml)
+            sup.replace_with("^" + sup.text(deep=True).strip())
         root = tree.body or tree.root
         text = root.text(deep=True, separator="") if root is not None else ""
     else:

@@ -8,6 +8,10 @@ no abstract either is rejected alone, `full_text_failed`). Only articles whose l
 (default: CC BY and CC0) are kept. Shapes checked against observed Europe PMC replies: errors come
 as `errCode`/`errMsg` in an HTTP 200 body (a source error, never an empty page), `fullTextXML` answers
 404 with an empty body when Europe PMC holds no full text (skipped up front when `inEPMC` is "N").
+With full text, the Doc's text is the abstract under an "Abstract" heading, then the body's section
+titles and paragraphs, blocks separated by a blank line (see `sources.xml`); figure and table captions
+go to `metadata["figures"]` / `metadata["tables"]`. The URL is the Europe PMC page by PMCID, else the
+PubMed page by PMID, else the DOI link.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from livemed.records import Doc
 from livemed.sources.base import DocOrRejection, HttpSettings, parse_date, rejection, too_large
 from livemed.sources.http import HttpClient, has_bad_bytes, json_body
 from livemed.sources.pubmed import CHECK_TAGS
-from livemed.sources.xml import jats_body_text, parse_xml
+from livemed.sources.xml import JatsText, jats_text, parse_xml
 
 NAME = "europepmc"
 
@@ -125,41 +129,60 @@ class EuropePMC:
         found = await self._text(http, result, source_id)
         if not isinstance(found, tuple):
             return found
-        text, full, failure = found
+        text, extra, failure = found
         if not text.strip():
             if failure:
                 return rejection(NAME, source_id, "full_text_failed", f"no abstract, and {failure}")
             return rejection(NAME, source_id, "no_text", "neither full text nor abstract")
         big = too_large(NAME, source_id, len(text.encode()), self.settings.max_record_bytes)
-        return big or _doc(result, source_id, published, text, full, str(licence), failure)
+        return big or _doc(result, source_id, published, text, extra, str(licence), failure)
 
     async def _text(
         self, http: HttpClient, result: dict[str, Any], source_id: str
-    ) -> tuple[str, bool, str | None] | DocOrRejection:
-        """(text, is it the full text, why the full text failed) or a rejection of the full text."""
+    ) -> tuple[str, dict[str, Any], str | None] | DocOrRejection:
+        """(text, metadata from the full text, why the full text failed) or a rejection of the full text.
+
+        With full text, the text is the abstract (JATS, else the search record's) under an "Abstract"
+        heading, then the body; without it, the search record's abstract alone.
+        """
         abstract = str(result.get("abstractText") or "")
         # fullTextXML answers 404 for anything not in Europe PMC's own full-text set (inEPMC "N")
         if not (self.settings.full_text and result.get("pmcid")) or result.get("inEPMC") == "N":
-            return abstract, False, None
+            return abstract, {"full_text": False}, None
         try:
             fetched = await self._full_text(http, source_id)
         except SourceError as exc:  # this article only: fall back to its abstract
-            return abstract, False, str(exc)
-        if not isinstance(fetched, str):
+            return abstract, {"full_text": False}, str(exc)
+        if not isinstance(fetched, JatsText):
             return fetched
-        return (fetched, True, None) if fetched else (abstract, False, None)
+        if not fetched.body:
+            return abstract, {"full_text": False}, None
+        extra = {"full_text": True, "figures": fetched.figures, "tables": fetched.tables}
+        return fetched.text(abstract), extra, None
 
-    async def _full_text(self, http: HttpClient, pmcid: str) -> str | DocOrRejection:
+    async def _full_text(self, http: HttpClient, pmcid: str) -> JatsText | DocOrRejection:
         response = await http.get(f"{self.settings.base_url}/{pmcid}/fullTextXML")
         if response.status_code == 404:
-            return ""
+            return JatsText()
         big = too_large(NAME, pmcid, len(response.content), self.settings.max_record_bytes * 4)
         if big:
             return big
         try:
-            return jats_body_text(parse_xml(response.content))
+            return jats_text(parse_xml(response.content))
         except etree.XMLSyntaxError as exc:
             return rejection(NAME, pmcid, "bad_xml", f"fullTextXML: {exc}")
+
+
+def record_url(result: dict[str, Any]) -> str | None:
+    """The article's page: Europe PMC's by PMCID, else PubMed's by PMID, else its DOI link."""
+    pmcid, pmid, doi = (str(result.get(k) or "").strip() for k in ("pmcid", "pmid", "doi"))
+    if pmcid:
+        return f"https://europepmc.org/article/PMC/{pmcid}"
+    if pmid.isdigit():
+        return f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/"
+    if doi:
+        return f"https://doi.org/{doi}"
+    return None
 
 
 def _doc(
@@ -167,7 +190,7 @@ def _doc(
     source_id: str,
     published: datetime,
     text: str,
-    full: bool,
+    extra: dict[str, Any],
     licence: str,
     full_text_error: str | None = None,
 ) -> Doc:
@@ -181,7 +204,7 @@ def _doc(
     return Doc(
         source=NAME,
         source_id=source_id,
-        url=f"https://europepmc.org/article/PMC/{pmcid}" if pmcid else None,
+        url=record_url(result),
         published=published,
         date_field="firstPublicationDate",
         doc_type="case_report",
@@ -197,7 +220,7 @@ def _doc(
             "authors": result.get("authorString"),
             "mesh": mesh,
             "keywords": keywords,
-            "full_text": full,
+            **extra,
             **({"full_text_error": full_text_error} if full_text_error else {}),
         },
     )

@@ -5,11 +5,14 @@ then `efetch` in batches. A window with more than 9,999 hits is split in halves 
 (esearch cannot page past 9,999). `tool` and `email` go with every request; an API key, read from the
 environment variable the settings name, raises the rate from 3 to 10 requests/s. An efetch page that
 is not well-formed XML is split into its `<PubmedArticle>` elements, parsed one by one, so one bad
-record is rejected (with its PMID when it can be read) and the rest of the page is kept.
+record is rejected (with its PMID when it can be read) and the rest of the page is kept. A page with
+no articles at all is logged as a warning naming the window and offset, and counted as an
+`empty_page` rejection. Superscripts in titles and abstracts keep a caret (`10^9/L`, see `sources.xml`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -22,9 +25,10 @@ from livemed.errors import SourceError
 from livemed.records import Doc
 from livemed.sources.base import DocOrRejection, HttpSettings, rejection, too_large
 from livemed.sources.http import HttpClient
-from livemed.sources.xml import parse_xml, text_of
+from livemed.sources.xml import inline_text, parse_xml, text_of
 
 NAME = "pubmed"
+logger = logging.getLogger(__name__)
 ESEARCH_MAX = 9_999
 _ARTICLE = re.compile(rb"<PubmedArticle\b[^>]*>.*?</PubmedArticle>", re.DOTALL)
 _PMID = re.compile(rb"<PMID\b[^>]*>\s*(\d+)\s*</PMID>")
@@ -92,7 +96,7 @@ class PubMed:
                     )
                     yield rejection(NAME, f"window:{first}", "window_truncated", detail)
                 for retstart in range(0, min(count, ESEARCH_MAX), s.page_size):
-                    async for item in self._fetch(http, history, retstart):
+                    async for item in self._fetch(http, history, retstart, f"{first}..{last}"):
                         yield item
                         yielded += isinstance(item, Doc)
                         if limit is not None and yielded >= limit:
@@ -137,7 +141,7 @@ class PubMed:
         return count, (root.findtext("QueryKey") or "", root.findtext("WebEnv") or "")
 
     async def _fetch(
-        self, http: HttpClient, history: tuple[str, str], retstart: int
+        self, http: HttpClient, history: tuple[str, str], retstart: int, window: str
     ) -> AsyncIterator[DocOrRejection]:
         query_key, webenv = history
         params = self._params(
@@ -155,8 +159,21 @@ class PubMed:
             for item in split_page(response.content, retstart, exc, self.settings.max_record_bytes):
                 yield item
             return
-        for article in root.iter("PubmedArticle"):
+        articles = list(root.iter("PubmedArticle"))
+        if not articles:
+            yield empty_page(window, retstart, root)
+        for article in articles:
             yield parse_article(article, self.settings.max_record_bytes)
+
+
+def empty_page(window: str, retstart: int, root: etree._Element) -> DocOrRejection:
+    """An efetch page with no <PubmedArticle> where esearch counted some: a warning and a rejection,
+    so the run's counts show it (`rejected.harvest.empty_page`)."""
+    error = " ".join((root.findtext("ERROR") or "").split())[:200]
+    detail = f"efetch returned no articles for the Entrez-date window {window} at retstart {retstart}"
+    detail += f" (<{root.tag}>{': ' + error if error else ''})"
+    logger.warning("%s: %s", NAME, detail)
+    return rejection(NAME, f"efetch:{window}@{retstart}", "empty_page", detail)
 
 
 def split_page(
@@ -207,7 +224,8 @@ def parse_article(article: etree._Element, max_bytes: int = 1_000_000) -> DocOrR
     parts = []
     for node in article.iterfind("MedlineCitation/Article/Abstract/AbstractText"):
         label = node.get("Label")
-        parts.append(f"{label}: {text_of(node)}" if label else text_of(node))
+        text = inline_text(node)
+        parts.append(f"{label}: {text}" if label else text)
     text = "\n".join(p for p in parts if p)
     if not text:
         return rejection(NAME, pmid, "no_text", "no abstract")
@@ -224,7 +242,7 @@ def parse_article(article: etree._Element, max_bytes: int = 1_000_000) -> DocOrR
         published=published,
         date_field="entrez",
         doc_type="case_report",
-        title=text_of(article.find("MedlineCitation/Article/ArticleTitle")),
+        title=inline_text(article.find("MedlineCitation/Article/ArticleTitle")),
         text=text,
         licence=None,
         metadata={

@@ -6,6 +6,10 @@ the daily quota runs out. Errors come as HTTP 400 with `error_id`/`error_name`/`
 the wrapper: internal_error (500), throttle_violation (502) and temporarily_unavailable (503) are
 retried after a backoff (or the wait a throttle message names, up to `max_throttle_wait_s`); others
 stop the source. Content is CC BY-SA: each Doc keeps the licence, author and link.
+
+The API HTML-encodes every string it returns (`Jo&#227;o &quot;JJ&quot;`). Plain-text fields (title,
+tags, display names, links) are decoded here, once; bodies are HTML and stay as they came, so the
+`html` pre-filter decodes them once while it strips the markup (`&amp;lt;` ends as the text `&lt;`).
 """
 
 from __future__ import annotations
@@ -167,14 +171,17 @@ class StackExchange:
         if big:
             return big
         owner = question.get("owner") or {}
+        tags = question.get("tags") or []
+        if not isinstance(tags, list):
+            raise TypeError(f"tags is a {type(tags).__name__}, not a list")
         return Doc(
             source=NAME,
             source_id=qid,
-            url=question.get("link"),
+            url=decoded(question.get("link"), "link"),
             published=published,
             date_field="creation_date",
             doc_type="thread",
-            title=html.unescape(str(question.get("title") or "")),
+            title=decoded(question.get("title"), "title") or "",
             text=body,
             replies=[
                 _reply(a, owner.get("user_id"), self.settings.site)
@@ -184,15 +191,28 @@ class StackExchange:
             licence=str(question.get("content_license") or "CC BY-SA 4.0"),
             metadata={
                 "site": self.settings.site,
-                "tags": question.get("tags", []),
+                "tags": [decoded(t, "tag") for t in tags],
                 "score": question.get("score"),
                 "attribution": {
-                    "author": owner.get("display_name"),
-                    "author_url": owner.get("link"),
-                    "link": question.get("link"),
+                    "author": decoded(owner.get("display_name"), "author"),
+                    "author_url": decoded(owner.get("link"), "author link"),
+                    "link": decoded(question.get("link"), "link"),
                 },
             },
         )
+
+
+def decoded(value: Any, name: str) -> str | None:
+    """A plain-text API string with its HTML entities decoded (once); None stays None.
+
+    Links are decoded too: the API writes them as plain URLs, so decoding changes nothing unless an
+    entity (`&amp;` in a query string) was written into one.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} is a {type(value).__name__} ({value!r:.40}), not text")
+    return html.unescape(value)
 
 
 def _reply(answer: dict[str, Any], asker_id: Any, site: str) -> Reply:
@@ -205,7 +225,7 @@ def _reply(answer: dict[str, Any], asker_id: Any, site: str) -> Reply:
     answer_id = answer.get("answer_id")
     return Reply(
         role=role,
-        author=owner.get("display_name"),
+        author=decoded(owner.get("display_name"), "answer author"),
         text=str(answer["body"]),
         date=parse_date(answer.get("creation_date")),
         url=f"https://{site}.stackexchange.com/a/{answer_id}" if answer_id else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -69,25 +70,54 @@ def load_corpus(path: str | Path) -> list[Passage]:
 
 
 def load_medquad(path: str | Path) -> list[Passage]:
-    """MedQuAD answered pairs (`qid, focus, question, answer, url, …`), one passage per distinct answer."""
+    """MedQuAD answered pairs (`qid, focus, question, answer, url, …`), one passage per distinct answer.
+
+    Passage ids are `medquad:<collection>/<file>#<qid>` (see `medquad_id`), unique over the file.
+    """
     path = Path(path)
     passages: list[Passage] = []
     seen: set[str] = set()
+    keys: Counter[str] = Counter()
     for number, data in _lines(path):
         answer = str(data.get("answer") or "").strip()
         qid = data.get("qid")
         if not qid:
             raise InputFileError(path, "a MedQuAD line needs 'qid'", number)
+        key = medquad_key(data)
+        keys[key] += 1
         if not answer or answer in seen:
             continue
         seen.add(answer)
         title = " — ".join(str(part) for part in (data.get("focus"), data.get("question")) if part)
         passages.append(
             Passage(
-                id=f"medquad:{qid}", title=title, text=answer, url=data.get("url"), licence=MEDQUAD_LICENCE
+                id=medquad_id(key, keys[key]),
+                title=title,
+                text=answer,
+                url=data.get("url"),
+                licence=MEDQUAD_LICENCE,
             )
         )
     return passages
+
+
+def medquad_key(pair: dict[str, Any]) -> str:
+    """`<collection>/<file>#<qid>`: where a pair comes from upstream.
+
+    Question ids repeat across collections (`0000001-1` is in several) and across the files of one
+    page (CancerGov's `0000013_2_1.xml` … `_6.xml` share their question ids). `file` is the XML file's
+    name (written by `livemed evidence fetch medquad` since conversion format 2); a line converted
+    before that has the page's `doc_id` instead, else the qid's page part.
+    """
+    qid = str(pair.get("qid"))
+    file = pair.get("file") or pair.get("doc_id") or qid.rsplit("-", 1)[0]
+    return f"{pair.get('collection') or ''}/{file}#{qid}"
+
+
+def medquad_id(key: str, ordinal: int) -> str:
+    """The passage id of the `ordinal`-th pair (1-based, in file order) with this key: `~2`, `~3`, …
+    are added only to repeats, so ids stay the same from run to run for the same file."""
+    return f"medquad:{key}" if ordinal == 1 else f"medquad:{key}~{ordinal}"
 
 
 def corpus_hash(passages: list[Passage]) -> str:

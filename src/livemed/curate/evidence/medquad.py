@@ -31,6 +31,9 @@ MEDQUAD_COMMIT = "577bd37b96c02d1833b2c9eed2de9f96964e96cb"
 MEDQUAD_URL = f"https://github.com/abachaa/MedQuAD/archive/{MEDQUAD_COMMIT}.zip"
 MEDQUAD_FILE = "medquad_answered_pairs.jsonl.gz"
 PROVENANCE_FILE = "provenance.json"
+# 2: pairs carry `file` (evidence ids `medquad:<collection>/<file>#<qid>`) and the <DiseaseFile> and
+# <doc> layouts are read; a cached conversion without this format is converted again by the fetch.
+CONVERSION_FORMAT = 2
 LICENSE_FILE = "LICENSE.txt"
 ATTRIBUTION = (
     'MedQuAD, CC BY 4.0: Asma Ben Abacha and Dina Demner-Fushman, "A Question-Entailment Approach to '
@@ -86,6 +89,40 @@ class FetchResult:
     sha256: str | None = None
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where one of the upstream XML layouts keeps each field."""
+
+    doc_id: str
+    source: str
+    focus: str
+    cuis: str
+    types: str
+    group: str
+    pairs: str
+    question: str
+    answer: str
+
+
+# 5,492 files are <Document>; 9_CDC_QA/0000397.xml is a <DiseaseFile> and four 6_NINDS_QA files are
+# <doc>/<qaPairs>/<pair> (lower-case fields); all three carry the same information.
+LAYOUTS = {
+    "Document": _Layout(
+        "id", "source", "Focus", "FocusAnnotations/UMLS/CUIs/CUI",
+        "FocusAnnotations/UMLS/SemanticTypes/SemanticType", "FocusAnnotations/UMLS/SemanticGroup",
+        "QAPairs/QAPair", "Question", "Answer",
+    ),
+    "DiseaseFile": _Layout(
+        "fid", "source", "Focus", "UMLS/CUI", "UMLS/SemanticType", "UMLS/SemanticGroup",
+        "QAPairs/QAPair", "Question", "Answer",
+    ),
+    "doc": _Layout(
+        "docid", "corpus", "doctitle-focus", "umls/cui", "umls/semanticType", "umls/semanticGroup",
+        "qaPairs/pair", "question", "answer",
+    ),
+}  # fmt: skip
+
+
 def _text(element: Any) -> str:
     return _SPACE.sub(" ", "".join(element.itertext())).strip() if element is not None else ""
 
@@ -94,35 +131,39 @@ def _texts(root: Any, path: str) -> list[str]:
     return [text for text in (_text(e) for e in root.findall(path)) if text]
 
 
-def parse_document(data: bytes, collection: str) -> tuple[list[dict[str, Any]], int]:
+def parse_document(data: bytes, collection: str, file: str = "") -> tuple[list[dict[str, Any]], int]:
     """The answered pairs of one MedQuAD XML file, and how many empty answers were dropped.
 
-    Raises `etree.XMLSyntaxError` on a malformed file, ValueError when the root is not <Document>.
+    `file` is the file's name without `.xml`; it goes into each pair (the evidence id is built from
+    collection, file and question id, see `corpus.medquad_ids`). Raises `etree.XMLSyntaxError` on a
+    malformed file, ValueError when the root is none of the known layouts.
     """
     root = etree.fromstring(data, parser=_PARSER)
-    if root.tag != "Document":
-        raise ValueError(f"root element is <{root.tag}>, not <Document>")
+    layout = LAYOUTS.get(root.tag)
+    if layout is None:
+        known = ", ".join(f"<{name}>" for name in LAYOUTS)
+        raise ValueError(f"root element is <{root.tag}>, not one of {known}")
     common = {
         "collection": collection,
-        "source": root.get("source"),
-        "doc_id": root.get("id"),
+        "file": file,
+        "source": root.get(layout.source),
+        "doc_id": root.get(layout.doc_id),
         "url": root.get("url"),
-        "focus": _text(root.find("Focus")),
-        "umls_cuis": _texts(root, "FocusAnnotations/UMLS/CUIs/CUI"),
-        "semantic_types": _texts(root, "FocusAnnotations/UMLS/SemanticTypes/SemanticType"),
-        "semantic_group": _text(root.find("FocusAnnotations/UMLS/SemanticGroup")),
+        "focus": _text(root.find(layout.focus)),
+        "umls_cuis": _texts(root, layout.cuis),
+        "semantic_types": _texts(root, layout.types),
+        "semantic_group": _text(root.find(layout.group)),
     }
     pairs, empty = [], 0
-    for pair in root.findall("QAPairs/QAPair"):
-        question = pair.find("Question")
-        answer = _text(pair.find("Answer"))
+    for pair in root.findall(layout.pairs):
+        question = pair.find(layout.question)
+        answer = _text(pair.find(layout.answer))
         if not answer:
             empty += 1
             continue
-        qid = question.get("qid") if question is not None else None
         pairs.append(
             {
-                "qid": qid,
+                "qid": question.get("qid") if question is not None else None,
                 **common,
                 "qtype": question.get("qtype") if question is not None else None,
                 "question": _text(question),
@@ -169,7 +210,8 @@ def convert_archive(archive_path: Path, out_dir: Path) -> Conversion:
         with _atomic(target) as tmp, gzip.open(tmp, "wt", encoding="utf-8") as handle:
             for collection, name in members:
                 try:
-                    pairs, empty = parse_document(archive.read(name), collection)
+                    stem = PurePosixPath(name).stem
+                    pairs, empty = parse_document(archive.read(name), collection, stem)
                 except (etree.XMLSyntaxError, ValueError) as exc:
                     result.bad_files.append(f"{name}: {exc}")
                     continue
@@ -227,6 +269,16 @@ async def _download(url: str, dest: Path, *, max_retries: int, timeout_s: float)
         await http.download(url, dest)
 
 
+def is_current(cache_dir: Path | None = None) -> bool:
+    """True when the cached conversion exists and was written in this `CONVERSION_FORMAT`."""
+    path = medquad_path(cache_dir)
+    try:
+        provenance = json.loads((path.parent / PROVENANCE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return path.exists() and isinstance(provenance, dict) and provenance.get("format") == CONVERSION_FORMAT
+
+
 def fetch_medquad(
     *,
     url: str = MEDQUAD_URL,
@@ -235,9 +287,10 @@ def fetch_medquad(
     max_retries: int = 3,
     timeout_s: float = 60.0,
 ) -> FetchResult:
-    """Download and convert MedQuAD into the cache folder, unless the converted file is already there."""
+    """Download and convert MedQuAD into the cache folder, unless a current conversion is already there
+    (one written in an older format, see `CONVERSION_FORMAT`, is converted again)."""
     path = medquad_path(cache_dir)
-    if path.exists() and not force:
+    if not force and is_current(cache_dir):
         return FetchResult(path, fetched=False)
     out_dir = path.parent
     try:
@@ -256,6 +309,7 @@ def fetch_medquad(
         "url": url,
         "commit": MEDQUAD_COMMIT if MEDQUAD_COMMIT in url else None,
         "archive_sha256": sha256,
+        "format": CONVERSION_FORMAT,
         "file": MEDQUAD_FILE,
         "file_sha256": _sha256(path),
         "pairs": conversion.pairs,
