@@ -4,7 +4,8 @@ Builds the labelled set of `benchmarks/kqa_labels.py` from K-QA, writes it as JS
 `livemed judges agreement --labels` reads, and prints macro-F1, met-recall and Cohen's kappa of the
 current grader and of the grader at a baseline git revision (default: the one before this work), per
 split, plus the always-"not met" floor. With `--physician FILE` (K-QA's `NLI_medical_annotator.csv`,
-physicians' majority labels on LLM answers; any file the agreement command reads) it scores that too.
+physicians' majority labels on LLM answers; any file the agreement command reads) it scores that too,
+all of it and per half (its questions fall in the same dev / held-out split as the K-QA items).
 Throughput: grades per second over the held-out items, `--repeat` runs each, with `uptime` before.
 
     .venv/bin/python benchmarks/lexical_grader.py [--kqa ../shared/data/k-qa/questions_w_answers.jsonl]
@@ -125,7 +126,11 @@ def main(argv: list[str] | None = None) -> None:
     for split in kqa_labels.SPLITS:
         report(f"K-QA {split}", sets[split], graders)
     if args.physician:
-        report(f"physicians: {args.physician.name}", load(args.physician), graders)
+        physician = load(args.physician)
+        report(f"physicians: {args.physician.name}, all", physician, graders)
+        for split in kqa_labels.SPLITS:
+            half = [i for i in physician if kqa_labels.split_of(i.question) == split]
+            report(f"physicians: {args.physician.name}, questions of the {split} split", half, graders)
     in_order = sets["heldout"]  # an answer's criteria one after another, as `livemed grade` asks them
     shuffled = random.Random(kqa_labels.SEED).sample(in_order, len(in_order))  # a new response every call
     for order, items in (("in order", in_order), ("shuffled", shuffled)):

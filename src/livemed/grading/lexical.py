@@ -1,15 +1,23 @@
-"""`offline/lexical`: a no-LLM grader baseline — negation-aware sentence matching.
+"""`offline/lexical`: a no-LLM grader baseline — negation-aware, weighted word matching.
 
-A criterion is met when one sentence of the response contains most of the criterion's content
-words (after dropping stopwords and rubric boilerplate such as "the response mentions") *and*
-agrees with it on negation, judged by the parity of negation cues in each clause (a text is negated
-when one of its clauses is): "avoid ibuprofen" does not meet "recommends ibuprofen", "stop the
-medicine" does not meet "advises not stopping the medicine", "do not stop the medicine" does, and
-"avoid screens, and avoid alcohol" stays negated. Naming an allergy ("your penicillin allergy",
-"allergic to penicillin") counts as a negation cue: it contraindicates the drug, it does not
-recommend it. For a negative criterion, met means the bad statement
-is present, exactly as for an LLM judge. It is a baseline: it sees words, not meaning, and its
-agreement with human labels is measured like any other grader's.
+A criterion is met when a passage of the response (one sentence, or two in a row) holds at least
+`MATCH_THRESHOLD` of the criterion's content-word weight *and* agrees with it on negation.
+Words are folded before matching (`lexicon.py`: brand names to the generic drug, British spelling,
+plural abbreviations, a few lay ↔ clinical words; then a crude stem), and weighted: a drug or a number
+counts most, words common to every medical statement ("treatment", "symptoms") least, and a word the
+response repeats in many sentences (its topic) counts less for each one, so a statement is not met on
+its topic alone. A drug the criterion names and the response does not, or a number it states where the
+response gives other numbers, is a mismatch: not met.
+
+Negation is judged by the parity of negation cues in each clause: the criterion is negated when one of
+its clauses is, a passage when one of the clauses that carry the match is. "avoid ibuprofen" does not
+meet "recommends ibuprofen", "stop the medicine" does not meet "advises not stopping the medicine",
+"do not stop the medicine" does, and "avoid screens, and avoid alcohol" stays negated. Naming an
+allergy ("your penicillin allergy", "allergic to penicillin") counts as a negation cue: it
+contraindicates the drug, it does not recommend it ("allergic reaction", a side effect, does not).
+For a negative criterion, met means the bad statement is present, exactly as for an LLM judge. It is
+a baseline: it sees words, not meaning, and its agreement with human labels is measured like any other
+grader's (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -145,17 +153,18 @@ def terms(text: str) -> dict[str, float]:
     return wanted
 
 
+def _clauses(text: str) -> tuple[_Clause, ...]:
+    return tuple(
+        _Clause(frozenset(key(w) for w in _content_words(c)), _odd_cues(c))
+        for c in _CLAUSE.split(text)
+        if c.strip()
+    )
+
+
 @lru_cache(maxsize=512)
 def prepare(response: str) -> _Prepared:
     texts = tuple(sentences(response))
-    parsed = tuple(
-        tuple(
-            _Clause(frozenset(key(w) for w in _content_words(c)), _odd_cues(c))
-            for c in _CLAUSE.split(sentence)
-            if c.strip()
-        )
-        for sentence in texts
-    )
+    parsed = tuple(_clauses(sentence) for sentence in texts)
     spread: dict[str, int] = {}
     for sentence in parsed:
         for k in frozenset().union(*(c.keys for c in sentence)):
@@ -163,9 +172,10 @@ def prepare(response: str) -> _Prepared:
     return _Prepared(parsed, texts, frozenset(spread), {k: n**-TOPIC_DAMPING for k, n in spread.items()})
 
 
-def _mismatch(wanted: dict[str, float], response: _Prepared) -> str:
+def _mismatch(criterion: str, wanted: dict[str, float], response: _Prepared) -> str:
     """A drug or number the criterion names and the response does not (numbers: when it has any)."""
-    drugs = sorted(k for k, w in wanted.items() if w == DRUG_WEIGHT and k not in response.keys)
+    names = {key(w): SYNONYMS.get(w, w) for w in _content_words(criterion)}
+    drugs = sorted(names[k] for k, w in wanted.items() if w == DRUG_WEIGHT and k not in response.keys)
     if drugs:
         return f"the criterion names {', '.join(drugs)}, the response does not"
     numbers = {k for k in response.keys if k[0].isdigit()}
@@ -175,7 +185,7 @@ def _mismatch(wanted: dict[str, float], response: _Prepared) -> str:
     return ""
 
 
-def _windows(response: _Prepared, wanted: dict[str, float], want_negated: bool) -> tuple[float, int]:
+def _windows(response: _Prepared, wanted: dict[str, float], own: tuple[_Clause, ...]) -> tuple[float, int]:
     """The best share of criterion weight in up to WINDOW consecutive sentences that agree on negation."""
     wanted = {k: w * response.damping.get(k, 1.0) for k, w in wanted.items()}
     total = sum(wanted.values())
@@ -186,10 +196,21 @@ def _windows(response: _Prepared, wanted: dict[str, float], want_negated: bool) 
             share = sum(w for k, w in wanted.items() if k in keys) / total
             if share <= best:
                 continue
-            lead = max(clauses, key=lambda c: sum(w for k, w in wanted.items() if k in c.keys))
-            if lead.negated == want_negated:
+            if _agree(own, clauses, wanted):
                 best, where = share, start
     return best, where
+
+
+def _agree(own: tuple[_Clause, ...], clauses: tuple[_Clause, ...], wanted: dict[str, float]) -> bool:
+    """Each clause of the criterion agrees on negation with the passage clause that matches it best.
+
+    "X is not Y" is not met by "X is Y. Z is not W": its clause's best match, "X is Y", is not negated."""
+    for mine in own:
+        overlap = [sum(wanted.get(k, 0.0) for k in mine.keys & c.keys) for c in clauses]
+        best = max(overlap, default=0.0)
+        if best > 0 and clauses[overlap.index(best)].negated != mine.negated:
+            return False
+    return True
 
 
 def _spans(parsed: tuple[tuple[_Clause, ...], ...], start: int) -> list[tuple[_Clause, ...]]:
@@ -206,10 +227,10 @@ def match(response: str, criterion: str, threshold: float = MATCH_THRESHOLD) -> 
     if not wanted:
         return False, "criterion has no content words to match"
     prepared = prepare(response)
-    mismatch = _mismatch(wanted, prepared)
+    mismatch = _mismatch(criterion, wanted, prepared)
     if mismatch:
         return False, mismatch
-    best, where = _windows(prepared, wanted, negated(criterion))
+    best, where = _windows(prepared, wanted, _clauses(criterion))
     if best >= threshold:
         return True, f"{best:.0%} of the criterion's words in: {prepared.texts[where][:160]!r}"
     return False, f"best matching passage has {best:.0%} of the criterion's words (needs {threshold:.0%})"
