@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import random
 import statistics
@@ -86,6 +87,19 @@ def report(label: str, items: Sequence[LabelItem], graders: dict[str, Judge]) ->
     print(row("always not met", metrics([i.label for i in items], [False] * len(items))))
 
 
+def by_kind(split: str, path: Path, graders: dict[str, Judge]) -> None:
+    """Accuracy per kind of item (own statement, unrelated, negated, altered, removed)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    kinds = sorted({r["kind"] for r in rows})
+    for name, judge in graders.items():
+        cells = []
+        for kind in kinds:
+            some = [r for r in rows if r["kind"] == kind]
+            right = sum(judge(r["response"], r["criterion"])[0] == (r["label"] == "met") for r in some)
+            cells.append(f"{kind} {right / len(some):.2f} (n={len(some)})")
+        print(f"  accuracy by kind, {split}, {name}: " + ", ".join(cells))
+
+
 def throughput(items: Sequence[LabelItem], judge: Judge, repeat: int) -> list[float]:
     rates = []
     for _ in range(repeat):
@@ -125,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     sets: dict[str, Any] = {split: load(path) for split, path in paths.items()}
     for split in kqa_labels.SPLITS:
         report(f"K-QA {split}", sets[split], graders)
+        by_kind(split, args.out / f"kqa-lexical-{split}.jsonl", graders)
     if args.physician:
         physician = load(args.physician)
         report(f"physicians: {args.physician.name}, all", physician, graders)
