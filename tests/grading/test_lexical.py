@@ -85,8 +85,8 @@ def test_negation_and_alteration_rules() -> None:
 KQA_ROWS = [
     {
         "Question": f"question {n}?",
-        "Free_form_answer": f"Drug{n} treats illness{n}. It is safe in pregnancy. Take 2 ibuprofen tablets.",
-        "Must_have": [f"Drug{n} treats illness{n}", "Ibuprofen is taken as 2 tablets"],
+        "Free_form_answer": f"Drug{n} treats illness{n}. It is safe. Take 2 ibuprofen tablets for pain{n}.",
+        "Must_have": [f"Drug{n} treats illness{n}", f"Ibuprofen is taken as 2 tablets for pain{n}"],
     }
     for n in range(12)
 ]
@@ -98,9 +98,14 @@ def test_the_set_and_its_split_are_deterministic() -> None:
     assert kqa_labels.split_of("question 3?") == kqa_labels.split_of(" question 3? ")
     splits = {kqa_labels.split_of(r["Question"]) for r in KQA_ROWS}
     assert splits == set(kqa_labels.SPLITS)
-    for item in first:  # a question's items never straddle the split
+    for item in first:
         assert item["split"] == kqa_labels.split_of(item["question"])
-        assert all(other["criterion"] for other in first if other["qid"] == item["qid"])
+    by_split = {split: {i["qid"] for i in first if i["split"] == split} for split in kqa_labels.SPLITS}
+    assert not by_split["dev"] & by_split["heldout"]  # a question's items never straddle the split
+    for item in first:  # unrelated statements come from the same split, so nothing leaks across
+        if item["kind"] == "unrelated":
+            owners = {i["qid"] for i in first if i["kind"] == "own" and i["criterion"] == item["criterion"]}
+            assert owners <= by_split[item["split"]]
     kinds = {item["kind"] for item in first}
     assert kinds == {"own", "unrelated", "negated", "altered", "removed"}
     assert {item["label"] for item in first if item["kind"] == "own"} == {"met"}
