@@ -100,14 +100,19 @@ def by_kind(split: str, path: Path, graders: dict[str, Judge]) -> None:
         print(f"  accuracy by kind, {split}, {name}: " + ", ".join(cells))
 
 
-def throughput(items: Sequence[LabelItem], judge: Judge, repeat: int) -> list[float]:
-    rates = []
+def throughput(items: Sequence[LabelItem], graders: dict[str, Judge], repeat: int) -> dict[str, list[float]]:
+    """Grades per second of each grader, `repeat` times, the graders taking turns (load hits both alike).
+
+    The new grader's parse of a response is cleared before each run (an answer is graded once); its
+    cache of word keys is not (a long grading run keeps it warm)."""
+    rates: dict[str, list[float]] = {name: [] for name in graders}
     for _ in range(repeat):
-        lexical.prepare.cache_clear()
-        start = time.perf_counter()
-        for item in items:
-            judge(item.response, item.criterion)
-        rates.append(len(items) / (time.perf_counter() - start))
+        for name, judge in graders.items():
+            lexical.prepare.cache_clear()
+            start = time.perf_counter()
+            for item in items:
+                judge(item.response, item.criterion)
+            rates[name].append(len(items) / (time.perf_counter() - start))
     return rates
 
 
@@ -149,8 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     in_order = sets["heldout"]  # an answer's criteria one after another, as `livemed grade` asks them
     shuffled = random.Random(kqa_labels.SEED).sample(in_order, len(in_order))  # a new response every call
     for order, items in (("in order", in_order), ("shuffled", shuffled)):
-        for name, judge in graders.items():
-            rates = throughput(items, judge, args.repeat)
+        for name, rates in throughput(items, graders, args.repeat).items():
             spread = f"{min(rates):,.0f}–{max(rates):,.0f}"
             median = statistics.median(rates)
             print(f"throughput {name}, {order}: median {median:,.0f} grades/s ({spread}, {args.repeat} runs)")

@@ -125,6 +125,7 @@ class _Prepared:
     damping: dict[str, float]  # key -> (sentences holding it) ** -TOPIC_DAMPING: the topic counts less
 
 
+@lru_cache(maxsize=1 << 16)
 def key(word: str) -> str:
     """A word's matching key: synonyms and brand names folded, British spelling folded, stemmed."""
     return stem(american(SYNONYMS.get(word, word)))
