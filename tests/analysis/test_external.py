@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import textwrap
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from livemed.errors import ConfigError, InputFileError
 from livemed.records import Score
 from livemed.store import Store
 from tests.analysis.builders import CUTOFFS_TOML, study
+from tests.conftest import REPO_ROOT
 
 SMALL = AnalysisSettings(resamples=1000, permutations=1000, min_post=2, min_pre=2)
 FAST = AnalysisSettings(resamples=1000, permutations=1000, min_post=5, min_pre=5)
@@ -374,3 +377,15 @@ def test_real_pubmedqa_years_are_not_dates_so_nothing_is_dated(shared_data: Path
         pytest.raises(ValueError, match="no item has a usable date"),
     ):
         contamination_check(items, date(2012, 12, 31), scores={"always-yes": always_yes}, strict=False)
+
+
+def test_the_readme_example_runs_and_prints_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    (block,) = [
+        b for b in re.findall(r"```python\n(.*?)```", readme, re.DOTALL) if "contamination_check" in b
+    ]
+    code = textwrap.dedent(block)
+    expected = code.strip().splitlines()[-1].removeprefix("# ")
+    exec(compile(code, "README.md", "exec"), {})  # the project's own README example
+    assert capsys.readouterr().out.strip() == expected
+    assert expected.startswith("tested 91 109")
