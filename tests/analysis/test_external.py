@@ -389,3 +389,16 @@ def test_the_readme_example_runs_and_prints_what_it_says(capsys: pytest.CaptureF
     exec(compile(code, "README.md", "exec"), {})  # the project's own README example
     assert capsys.readouterr().out.strip() == expected
     assert expected.startswith("tested 91 109")
+
+
+def test_a_json_array_is_named_as_such(tmp_path: Path) -> None:
+    path = write(tmp_path / "scores.json", '[{"item_id": "a"}]\n')
+    with pytest.raises(InputFileError, match="a JSON array: write one JSON object per line"):
+        read_scores(path)
+
+
+def test_a_quoted_csv_field_over_two_lines_keeps_the_line_numbers(tmp_path: Path) -> None:
+    text = 'item_id,published,model,score,note\na,2024-01-01,m,1,"two\nlines"\nb,someday,m,1,x\n'
+    read = read_scores(write(tmp_path / "s.csv", text))
+    assert [r.case_id for r in read.rows] == ["a"]
+    assert [(x.line, x.item_id, x.reason) for x in read.left_out] == [(4, "b", "bad date")]

@@ -61,7 +61,7 @@ def parse_cutoffs(text: str, origin: str) -> CutoffFile:
 
 def parse_cutoffs_csv(text: str, origin: str) -> CutoffFile:
     """Parse a CSV `model,cutoff[,source]` file; a row without a source gets "FILE, line N" as its source."""
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=""))
     missing = [c for c in ("model", "cutoff") if c not in (reader.fieldnames or [])]
     if missing:
         raise InputFileError(

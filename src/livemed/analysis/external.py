@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import math
 import warnings
 from collections import Counter, defaultdict
@@ -213,6 +214,8 @@ def read_scores(path: Path, columns: Mapping[str, str] | None = None) -> Externa
         data = path.read_bytes()
     except OSError as exc:
         raise InputFileError(path, f"cannot read the scores file: {exc.strerror or exc}") from None
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        raise InputFileError(path, "a JSON array: write one JSON object per line (JSONL), or a CSV file")
     if file_format(path, data[:64]) == "csv":
         raw: Iterable[RawRow] = _csv_rows(path, data, names)
     else:
@@ -234,7 +237,7 @@ def _csv_rows(path: Path, data: bytes, names: Mapping[str, str]) -> Iterator[Raw
     except UnicodeDecodeError:
         raise InputFileError(path, "the file is not valid UTF-8") from None
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    reader = csv.DictReader(text.splitlines(keepends=True), delimiter=delimiter)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
     header = reader.fieldnames or []
     for field_name in FIELDS:
         if names[field_name] not in header:
