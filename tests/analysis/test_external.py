@@ -350,6 +350,8 @@ def test_api_bad_dates_raise_or_are_left_out_with_a_warning() -> None:
 def test_api_needs_exactly_one_score_source() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         contamination_check([], date(2024, 1, 1))
+    with pytest.raises(ValueError, match="scores for m: 1 scores for 2 items"):
+        contamination_check([{"publish_date": "2024-01-01"}] * 2, date(2024, 1, 1), scores={"m": [1]})
     with pytest.raises(ValueError, match="no item with id 'zz'"):
         contamination_check(
             [{"id": "a", "publish_date": "2024-01-01"}], date(2024, 1, 1), scores={"m": {"zz": 1}}
@@ -402,3 +404,9 @@ def test_a_quoted_csv_field_over_two_lines_keeps_the_line_numbers(tmp_path: Path
     read = read_scores(write(tmp_path / "s.csv", text))
     assert [r.case_id for r in read.rows] == ["a"]
     assert [(x.line, x.item_id, x.reason) for x in read.left_out] == [(4, "b", "bad date")]
+
+
+def test_api_names_a_bad_item_by_its_position_for_every_model() -> None:
+    items = [{"id": "a", "publish_date": "2024-01-01"}, {"id": "b", "publish_date": "2024-13-01"}]
+    with pytest.raises(ValueError, match=r"bad date: 2 row\(s\): items:2 \(b: .*\), items:2 \(b: "):
+        contamination_check(items, date(2024, 1, 1), scores={"m1": [1, 0], "m2": [0, 1]})

@@ -295,13 +295,14 @@ def contamination_check(
     `model`) or `scores` (model → a score per item, in the order of `items`, or a mapping item id →
     score; a list of scores for one item is its samples, averaged). Returns the same rows and summary
     as `livemed contamination` (its JSON). An item with a missing or bad date, or a bad score, raises
-    `ValueError` naming them; with `strict=False` they are left out with a warning instead.
+    `ValueError` naming them (`items:N` is the N-th item); with `strict=False` they are left out with
+    a warning instead.
     """
     listed = list(items)
     table = _score_table(listed, scores, evaluate, model, id_key, date_key)
-    raw = [
-        RawRow(i + 1, item_id, listed[index].get(date_key), name, value)
-        for i, (index, item_id, name, value) in enumerate(table)
+    raw = [  # "line" N: the N-th item
+        RawRow(index + 1, item_id, listed[index].get(date_key), name, value)
+        for index, item_id, name, value in table
     ]
     found = collect(raw, "items")
     if found.left_out:
@@ -336,6 +337,8 @@ def _score_table(
     assert scores is not None
     position = {item_id: i for i, item_id in enumerate(ids)}
     for name, given in scores.items():
+        if not isinstance(given, Mapping) and len(given) != len(ids):
+            raise ValueError(f"scores for {name}: {len(given)} scores for {len(ids)} items")
         pairs = given.items() if isinstance(given, Mapping) else zip(ids, given, strict=True)
         for item_id, value in pairs:
             if str(item_id) not in position:
