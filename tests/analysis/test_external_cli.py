@@ -201,6 +201,9 @@ def test_user_errors_are_one_line_exit_2(folder: Path, capsys: pytest.CaptureFix
     code, _, err = run(capsys, "contamination", "--report", "x.html")
     assert code == 2
     assert "--column and --report go with --scores FILE" in err
+    code, _, err = run(capsys, "contamination", "--scores", "absent.csv")
+    assert code == 2
+    assert err == "error: absent.csv: cannot read the scores file: No such file or directory"
     bad = write_csv(folder / "bad.csv", [{"item_id": "a", "published": "", "model": "m", "score": 1}])
     code, _, err = run(capsys, "contamination", "--scores", bad.name)
     assert code == 2
