@@ -6,10 +6,15 @@ cutoff = 2023-10-31
 source = "where the claim comes from"
 aliases = ["gpt-4o-mini-2024-07-18"]
 ```
+
+or a CSV file with columns `model,cutoff` (and optionally `source`), one model a line; its entries,
+like a TOML file's with `include_defaults = true`, go on top of the bundled registry.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import tomllib
 from datetime import date
 from importlib import resources
@@ -54,6 +59,31 @@ def parse_cutoffs(text: str, origin: str) -> CutoffFile:
         raise InputFileError(origin, describe_validation_error(exc)) from None
 
 
+def parse_cutoffs_csv(text: str, origin: str) -> CutoffFile:
+    """Parse a CSV `model,cutoff[,source]` file; a row without a source gets "FILE, line N" as its source."""
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    missing = [c for c in ("model", "cutoff") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputFileError(
+            origin, f"a CSV cutoff file needs the columns model,cutoff (missing: {', '.join(missing)})", 1
+        )
+    models: dict[str, CutoffEntry] = {}
+    for row in reader:
+        line = reader.line_num
+        model = (row.get("model") or "").strip()
+        if not model:
+            raise InputFileError(origin, "empty model", line)
+        try:
+            day = date.fromisoformat((row.get("cutoff") or "").strip())
+        except ValueError:
+            raise InputFileError(
+                origin, f"cutoff must be a date like 2023-10-31, got {row.get('cutoff')!r}", line
+            ) from None
+        source = (row.get("source") or "").strip() or f"{Path(origin).name}, line {line}"
+        models[model] = CutoffEntry(cutoff=day, source=source)
+    return CutoffFile(models=models)
+
+
 def bundled_cutoffs() -> dict[str, CutoffEntry]:
     text = resources.files("livemed.analysis").joinpath(BUNDLED).read_text(encoding="utf-8")
     return parse_cutoffs(text, f"livemed/analysis/{BUNDLED}").models
@@ -72,7 +102,11 @@ def load_cutoffs(path: str | Path | None = None) -> dict[str, CutoffEntry]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputFileError(str(path), f"cannot read the cutoff registry: {exc.strerror or exc}") from None
-    user = parse_cutoffs(text, str(path))
+    user = (
+        parse_cutoffs_csv(text, str(path))
+        if Path(path).suffix.lower() == ".csv"
+        else parse_cutoffs(text, str(path))
+    )
     merged = bundled_cutoffs() if user.include_defaults else {}
     for key in user.models:
         merged.pop(key, None)  # re-inserted below, after the bundled entries

@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
 # Command modules register themselves on `app`.
 from livemed.cli import (  # noqa: E402,F401
     analysis,
+    contamination,
     demo,
     grading_commands,
     harvest,

@@ -1,4 +1,4 @@
-"""`livemed leaderboard`, `contamination`, `trends`, `funnel`, `taxonomy` and `report`.
+"""`livemed leaderboard`, `trends`, `funnel`, `taxonomy` and `report` (`contamination`: cli/contamination.py).
 
 Each writes its tables as CSV and JSON (into `[analysis] out_dir`, default ./results) and shows them
 as rich tables; `report` writes one self-contained HTML file.
@@ -22,7 +22,7 @@ from livemed.cli.analysis_views import (
     taxonomy_table,
     trends_table,
 )
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import AppState, console, state
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
@@ -38,7 +38,9 @@ POLICY = typer.Option(
 OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: \\[analysis] out_dir).")
 SEED = typer.Option(None, "--seed", help="Random seed of the bootstrap and permutation tests.")
 RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resamples (default 2000).")
-CUTOFFS = typer.Option(None, "--cutoffs", help="Your cutoff registry (TOML), on top of the bundled one.")
+CUTOFFS = typer.Option(
+    None, "--cutoffs", help="Your cutoff registry (TOML, or CSV model,cutoff), on top of the bundled one."
+)
 ALLOW_INCOMPLETE = typer.Option(
     False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked as such)."
 )
@@ -158,52 +160,16 @@ def leaderboard_command(
     _fail_if_left_out(scored, left_out)
 
 
-@app.command("contamination")
-def contamination_command(
-    ctx: typer.Context,
-    judge: str | None = JUDGE,
-    convention: str = CONVENTION,
-    policy: str = POLICY,
-    cutoffs: Path | None = CUTOFFS,
-    min_post: int | None = typer.Option(None, "--min-post", min=1, help="Post-cutoff cases needed (50)."),
-    out: Path | None = OUT,
-    seed: int | None = SEED,
-    resamples: int | None = RESAMPLES,
-) -> None:
-    """Full set vs post-cutoff subset per model, pre/post tests, drift control, BH across models."""
-    from livemed.analysis.contamination import analyse
-    from livemed.analysis.tables import write_table
-
-    app_state = state(ctx)
-    s = _settings(app_state, seed, resamples, convention)
-    if min_post is not None:
-        s = s.model_copy(update={"min_post": min_post})
-    scored = _scores(app_state, judge, convention, policy)
-    _warn_mtime_dates(app_state, scored)
-    result = analyse(scored.rows, _registry(app_state, cutoffs), s)
-    console.print(contamination_table(result))
-    folder = _out_dir(app_state, out)
-    paths = write_table(folder, "contamination", result.rows, result.summary, context=scored.context())
-    _wrote(paths + _grading_tables(folder, scored))
-
-
-def _warn_mtime_dates(app_state: AppState, scored: ScoreSet) -> None:
-    from livemed.analysis.collect import mtime_dated
-
-    n = mtime_dated(app_state.store, {r.case_id for r in scored.rows})
-    if n:
-        err_console.print(
-            f"[yellow]warning:[/] {n} case(s) are dated by their input file's modification time, not by "
-            "publication: their pre/post-cutoff split is meaningless (re-import with --published --replace)"
-        )
+def _cutoffs_path(app_state: AppState, cutoffs: Path | None) -> Path | None:
+    """--cutoffs, else `[analysis] cutoffs`, else None (the bundled registry alone)."""
+    a = app_state.config.analysis
+    return cutoffs or (a.path(a.cutoffs, app_state.config.path) if a.cutoffs else None)
 
 
 def _registry(app_state: AppState, cutoffs: Path | None) -> dict[str, CutoffEntry]:
     from livemed.analysis.cutoffs import load_cutoffs
 
-    a = app_state.config.analysis
-    path = cutoffs or (a.path(a.cutoffs, app_state.config.path) if a.cutoffs else None)
-    return dict(load_cutoffs(path))
+    return dict(load_cutoffs(_cutoffs_path(app_state, cutoffs)))
 
 
 @app.command("trends")

@@ -5,11 +5,13 @@
   var input = document.getElementById("case-filter");
   var cases = Array.prototype.slice.call(document.querySelectorAll("#case-list > details.case"));
   var haystack = cases.map(function (el) { return el.textContent.toLowerCase(); });
-  input.addEventListener("input", function () {
-    var needle = input.value.trim().toLowerCase();
-    cases.forEach(function (el, i) {
-      el.style.display = !needle || haystack[i].indexOf(needle) !== -1 ? "" : "none";
+  if (input) {  // the contamination-only report has no case browser
+    input.addEventListener("input", function () {
+      var needle = input.value.trim().toLowerCase();
+      cases.forEach(function (el, i) {
+        el.style.display = !needle || haystack[i].indexOf(needle) !== -1 ? "" : "none";
+      });
     });
-  });
-  document.body.setAttribute("data-report-ready", String(data.leaderboard.length));
+  }
+  document.body.setAttribute("data-report-ready", String((data.leaderboard || []).length));
 })();
