@@ -118,6 +118,7 @@ def case_hazards(case: Case) -> list[hazards.Hazard]:
         *hazards.allergy_hazards(case, named),
         *hazards.interaction_hazards(case),
         *hazards.prohibitions(case.advice),
+        *hazards.not_used(case.advice),
         *hazards.red_flags(case.advice),
     ]
 
