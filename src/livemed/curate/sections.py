@@ -156,13 +156,3 @@ def report_advice(text: str) -> list[str]:
         for s in section.sentences
         if not s.rstrip().endswith("?")
     ]
-
-
-def report_question(text: str) -> str | None:
-    """The question a report's "Clinical question:" section asks, if it has one."""
-    for section in sections(text):
-        if section.heading in QUESTION_HEADINGS:
-            asked = [s for s in section.sentences if s.rstrip().endswith("?")]
-            if asked:
-                return asked[0]
-    return None
