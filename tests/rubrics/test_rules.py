@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from livemed.records import Narrative
@@ -148,3 +150,17 @@ def test_warnings_become_negatives_and_statements_do_not(advice: str, expected: 
     case = make_case(narrative=Narrative(), advice=[advice])
     _, drafts, _ = RuleWriter().draft(case)
     assert [d.text for d in drafts if d.polarity == "negative"] == expected
+
+
+def test_offline_unsafe_is_a_registered_baseline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from livemed.cli import app
+    from livemed.grading.unsafe import UnsafeAnswerer
+    from livemed.models import get_model
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["models", "list"])
+    assert result.exit_code == 0, result.output
+    assert "offline/unsafe" in result.output
+    assert isinstance(get_model("offline/unsafe"), UnsafeAnswerer)

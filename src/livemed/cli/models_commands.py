@@ -153,6 +153,7 @@ def _key_note(model: Model) -> str:
 @models_app.command("list")
 def list_models(ctx: typer.Context) -> None:
     """Providers, the models configured in livemed.toml, and the registered offline baselines."""
+    import livemed.grading  # noqa: F401  (registers offline/unsafe)
     from livemed.models.openai import PRESETS
     from livemed.models.registry import OFFLINE, PROVIDERS
 
