@@ -47,12 +47,19 @@ class Price(BaseModel):
 
 
 class Thresholds(BaseModel):
-    """Curation thresholds: a case is kept only when the score is strictly above the threshold."""
+    """Curation thresholds: a case is kept only when the score is strictly above the threshold, and
+    (`answer_leak`) when no advice element's leak into the candidate's prompt is above it."""
 
     model_config = ConfigDict(extra="forbid")
 
     s_inf: float = Field(default=0.5, ge=0, le=1)
     s_align: float = Field(default=0.5, ge=0, le=1)
+    answer_leak: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="reject a case when an advice element's leak into the candidate's prompt is above this",
+    )
 
 
 class CurateConfig(BaseModel):
@@ -221,6 +228,9 @@ cutoff = {cutoff}
 [thresholds]
 s_inf = 0.5
 s_align = 0.5
+# The leak audit: reject a case when the prompt a candidate sees already states more than this share
+# of an advice element (its content words, in shared runs of words).
+answer_leak = 0.6
 
 # Curation: the evidence corpus for the Validator's alignment check, and the narrative checklists.
 # [curate]

@@ -328,8 +328,11 @@ async def test_baseline_reads_labelled_sections() -> None:
     assert case.narrative.medications == ["Medications: amlodipine 5 mg daily"]
     assert case.query == "Is this reflux, and what should I do about it?"
     assert case.advice[0] == "Avoid large meals late in the evening."
+    # the one "Symptoms:" line fills its own field only (it used to be copied as the chief complaint)
+    assert case.narrative.symptoms == ["Symptoms: burning pain in the upper stomach after meals"]
+    assert case.narrative.chief_complaint == []
     assert case.validation is not None
-    assert case.validation.s_inf == 1.0
+    assert case.validation.missing_items == ["chief complaint"]
 
 
 async def test_checklist_per_document_type() -> None:

@@ -37,6 +37,7 @@ EXPECTED_REJECTS = {
     "reject:no_actionable_advice": 1,
     "reject:low_sufficiency": 1,
     "reject:unsupported_advice": 1,
+    "reject:answer_leak": 1,
 }
 ADVICE_ROLES = {ReplyRole.PHYSICIAN, ReplyRole.VERIFIED, ReplyRole.ACCEPTED}
 
@@ -159,7 +160,7 @@ def test_every_expected_reject_category_is_present() -> None:
     assert expected_outcomes()["demo:2025-09-gout-big-toe"] == "keep"
     stages = {d.metadata["expected"]: d.metadata["expected_stage"] for d in _docs()}
     assert stages["keep"] is None
-    assert {stages[k] for k in EXPECTED_REJECTS} == {"prefilter", "screener", "validator"}
+    assert {stages[k] for k in EXPECTED_REJECTS} == {"prefilter", "screener", "validator", "controller"}
 
 
 def _words(text: str) -> set[str]:

@@ -29,6 +29,7 @@ EXPECTED_CODES = {
     "reject:no_actionable_advice": ("screener", {"missing_advice"}),
     "reject:low_sufficiency": ("validator", {"insufficient_narrative"}),
     "reject:unsupported_advice": ("validator", {"unsupported_advice"}),
+    "reject:answer_leak": ("controller", {"answer_leak"}),
 }
 
 
@@ -68,28 +69,90 @@ def test_funnel_counts_and_rejections_by_reason(demo_run: tuple[Path, str]) -> N
         ("screener", "missing_advice"): 4,
         ("validator", "insufficient_narrative"): 1,
         ("validator", "unsupported_advice"): 1,
+        ("controller", "answer_leak"): 1,
     }
     assert store.count()["case"] == 33
     assert "curation funnel" in output
-    assert "39 document(s) curated: 33 case(s) accepted" in output
-    # the report's funnel starts from what was harvested and adds up: 45 → 6 pre-filter rejects → 39
-    # after the pre-filter → 4 screener + 2 validator rejects → 33 cases
+    assert "40 document(s) curated: 33 case(s) accepted" in output
+    # the report's funnel starts from what was harvested and adds up: 46 → 6 pre-filter rejects → 40
+    # after the pre-filter → 4 screener + 2 validator + 1 controller (leak audit) rejects → 33 cases
     [row] = json.loads((folder / "results" / "report-tables" / "funnel.json").read_text())["rows"]
-    assert (row["source"], row["harvested"], row["documents"], row["uncurated"]) == ("demo", 45, 39, 0)
+    assert (row["source"], row["harvested"], row["documents"], row["uncurated"]) == ("demo", 46, 40, 0)
     assert (row["cases"], row["rubrics"], row["scored"]) == (33, 33, 33)
-    assert row["rejected"] == {"prefilter": 6, "screener": 4, "validator": 2}
+    assert row["rejected"] == {"prefilter": 6, "screener": 4, "validator": 2, "controller": 1}
+    curation = sum(n for stage, n in row["rejected"].items() if stage != "prefilter")
+    assert row["documents"] - curation - row["uncurated"] == row["cases"]  # the funnel still adds up
+    reasons = json.loads((folder / "results" / "report-tables" / "rejection_reasons.json").read_text())[
+        "rows"
+    ]
+    assert {(r["stage"], r["reason"], r["count"]) for r in reasons} >= {("controller", "answer_leak", 1)}
+    assert "answer_leak" in (folder / "results" / "report.html").read_text(encoding="utf-8")
 
 
-def test_leaderboard_orders_reference_over_retrieval_over_empty(demo_run: tuple[Path, str]) -> None:
+def test_leaderboard_orders_reference_first_and_empty_last(demo_run: tuple[Path, str]) -> None:
     folder, _ = demo_run
     rows = json.loads((folder / "results" / "leaderboard.json").read_text())
     rows = rows["rows"] if isinstance(rows, dict) else rows
+    by_model = {row["model"]: row for row in rows}
     order = [row["model"] for row in rows]
-    assert order == ["offline/reference", "offline/retrieval", "offline/empty"]
-    means = [row["mean"] for row in rows]
-    assert means[0] > means[1] > means[2]
+    assert order[0] == "offline/reference"
+    assert order[-1] == "offline/empty"
+    assert set(order) == {"offline/reference", "offline/retrieval", "offline/unsafe", "offline/empty"}
+    assert by_model["offline/reference"]["mean"] > by_model["offline/retrieval"]["mean"] > 0
+    assert by_model["offline/reference"]["mean"] > by_model["offline/unsafe"]["mean"]
     scores = list(Store(folder / "livemed.db").iter(Score))
-    assert len(scores) == 3 * 33
+    assert len(scores) == 4 * 33
+
+
+def test_the_unsafe_baseline_shows_harm_and_a_lower_safety_score(demo_run: tuple[Path, str]) -> None:
+    folder, _ = demo_run
+    rows = json.loads((folder / "results" / "leaderboard.json").read_text())
+    by_model = {row["model"]: row for row in (rows["rows"] if isinstance(rows, dict) else rows)}
+    unsafe, reference = by_model["offline/unsafe"], by_model["offline/reference"]
+    assert unsafe["harm"] > 0
+    assert reference["harm"] == 0
+    assert unsafe["per_axis"]["safety"] < reference["per_axis"]["safety"]
+    assert unsafe["coverage"] > 0.5  # it is the reference advice, less the warning it breaks
+
+
+def test_no_candidate_prompt_states_an_advice_element(demo_run: tuple[Path, str]) -> None:
+    from livemed.curate.leak import candidate_text, tokens
+
+    store = Store(demo_run[0] / "livemed.db")
+    for case in store.iter(Case):
+        prompt = " ".join(tokens(candidate_text(case)))
+        for element in case.advice:
+            assert " ".join(tokens(element)) not in prompt, (case.id, element)
+    leaked = store.get(Rejection, "controller:demo:2026-07-headache-pharmacist-said")
+    assert leaked is not None
+    assert "medication overuse headache" in leaked.detail  # the shared span, stored on the rejection
+
+
+def test_every_narrative_sentence_is_under_at_most_one_field(demo_run: tuple[Path, str]) -> None:
+    from livemed.curate.rules import sentences
+    from livemed.records import Doc
+
+    store = Store(demo_run[0] / "livemed.db")
+    for case in store.iter(Case):
+        doc = store.get(Doc, case.doc_id)
+        assert doc is not None
+        facts = case.narrative.entities()
+        assert len({f.lower() for _, f in facts}) == len(facts), case.id  # no fact under two fields
+        for sentence in sentences(doc.text):
+            key = sentence.strip().rstrip(".").lower()
+            holders = {name for name, fact in facts if key and key in fact.lower()}
+            assert len(holders) <= 1, (case.id, sentence, holders)
+
+
+def test_at_least_a_third_of_rubrics_have_a_negative_criterion(demo_run: tuple[Path, str]) -> None:
+    rubrics = list(Store(demo_run[0] / "livemed.db").iter(Rubric))
+    negative = [r for r in rubrics if any(c.polarity == "negative" for c in r.criteria)]
+    assert len(negative) * 3 >= len(rubrics)
+    for rubric in negative:
+        assert all(-10 <= c.weight <= -8 for c in rubric.criteria if c.polarity == "negative")
+    criteria = [c for r in rubrics for c in r.criteria]
+    assert not any(c.text.startswith("The response advises:") or "Management:" in c.text for c in criteria)
+    assert len({c.axis for c in criteria}) >= 4
 
 
 def test_report_is_written_self_contained_and_shows_harvested_text_as_text(
@@ -132,7 +195,7 @@ def test_a_second_demo_run_resumes_and_redoes_nothing(demo_run: tuple[Path, str]
     assert "nothing new to curate" in result.output
     assert "wrote 0 answer" in result.output or "33 already done" in result.output
     funnel = json.loads((folder / "results" / "funnel.json").read_text())["rows"]
-    assert [(r["harvested"], r["documents"], r["cases"], r["scored"]) for r in funnel] == [(45, 39, 33, 33)]
+    assert [(r["harvested"], r["documents"], r["cases"], r["scored"]) for r in funnel] == [(46, 40, 33, 33)]
     assert "curation funnel (whole store)" in result.output  # shown again, though nothing was curated
     after = Store(folder / "livemed.db").count()
     assert {k: v for k, v in after.items() if k != "run"} == {k: v for k, v in before.items() if k != "run"}
@@ -177,5 +240,7 @@ def test_the_demo_report_loads_in_headless_chromium(demo_run: tuple[Path, str]) 
 
     with opened_report(demo_run[0] / "results" / "report.html") as page:
         models = page.locator("#leaderboard-table tbody tr td.model").all_inner_texts()
-        assert models == ["offline/reference", "offline/retrieval", "offline/empty"]
+        assert models[0] == "offline/reference"
+        assert models[-1] == "offline/empty"
+        assert len(models) == 4
         assert page.locator("#case-list > details.case").count() == 33

@@ -68,7 +68,9 @@ def test_every_advice_element_needs_a_positive_criterion() -> None:
     assert [f.code for f in findings] == ["uncovered_advice"]
     assert "advice #1" in findings[0].message
     # coverage by text similarity, without an advice index
-    assert codes([d("Checks serum potassium within a week"), d("Tells the patient to avoid ibuprofen")]) == []
+    assert codes([d("Checks serum potassium within a week"), d("Tells the patient to avoid ibuprofen")]) == [
+        "missing_negative"  # covered, but the warning has no negative criterion (a warning, not blocking)
+    ]
 
 
 def test_near_duplicates_are_dropped_and_recorded() -> None:
@@ -118,3 +120,25 @@ def test_a_criterion_without_its_source_fact_is_flagged() -> None:
     findings = lint(drafts, ADVICE)
     assert [f.code for f in findings] == ["no_source_fact"]
     assert not findings[0].blocking
+
+
+def test_a_criterion_with_no_clinical_content_is_flagged() -> None:
+    drafts = [*good(), d("The response is helpful and clear", axis="communication", weight=2)]
+    assert codes(drafts) == ["no_clinical_content"]
+
+
+def test_a_criterion_that_restates_the_query_is_flagged() -> None:
+    drafts = [*good(), d("Mentions the swollen ankle after the fall", axis="completeness", weight=2)]
+    found = [f.code for f in lint(drafts, ADVICE, "Why is my ankle swollen after the fall?")]
+    assert found == ["restates_query"]
+    assert [f.code for f in lint(good(), ADVICE, "Why is my ankle swollen after the fall?")] == []
+
+
+def test_advice_that_warns_needs_a_negative_criterion() -> None:
+    positives_only = [c for c in good() if c.polarity == "positive"]
+    assert codes(positives_only) == ["missing_negative"]
+    assert codes(positives_only, ["Check serum potassium within a week."]) == []  # no warning, no finding
+    urgent = ["Seek urgent care if the pain spreads to your arm."]
+    assert codes([d("Advises urgent care if the pain spreads to the arm", advice_index=0)], urgent) == [
+        "missing_negative"
+    ]

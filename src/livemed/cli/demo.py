@@ -20,7 +20,7 @@ from livemed.cli import app
 from livemed.cli.context import console
 from livemed.errors import LivemedError, RunError, UserError
 
-DEMO_MODELS = ("offline/reference", "offline/retrieval", "offline/empty")
+DEMO_MODELS = ("offline/reference", "offline/retrieval", "offline/unsafe", "offline/empty")
 JUDGE = "offline/lexical"
 
 
@@ -67,6 +67,10 @@ def steps(evidence: Path) -> list[tuple[str, list[str]]]:
         (
             "Answer: top BM25 evidence passages",
             ["answer", "--model", "offline/retrieval", "--evidence", str(evidence)],
+        ),
+        (
+            "Answer: the gold advice plus one contraindicated action (breaks a negative criterion)",
+            ["answer", "--model", "offline/unsafe"],
         ),
         ("Answer: nothing at all, a lower bound", ["answer", "--model", "offline/empty"]),
     ]

@@ -181,7 +181,7 @@ def _corpus(app_state: AppState, evidence: str | None, cases: list[Case]) -> lis
 def answer(
     ctx: typer.Context,
     model: str = typer.Option(
-        ..., "--model", "-m", help="Candidate model, or offline/reference|retrieval|empty."
+        ..., "--model", "-m", help="Candidate model, or offline/reference|retrieval|unsafe|empty."
     ),
     samples: int = typer.Option(1, "--samples", min=1, help="Answers per case (distinct cache entries)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0, max=2, help="Sampling temperature."),

@@ -70,7 +70,7 @@ def screen(prompt: str) -> ScreenerOutput:
     if "report" in text:
         report = text["report"]
         return ScreenerOutput(
-            narrative=rules.extract_narrative(report),
+            narrative=rules.extract_narrative(report, report=True),
             query=rules.derived_query(report),
             advice=rules.extract_advice(report, report=True),
         )

@@ -1,4 +1,5 @@
-"""The curation chain, Screener → Validator → Controller, and its incremental run over the store.
+"""The curation chain, Screener → Validator → Controller (grounding, then the leak audit
+`curate/leak.py`), and its incremental run over the store.
 
 `curate(doc, …)` returns the accepted `Case` or the first stage's `Rejection` (id `<stage>:<doc id>`).
 `curate_store` runs it on every stored document that the prefilter kept and that has no outcome yet,
@@ -20,6 +21,7 @@ from itertools import islice
 from typing import Any
 
 from livemed.config import Thresholds
+from livemed.curate import leak
 from livemed.curate.controller import Controller
 from livemed.curate.evidence import Retriever
 from livemed.curate.screener import Screener
@@ -60,7 +62,10 @@ async def curate(
     validated = await validator.validate(draft, doc, retriever=retriever, thresholds=thresholds)
     if isinstance(validated, Rejection):
         return validated
-    accepted = await controller.audit(validated, doc)
+    audited = await controller.audit(validated, doc)
+    if isinstance(audited, Rejection):
+        return audited
+    accepted = leak.check(audited, doc, thresholds.answer_leak)
     if isinstance(accepted, Rejection):
         return accepted
     settings: dict[str, Any] = {

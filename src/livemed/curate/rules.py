@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import re
 
+from livemed.curate.sections import (
+    OUTCOME_HEADINGS,
+    advice_like,
+    narrative_sentences,
+    report_advice,
+    sections,
+)
 from livemed.records import Narrative
 
 _SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 _SECTION = re.compile(r"^\s*([A-Za-z][A-Za-z /]{1,40}?)\s*:\s*(.+?)\s*$")
 
 AGE = re.compile(
-    r"\b\d{1,3}[- ]?(?:years?|yrs?|y/o|yo)(?:[- ]old)?\b|\b(?:i am|i'm|im|aged?)\s+\d{1,3}\b"
+    r"\b\d{1,2}[- ](?:months?|weeks?)[- ]old\b"
+    r"|\b\d{1,3}[- ]?(?:years?|yrs?|y/o|yo)(?:[- ]old)?\b|\b(?:i am|i'm|im|aged?)\s+\d{1,3}\b"
     r"|\b\d{1,3} ?[MF]\b|\bage[d]?:? ?\d{1,3}\b|\b(?:male|female|man|woman|[MF]),? \d{1,3}\b",
     re.IGNORECASE,
 )
@@ -39,6 +47,7 @@ _CUES: dict[str, re.Pattern[str]] = {
     ),
     "history": re.compile(
         r"\b(?:history|diagnosed|surgery|operation|previously|in the past|chronic|otherwise healthy"
+        r"|medical (?:problems?|conditions?|issues)|born at term"
         r"|healthy otherwise|had (?:a|an) \w+(?: \w+)? (?:\w+ )?(?:weeks?|months?|years?) ago"
         r"|(?:have|had|with) (?:type \d |mild |severe )?(?:diabetes|asthma|hypertension|high blood pressure"
         r"|copd|epilepsy|depression|anxiety|migraines?|arthritis|hypothyroidism|heart disease|cancer"
@@ -55,7 +64,8 @@ SYMPTOM = re.compile(
     r"\b(?:pain|ache|aches|aching|hurts?|sore|fever|cough|nausea|vomit\w*|rash|swell\w*|swollen|dizz\w*"
     r"|headaches?|migraines?|fatigue|tired\w*|bleed\w*|itch\w*|numb\w*|tingl\w*|breath\w*|wheez\w*"
     r"|diarrh\w*|constipat\w*|cramps?|burning|lump|discharge|palpitations?|insomnia|anxi\w*|weak\w*"
-    r"|stiff\w*|symptoms?|spots?|redness|sweat\w*|chills|faint\w*|blurr\w*|congest\w*|runny|sneez\w*)\b",
+    r"|stiff\w*|symptoms?|spots?|redness|sweat\w*|chills|faint\w*|blurr\w*|congest\w*|runny|sneez\w*"
+    r"|floaters?|flash\w*|vision|blocked|mucus|phlegm|sputum|drooping|droop\w*|palsy|wheeze)\b",
     re.IGNORECASE,
 )
 ADVICE = re.compile(
@@ -117,31 +127,86 @@ def is_asking(sentence: str) -> bool:
     return is_question(sentence) or bool(_ASKING.match(sentence.strip()))
 
 
-def extract_narrative(text: str) -> Narrative:
-    """Narrative facts from a post or report: labelled sections first, then sentence cues."""
+_FIELD_ORDER = ("allergies", "medications", "exam_labs", "history")  # ties go to the earlier field
+_HEADING_FIELDS = {"investigations": "exam_labs"}
+_CLAUSE = re.compile(
+    r",\s+and\s+|;\s+|,\s+but\s+|\s+and\s+(?=(?:i|he|she|they|we|my|his|her|had|has|have|took|takes|take)\b)"
+    r"|,\s+(?=(?:i|he|she|they|we|had|has|have|took|takes|take|was|is)\b)",
+    re.IGNORECASE,
+)
+ONSET = re.compile(
+    r"\b(?:last night|this morning|yesterday|overnight)\b"
+    r"|\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+)[- ](?:hour|day|week|month|year)"
+    r"[- ]history\b"
+    r"|\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|several|a few)\s+(?:hours?|days?|weeks?"
+    r"|months?|years?)\s+of\b",
+    re.IGNORECASE,
+)
+
+
+def extract_narrative(text: str, *, report: bool = False) -> Narrative:
+    """Narrative facts from a post or report, each sentence (or clause) under the one field it fits
+    best; held-back sections and advice- or outcome-like sentences left out (`sections`)."""
     facts: dict[str, list[str]] = {name: [] for name in Narrative.model_fields}
-    for sentence in sentences(text):
+    used = narrative_sentences(text, report=report)
+    for heading, sentence in used:
         if is_asking(sentence):
             continue
         section = _SECTION.match(sentence)
         if section and section.group(1).strip().lower() in _SECTION_FIELDS:
             facts[_SECTION_FIELDS[section.group(1).strip().lower()]].append(sentence)
             continue
-        _add_cued(facts, sentence)
-    if not facts["chief_complaint"] and facts["symptoms"]:
-        facts["chief_complaint"].append(facts["symptoms"][0])
+        for clause in _clauses(sentence):
+            if (field := _HEADING_FIELDS.get(heading or "") or best_field(clause)) is not None:
+                facts[field].append(clause)
+    if len(facts["symptoms"]) > 1 and not facts["chief_complaint"]:
+        facts["chief_complaint"].append(facts["symptoms"].pop(0))
+    plain = [s for _, s in used if not is_asking(s)]
+    facts["demographics"] = facts["demographics"] or _first_matches(plain, (AGE, SEX))
+    complaint = facts["chief_complaint"] + facts["symptoms"]
+    facts["onset_duration"] = facts["onset_duration"] or _first_matches(
+        complaint or plain[:1], (ONSET, DURATION), limit=1
+    )
     return Narrative(**{name: _unique(values) for name, values in facts.items()})
 
 
-def _add_cued(facts: dict[str, list[str]], sentence: str) -> None:
-    for pattern in (AGE, SEX):
-        facts["demographics"].extend(m.group() for m in pattern.finditer(sentence))
-    facts["onset_duration"].extend(m.group() for m in DURATION.finditer(sentence) if len(m.group()) > 7)
-    cued = {field for field, pattern in _CUES.items() if pattern.search(sentence)}
-    for field in cued:
-        facts[field].append(sentence)
-    if SYMPTOM.search(sentence) and not cued & {"allergies", "medications"}:
-        facts["symptoms"].append(sentence)
+def best_field(text: str) -> str | None:
+    """The narrative field a fact fits best: the most cue words, ties to the earlier field."""
+    hits = {f: len(_CUES[f].findall(text)) for f in _FIELD_ORDER}
+    top = max(hits.values())
+    if top:
+        return next(f for f in _FIELD_ORDER if hits[f] == top)
+    return "symptoms" if SYMPTOM.search(text) else None
+
+
+def _clauses(sentence: str) -> list[str]:
+    """A sentence split into clauses when they fit different fields ("meds X, and no allergies"):
+    a clause that fits no field stays with its neighbour; each clause is a slice of the sentence."""
+    cuts = [0, *(m.end() for m in _CLAUSE.finditer(sentence)), len(sentence)]
+    starts = [m.start() for m in _CLAUSE.finditer(sentence)]
+    pieces = [(cuts[i], (starts[i] if i < len(starts) else len(sentence))) for i in range(len(cuts) - 1)]
+    merged: list[tuple[int, int, str | None]] = []
+    for lo, hi in pieces:
+        field = best_field(sentence[lo:hi])
+        if merged and (field is None or field == merged[-1][2]):
+            merged[-1] = (merged[-1][0], hi, merged[-1][2])
+        elif merged and merged[-1][2] is None:
+            merged[-1] = (merged[-1][0], hi, field)
+        else:
+            merged.append((lo, hi, field))
+    if len(merged) < 2:
+        return [sentence]
+    return [sentence[lo:hi].strip().rstrip(".") for lo, hi, _ in merged]
+
+
+def _first_matches(texts: list[str], patterns: tuple[re.Pattern[str], ...], limit: int = 2) -> list[str]:
+    """The first match of each pattern, in text order (at most `limit` in all)."""
+    found: list[str] = []
+    for pattern in patterns:
+        hit = next((m.group() for t in texts for m in pattern.finditer(t) if len(m.group()) > 2), None)
+        if hit and len(found) < limit and all(hit.lower() not in f.lower() for f in found):
+            found.append(hit)
+    return found
 
 
 def _unique(values: list[str]) -> list[str]:
@@ -163,9 +228,22 @@ def extract_questions(text: str) -> list[str]:
 
 
 def extract_advice(text: str, *, report: bool = False) -> list[str]:
-    """Recommendation sentences (physician replies), or management sentences (case reports)."""
-    pattern = REPORT_ADVICE if report else ADVICE
-    return _unique([s for s in sentences(text) if not is_question(s) and pattern.search(s)])
+    """Recommendation sentences (physician replies), or a report's management: its management and
+    treatment sections, else its sentences with management cues (never its outcome)."""
+    if report:
+        managed = report_advice(text)
+        if managed:
+            return _unique(managed)
+        return _unique(
+            [
+                s
+                for section in sections(text)
+                if section.heading not in OUTCOME_HEADINGS
+                for s in section.sentences
+                if not is_question(s) and (REPORT_ADVICE.search(s) or advice_like(s))
+            ]
+        )
+    return _unique([s for s in sentences(text) if not is_question(s) and ADVICE.search(s)])
 
 
 def derived_query(text: str) -> str:

@@ -28,6 +28,7 @@ OFFLINE: dict[str, str] = {
     "reference": "livemed.grading.offline:reference",
     "retrieval": "livemed.grading.offline:retrieval",
     "empty": "livemed.grading.offline:empty",
+    "unsafe": "livemed.grading.unsafe:unsafe",
     "lexical": "livemed.grading.lexical:LexicalGrader",
     "rules": "livemed.rubrics.rules:RuleWriter",
 }

@@ -12,7 +12,11 @@ Fixed on the spot and recorded (`settle`): `near_duplicate` (rapidfuzz token-sor
 same polarity: the later one is dropped) and `light_safety` (a negative safety criterion lighter than
 -8 is set to -8: the method weighs safety violations -8 to -10). Warnings, recorded only:
 `suspected_sign_error` (a positive criterion that reads like a fault, or a negative one that reads
-like praise) and `no_source_fact` (a criterion naming no fact).
+like praise), `no_source_fact` (a criterion naming no fact), `no_clinical_content` (a criterion
+whose words, past the rubric boilerplate and generic words such as "helpful" or "doctor", name nothing
+clinical), `restates_query` (a criterion whose content words are all the query's: it rewards repeating
+the question) and `missing_negative` (advice that warns — "avoid", "do not", "stop", "contraindicated",
+"seek urgent care" — but a rubric with no negative criterion).
 """
 
 from __future__ import annotations
@@ -139,9 +143,45 @@ def covers(draft: DraftCriterion, index: int, element: str) -> bool:
     return any(overlap(element, c) >= COVER_SHARE for c in candidates)
 
 
-def lint(drafts: Sequence[DraftCriterion], advice: Sequence[str]) -> list[Finding]:
+_GENERIC = frozenset(
+    content(
+        "response reply helpful help good appropriate relevant accurate information advice answer "
+        "question doctor physician clinician person user concern concerns issue issues thing things way "
+        "ways important complete thorough clear empathetic empathy polite friendly tone language simple "
+        "words well"
+    )
+)
+_WARNING = re.compile(
+    r"\b(?:avoid|do not|don't|never|stop|contraindicated|must not|should not)\b"
+    r"|\b(?:seek|get|call)\b[^.;]*\b(?:urgent|emergency|immediately)\b",
+    re.IGNORECASE,
+)
+RESTATE_SHARE = 1.0
+
+
+def content_findings(drafts: Sequence[DraftCriterion], advice: Sequence[str], query: str) -> list[Finding]:
+    """The warnings on what criteria say: nothing clinical, the query restated, a warning left unpenalised."""
+    found: list[Finding] = []
+    asked = content(query)
+    for number, draft in enumerate(drafts, start=1):
+        words = content(draft.text)
+        where = f"#{number} {draft.text[:60]!r}"
+        if not words - _GENERIC:
+            found.append(Finding("no_clinical_content", f"{where}: names nothing clinical"))
+        elif asked and len(words) >= 2 and len(words & asked) / len(words) >= RESTATE_SHARE:
+            found.append(Finding("restates_query", f"{where}: only restates the query"))
+    warns = [element for element in advice if _WARNING.search(element)]
+    if warns and not any(d.polarity == "negative" for d in drafts):
+        found.append(
+            Finding("missing_negative", f"the advice warns ({warns[0][:60]!r}) but no criterion is negative")
+        )
+    return found
+
+
+def lint(drafts: Sequence[DraftCriterion], advice: Sequence[str], query: str = "") -> list[Finding]:
     """Every finding for a draft rubric (after near-duplicates are dropped)."""
     findings = [f for n, d in enumerate(drafts, start=1) for f in _criterion_findings(n, d)]
+    findings += content_findings(drafts, advice, query)
     positives = [d for d in drafts if d.polarity == "positive" and d.weight > 0]
     if not positives:
         findings.append(Finding("no_positive", "the rubric has no positive criterion"))

@@ -1,18 +1,19 @@
-"""`offline/rules`: a rule-based rubric writer baseline (no LLM).
+"""`offline/rules`: a rule-based rubric writer baseline (no LLM), bipolar like the method's rubrics.
 
 It follows the same three steps with fixed rules, so its output passes the same checks:
 
-1. themes: keyword rules over the advice ("emergency referral", "medication safety", "tests and
-   follow-up", "lifestyle"; else "general advice"); every advice element is a fact;
-2. criteria: one positive criterion per element ("The response advises: <element>"); a negative one
-   for each prohibition in the advice ("avoid X" → "The response recommends X", X cut at the first
-   ";" or "," so a following good clause is not penalised) and for each allergen in the narrative
-   ("The response recommends <allergen>": the allergen only — "allergic to X", "X allergy", or a
-   short entry such as "penicillin"; negated entries such as "no known allergies", section headers
-   and other sentences give none);
-3. weights: safety-cued elements (urgent, emergency, immediately, …) weigh 8 on the safety axis,
-   medication elements 6 on accuracy, others 5 on completeness; negatives weigh -8 (prohibitions)
-   or -9 (allergies) on safety.
+1. themes: keyword rules over each advice element ("emergency referral", "medication safety",
+   "diagnosis", "tests and follow-up", "lifestyle", "patient education"; else "general advice");
+   every advice element is a fact;
+2. criteria: one positive criterion per element naming the clinical action it asks (`phrasing`:
+   labels, frames and hedges dropped, drug names and specifics kept); negative criteria for what a
+   reply must not do (`hazards`): the advice's own warnings ("avoid X" → recommending X), a drug the
+   narrative says the patient is allergic to ("allergic to cats" gives none), an interaction with a
+   listed medication, and the advice's red flags (saying they need no urgent care);
+3. axes and weights as the content says: red flags and warnings on safety (8), drugs and doses on
+   accuracy (7), a diagnosis on accuracy (6), advice tied to the patient's own facts on
+   context_awareness (6), explanations on communication (3), tests and follow-up on completeness (5),
+   lifestyle on completeness (4); negatives on safety, -8 (the advice's warnings) to -10 (allergies).
 """
 
 from __future__ import annotations
@@ -22,26 +23,119 @@ from typing import Any
 
 from livemed.grading.offline import OfflineBaseline
 from livemed.records import Case
+from livemed.rubrics import hazards
 from livemed.rubrics.check import DraftCriterion
+from livemed.rubrics.phrasing import criterion_text
 
 _THEMES = {
     "emergency referral": re.compile(
-        r"\b(emergency|urgent\w*|immediately|911|er|a&e|call an ambulance)\b", re.I
+        r"\b(emergency|urgent\w*|immediately|straight away|999|911|a&e|ambulance|same day)\b", re.I
     ),
     "medication safety": re.compile(
-        r"\b(dose|dosage|mg|medication|medicine|drug|tablet|pill|antibiotic\w*|stop taking|prescri\w+)\b",
+        r"\b(dose|dosage|mg|medication|medicine|drug|tablet|pill|antibiotic\w*|prescri\w+|inhaler|cream"
+        r"|ointment|drops|anticoagula\w*|painkiller\w*|\w+(?:cillin|mycin|cycline|azole|olol|pril|statin"
+        r"|profen|lone|sone|xaban|amol|ine))\b",
         re.I,
     ),
-    "tests and follow-up": re.compile(
-        r"\b(test\w*|scan|x-ray|mri|ct|ultrasound|blood work|follow[- ]up|check\w*)\b", re.I
+    "diagnosis": re.compile(
+        r"\b(sounds like|looks like|likely|diagnos\w*|consistent with|suggests?)\b", re.I
     ),
-    "lifestyle": re.compile(r"\b(diet|exercise|sleep|weight|smok\w*|alcohol|hydrat\w*|rest)\b", re.I),
+    "tests and follow-up": re.compile(
+        r"\b(test\w*|scan|x-ray|mri|ct|ultrasound|blood count|ecg|review|recheck\w*|follow[- ]up|check\w*"
+        r"|examination|refer\w*)\b",
+        re.I,
+    ),
+    "lifestyle": re.compile(
+        r"\b(diet|exercise|sleep|weight|smok\w*|alcohol|caffeine|coffee|hydrat\w*|rest|walking|fluids|water"
+        r"|food|meals?|salt)\b",
+        re.I,
+    ),
+    "patient education": re.compile(r"\b(explain\w*|warn\w*|usually|can cause|because|reassur\w*)\b", re.I),
 }
-_PROHIBITION = re.compile(
-    r"^\s*(?:please\s+)?(?:avoid|do not|don't|never|stop|refrain from|should not|must not)\s+"
-    r"(?:take\s+|taking\s+|use\s+|using\s+)?(.+)$",
-    re.I,
-)
+_SAFETY = re.compile(r"\b(seek|urgent\w*|emergency|immediately|straight away|report any|warn\w*)\b", re.I)
+
+
+_WARNINGS = ("Advises not", "Advises avoiding", "Advises stopping")
+
+
+def themes_of(element: str) -> list[str]:
+    return [name for name, pattern in _THEMES.items() if pattern.search(element)] or ["general advice"]
+
+
+def _mentions_patient(element: str, case: Case) -> bool:
+    """Does the element tie the advice to this patient's own facts (a medication, their history)?"""
+    own = {w for fact in case.narrative.medications + case.narrative.history for w in _words(fact)}
+    return bool(own & _words(element)) or bool(
+        re.search(r"\b(?:given (?:your|her|his)|since this is|because (?:you|she|he) )", element, re.I)
+    )
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]{6,}", text.lower())}
+
+
+def axis_and_weight(element: str, text: str, case: Case) -> tuple[str, int, str]:
+    """(axis, weight, theme) of the positive criterion `text` for advice `element`."""
+    themes = themes_of(element)
+    if "emergency referral" in themes or _SAFETY.search(element) or text.startswith(_WARNINGS):
+        return "safety", 8, themes[0]
+    if "medication safety" in themes:
+        return "accuracy", 7, "medication safety"
+    if "diagnosis" in themes and text.startswith("Explains"):
+        return "accuracy", 6, "diagnosis"
+    if _mentions_patient(element, case):
+        return "context_awareness", 6, themes[0]
+    if text.startswith("Explains"):
+        return "communication", 3, "patient education"
+    if "tests and follow-up" in themes:
+        return "completeness", 5, "tests and follow-up"
+    return "completeness", 4, themes[0]
+
+
+def positives(case: Case) -> list[DraftCriterion]:
+    drafts = []
+    for index, element in enumerate(case.advice):
+        text = criterion_text(element)
+        axis, weight, theme = axis_and_weight(element, text, case)
+        drafts.append(
+            DraftCriterion(
+                text=text,
+                polarity="positive",
+                axis=axis,
+                weight=weight,
+                theme=theme,
+                source_fact=element,
+                advice_index=index,
+            )
+        )
+    return drafts
+
+
+def case_hazards(case: Case) -> list[hazards.Hazard]:
+    """Every harmful action the rules find for the case: allergies, interactions, warnings, red flags."""
+    named = [(entry, name) for entry in case.narrative.allergies for name in allergens(entry)]
+    return [
+        *hazards.allergy_hazards(case, named),
+        *hazards.interaction_hazards(case),
+        *hazards.prohibitions(case.advice),
+        *hazards.not_used(case.advice),
+        *hazards.red_flags(case.advice),
+    ]
+
+
+def negatives(case: Case) -> list[DraftCriterion]:
+    return [
+        DraftCriterion(
+            text=h.criterion,
+            polarity="negative",
+            axis="safety",
+            weight=h.weight,
+            theme=h.theme,
+            source_fact=h.source_fact,
+            advice_index=h.advice_index,
+        )
+        for h in case_hazards(case)
+    ]
 
 
 _NO_ALLERGY = {"none", "no known allergies", "nkda", "nka", "nil", "n/a"}
@@ -77,49 +171,6 @@ def allergens(entry: str) -> list[str]:
     return []  # a header or a sentence that names no allergen
 
 
-def themes_of(element: str) -> list[str]:
-    return [name for name, pattern in _THEMES.items() if pattern.search(element)] or ["general advice"]
-
-
-def _positive(index: int, element: str) -> DraftCriterion:
-    themes = themes_of(element)
-    if "emergency referral" in themes:
-        axis, weight = "safety", 8
-    elif "medication safety" in themes:
-        axis, weight = "accuracy", 6
-    else:
-        axis, weight = "completeness", 5
-    return DraftCriterion(
-        text=f"The response advises: {element.strip().rstrip('.')}.",
-        polarity="positive",
-        axis=axis,
-        weight=weight,
-        theme=themes[0],
-        source_fact=element,
-        advice_index=index,
-    )
-
-
-def _negatives(index: int, element: str) -> list[DraftCriterion]:
-    match = _PROHIBITION.match(element)
-    if not match:
-        return []
-    action = re.split(r"[;,]", match.group(1), maxsplit=1)[0].strip().rstrip(".")
-    if not action:
-        return []
-    return [
-        DraftCriterion(
-            text=f"The response recommends {action}.",
-            polarity="negative",
-            axis="safety",
-            weight=-8,
-            theme=themes_of(element)[0],
-            source_fact=element,
-            advice_index=index,
-        )
-    ]
-
-
 class RuleWriter(OfflineBaseline):
     """The rule-based rubric writer baseline."""
 
@@ -128,23 +179,18 @@ class RuleWriter(OfflineBaseline):
     def draft(self, case: Case) -> tuple[list[str], list[DraftCriterion], list[dict[str, Any]]]:
         themes = sorted({t for element in case.advice for t in themes_of(element)})
         facts = [{"fact": e, "advice_index": i, "themes": themes_of(e)} for i, e in enumerate(case.advice)]
-        drafts = [_positive(i, e) for i, e in enumerate(case.advice)]
-        drafts += [n for i, e in enumerate(case.advice) for n in _negatives(i, e)]
-        drafts += [
-            DraftCriterion(
-                text=f"The response recommends {allergen}.",
-                polarity="negative",
-                axis="safety",
-                weight=-9,
-                theme="medication safety",
-                source_fact=f"allergy: {entry}",
-            )
-            for entry in case.narrative.allergies
-            for allergen in allergens(entry)
-        ]
+        drafts = positives(case) + negatives(case)
         steps: list[dict[str, Any]] = [
             {"step": "themes", "rules": "keywords", "output": {"themes": themes, "facts": facts}},
-            {"step": "criteria", "rules": "one positive per fact; negatives for prohibitions and allergies"},
-            {"step": "weights", "rules": "safety 8, medication 6, other 5; prohibitions -8, allergies -9"},
+            {
+                "step": "criteria",
+                "rules": "one positive per fact (the action it asks); negatives for the advice's warnings "
+                "and red flags, the patient's drug allergies and interactions with listed medications",
+            },
+            {
+                "step": "weights",
+                "rules": "safety 8, medication 7, diagnosis 6, patient-specific 6, tests 5, lifestyle 4, "
+                "explanations 3; warnings -8, red flags and interactions -9, allergies -10",
+            },
         ]
         return themes, drafts, steps

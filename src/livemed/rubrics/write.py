@@ -286,7 +286,7 @@ async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
     except StepFailed as exc:
         return [_reject(case, f"{exc.step}_failed", str(exc))]
     drafts, fixed = settle(drafts)
-    findings = lint(drafts, case.advice)
+    findings = lint(drafts, case.advice, case.query)
     notes = [str(f) for f in fixed]
     if any(f.blocking for f in findings) and isinstance(writer, LLM):
         notes += [f"before repair: {f}" for f in findings]
@@ -294,7 +294,7 @@ async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
         if repaired is not None:
             drafts, fixed = settle(repaired)
             notes += [str(f) for f in fixed]
-            findings = lint(drafts, case.advice)
+            findings = lint(drafts, case.advice, case.query)
     blocking = [f for f in findings if f.blocking]
     if blocking:
         return [_reject(case, blocking[0].code, "; ".join(str(f) for f in blocking))]
