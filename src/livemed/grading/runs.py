@@ -16,7 +16,7 @@ helpers feed them through `run_stage`, so every command is incremental:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from livemed.grading import score as S
@@ -24,9 +24,20 @@ from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, reje
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported
 from livemed.models import LLM, Settings
-from livemed.pipeline import StageResult, run_stage
+from livemed.pipeline import StageResult, batched, run_stage
 from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Record, Rubric, Score
 from livemed.store import Store
+
+MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
+
+
+def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
+    """How many items a stage keeps in flight for `model`: twice its `max_concurrency` (so a slot that
+    frees finds the next call already waiting; rate limits queue the rest), at most MAX_IN_FLIGHT; an
+    offline baseline does no I/O and gets `default`."""
+    if isinstance(model, LLM):
+        return min(MAX_IN_FLIGHT, 2 * model.engine.limits(model.model).max_concurrency)
+    return default
 
 
 async def answer_all(
@@ -37,13 +48,22 @@ async def answer_all(
     settings: Settings,
     samples: int = 1,
     batch_size: int = 64,
+    window: int | None = None,
+    on_answers: Callable[[list[tuple[Case, Answer]]], None] | None = None,
 ) -> StageResult:
-    """Every (case, sample) without an answer from this model gets one (or a Rejection)."""
+    """Every (case, sample) without an answer from this model gets one (or a Rejection).
+
+    Up to `window` items are in flight (default: `in_flight(answerer)`); `on_answers` is told of the
+    answers each time a batch of them is written."""
     model = answerer.id
     keys = [(case, n) for case in cases for n in range(samples)]
 
     async def work(item: tuple[Case, int]) -> list[Record]:
         return await answer_case(item[0], answerer, settings=settings, sample=item[1])
+
+    def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
+        if on_answers is not None:
+            on_answers([(item[0], r) for item, records in batch for r in records if isinstance(r, Answer)])
 
     result = await run_stage(
         store,
@@ -52,6 +72,8 @@ async def answer_all(
         output_id=lambda item: answer_id(item[0].id, model, item[1]),
         output_kinds=["answer"],
         batch_size=batch_size,
+        window=window or in_flight(answerer, batch_size),
+        on_batch=written,
     )
     _drop_stale_rejections(store, [(case.id, n) for case, n in keys], model)
     return result
@@ -95,59 +117,93 @@ def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
     return plan
 
 
+Item = tuple[Target, list[Criterion]]  # one answer and the criteria one call grades (one, per-criterion)
+
+
+@dataclass
+class GradeJob:
+    """One judge grading targets: the items still to grade, the work per item, the clean-up after.
+
+    `grade_all` runs it over a list of targets; `grading.stream` hands it targets as answers are
+    written. An item is an answer with one criterion (per-criterion mode) or all its criteria still
+    to grade (batched)."""
+
+    store: Store
+    judge: Judge
+    mode: Mode = "per-criterion"
+    retry_failures: bool = False
+    settled: Counter[str] = field(default_factory=Counter)
+    retried: set[str] = field(default_factory=set)  # grade ids of stored failures graded again
+    targets: list[Target] = field(default_factory=list)  # every target seen, for the clean-up
+
+    def __post_init__(self) -> None:
+        self.fresh = replace(self.judge, refresh=True) if isinstance(self.judge, LLM) else self.judge
+
+    @property
+    def per_criterion(self) -> bool:
+        return self.mode == "per-criterion"
+
+    def items(self, targets: Iterable[Target]) -> Iterator[Item]:
+        for chunk in batched(targets, 256):
+            self.targets.extend(chunk)
+            for target, todo in _pending(
+                self.store, chunk, self.judge.id, self.retry_failures, self.settled, self.retried
+            ):
+                if self.per_criterion:
+                    yield from ((target, [c]) for c in todo)
+                else:
+                    yield target, todo
+
+    def output_id(self, item: Item) -> str:
+        if self.per_criterion:
+            return grade_id(item[0].answer.id, item[1][0].id, self.judge.id)
+        return item[0].answer.id  # batched: not a stored id (output_kinds is empty); _pending decides
+
+    @property
+    def output_kinds(self) -> list[str]:
+        return ["grade"] if self.per_criterion else []
+
+    async def work(self, item: Item) -> list[Record]:
+        target, criteria = item
+        ids = {grade_id(target.answer.id, c.id, self.judge.id) for c in criteria}
+        judge = self.fresh if ids & self.retried else self.judge
+        if self.per_criterion:
+            return [await grade_criterion(target, criteria[0], judge)]
+        return list(await grade_batch(target, criteria, judge))
+
+    def finish(self, result: StageResult) -> StageResult:
+        """Count the criteria left alone as seen and skipped; delete failures that are Grades now."""
+        if self.per_criterion:
+            result.seen += self.settled["criteria"]
+            result.skipped += self.settled["criteria"]
+        _drop_resolved_failures(self.store, self.targets, self.judge.id)
+        return result
+
+
 async def grade_all(
     store: Store,
-    targets: Sequence[Target],
+    targets: Iterable[Target],
     judge: Judge,
     *,
     mode: Mode = "per-criterion",
     retry_failures: bool = False,
     batch_size: int = 64,
+    window: int | None = None,
 ) -> StageResult:
-    """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures."""
-    settled: Counter[str] = Counter()
-    retried: set[str] = set()  # grade ids of stored failures graded again (only with retry_failures)
-    fresh = replace(judge, refresh=True) if isinstance(judge, LLM) else judge
+    """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures.
 
-    def pending() -> Iterator[tuple[Target, list[Criterion]]]:
-        return _pending(store, targets, judge.id, retry_failures, settled, retried)
-
-    if mode == "per-criterion":
-
-        def pairs() -> Iterator[tuple[Target, Criterion]]:
-            for target, todo in pending():
-                yield from ((target, c) for c in todo)
-
-        async def one(pair: tuple[Target, Criterion]) -> list[Record]:
-            retry = grade_id(pair[0].answer.id, pair[1].id, judge.id) in retried
-            return [await grade_criterion(pair[0], pair[1], fresh if retry else judge)]
-
-        result = await run_stage(
-            store,
-            pairs(),
-            one,
-            output_id=lambda p: grade_id(p[0].answer.id, p[1].id, judge.id),
-            output_kinds=["grade"],
-            batch_size=batch_size,
-        )
-        result.seen += settled["criteria"]  # settled criteria count as seen and skipped, as before
-        result.skipped += settled["criteria"]
-    else:
-
-        async def work(item: tuple[Target, list[Criterion]]) -> list[Record]:
-            ids = {grade_id(item[0].answer.id, c.id, judge.id) for c in item[1]}
-            return list(await grade_batch(item[0], item[1], fresh if ids & retried else judge))
-
-        result = await run_stage(
-            store,
-            pending(),
-            work,
-            output_id=lambda i: i[0].answer.id,
-            output_kinds=[],
-            batch_size=batch_size,
-        )
-    _drop_resolved_failures(store, targets, judge.id)
-    return result
+    Up to `window` calls' items are in flight (default: `in_flight(judge)`)."""
+    job = GradeJob(store, judge, mode, retry_failures)
+    result = await run_stage(
+        store,
+        job.items(targets),
+        job.work,
+        output_id=job.output_id,
+        output_kinds=job.output_kinds,
+        batch_size=batch_size,
+        window=window or in_flight(judge, batch_size),
+    )
+    return job.finish(result)
 
 
 def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:
@@ -164,7 +220,7 @@ def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:
 
 def _pending(
     store: Store,
-    targets: Sequence[Target],
+    targets: list[Target],
     judge: str,
     retry_failures: bool,
     settled: Counter[str],
@@ -188,9 +244,11 @@ def _pending(
 
 
 def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str) -> None:
-    for target in targets:
-        ids = [grade_id(target.answer.id, c.id, judge) for c in target.rubric.criteria]
-        resolved = store.has("grade", ids) & store.has("grade_failure", ids)
+    """Delete every stored failure that has a Grade now (one query per kind per chunk of targets)."""
+    for chunk in batched(targets, 256):
+        ids = [grade_id(t.answer.id, c.id, judge) for t in chunk for c in t.rubric.criteria]
+        failures = store.has("grade_failure", ids)
+        resolved = store.has("grade", sorted(failures)) if failures else set()
         if resolved:
             store.delete("grade_failure", sorted(resolved))
 

@@ -186,7 +186,7 @@ class OpenAICompatibleModel:
                 base_url=self.base_url,
                 max_retries=0,
                 timeout=self.config.timeout_s,
-                http_client=_http_client(),
+                http_client=_http_client(self.config.max_concurrency),
             )
             self._client, self._client_loop = client, loop
             # The loop closes suspended async generators when it shuts down (asyncio.run does), so
@@ -273,13 +273,25 @@ async def _close_at_shutdown(client: openai.AsyncOpenAI) -> AsyncGenerator[None,
         await client.close()
 
 
-def _http_client() -> Any:
-    """The client's aiohttp transport when aiohttp is installed (much less CPU per call), else None."""
+def _http_client(concurrency: int) -> Any:
+    """The client's aiohttp transport when aiohttp is installed (much less CPU per call), else None.
+
+    Its pool keeps one connection alive per allowed concurrent call (the SDK's default keeps 100, so a
+    model allowed 512 calls at once would open and close connections all the time)."""
     factory = getattr(openai, "DefaultAioHttpClient", None)
     if factory is None:
         return None
+    defaults = getattr(openai, "DEFAULT_CONNECTION_LIMITS", None)
+    kwargs: dict[str, Any] = {}
+    if defaults is not None:
+        connections = max(defaults.max_connections or 0, concurrency)
+        kwargs["limits"] = type(defaults)(
+            max_connections=connections,
+            max_keepalive_connections=max(defaults.max_keepalive_connections or 0, concurrency),
+            keepalive_expiry=defaults.keepalive_expiry,
+        )
     try:
-        return factory()
+        return factory(**kwargs)
     except RuntimeError:  # the `aiohttp` extra is missing
         return None
 
