@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> None:
 from livemed.cli import (  # noqa: E402,F401
     analysis,
     demo,
+    eval_command,
     grading_commands,
     harvest,
     models_commands,
@@ -77,7 +78,7 @@ from livemed.cli import evidence as evidence_commands  # noqa: E402,F401
 # The order and panels of `livemed --help`: the pipeline as a user meets it.
 HELP_PANELS: dict[str, list[str]] = {
     "Start here": ["demo", "init"],
-    "Pipeline": ["sources", "harvest", "evidence", "curate", "rubrics", "answer", "grade", "scores"],
+    "Pipeline": ["sources", "harvest", "evidence", "curate", "rubrics", "answer", "grade", "scores", "eval"],
     "Analysis": ["leaderboard", "contamination", "trends", "funnel", "taxonomy", "report"],
     "Data exchange": ["export", "import", "import-healthbench", "export-healthbench", "import-kqa"],
 }

@@ -1,4 +1,4 @@
-"""Store-facing glue for answers, grades and scores: what to do, what is done, write results.
+"""Store-facing glue for answers and grades (scores: `grading.scoring`): what to do, what is done.
 
 The stage functions (`answer_case`, `grade_criterion`, `grade_batch`) stay pure of the store; these
 helpers feed them through `run_stage`, so every command is incremental:
@@ -19,13 +19,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from livemed.grading import score as S
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
-from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported
 from livemed.models import LLM, Settings
 from livemed.pipeline import StageResult, batched, run_stage
-from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Record, Rubric, Score
+from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
@@ -253,146 +251,31 @@ def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str)
             store.delete("grade_failure", sorted(resolved))
 
 
-# --------------------------------------------------------------------------- scores
+# Scores live in `grading.scoring`; these names stay importable from here.
+from livemed.grading.scoring import (  # noqa: E402
+    NOT_YET_GRADED,
+    ScoreRun,
+    items_for,
+    score_all,
+    score_answer,
+    verdicts_by_answer,
+    verdicts_of,
+)
 
-
-NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
-
-
-@dataclass
-class ScoreRun:
-    scores: list[Score] = field(default_factory=list)
-    excluded: Counter[str] = field(default_factory=Counter)
-    answers: Counter[str] = field(default_factory=Counter)  # model -> answers with a scorable rubric
-
-
-def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
-    """Score items for a rubric from verdicts by criterion id (None = failed); None if any is missing.
-
-    An imported criterion's axes are its own `axis:` tags only (its livemed axis may be a stand-in)."""
-    if any(c.id not in verdicts for c in rubric.criteria):
-        return None
-    own = not is_imported(rubric)
-    return [
-        S.Item(c.value, verdicts[c.id], axis=c.axis if own else "", theme=c.theme, tags=tuple(c.tags))
-        for c in rubric.criteria
-    ]
-
-
-def verdicts_of(store: Store, answer_id: str, judge: str) -> tuple[dict[str, bool | None], int]:
-    """criterion id -> met (None for an unusable verdict), and the number of unusable verdicts; a Grade
-    wins over a failure. A criterion whose grader call failed has no verdict at all: it is left out, so
-    the answer is not fully graded (and gets no score) until the call succeeds."""
-    failures = [f for f in store.iter(GradeFailure, parent_id=answer_id) if f.judge == judge]
-    failed = {f.criterion_id for f in failures if not f.call_failed}
-    graded = {g.criterion_id: g.met for g in store.iter(Grade, parent_id=answer_id) if g.judge == judge}
-    verdicts: dict[str, bool | None] = dict.fromkeys(failed)
-    verdicts.update(graded)
-    return verdicts, len(failed - graded.keys())
-
-
-def score_answer(
-    answer: Answer,
-    rubric: Rubric,
-    items: list[S.Item],
-    *,
-    judge: str,
-    failures: int,
-    convention: S.Convention,
-    policy: S.FailurePolicy,
-) -> Score | None:
-    """The Score record of one graded answer; None when the rubric has no positive weight."""
-    value = S.case_score(items, convention, policy)
-    if value is None:
-        return None
-    per_tag: dict[str, float] = {}
-    if convention == "healthbench":  # themes are example tags there: each gets the case score
-        per_theme = dict.fromkeys(rubric.themes, value)
-        imported = is_imported(rubric)
-        tagged = [
-            replace(item, tags=tuple(criterion_tags(c, imported=imported)))
-            for item, c in zip(items, rubric.criteria, strict=True)
-        ]
-        per_tag = S.per_tag(tagged, example_tags_of(rubric), convention, policy)
-    else:
-        per_theme = S.per_theme(items, convention, policy)
-    return Score(
-        answer_id=answer.id,
-        case_id=answer.case_id,
-        model=answer.model,
-        judge=judge,
-        convention=convention,
-        score=value,
-        per_axis=S.per_axis(items, convention, policy),
-        per_theme=per_theme,
-        per_tag=per_tag,
-        coverage=S.coverage(items, policy) or 0.0,
-        harm=S.harm(items, policy) or 0.0,
-        failures=failures,
-        failure_policy=policy,
-        published=rubric.published,
-    )
-
-
-def score_all(
-    store: Store,
-    judge: str,
-    *,
-    convention: S.Convention = "livemed",
-    policy: S.FailurePolicy = "not-met",
-    model: str | None = None,
-) -> ScoreRun:
-    """Score every answer fully graded by `judge`; others are counted by reason."""
-    run = ScoreRun()
-    rubrics: dict[str, Rubric | None] = {}
-    unscored: list[str] = []
-    for answer in store.iter(Answer):
-        if model is not None and answer.model != model:
-            continue
-        if answer.case_id not in rubrics:
-            rubrics[answer.case_id] = store.get(Rubric, f"rubric:{answer.case_id}")
-        rubric = rubrics[answer.case_id]
-        if rubric is None:
-            run.excluded["no rubric"] += 1
-            continue
-        if any(c.value > 0 for c in rubric.criteria):
-            run.answers[answer.model] += 1
-        verdicts, failures = verdicts_of(store, answer.id, judge)
-        items = items_for(rubric, verdicts)
-        if items is None:
-            run.excluded[NOT_YET_GRADED] += 1
-            unscored.append(answer.id)
-            continue
-        record = score_answer(
-            answer, rubric, items, judge=judge, failures=failures, convention=convention, policy=policy
-        )
-        if record is None:
-            run.excluded[S.ZERO_POSITIVE] += 1
-        else:
-            run.scores.append(record)
-    store.put(run.scores)
-    _drop_stale_scores(store, unscored, judge, convention, policy)
-    if policy != "not-met":
-        _drop_legacy_ids(store, run.scores)
-    return run
-
-
-def _drop_stale_scores(store: Store, answer_ids: list[str], judge: str, convention: str, policy: str) -> None:
-    """A score stored earlier for an answer that is not fully graded now (e.g. by a livemed that scored
-    failed grader calls as not met) is removed: a failed call never stays a number."""
-    suffix = "" if policy == "not-met" else f":{policy}"
-    ids = [f"score:{a}:{judge}:{convention}{suffix}" for a in answer_ids]
-    for start in range(0, len(ids), 500):
-        stale = store.has(Score.kind, ids[start : start + 500])
-        if stale:
-            store.delete(Score.kind, sorted(stale))
-
-
-def _drop_legacy_ids(store: Store, scores: Sequence[Score]) -> None:
-    """Before scores carried their failure policy in their id, an `exclude` score took the default id:
-    such a stored score is replaced by the one just written beside it."""
-    legacy = [s.id.rsplit(":", 1)[0] for s in scores]
-    found = store.has(Score.kind, legacy)
-    stale = [i for i in found if (old := store.get(Score, i)) is not None and old.failure_policy != "not-met"]
-    if stale:
-        store.delete(Score.kind, sorted(stale))
+__all__ = [
+    "MAX_IN_FLIGHT",
+    "NOT_YET_GRADED",
+    "GradeJob",
+    "GradePlan",
+    "Item",
+    "ScoreRun",
+    "answer_all",
+    "grade_all",
+    "in_flight",
+    "items_for",
+    "plan_targets",
+    "score_all",
+    "score_answer",
+    "verdicts_by_answer",
+    "verdicts_of",
+]

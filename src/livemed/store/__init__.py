@@ -198,6 +198,18 @@ class Store:
         for rows in self._pages(cls.kind, columns, filters, batch_size=batch_size):
             yield from (_load(cls, row.id, row.payload) for row in rows)
 
+    def by_parents(self, cls: type[R], parent_ids: Sequence[str]) -> Iterator[R]:
+        """Records of one type whose parent is one of `parent_ids` (one query per 500 parents)."""
+        columns = [records_table.c.id, records_table.c.payload]
+        with self.engine.connect() as conn:
+            for start in range(0, len(parent_ids), 500):
+                chunk = list(parent_ids[start : start + 500])
+                query = sa.select(*columns).where(
+                    records_table.c.kind == cls.kind, records_table.c.parent_id.in_(chunk)
+                )
+                rows = conn.execute(query).all()
+                yield from (_load(cls, row.id, row.payload) for row in rows)
+
     def _pages(
         self,
         kind: str,
