@@ -22,10 +22,12 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from livemed.records import Record, Rejection, is_failed_call
-from livemed.store import Store
+
+if TYPE_CHECKING:
+    from livemed.store import Store
 
 T = TypeVar("T")
 
