@@ -107,6 +107,8 @@ class FakeOpenAIServer:
     count: int = 0
     in_flight: int = 0  # chat requests being answered now
     max_in_flight: int = 0  # the most chat requests ever answered at once
+    first_at: float | None = None  # time.monotonic() of the first chat request (since the last reset)
+    last_done_at: float | None = None  # ... and of the last chat reply
 
     def __post_init__(self) -> None:
         self._script: deque[Behavior] = deque()
@@ -150,10 +152,13 @@ class FakeOpenAIServer:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if self.first_at is None:
+            self.first_at = time.monotonic()
         try:
             return await self._answer(request)
         finally:
             self.in_flight -= 1
+            self.last_done_at = time.monotonic()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -187,10 +192,12 @@ class FakeOpenAIServer:
         return web.json_response({"object": "list", "data": data})
 
     async def _stats(self, _request: web.Request) -> web.StreamResponse:
-        return web.json_response({"requests": self.count, "max_in_flight": self.max_in_flight})
+        stats = {"requests": self.count, "max_in_flight": self.max_in_flight}
+        return web.json_response({**stats, "first_at": self.first_at, "last_done_at": self.last_done_at})
 
     async def _reset(self, _request: web.Request) -> web.StreamResponse:
         self.count = self.max_in_flight = 0
+        self.first_at = self.last_done_at = None
         self.requests.clear()
         return web.json_response({"requests": 0})
 

@@ -237,21 +237,6 @@ async def test_a_provider_message_that_echoes_the_key_is_scrubbed(
         assert "[redacted]" in failure.detail
 
 
-async def test_a_truncated_body_is_reported_as_such_over_httpx_too(
-    server: FakeOpenAIServer, make_engine: MakeEngine, api_key: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import livemed.models.openai as openai_module
-
-    monkeypatch.setattr(
-        openai_module, "_http_client", lambda _concurrency: None
-    )  # the client's default httpx transport
-    engine, model = make_engine(max_retries=0)
-    server.default = recorded("truncated_body")
-    failure = await engine.generate(model, MESSAGES)
-    assert isinstance(failure, CallFailure)
-    assert "malformed/truncated response body from" in failure.detail
-
-
 def test_runs_stored_before_estimated_usage_still_read() -> None:
     from livemed.records import Run
 
