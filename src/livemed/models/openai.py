@@ -17,7 +17,8 @@ base_url = "http://gpu-box:8000/v1"       # default http://localhost:8000/v1; ke
 The engine owns retries, limits and timeouts. Errors become `TransientModelError` (429 with
 Retry-After, 408/409, 5xx, timeouts, connection errors, malformed or truncated bodies) or
 `FatalModelError` (other 4xx, a missing key); see `livemed.models.statuses`. Reply bodies are
-read by `livemed.models.replies`. The key is read from the environment at call time, sent only to the endpoint, and scrubbed from every message and raw body.
+read by `livemed.models.replies`. The key is read from the environment at call time, sent only to
+the endpoint, and scrubbed from every message and raw body.
 Requests go straight over aiohttp (`livemed.models.http`: one session per model and event loop, a
 body livemed builds itself, the bearer key): the official `openai` client's `post()` cost several
 times the CPU per call and ~0.8 s of imports at start-up (see docs/benchmarks.md), and status codes
