@@ -15,7 +15,7 @@ from livemed.cli import app
 from livemed.cli.context import console, err_console, state
 
 if TYPE_CHECKING:
-    from livemed.records import Rubric
+    from livemed.records import Case, Rubric
     from livemed.store import Store
 
 PUBLISHED = typer.Option(
@@ -137,24 +137,25 @@ def load_healthbench(
     _date_note(basis, date.date())
     store = state(ctx).store
     max_bytes, max_items = _limits(ctx, max_record_bytes, max_criteria)
-    written = kept = 0
+    counts = Counter[str]()
     out = Imported()
     findings = _Findings()
     lines = read_healthbench(
         file, published=date, date_field=basis, max_record_bytes=max_bytes, max_criteria=max_items
     )
+    chunk: list[tuple[Case, Rubric]] = []
     for item in lines:
         if isinstance(item, InputFileError):
             _skipped(item)
             out.bad += 1
             continue
         out.case_ids.append(item[0].id)
-        if _stored(store, item[0].id, replace):
-            kept += 1
-            continue
-        store.put(list(item))
-        written += 1
-        findings.add(item[1], item[0].source_id)
+        chunk.append(item)
+        if len(chunk) >= 500:
+            _put_examples(store, chunk, replace, findings, counts)
+            chunk = []
+    _put_examples(store, chunk, replace, findings, counts)
+    written, kept = counts["written"], counts["kept"]
     total = sum(findings.counts.values())
     console.print(
         f"{file}: imported {written} case(s) with rubrics; {out.bad} bad line(s); {total} mapping finding(s)"
@@ -203,6 +204,19 @@ def import_kqa(
     """Import K-QA questions with physician answers as cases; Must_have kept as a reference rubric."""
     if load_kqa(ctx, file, published, limit, replace, max_record_bytes, max_criteria).bad:
         raise typer.Exit(code=1)
+
+
+def _put_examples(
+    store: Store, chunk: list[tuple[Case, Rubric]], replace: bool, findings: _Findings, counts: Counter[str]
+) -> None:
+    """Write a chunk of imported examples in one transaction (those already stored are kept)."""
+    stored = set() if replace else store.has("case", [case.id for case, _ in chunk])
+    fresh = [(case, rubric) for case, rubric in chunk if case.id not in stored]
+    store.put([record for pair in fresh for record in pair])
+    for case, rubric in fresh:
+        findings.add(rubric, case.source_id)
+    counts["written"] += len(fresh)
+    counts["kept"] += len(chunk) - len(fresh)
 
 
 def load_kqa(
