@@ -235,3 +235,12 @@ def test_kill_9_during_eval_then_eval_again_pays_for_nothing_finished(tmp_path: 
     total = EXAMPLES + EXAMPLES * CRITERIA  # one call per answer and per criterion
     assert sent == total - ANSWERED  # what was answered before the kill is not paid for again
     assert len(records(config)["scores"]) == EXAMPLES
+
+
+def test_eval_checks_the_same_modes_and_conventions_as_the_stages() -> None:
+    from livemed.cli import eval_command
+    from livemed.grading import score
+    from livemed.grading.judge import MODES
+
+    assert eval_command.MODES == MODES
+    assert eval_command.CONVENTIONS == score.CONVENTIONS

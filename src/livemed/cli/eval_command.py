@@ -85,13 +85,14 @@ def eval_command(
         raise RunError(f"{bad} bad line(s) of {file} were skipped (listed above); the rest was evaluated")
 
 
-def _check(mode: str, convention: str, json_out: Path | None, fmt: str | None) -> None:
-    from livemed.grading import score as S
-    from livemed.grading.judge import MODES
+MODES = ("per-criterion", "batched")  # grading.judge.MODES, without importing the stages before a call
+CONVENTIONS = ("livemed", "healthbench")  # grading.score.CONVENTIONS (which imports NumPy)
 
+
+def _check(mode: str, convention: str, json_out: Path | None, fmt: str | None) -> None:
     if mode not in MODES:
         raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if convention not in S.CONVENTIONS:
+    if convention not in CONVENTIONS:
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
     if json_out is not None and convention != "healthbench":
         raise ConfigError("--json writes simple-evals' HealthBench results: add --convention healthbench")
@@ -275,12 +276,7 @@ def _cases(
     if case_ids is None:
         yield from select_cases(app_state, status, limit)
         return
-    count = 0
-    for case_id in dict.fromkeys(case_ids):
-        case = app_state.store.get(Case, case_id)
-        if case is None or (status and case.status != status):
-            continue
-        if limit is not None and count >= limit:
-            return
-        count += 1
-        yield case
+    ids = list(dict.fromkeys(case_ids))
+    found = app_state.store.get_many(Case, ids)
+    chosen = [found[i] for i in ids if i in found and (not status or found[i].status == status)]
+    yield from chosen[:limit]

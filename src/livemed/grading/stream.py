@@ -113,10 +113,8 @@ async def _together(
 
 
 def _rubrics(store: Store, cases: Sequence[Case]) -> dict[str, Rubric]:
-    ids = [f"rubric:{case.id}" for case in cases]
-    found = store.has(Rubric.kind, ids)
-    rubrics = (store.get(Rubric, rubric_id) for rubric_id in ids if rubric_id in found)
-    return {rubric.case_id: rubric for rubric in rubrics if rubric is not None}
+    found = store.get_many(Rubric, [f"rubric:{case.id}" for case in cases])
+    return {rubric.case_id: rubric for rubric in found.values()}
 
 
 def _stored_answers(
@@ -124,6 +122,5 @@ def _stored_answers(
 ) -> list[tuple[Case, Answer]]:
     """The answers already stored for these cases, candidates and samples (graded like new ones)."""
     keys = [(case, answer_id(case.id, a.id, n)) for a in answerers for case in cases for n in range(samples)]
-    found = store.has(Answer.kind, [key for _, key in keys])
-    pairs = [(case, store.get(Answer, key)) for case, key in keys if key in found]
-    return [(case, answer) for case, answer in pairs if answer is not None]
+    found = store.get_many(Answer, [key for _, key in keys])
+    return [(case, found[key]) for case, key in keys if key in found]
