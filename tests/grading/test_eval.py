@@ -244,3 +244,10 @@ def test_eval_checks_the_same_modes_and_conventions_as_the_stages() -> None:
 
     assert eval_command.MODES == MODES
     assert eval_command.CONVENTIONS == score.CONVENTIONS
+
+
+def test_several_models_get_one_results_file_each() -> None:
+    from livemed.interop.healthbench_results import results_path
+
+    assert results_path(Path("out/r.json"), "openai/gpt-4.1", False) == Path("out/r.json")
+    assert results_path(Path("out/r.json"), "openai/gpt-4.1", True) == Path("out/r_openai_gpt-4.1.json")
