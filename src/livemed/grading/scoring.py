@@ -121,7 +121,7 @@ def score_all(
     models: Collection[str] | None = None,
 ) -> ScoreRun:
     """Score every answer (of `model`, or of `models`) fully graded by `judge`; others are counted by
-    reason. Verdicts are read for 500 answers at a time."""
+    reason. Verdicts and rubrics are read for 500 answers at a time."""
     wanted = set(models) if models is not None else {model} if model is not None else None
     run = ScoreRun()
     rubrics: dict[str, Rubric | None] = {}
@@ -129,9 +129,10 @@ def score_all(
     answers = (a for a in store.iter(Answer) if wanted is None or a.model in wanted)
     for chunk in batched(answers, 500):
         verdicts = verdicts_by_answer(store, [a.id for a in chunk], judge)
+        new = sorted({a.case_id for a in chunk} - rubrics.keys())
+        found = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
+        rubrics.update((case_id, found.get(f"rubric:{case_id}")) for case_id in new)
         for answer in chunk:
-            if answer.case_id not in rubrics:
-                rubrics[answer.case_id] = store.get(Rubric, f"rubric:{answer.case_id}")
             _score_one(
                 run, answer, rubrics[answer.case_id], verdicts[answer.id], unscored, judge, convention, policy
             )
