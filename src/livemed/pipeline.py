@@ -1,10 +1,11 @@
 """The stage runner: reads what a stage needs, skips what is done, writes results in batches.
 
 A stage is a plain async function from one input record to the records it produces (outputs and
-rejections). `run_stage` streams the inputs, drops those whose output already exists in the store,
-runs the rest concurrently one batch at a time, and writes each batch in one transaction. A crash or
-kill therefore loses at most the batch in flight, and the engine's response cache means even that
-batch is not paid for twice (`livemed.runs.track_run` records each command as a `Run`). An item whose
+rejections). `run_stage` streams the inputs (a list, a generator, or a `Feed` another stage fills
+while it runs), drops those whose output already exists in the store, keeps up to `window` items in
+flight, and writes finished items in batches, one transaction each. A crash or kill therefore loses
+at most the items not yet written, and the engine's response cache means even those are not paid
+for twice (`livemed.runs.track_run` records each command as a `Run`). An item whose
 outputs include a failed call (`records.is_failed_call`) is counted in `StageResult.call_failed`, with
 its cause, so the command can fail with one line.
 A caller that wants to watch a stage sets `item_progress` (a context variable) to a function that
@@ -15,15 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from livemed.records import Record, Rejection, is_failed_call
-from livemed.store import Store
+
+if TYPE_CHECKING:
+    from livemed.store import Store
 
 T = TypeVar("T")
 
@@ -71,85 +75,165 @@ def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield batch
 
 
+class Feed(Generic[T]):
+    """Items that one stage hands to another while both run: `put` them, then `close()`.
+
+    `run_stage` takes a Feed as its items and starts each item as soon as it is put (no barrier between
+    the stage that feeds and the stage that reads)."""
+
+    def __init__(self) -> None:
+        self._items: deque[T] = deque()
+        self.closed = False
+        self.ready = asyncio.Event()
+
+    def put(self, items: Iterable[T]) -> None:
+        self._items.extend(items)
+        if self._items:
+            self.ready.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.ready.set()
+
+    def take(self, size: int) -> list[T]:
+        """Up to `size` of the items put so far (without waiting)."""
+        taken = [self._items.popleft() for _ in range(min(size, len(self._items)))]
+        if not self._items and not self.closed:
+            self.ready.clear()
+        return taken
+
+
+WRITE_EVERY_S = 0.25  # finished items are also written when the last write is older than this
+
+
 async def run_stage(
     store: Store,
-    items: Iterable[T],
+    items: Iterable[T] | Feed[T],
     work: Callable[[T], Awaitable[Sequence[Record]]],
     *,
     output_id: Callable[[T], str | Sequence[str]],
     output_kinds: Sequence[str],
     batch_size: int = 64,
+    window: int | None = None,
     redo: bool = False,
     on_item: Callable[[T, Sequence[Record]], None] | None = None,
+    on_batch: Callable[[list[tuple[T, Sequence[Record]]]], None] | None = None,
 ) -> StageResult:
     """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet.
 
     `output_id` may return several ids (e.g. a case id and the ids of rejections by different stages):
-    an item is done when any of them is stored. Up to `batch_size` items are in flight at once, as a
-    sliding window (a slow item never holds the others back), and finished items are written every
-    `batch_size` results in one transaction. If an item raises, what finished before is written first.
+    an item is done when any of them is stored. Up to `window` items (default `batch_size`) are in
+    flight at once, as a sliding window (a slow item never holds the others back); finished items are
+    written every `batch_size` results (or `WRITE_EVERY_S`) in one transaction, then `on_item` is told
+    of each and `on_batch` of all of them. If an item raises, what finished before is written first.
+    `items` may be a `Feed` another stage fills while this one runs.
     """
     result = StageResult()
-    window = _Window(store, result, on_item, batch_size)
+    running = _Window(store, result, on_item, on_batch, batch_size, window or batch_size)
+
+    async def submit(batch: list[T]) -> None:
+        result.seen += len(batch)
+        todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
+        result.skipped += len(batch) - len(todo)
+        for item in todo:
+            await running.submit(item, work)
+
     try:
-        for batch in batched(items, batch_size):
-            result.seen += len(batch)
-            todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
-            result.skipped += len(batch) - len(todo)
-            for item in todo:
-                await window.submit(item, work)
-        await window.drain()
+        if isinstance(items, Feed):
+            while batch := await running.next_from(items, batch_size):
+                await submit(batch)
+        else:
+            for batch in batched(items, batch_size):
+                await submit(batch)
+        await running.drain()
     finally:
-        await window.cancel()
+        await running.cancel()
     return result
 
 
 class _Window(Generic[T]):
-    """At most `size` items in flight; finished ones are written in batches of `size`."""
+    """At most `limit` items in flight; finished ones are written in batches of `size`.
+
+    Each finished task reports through a done callback (no wait over every task in flight per result);
+    the coroutine that waits for a free slot, for the feed or for the end writes and raises."""
 
     def __init__(
         self,
         store: Store,
         result: StageResult,
         on_item: Callable[[T, Sequence[Record]], None] | None,
+        on_batch: Callable[[list[tuple[T, Sequence[Record]]]], None] | None,
         size: int,
+        limit: int,
     ) -> None:
-        self.store, self.result, self.on_item, self.size = store, result, on_item, size
+        self.store, self.result, self.on_item, self.on_batch = store, result, on_item, on_batch
+        self.size, self.limit = size, max(1, limit)
         self.running: dict[asyncio.Future[Sequence[Record]], T] = {}
         self.finished: list[tuple[T, Sequence[Record]]] = []
+        self.failure: BaseException | None = None
+        self.changed = asyncio.Event()
+        self.report = item_progress.get()
+        self.last_write = time.monotonic()
 
     async def submit(self, item: T, work: Callable[[T], Awaitable[Sequence[Record]]]) -> None:
-        while len(self.running) >= self.size:
-            await self._collect()
-        self.running[asyncio.ensure_future(work(item))] = item
+        while len(self.running) >= self.limit:
+            await self._wait()
+        future = asyncio.ensure_future(work(item))
+        self.running[future] = item
+        future.add_done_callback(self._done)
+
+    async def next_from(self, feed: Feed[T], size: int) -> list[T]:
+        """The next items of `feed` (empty once it is closed and empty), writing what finishes meanwhile."""
+        while not (batch := feed.take(size)) and not feed.closed:
+            self.changed.clear()
+            waiters = [asyncio.ensure_future(feed.ready.wait()), asyncio.ensure_future(self.changed.wait())]
+            try:
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+            self._settle()
+        return batch
 
     async def drain(self) -> None:
         while self.running:
-            await self._collect()
+            await self._wait()
+        self._settle()
         self._write()
 
-    async def _collect(self) -> None:
-        done, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
-        failure: BaseException | None = None
-        for future in done:
-            item = self.running.pop(future)
-            if future.exception() is not None:
-                failure = failure or future.exception()
-            else:
-                self.finished.append((item, future.result()))
-        if (report := item_progress.get()) is not None:
-            report(self.result.processed + len(self.finished))
-        if failure is not None:
+    def _done(self, future: asyncio.Future[Sequence[Record]]) -> None:
+        item = self.running.pop(future, None)
+        if item is None or future.cancelled():
+            return
+        if future.exception() is not None:
+            self.failure = self.failure or future.exception()
+        else:
+            self.finished.append((item, future.result()))
+        if self.report is not None:
+            self.report(self.result.processed + len(self.finished))
+        self.changed.set()
+
+    async def _wait(self) -> None:
+        self.changed.clear()
+        await self.changed.wait()
+        self._settle()
+
+    def _settle(self) -> None:
+        """Write what is due; raise an item's exception (after writing what finished before it)."""
+        if self.failure is not None:
             self._write()
-            raise failure
-        if len(self.finished) >= self.size:
+            raise self.failure
+        due = len(self.finished) >= self.size or not self.running
+        if self.finished and (due or time.monotonic() - self.last_write >= WRITE_EVERY_S):
             self._write()
 
     def _write(self) -> None:
-        records = [record for _, produced in self.finished for record in produced]
+        finished, self.finished = self.finished, []
+        self.last_write = time.monotonic()
+        records = [record for _, produced in finished for record in produced]
         self.store.put(records)
-        self.result.processed += len(self.finished)
-        for _, produced in self.finished:
+        self.result.processed += len(finished)
+        for _, produced in finished:
             failed = [record for record in produced if is_failed_call(record)]
             if failed:
                 self.result.call_failed += 1
@@ -160,9 +244,10 @@ class _Window(Generic[T]):
                 self.result.rejected[record.reason] += 1
                 self.result.examples.setdefault(record.reason, f"{record.record_id}: {record.detail}")
         if self.on_item is not None:
-            for item, produced in self.finished:
+            for item, produced in finished:
                 self.on_item(item, produced)
-        self.finished = []
+        if self.on_batch is not None and finished:
+            self.on_batch(finished)
 
     async def cancel(self) -> None:
         """Cancel what is still in flight and wait until it has stopped (no task outlives the run)."""

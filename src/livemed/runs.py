@@ -52,12 +52,13 @@ def track_run(
     settings: dict[str, Any] | None = None,
     models: Sequence[str] = (),
     engine: Any = None,
-    lease: str | None = None,
+    lease: str | Sequence[str] | None = None,
 ) -> Iterator[Run]:
     """Record a command as a `Run`: written when it starts, refreshed while it runs, finished at the end.
 
     The body may set `run.error` to record a failed run without raising (e.g. one source of several
-    failed), or call `settle` with its stage result.
+    failed), or call `settle` with its stage result. `lease` may name several leases (`eval` holds
+    one per candidate's answers and one for its grader): all are taken, or none.
     """
     run = Run(
         run_id=uuid.uuid4().hex[:12],
@@ -70,10 +71,18 @@ def track_run(
     )
     mark_dead_runs(store)
     holder = leases.Holder.here(run.run_id, command)
-    if lease is not None:
-        leases.acquire(store, lease, holder)
+    names = [lease] if isinstance(lease, str) else list(lease or ())
+    taken: list[str] = []
+    try:
+        for name in names:
+            leases.acquire(store, name, holder)
+            taken.append(name)
+    except BaseException:
+        for name in taken:
+            leases.release(store, name, holder)
+        raise
     store.put([run])
-    beat = _Heartbeat(store, run, engine, lease, holder)
+    beat = _Heartbeat(store, run, engine, names, holder)
     beat.start()
     try:
         yield run
@@ -91,8 +100,8 @@ def track_run(
         raise
     finally:
         beat.stop()
-        if lease is not None:
-            leases.release(store, lease, holder)
+        for name in names:
+            leases.release(store, name, holder)
     _finish(store, run, engine, _outcome(run), run.error)
 
 
@@ -108,6 +117,23 @@ def settle(run: Run, result: StageResult, unit: str) -> None:
     line = result.failure_line(unit)
     if line is not None:
         run.error = line
+
+
+def settle_stages(run: Run, stages: Sequence[tuple[str, StageResult, str]]) -> None:
+    """`settle` for a command that ran several stages (`eval`): `(name, result, unit)` each. The counts
+    are the stages' sums plus each stage's own under `<name>: <count>`; the failure line names every
+    stage whose items ended as failed calls."""
+    run.counts = {}
+    for name, result, _ in stages:
+        for key, value in (("seen", result.seen), ("processed", result.processed)):
+            run.counts[key] = run.counts.get(key, 0) + value
+        run.counts["call_failed"] = run.counts.get("call_failed", 0) + result.call_failed
+        run.counts.update({f"{name}: {k}": v for k, v in result.written.items()})
+        run.counts[f"{name}: call_failed"] = result.call_failed
+    parts = [line for _, result, unit in stages if (line := result.failure_line(unit))]
+    if parts:
+        suffix = "; run again to retry them"
+        run.error = "; ".join(p.removesuffix(suffix) for p in parts) + suffix
 
 
 def raise_for_calls(run: Run) -> None:
@@ -167,9 +193,9 @@ def _take_usage(run: Run, engine: Any) -> None:
 class _Heartbeat(threading.Thread):
     """Every HEARTBEAT_S seconds: the Run with its usage so far, and the lease's heartbeat."""
 
-    def __init__(self, store: Store, run: Run, engine: Any, lease: str | None, holder: leases.Holder) -> None:
+    def __init__(self, store: Store, run: Run, engine: Any, names: list[str], holder: leases.Holder) -> None:
         super().__init__(name=f"livemed-heartbeat-{run.run_id}", daemon=True)
-        self.store, self.record, self.engine, self.lease, self.holder = store, run, engine, lease, holder
+        self.store, self.record, self.engine, self.names, self.holder = store, run, engine, names, holder
         self._stopped = threading.Event()
 
     def run(self) -> None:  # the thread's body (threading.Thread API)
@@ -187,8 +213,9 @@ class _Heartbeat(threading.Thread):
         if self._stopped.is_set():
             return
         self.store.put([snapshot])
-        if self.lease is not None:
-            self.holder = leases.refresh(self.store, self.lease, self.holder)
+        holder = self.holder
+        for name in self.names:
+            self.holder = leases.refresh(self.store, name, holder)
 
     def stop(self) -> None:
         if self.is_alive():
@@ -196,4 +223,4 @@ class _Heartbeat(threading.Thread):
             self.join(timeout=leases.STALE_AFTER_S)
 
 
-__all__ = ["HEARTBEAT_S", "mark_dead_runs", "raise_for_calls", "settle", "track_run"]
+__all__ = ["HEARTBEAT_S", "mark_dead_runs", "raise_for_calls", "settle", "settle_stages", "track_run"]

@@ -1,8 +1,9 @@
 """A fake OpenAI-compatible server: real HTTP on 127.0.0.1, scriptable per request.
 
-It serves `POST /v1/chat/completions` and `GET /v1/models`, plus `GET /_stats` (request count)
-and `POST /_reset` for out-of-process use. Each chat request takes the next scripted `Behavior`
-(or the `responder`'s, or the default), which can add latency, answer 429 with Retry-After,
+It serves `POST /v1/chat/completions` and `GET /v1/models`, plus `GET /_stats` (request count, and
+the most chat requests answered at once: `max_in_flight`) and `POST /_reset` for out-of-process
+use. Each chat request takes the next scripted `Behavior` (or the `responder`'s, or the default),
+which can add latency, answer 429 with Retry-After,
 500, hang, send a malformed JSON body or any text, or replay a reply shape recorded from a real
 server (`recorded("vllm_reasoning_content")`, files in `tests/fixtures/replies/`).
 
@@ -104,6 +105,10 @@ class FakeOpenAIServer:
     port: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
     count: int = 0
+    in_flight: int = 0  # chat requests being answered now
+    max_in_flight: int = 0  # the most chat requests ever answered at once
+    first_at: float | None = None  # time.monotonic() of the first chat request (since the last reset)
+    last_done_at: float | None = None  # ... and of the last chat reply
 
     def __post_init__(self) -> None:
         self._script: deque[Behavior] = deque()
@@ -145,6 +150,17 @@ class FakeOpenAIServer:
     # ------------------------------------------------------------------ handlers
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if self.first_at is None:
+            self.first_at = time.monotonic()
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+            self.last_done_at = time.monotonic()
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         try:
             body: dict[str, Any] | None = json.loads(raw)
@@ -176,10 +192,12 @@ class FakeOpenAIServer:
         return web.json_response({"object": "list", "data": data})
 
     async def _stats(self, _request: web.Request) -> web.StreamResponse:
-        return web.json_response({"requests": self.count})
+        stats = {"requests": self.count, "max_in_flight": self.max_in_flight}
+        return web.json_response({**stats, "first_at": self.first_at, "last_done_at": self.last_done_at})
 
     async def _reset(self, _request: web.Request) -> web.StreamResponse:
-        self.count = 0
+        self.count = self.max_in_flight = 0
+        self.first_at = self.last_done_at = None
         self.requests.clear()
         return web.json_response({"requests": 0})
 

@@ -186,7 +186,9 @@ def test_a_max_cost_stop_keeps_paid_answers_and_prints_the_usage(
     )
     store_path = tmp_path / "s.db"
     with Store(store_path) as store:
-        store.put([case(f"demo:{i}") for i in range(12)])
+        # distinct questions: identical prompts are one call (the later ones come from the cache)
+        distinct = [case(f"demo:{i}") for i in range(12)]
+        store.put([c.model_copy(update={"query": f"{c.query} ({i})"}) for i, c in enumerate(distinct)])
     args = ["-c", str(config), "--store", str(store_path), "answer", "--model", "openai/fake-gpt"]
     # one call reserves ~$0.18 (its prompt, the patient message in a data block, plus 20 output tokens)
     # and costs $0.012: $0.25 lets a few calls through, never all 12

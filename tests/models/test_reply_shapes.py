@@ -237,22 +237,22 @@ async def test_a_provider_message_that_echoes_the_key_is_scrubbed(
         assert "[redacted]" in failure.detail
 
 
-async def test_a_truncated_body_is_reported_as_such_over_httpx_too(
-    server: FakeOpenAIServer, make_engine: MakeEngine, api_key: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import livemed.models.openai as openai_module
-
-    monkeypatch.setattr(openai_module, "_http_client", lambda: None)  # the client's default httpx transport
-    engine, model = make_engine(max_retries=0)
-    server.default = recorded("truncated_body")
-    failure = await engine.generate(model, MESSAGES)
-    assert isinstance(failure, CallFailure)
-    assert "malformed/truncated response body from" in failure.detail
-
-
 def test_runs_stored_before_estimated_usage_still_read() -> None:
     from livemed.records import Run
 
     old = {"run_id": "abc", "command": "answer", "usage": {"openai/x": {"calls": 2, "prompt_tokens": 9}}}
     run = Run.model_validate(old)
     assert (run.usage["openai/x"].calls, run.usage["openai/x"].estimated_calls) == (2, 0)
+
+
+def test_the_json_schema_of_a_type_is_built_once() -> None:
+    from livemed.grading.judge import Verdict
+    from livemed.models.structured import json_schema_of, prepare
+
+    model = OpenAICompatibleModel("vllm", "m")
+    first = prepare(model, [], Verdict, Settings())[1].json_schema
+    second = prepare(model, [], Verdict, Settings())[1].json_schema
+    assert first is not None
+    assert second is not None
+    assert first["schema"] is second["schema"] is json_schema_of(Verdict)
+    assert first["schema"] == Verdict.model_json_schema()

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
 from livemed.config import Config, load_config, store_location
-from livemed.store import Store
+
+if TYPE_CHECKING:
+    from livemed.store import Store
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -43,6 +46,8 @@ class AppState:
     @property
     def store(self) -> Store:
         if self._store is None:
+            from livemed.store import Store  # SQLAlchemy is imported when a command needs the store
+
             self._store = Store(self.store_location)
         return self._store
 

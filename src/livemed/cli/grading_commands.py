@@ -275,5 +275,5 @@ def grade(
 
 
 # The score, agreement and import/export commands live beside these; registering them here keeps
-# one import line in cli/__init__.py.
+# one import line in cli/application.py.
 from livemed.cli import interop_commands, score_commands  # noqa: E402,F401

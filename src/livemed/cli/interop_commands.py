@@ -15,7 +15,7 @@ from livemed.cli import app
 from livemed.cli.context import console, err_console, state
 
 if TYPE_CHECKING:
-    from livemed.records import Rubric
+    from livemed.records import Case, Rubric
     from livemed.store import Store
 
 PUBLISHED = typer.Option(
@@ -108,6 +108,27 @@ def import_healthbench(
     max_criteria: int | None = MAX_CRITERIA,
 ) -> None:
     """Import HealthBench examples as cases and rubrics (original points and tags kept)."""
+    if load_healthbench(ctx, file, published, replace, max_record_bytes, max_criteria).bad:
+        raise typer.Exit(code=1)
+
+
+@dataclass
+class Imported:
+    """What an import read: the ids of the file's cases (written or already stored), bad lines."""
+
+    case_ids: list[str] = field(default_factory=list)
+    bad: int = 0
+
+
+def load_healthbench(
+    ctx: typer.Context,
+    file: Path,
+    published: str | None = None,
+    replace: bool = False,
+    max_record_bytes: int | None = None,
+    max_criteria: int | None = None,
+) -> Imported:
+    """`import-healthbench` without the exit: prints what it did, returns the file's case ids."""
     from livemed.errors import InputFileError
     from livemed.interop.dates import resolve_published
     from livemed.interop.healthbench import read_healthbench
@@ -116,31 +137,33 @@ def import_healthbench(
     _date_note(basis, date.date())
     store = state(ctx).store
     max_bytes, max_items = _limits(ctx, max_record_bytes, max_criteria)
-    written = bad = kept = 0
+    counts = Counter[str]()
+    out = Imported()
     findings = _Findings()
     lines = read_healthbench(
         file, published=date, date_field=basis, max_record_bytes=max_bytes, max_criteria=max_items
     )
+    chunk: list[tuple[Case, Rubric]] = []
     for item in lines:
         if isinstance(item, InputFileError):
             _skipped(item)
-            bad += 1
+            out.bad += 1
             continue
-        if _stored(store, item[0].id, replace):
-            kept += 1
-            continue
-        store.put(list(item))
-        written += 1
-        findings.add(item[1], item[0].source_id)
+        out.case_ids.append(item[0].id)
+        chunk.append(item)
+        if len(chunk) >= 500:
+            _put_examples(store, chunk, replace, findings, counts)
+            chunk = []
+    _put_examples(store, chunk, replace, findings, counts)
+    written, kept = counts["written"], counts["kept"]
     total = sum(findings.counts.values())
     console.print(
-        f"{file}: imported {written} case(s) with rubrics; {bad} bad line(s); {total} mapping finding(s)"
+        f"{file}: imported {written} case(s) with rubrics; {out.bad} bad line(s); {total} mapping finding(s)"
         + (":" if total else "")
     )
     findings.report()
     _kept_note(kept)
-    if bad:
-        raise typer.Exit(code=1)
+    return out
 
 
 @app.command("export-healthbench")
@@ -179,6 +202,33 @@ def import_kqa(
     max_criteria: int | None = MAX_CRITERIA,
 ) -> None:
     """Import K-QA questions with physician answers as cases; Must_have kept as a reference rubric."""
+    if load_kqa(ctx, file, published, limit, replace, max_record_bytes, max_criteria).bad:
+        raise typer.Exit(code=1)
+
+
+def _put_examples(
+    store: Store, chunk: list[tuple[Case, Rubric]], replace: bool, findings: _Findings, counts: Counter[str]
+) -> None:
+    """Write a chunk of imported examples in one transaction (those already stored are kept)."""
+    stored = set() if replace else store.has("case", [case.id for case, _ in chunk])
+    fresh = [(case, rubric) for case, rubric in chunk if case.id not in stored]
+    store.put([record for pair in fresh for record in pair])
+    for case, rubric in fresh:
+        findings.add(rubric, case.source_id)
+    counts["written"] += len(fresh)
+    counts["kept"] += len(chunk) - len(fresh)
+
+
+def load_kqa(
+    ctx: typer.Context,
+    file: Path,
+    published: str | None = None,
+    limit: int | None = None,
+    replace: bool = False,
+    max_record_bytes: int | None = None,
+    max_criteria: int | None = None,
+) -> Imported:
+    """`import-kqa` without the exit: prints what it did, returns the file's case ids."""
     from livemed.errors import InputFileError
     from livemed.interop.dates import resolve_published
     from livemed.interop.kqa import REFERENCE_NAMESPACE, read_kqa
@@ -187,16 +237,18 @@ def import_kqa(
     _date_note(basis, date.date())
     store = state(ctx).store
     max_bytes, max_items = _limits(ctx, max_record_bytes, max_criteria)
-    written = bad = statements = kept = 0
+    written = statements = kept = 0
+    out = Imported()
     for item in read_kqa(
         file, published=date, date_field=basis, max_record_bytes=max_bytes, max_statements=max_items
     ):
         if isinstance(item, InputFileError):
             _skipped(item)
-            bad += 1
+            out.bad += 1
             continue
         if limit is not None and written + kept >= limit:
             break
+        out.case_ids.append(item.case.id)
         if _stored(store, item.case.id, replace):
             kept += 1
             continue
@@ -206,8 +258,7 @@ def import_kqa(
         statements += len(item.must_have)
     console.print(
         f"{file}: imported {written} case(s) with {statements} Must_have reference statement(s); "
-        f"{bad} bad line(s)"
+        f"{out.bad} bad line(s)"
     )
     _kept_note(kept)
-    if bad:
-        raise typer.Exit(code=1)
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -16,6 +16,11 @@ from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import console, err_console, state
 from livemed.cli.grading_commands import judges_app, resolve
 from livemed.errors import CallsFailedError, ConfigError, UserError
+
+if TYPE_CHECKING:
+    from livemed.analysis.completeness import Grading
+    from livemed.grading.runs import ScoreRun
+    from livemed.records import Score
 
 
 @app.command()
@@ -40,7 +45,7 @@ def scores(
 
     An answer with a failed grader call is not yet graded: it gets no score, and a model with such
     answers is left out of the ranking (exit 1) unless --allow-incomplete."""
-    from livemed.analysis.completeness import count, incomplete, not_ranked_line
+    from livemed.analysis.completeness import count, not_ranked_line
     from livemed.errors import RunError
     from livemed.grading import score as S
     from livemed.grading.runs import score_all
@@ -65,15 +70,10 @@ def scores(
     with track_run(store, "scores", settings=settings) as record:
         run = score_all(store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
         record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}
+    rows, ranked, left_out = ranked_rows(run, convention, seed=seed, allow_incomplete=allow_incomplete)
     grading = count(run.answers, run.scores)
-    left_out = [] if allow_incomplete else incomplete(grading)
-    ranked = [sc for sc in run.scores if sc.model not in {g.model for g in left_out}]
-    rows = S.leaderboard(ranked, convention, seed=seed)
-    for row in rows:
-        g = grading[row["model"]]
-        row.update(answers_graded=g.graded, answers_total=g.answers, complete=g.complete)
     breakdown = S.breakdown(ranked, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
-    _print_scores(rows, f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
+    print_scores(rows, f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
     if by:
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
@@ -95,7 +95,25 @@ def scores(
         raise RunError(not_ranked_line(left_out, judge))
 
 
-def _print_scores(rows: list[dict[str, Any]], title: str) -> None:
+def ranked_rows(
+    run: ScoreRun, convention: str, *, seed: int, allow_incomplete: bool
+) -> tuple[list[dict[str, Any]], list[Score], list[Grading]]:
+    """Leaderboard rows of a scoring run (with answers graded per model), the scores ranked, and the
+    models left out of the ranking because some of their answers are not graded."""
+    from livemed.analysis.completeness import count, incomplete
+    from livemed.grading import score as S
+
+    grading = count(run.answers, run.scores)
+    left_out = [] if allow_incomplete else incomplete(grading)
+    ranked = [sc for sc in run.scores if sc.model not in {g.model for g in left_out}]
+    rows = S.leaderboard(ranked, convention, seed=seed)  # type: ignore[arg-type]
+    for row in rows:
+        g = grading[row["model"]]
+        row.update(answers_graded=g.graded, answers_total=g.answers, complete=g.complete)
+    return rows, ranked, left_out
+
+
+def print_scores(rows: list[dict[str, Any]], title: str) -> None:
     from livemed.cli.analysis_views import graded_cell, interval
 
     table = Table(title=title)

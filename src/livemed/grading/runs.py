@@ -1,4 +1,4 @@
-"""Store-facing glue for answers, grades and scores: what to do, what is done, write results.
+"""Store-facing glue for answers and grades (scores: `grading.scoring`): what to do, what is done.
 
 The stage functions (`answer_case`, `grade_criterion`, `grade_batch`) stay pure of the store; these
 helpers feed them through `run_stage`, so every command is incremental:
@@ -16,17 +16,26 @@ helpers feed them through `run_stage`, so every command is incremental:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from livemed.grading import score as S
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
-from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported
 from livemed.models import LLM, Settings
-from livemed.pipeline import StageResult, run_stage
-from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Record, Rubric, Score
+from livemed.pipeline import StageResult, batched, run_stage
+from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.store import Store
+
+MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
+
+
+def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
+    """How many items a stage keeps in flight for `model`: twice its `max_concurrency` (so a slot that
+    frees finds the next call already waiting; rate limits queue the rest), at most MAX_IN_FLIGHT; an
+    offline baseline does no I/O and gets `default`."""
+    if isinstance(model, LLM):
+        return min(MAX_IN_FLIGHT, 2 * model.engine.limits(model.model).max_concurrency)
+    return default
 
 
 async def answer_all(
@@ -37,13 +46,22 @@ async def answer_all(
     settings: Settings,
     samples: int = 1,
     batch_size: int = 64,
+    window: int | None = None,
+    on_answers: Callable[[list[tuple[Case, Answer]]], None] | None = None,
 ) -> StageResult:
-    """Every (case, sample) without an answer from this model gets one (or a Rejection)."""
+    """Every (case, sample) without an answer from this model gets one (or a Rejection).
+
+    Up to `window` items are in flight (default: `in_flight(answerer)`); `on_answers` is told of the
+    answers each time a batch of them is written."""
     model = answerer.id
     keys = [(case, n) for case in cases for n in range(samples)]
 
     async def work(item: tuple[Case, int]) -> list[Record]:
         return await answer_case(item[0], answerer, settings=settings, sample=item[1])
+
+    def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
+        if on_answers is not None:
+            on_answers([(item[0], r) for item, records in batch for r in records if isinstance(r, Answer)])
 
     result = await run_stage(
         store,
@@ -52,6 +70,8 @@ async def answer_all(
         output_id=lambda item: answer_id(item[0].id, model, item[1]),
         output_kinds=["answer"],
         batch_size=batch_size,
+        window=window or in_flight(answerer, batch_size),
+        on_batch=written,
     )
     _drop_stale_rejections(store, [(case.id, n) for case, n in keys], model)
     return result
@@ -95,59 +115,93 @@ def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
     return plan
 
 
+Item = tuple[Target, list[Criterion]]  # one answer and the criteria one call grades (one, per-criterion)
+
+
+@dataclass
+class GradeJob:
+    """One judge grading targets: the items still to grade, the work per item, the clean-up after.
+
+    `grade_all` runs it over a list of targets; `grading.stream` hands it targets as answers are
+    written. An item is an answer with one criterion (per-criterion mode) or all its criteria still
+    to grade (batched)."""
+
+    store: Store
+    judge: Judge
+    mode: Mode = "per-criterion"
+    retry_failures: bool = False
+    settled: Counter[str] = field(default_factory=Counter)
+    retried: set[str] = field(default_factory=set)  # grade ids of stored failures graded again
+    targets: list[Target] = field(default_factory=list)  # every target seen, for the clean-up
+
+    def __post_init__(self) -> None:
+        self.fresh = replace(self.judge, refresh=True) if isinstance(self.judge, LLM) else self.judge
+
+    @property
+    def per_criterion(self) -> bool:
+        return self.mode == "per-criterion"
+
+    def items(self, targets: Iterable[Target]) -> Iterator[Item]:
+        for chunk in batched(targets, 256):
+            self.targets.extend(chunk)
+            for target, todo in _pending(
+                self.store, chunk, self.judge.id, self.retry_failures, self.settled, self.retried
+            ):
+                if self.per_criterion:
+                    yield from ((target, [c]) for c in todo)
+                else:
+                    yield target, todo
+
+    def output_id(self, item: Item) -> str:
+        if self.per_criterion:
+            return grade_id(item[0].answer.id, item[1][0].id, self.judge.id)
+        return item[0].answer.id  # batched: not a stored id (output_kinds is empty); _pending decides
+
+    @property
+    def output_kinds(self) -> list[str]:
+        return ["grade"] if self.per_criterion else []
+
+    async def work(self, item: Item) -> list[Record]:
+        target, criteria = item
+        ids = {grade_id(target.answer.id, c.id, self.judge.id) for c in criteria}
+        judge = self.fresh if ids & self.retried else self.judge
+        if self.per_criterion:
+            return [await grade_criterion(target, criteria[0], judge)]
+        return list(await grade_batch(target, criteria, judge))
+
+    def finish(self, result: StageResult) -> StageResult:
+        """Count the criteria left alone as seen and skipped; delete failures that are Grades now."""
+        if self.per_criterion:
+            result.seen += self.settled["criteria"]
+            result.skipped += self.settled["criteria"]
+        _drop_resolved_failures(self.store, self.targets, self.judge.id)
+        return result
+
+
 async def grade_all(
     store: Store,
-    targets: Sequence[Target],
+    targets: Iterable[Target],
     judge: Judge,
     *,
     mode: Mode = "per-criterion",
     retry_failures: bool = False,
     batch_size: int = 64,
+    window: int | None = None,
 ) -> StageResult:
-    """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures."""
-    settled: Counter[str] = Counter()
-    retried: set[str] = set()  # grade ids of stored failures graded again (only with retry_failures)
-    fresh = replace(judge, refresh=True) if isinstance(judge, LLM) else judge
+    """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures.
 
-    def pending() -> Iterator[tuple[Target, list[Criterion]]]:
-        return _pending(store, targets, judge.id, retry_failures, settled, retried)
-
-    if mode == "per-criterion":
-
-        def pairs() -> Iterator[tuple[Target, Criterion]]:
-            for target, todo in pending():
-                yield from ((target, c) for c in todo)
-
-        async def one(pair: tuple[Target, Criterion]) -> list[Record]:
-            retry = grade_id(pair[0].answer.id, pair[1].id, judge.id) in retried
-            return [await grade_criterion(pair[0], pair[1], fresh if retry else judge)]
-
-        result = await run_stage(
-            store,
-            pairs(),
-            one,
-            output_id=lambda p: grade_id(p[0].answer.id, p[1].id, judge.id),
-            output_kinds=["grade"],
-            batch_size=batch_size,
-        )
-        result.seen += settled["criteria"]  # settled criteria count as seen and skipped, as before
-        result.skipped += settled["criteria"]
-    else:
-
-        async def work(item: tuple[Target, list[Criterion]]) -> list[Record]:
-            ids = {grade_id(item[0].answer.id, c.id, judge.id) for c in item[1]}
-            return list(await grade_batch(item[0], item[1], fresh if ids & retried else judge))
-
-        result = await run_stage(
-            store,
-            pending(),
-            work,
-            output_id=lambda i: i[0].answer.id,
-            output_kinds=[],
-            batch_size=batch_size,
-        )
-    _drop_resolved_failures(store, targets, judge.id)
-    return result
+    Up to `window` calls' items are in flight (default: `in_flight(judge)`)."""
+    job = GradeJob(store, judge, mode, retry_failures)
+    result = await run_stage(
+        store,
+        job.items(targets),
+        job.work,
+        output_id=job.output_id,
+        output_kinds=job.output_kinds,
+        batch_size=batch_size,
+        window=window or in_flight(judge, batch_size),
+    )
+    return job.finish(result)
 
 
 def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:
@@ -164,7 +218,7 @@ def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:
 
 def _pending(
     store: Store,
-    targets: Sequence[Target],
+    targets: list[Target],
     judge: str,
     retry_failures: bool,
     settled: Counter[str],
@@ -188,153 +242,40 @@ def _pending(
 
 
 def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str) -> None:
-    for target in targets:
-        ids = [grade_id(target.answer.id, c.id, judge) for c in target.rubric.criteria]
-        resolved = store.has("grade", ids) & store.has("grade_failure", ids)
+    """Delete every stored failure that has a Grade now (one query per kind per chunk of targets)."""
+    for chunk in batched(targets, 256):
+        ids = [grade_id(t.answer.id, c.id, judge) for t in chunk for c in t.rubric.criteria]
+        failures = store.has("grade_failure", ids)
+        resolved = store.has("grade", sorted(failures)) if failures else set()
         if resolved:
             store.delete("grade_failure", sorted(resolved))
 
 
-# --------------------------------------------------------------------------- scores
+# Scores live in `grading.scoring`; these names stay importable from here.
+from livemed.grading.scoring import (  # noqa: E402
+    NOT_YET_GRADED,
+    ScoreRun,
+    items_for,
+    score_all,
+    score_answer,
+    verdicts_by_answer,
+    verdicts_of,
+)
 
-
-NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
-
-
-@dataclass
-class ScoreRun:
-    scores: list[Score] = field(default_factory=list)
-    excluded: Counter[str] = field(default_factory=Counter)
-    answers: Counter[str] = field(default_factory=Counter)  # model -> answers with a scorable rubric
-
-
-def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
-    """Score items for a rubric from verdicts by criterion id (None = failed); None if any is missing.
-
-    An imported criterion's axes are its own `axis:` tags only (its livemed axis may be a stand-in)."""
-    if any(c.id not in verdicts for c in rubric.criteria):
-        return None
-    own = not is_imported(rubric)
-    return [
-        S.Item(c.value, verdicts[c.id], axis=c.axis if own else "", theme=c.theme, tags=tuple(c.tags))
-        for c in rubric.criteria
-    ]
-
-
-def verdicts_of(store: Store, answer_id: str, judge: str) -> tuple[dict[str, bool | None], int]:
-    """criterion id -> met (None for an unusable verdict), and the number of unusable verdicts; a Grade
-    wins over a failure. A criterion whose grader call failed has no verdict at all: it is left out, so
-    the answer is not fully graded (and gets no score) until the call succeeds."""
-    failures = [f for f in store.iter(GradeFailure, parent_id=answer_id) if f.judge == judge]
-    failed = {f.criterion_id for f in failures if not f.call_failed}
-    graded = {g.criterion_id: g.met for g in store.iter(Grade, parent_id=answer_id) if g.judge == judge}
-    verdicts: dict[str, bool | None] = dict.fromkeys(failed)
-    verdicts.update(graded)
-    return verdicts, len(failed - graded.keys())
-
-
-def score_answer(
-    answer: Answer,
-    rubric: Rubric,
-    items: list[S.Item],
-    *,
-    judge: str,
-    failures: int,
-    convention: S.Convention,
-    policy: S.FailurePolicy,
-) -> Score | None:
-    """The Score record of one graded answer; None when the rubric has no positive weight."""
-    value = S.case_score(items, convention, policy)
-    if value is None:
-        return None
-    per_tag: dict[str, float] = {}
-    if convention == "healthbench":  # themes are example tags there: each gets the case score
-        per_theme = dict.fromkeys(rubric.themes, value)
-        imported = is_imported(rubric)
-        tagged = [
-            replace(item, tags=tuple(criterion_tags(c, imported=imported)))
-            for item, c in zip(items, rubric.criteria, strict=True)
-        ]
-        per_tag = S.per_tag(tagged, example_tags_of(rubric), convention, policy)
-    else:
-        per_theme = S.per_theme(items, convention, policy)
-    return Score(
-        answer_id=answer.id,
-        case_id=answer.case_id,
-        model=answer.model,
-        judge=judge,
-        convention=convention,
-        score=value,
-        per_axis=S.per_axis(items, convention, policy),
-        per_theme=per_theme,
-        per_tag=per_tag,
-        coverage=S.coverage(items, policy) or 0.0,
-        harm=S.harm(items, policy) or 0.0,
-        failures=failures,
-        failure_policy=policy,
-        published=rubric.published,
-    )
-
-
-def score_all(
-    store: Store,
-    judge: str,
-    *,
-    convention: S.Convention = "livemed",
-    policy: S.FailurePolicy = "not-met",
-    model: str | None = None,
-) -> ScoreRun:
-    """Score every answer fully graded by `judge`; others are counted by reason."""
-    run = ScoreRun()
-    rubrics: dict[str, Rubric | None] = {}
-    unscored: list[str] = []
-    for answer in store.iter(Answer):
-        if model is not None and answer.model != model:
-            continue
-        if answer.case_id not in rubrics:
-            rubrics[answer.case_id] = store.get(Rubric, f"rubric:{answer.case_id}")
-        rubric = rubrics[answer.case_id]
-        if rubric is None:
-            run.excluded["no rubric"] += 1
-            continue
-        if any(c.value > 0 for c in rubric.criteria):
-            run.answers[answer.model] += 1
-        verdicts, failures = verdicts_of(store, answer.id, judge)
-        items = items_for(rubric, verdicts)
-        if items is None:
-            run.excluded[NOT_YET_GRADED] += 1
-            unscored.append(answer.id)
-            continue
-        record = score_answer(
-            answer, rubric, items, judge=judge, failures=failures, convention=convention, policy=policy
-        )
-        if record is None:
-            run.excluded[S.ZERO_POSITIVE] += 1
-        else:
-            run.scores.append(record)
-    store.put(run.scores)
-    _drop_stale_scores(store, unscored, judge, convention, policy)
-    if policy != "not-met":
-        _drop_legacy_ids(store, run.scores)
-    return run
-
-
-def _drop_stale_scores(store: Store, answer_ids: list[str], judge: str, convention: str, policy: str) -> None:
-    """A score stored earlier for an answer that is not fully graded now (e.g. by a livemed that scored
-    failed grader calls as not met) is removed: a failed call never stays a number."""
-    suffix = "" if policy == "not-met" else f":{policy}"
-    ids = [f"score:{a}:{judge}:{convention}{suffix}" for a in answer_ids]
-    for start in range(0, len(ids), 500):
-        stale = store.has(Score.kind, ids[start : start + 500])
-        if stale:
-            store.delete(Score.kind, sorted(stale))
-
-
-def _drop_legacy_ids(store: Store, scores: Sequence[Score]) -> None:
-    """Before scores carried their failure policy in their id, an `exclude` score took the default id:
-    such a stored score is replaced by the one just written beside it."""
-    legacy = [s.id.rsplit(":", 1)[0] for s in scores]
-    found = store.has(Score.kind, legacy)
-    stale = [i for i in found if (old := store.get(Score, i)) is not None and old.failure_policy != "not-met"]
-    if stale:
-        store.delete(Score.kind, sorted(stale))
+__all__ = [
+    "MAX_IN_FLIGHT",
+    "NOT_YET_GRADED",
+    "GradeJob",
+    "GradePlan",
+    "Item",
+    "ScoreRun",
+    "answer_all",
+    "grade_all",
+    "in_flight",
+    "items_for",
+    "plan_targets",
+    "score_all",
+    "score_answer",
+    "verdicts_by_answer",
+    "verdicts_of",
+]

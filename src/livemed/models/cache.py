@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from livemed.store import Store
+if TYPE_CHECKING:
+    from livemed.store import Store
 
 log = logging.getLogger("livemed.models")
 

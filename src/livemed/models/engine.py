@@ -21,7 +21,7 @@ import json
 import time
 from collections import Counter, defaultdict
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from livemed.config import Config, ModelConfig
 from livemed.models.accounting import (
@@ -54,7 +54,9 @@ from livemed.models.limits import (
     estimate_tokens,
 )
 from livemed.records import Usage
-from livemed.store import Store
+
+if TYPE_CHECKING:
+    from livemed.store import Store
 
 __all__ = [
     "Accounting",

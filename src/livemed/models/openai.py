@@ -1,4 +1,4 @@
-"""`openai/…`, `vllm/…`, `ollama/…`: any OpenAI-compatible chat endpoint through the official client.
+"""`openai/…`, `vllm/…`, `ollama/…`: any OpenAI-compatible chat endpoint, over aiohttp.
 
 OpenAI, vLLM, SGLang, Ollama, llama.cpp server, TGI, LM Studio, OpenRouter and other vendors'
 OpenAI-compatible endpoints all speak `POST /chat/completions`. Per model, `livemed.toml` sets the
@@ -12,31 +12,29 @@ base_url = "http://gpu-box:8000/v1"       # default http://localhost:8000/v1; ke
 ```
 
 `openai/…` models without a `base_url` in livemed.toml honour `$OPENAI_BASE_URL`, as the SDK does
-(the client itself also reads `$OPENAI_ORG_ID` and `$OPENAI_PROJECT_ID`).
+(and `$OPENAI_ORG_ID` / `$OPENAI_PROJECT_ID` become the headers the SDK would send).
 
-The client's own retries are off (`max_retries=0`): the engine owns retries, limits and timeouts.
-Errors become `TransientModelError` (429 with Retry-After, 408/409, 5xx, timeouts, connection
-errors, malformed or truncated bodies) or `FatalModelError` (other 4xx, a missing key); see
-`livemed.models.statuses`. Reply bodies are read by `livemed.models.replies`. The key is read from the
-environment at call time, sent only to the endpoint, and scrubbed from every message and raw body.
-Requests go through the client's documented `post()` (its auth, error mapping and HTTP stack) with
-a body livemed builds itself, and over aiohttp when available: this costs about a third of the CPU
-of `chat.completions.create`, which matters at hundreds of calls per second on a small machine.
+The engine owns retries, limits and timeouts. Errors become `TransientModelError` (429 with
+Retry-After, 408/409, 5xx, timeouts, connection errors, malformed or truncated bodies) or
+`FatalModelError` (other 4xx, a missing key); see `livemed.models.statuses`. Reply bodies are
+read by `livemed.models.replies`. The key is read from the environment at call time, sent only to
+the endpoint, and scrubbed from every message and raw body.
+Requests go straight over aiohttp (`livemed.models.http`: one session per model and event loop, a
+body livemed builds itself, the bearer key): the official `openai` client's `post()` cost several
+times the CPU per call and ~0.8 s of imports at start-up (see docs/benchmarks.md), and status codes
+and error bodies are read the way it read them (`Error code: N - <body>` when a body has no message).
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import os
 import re
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from livemed.config import Config, ModelConfig
 from livemed.models.base import Completion, FatalModelError, Message, Settings, TransientModelError
@@ -49,15 +47,12 @@ __all__ = ["PRESETS", "OpenAICompatibleModel", "parse_retry_after", "response_fo
 PLACEHOLDER_KEY = "EMPTY"
 REDACTED = "[redacted]"
 _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
-_POST_TAKES_CONTENT = "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
-_JSON: Any = {"headers": {"Content-Type": "application/json"}}
-# What aiohttp and httpx raise when a body ends before its Content-Length or final chunk.
-_TRUNCATED_BODY = re.compile(
-    r"ClientPayloadError|ContentLengthError|TransferEncodingError|IncompleteRead|"
-    r"complete message body|not enough data|payload is not completed",
-    re.IGNORECASE,
-)
 BASE_URL_ENV = "OPENAI_BASE_URL"
+# Read by the official SDK too: sent as OpenAI-Organization / OpenAI-Project when set.
+_HEADER_ENV = {"OpenAI-Organization": "OPENAI_ORG_ID", "OpenAI-Project": "OPENAI_PROJECT_ID"}
+
+if TYPE_CHECKING:
+    from livemed.models.http import Transport
 
 
 @dataclass(frozen=True)
@@ -94,9 +89,7 @@ class OpenAICompatibleModel:
         self._json_schema = preset.json_schema if json_schema is None else json_schema
         official = provider == "openai" and self.base_url == preset.base_url
         self._max_tokens_field = preset.max_tokens_field if official else "max_tokens"
-        self._client: openai.AsyncOpenAI | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
-        self._closer: AsyncGenerator[None, None] | None = None
+        self._client: Transport | None = None
         self._key: str | None = None
 
     # ------------------------------------------------------------------ Model protocol
@@ -119,29 +112,33 @@ class OpenAICompatibleModel:
         return dict(self.config.extra_body)
 
     async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
+        from livemed.models.http import Truncated, Unreachable
+
         client = await self._client_for_loop()
         started = time.perf_counter()
-        body = self.request_body(messages, settings)
+        body = json.dumps(self.request_body(messages, settings)).encode()
         try:
-            if _POST_TAKES_CONTENT:  # pre-serialised: the client would deep-copy and re-encode a dict
-                data = await client.post(
-                    "/chat/completions", cast_to=object, content=json.dumps(body).encode(), options=_JSON
-                )
-            else:
-                data = await client.post("/chat/completions", cast_to=object, body=body)
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from None
-        except openai.APIConnectionError as exc:  # includes APITimeoutError
-            raise TransientModelError(self._network_message(exc)) from None
-        except (openai.APIResponseValidationError, ValueError):
+            status, headers, raw = await client.post(body)
+        except Truncated:
+            raise TransientModelError(self._malformed()) from None
+        except Unreachable as exc:
+            cause = self.redact(str(exc))[:200]
+            raise TransientModelError(f"{self.id}: cannot reach {self.base_url}: {cause}") from None
+        except TimeoutError:
+            raise TransientModelError(f"{self.id}: no answer from {self.base_url} in time") from None
+        if status >= 400:
+            raise self._status_error(status, headers, raw)
+        try:
+            data = json.loads(raw)
+        except ValueError:
             raise TransientModelError(self._malformed()) from None
         return self.parse_response(data, time.perf_counter() - started, estimate_tokens(messages))
 
     async def aclose(self) -> None:
         """Close the HTTP connections (the engine's `aclose()` calls this)."""
-        closer, self._closer, self._client = self._closer, None, None
-        if closer is not None and self._client_loop is asyncio.get_running_loop():
-            await closer.aclose()
+        client, self._client = self._client, None
+        if client is not None and client.loop is asyncio.get_running_loop():
+            await client.close()
 
     # ------------------------------------------------------------------ requests
 
@@ -177,22 +174,19 @@ class OpenAICompatibleModel:
 
     # ------------------------------------------------------------------ client and key
 
-    async def _client_for_loop(self) -> openai.AsyncOpenAI:
+    async def _client_for_loop(self) -> Transport:
+        from livemed.models.http import Transport
+
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
+        if self._client is None or self._client.loop is not loop:
             self._key = self._api_key()
-            client = openai.AsyncOpenAI(
-                api_key=self._key,
-                base_url=self.base_url,
-                max_retries=0,
-                timeout=self.config.timeout_s,
-                http_client=_http_client(),
+            headers = {"Authorization": f"Bearer {self._key}"}
+            headers.update({h: v for h, env in _HEADER_ENV.items() if (v := os.environ.get(env, "").strip())})
+            url = f"{self.base_url}/chat/completions"
+            client = Transport(
+                url, headers, concurrency=self.config.max_concurrency, timeout_s=self.config.timeout_s
             )
-            self._client, self._client_loop = client, loop
-            # The loop closes suspended async generators when it shuts down (asyncio.run does), so
-            # a caller that never calls aclose() still leaves no open HTTP session behind.
-            self._closer = _close_at_shutdown(client)
-            await anext(self._closer)
+            self._client = await client.start()
         return self._client
 
     def _api_key(self) -> str:
@@ -224,36 +218,22 @@ class OpenAICompatibleModel:
         redacted: dict[str, Any] = json.loads(dumped.replace(key, REDACTED))
         return redacted
 
-    def _status_error(self, exc: openai.APIStatusError) -> Exception:
-        status = exc.status_code
+    def _status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> Exception:
         where = f"{self.id}: HTTP {status} from {self.base_url}"
-        body = exc.body
-        retry_after = parse_retry_after(exc.response.headers)
+        text = raw.decode("utf-8", errors="replace").strip()
+        try:
+            body: object = json.loads(text)
+        except ValueError:
+            body = text or None
+        retry_after = parse_retry_after(headers)
         if retry_after is None and status == 429:
             retry_after = retry_after_from_body(body)
         hint = f"check the key in ${self.api_key_env}" if self.api_key_env else ""
-        message = error_message(body, exc.message, self.redact)
+        message = error_message(body, f"Error code: {status} - {body}", self.redact)
         return classify(status, where, message, retry_after=retry_after, key_hint=hint)
 
     def _malformed(self) -> str:
         return f"{self.id}: malformed/truncated response body from {self.base_url} (not complete JSON)"
-
-    def _network_message(self, exc: openai.APIConnectionError) -> str:
-        """Timeouts and connection errors; transports blur the two, so look at the root cause."""
-        root: BaseException = exc
-        for _ in range(10):  # a bounded walk down the cause chain
-            following = root.__cause__ or root.__context__
-            if following is None:
-                break
-            root = following
-            if _TRUNCATED_BODY.search(f"{type(root).__name__} {root}"):
-                return self._malformed()
-            if isinstance(root, OSError) and not isinstance(root, TimeoutError):
-                cause = self.redact(str(root) or type(root).__name__)[:200]
-                return f"{self.id}: cannot reach {self.base_url}: {cause}"
-        if isinstance(exc, openai.APITimeoutError):
-            return f"{self.id}: no answer from {self.base_url} in time"
-        return f"{self.id}: cannot reach {self.base_url}: {self.redact(str(root))[:200]}"
 
 
 def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:
@@ -264,24 +244,6 @@ def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:
         name, schema = str(json_schema.get("title") or "output"), json_schema
     safe = _SCHEMA_NAME.sub("_", name)[:64] or "output"
     return {"type": "json_schema", "json_schema": {"name": safe, "schema": schema, "strict": False}}
-
-
-async def _close_at_shutdown(client: openai.AsyncOpenAI) -> AsyncGenerator[None, None]:
-    try:
-        yield
-    finally:
-        await client.close()
-
-
-def _http_client() -> Any:
-    """The client's aiohttp transport when aiohttp is installed (much less CPU per call), else None."""
-    factory = getattr(openai, "DefaultAioHttpClient", None)
-    if factory is None:
-        return None
-    try:
-        return factory()
-    except RuntimeError:  # the `aiohttp` extra is missing
-        return None
 
 
 def openai_model(name: str, *, config: Config | None = None, **_: Any) -> OpenAICompatibleModel:

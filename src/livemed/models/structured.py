@@ -9,6 +9,7 @@ that fails too, the result carries the raw text and the reason instead of raisin
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -68,9 +69,17 @@ def parse_as(schema: type[T], text: str) -> tuple[T | None, str | None]:
         return None, kind
 
 
+@functools.cache
+def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    """`schema.model_json_schema()`, built once per type (it costs ~1 ms, on every structured call).
+    Callers must not change the dict they get."""
+    return schema.model_json_schema()
+
+
+@functools.cache
 def schema_instruction(schema: type[BaseModel]) -> str:
     return "Reply with only a JSON object, no other text, that matches this JSON schema:\n" + json.dumps(
-        schema.model_json_schema(), ensure_ascii=False
+        json_schema_of(schema), ensure_ascii=False
     )
 
 
@@ -92,7 +101,7 @@ def prepare(
 ) -> tuple[list[Message], Settings]:
     """Messages and settings for a structured call on this model (instructed JSON without `use_schema`)."""
     if model.supports_json_schema and use_schema:
-        json_schema: dict[str, Any] = {"name": schema.__name__, "schema": schema.model_json_schema()}
+        json_schema: dict[str, Any] = {"name": schema.__name__, "schema": json_schema_of(schema)}
         return messages, settings.model_copy(update={"json_schema": json_schema})
     instruction: Message = {"role": "system", "content": schema_instruction(schema)}
     return [instruction, *messages], settings

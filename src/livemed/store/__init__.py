@@ -161,6 +161,19 @@ class Store:
             ).scalar_one_or_none()
         return None if payload is None else _load(cls, record_id, payload)
 
+    def get_many(self, cls: type[R], ids: Sequence[str]) -> dict[str, R]:
+        """The stored records of `ids` by id (missing ones left out; one query per 500 ids)."""
+        found: dict[str, R] = {}
+        columns = [records_table.c.id, records_table.c.payload]
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                query = sa.select(*columns).where(
+                    records_table.c.kind == cls.kind, records_table.c.id.in_(chunk)
+                )
+                found.update((row.id, _load(cls, row.id, row.payload)) for row in conn.execute(query).all())
+        return found
+
     def has(self, kind: str, ids: Sequence[str]) -> set[str]:
         """The subset of `ids` that are stored under `kind`."""
         found: set[str] = set()
@@ -197,6 +210,18 @@ class Store:
         columns = [records_table.c.id, records_table.c.payload]
         for rows in self._pages(cls.kind, columns, filters, batch_size=batch_size):
             yield from (_load(cls, row.id, row.payload) for row in rows)
+
+    def by_parents(self, cls: type[R], parent_ids: Sequence[str]) -> Iterator[R]:
+        """Records of one type whose parent is one of `parent_ids` (one query per 500 parents)."""
+        columns = [records_table.c.id, records_table.c.payload]
+        with self.engine.connect() as conn:
+            for start in range(0, len(parent_ids), 500):
+                chunk = list(parent_ids[start : start + 500])
+                query = sa.select(*columns).where(
+                    records_table.c.kind == cls.kind, records_table.c.parent_id.in_(chunk)
+                )
+                rows = conn.execute(query).all()
+                yield from (_load(cls, row.id, row.payload) for row in rows)
 
     def _pages(
         self,

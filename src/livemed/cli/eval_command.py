@@ -1,0 +1,282 @@
+"""`livemed eval`: import (optional), answer, grade and score in one streaming process.
+
+The same stages as `import-healthbench|import-kqa|import`, `answer`, `grade` and `scores`, composed by
+`livemed.grading.stream` (each answer graded as soon as it is stored) instead of run one after the
+other: the same records and ids, cache, resume, leases (`answer:<model>` per candidate and
+`grade:<judge>`), failure rules and cost limit. One `Run` (command `eval`) records it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.markup import escape
+
+from livemed.cli import app
+from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
+from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.grading_commands import CACHE_RO, LIMIT, MAX_COST, NO_CACHE, print_result, resolve
+from livemed.errors import ConfigError, RunError, UserError
+
+if TYPE_CHECKING:
+    from livemed.grading.stream import StreamResult
+    from livemed.models import Engine, Settings
+    from livemed.records import Case, Run, Score
+
+FORMATS = ("healthbench", "kqa", "livemed")
+
+
+@app.command("eval")
+def eval_command(
+    ctx: typer.Context,
+    file: Path | None = typer.Argument(
+        None, help="HealthBench, K-QA or livemed JSONL to import first; default: the store's cases."
+    ),
+    models: list[str] = typer.Option(..., "--model", "-m", help="Candidate model (repeat for several)."),
+    judge: str = typer.Option(..., "--judge", help="Grader model, or offline/lexical."),
+    mode: str = typer.Option("per-criterion", "--mode", help="per-criterion (one call each) or batched."),
+    samples: int = typer.Option(1, "--samples", min=1, help="Answers per case and model."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0, max=2, help="Candidates' temperature."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Candidates' token limit."),
+    fmt: str | None = typer.Option(None, "--format", help="healthbench, kqa or livemed (default: detected)."),
+    published: str | None = typer.Option(None, "--published", help="Date for imported cases (YYYY-MM-DD)."),
+    status: str | None = typer.Option(None, "--status", help="Only cases with this status."),
+    limit: int | None = LIMIT,
+    convention: str = typer.Option("livemed", "--convention", help="livemed or healthbench."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (1,000 resamples)."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", min=1, help="Calls in flight per model (overrides max_concurrency)."
+    ),
+    json_out: Path | None = typer.Option(
+        None,
+        "--json",
+        help="HealthBench results JSON, simple-evals' layout (needs --convention healthbench).",
+    ),
+    allow_incomplete: bool = typer.Option(
+        False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked)."
+    ),
+    no_cache: bool = NO_CACHE,
+    cache_read_only: bool = CACHE_RO,
+    max_cost: float | None = MAX_COST,
+) -> None:
+    """Answer with each --model, grade every answer as soon as it exists, then score (one process)."""
+    from livemed.models import Settings
+
+    _check(mode, convention, json_out, fmt)
+    models = list(dict.fromkeys(models))
+    app_state = state(ctx)
+    if concurrency is not None:
+        _override_concurrency(app_state, [*models, judge], concurrency)
+    bad, case_ids = 0, None
+    if file is not None:
+        case_ids, bad = _import(ctx, file, fmt or detect_format(file), published)
+    cases = list(_cases(app_state, case_ids, status, limit))
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    plan = Plan(models, judge, mode, samples, Settings(temperature=temperature, max_tokens=max_tokens))
+    run = _stream(app_state, engine, cases, plan)
+    _finish(app_state, run, plan, convention, seed, json_out, allow_incomplete)
+    if bad:
+        raise RunError(f"{bad} bad line(s) of {file} were skipped (listed above); the rest was evaluated")
+
+
+MODES = ("per-criterion", "batched")  # grading.judge.MODES, without importing the stages before a call
+CONVENTIONS = ("livemed", "healthbench")  # grading.score.CONVENTIONS (which imports NumPy)
+
+
+def _check(mode: str, convention: str, json_out: Path | None, fmt: str | None) -> None:
+    if mode not in MODES:
+        raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if convention not in CONVENTIONS:
+        raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
+    if json_out is not None and convention != "healthbench":
+        raise ConfigError("--json writes simple-evals' HealthBench results: add --convention healthbench")
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+
+
+@dataclass
+class Plan:
+    """What to run: candidates, grader, grading mode, samples and the candidates' settings."""
+
+    models: list[str]
+    judge: str
+    mode: str
+    samples: int
+    settings: Settings
+
+
+def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) -> Run:
+    """Answer and grade (`grading.stream`) under one Run holding every stage's lease; print the counts."""
+    from livemed.grading.answer import OfflineAnswerer
+    from livemed.grading.judge import OfflineGrader
+    from livemed.grading.stream import answer_and_grade
+    from livemed.runs import settle_stages, track_run
+
+    if "offline/retrieval" in plan.models:
+        raise UserError("offline/retrieval needs an evidence corpus: run it with `livemed answer --evidence`")
+    answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer) for m in plan.models]
+    grader = resolve(app_state, engine, plan.judge, "grade", OfflineGrader)
+    unit = "criteria" if plan.mode == "per-criterion" else "answers"
+    settings = {"models": plan.models, "judge": plan.judge, "mode": plan.mode, "samples": plan.samples}
+    settings.update(plan.settings.model_dump(exclude_defaults=True))
+    leases = [*(f"answer:{m}" for m in plan.models), f"grade:{plan.judge}"]
+    offline = all(m.startswith("offline/") for m in [*plan.models, plan.judge])
+    progress = stage_progress("eval") if offline else engine_progress(engine, "eval: answers and grades")
+    with (
+        usage_on_failure(engine),
+        track_run(
+            app_state.store,
+            "eval",
+            settings=settings,
+            models=[*plan.models, plan.judge],
+            engine=engine,
+            lease=leases,
+        ) as run,
+        progress,
+    ):
+        result = asyncio.run(
+            answer_and_grade(
+                app_state.store,
+                cases,
+                answerers,
+                grader,
+                settings=plan.settings,
+                samples=plan.samples,
+                mode=plan.mode,  # type: ignore[arg-type]
+            )
+        )
+        stages = [(f"answer {m}", r, "answers") for m, r in result.answers.items()]
+        settle_stages(run, [*stages, ("grade", result.grades, unit)])
+    _print_stream(result, plan)
+    print_usage(engine)
+    return run
+
+
+def _print_stream(result: StreamResult, plan: Plan) -> None:
+    for model, answered in result.answers.items():
+        print_result(f"answers by {model}", answered)
+    print_result(f"grades by {plan.judge} ({plan.mode})", result.grades)
+    for reason, n in sorted(result.not_graded.items()):
+        console.print(f"  answers not graded ({reason}): {n}")
+
+
+def _finish(
+    app_state: AppState,
+    run: Run,
+    plan: Plan,
+    convention: str,
+    seed: int,
+    json_out: Path | None,
+    allow_incomplete: bool,
+) -> None:
+    """Score the candidates' fully graded answers, print the leaderboard, write --json; exit 1 when
+    calls failed (the failure rules) or a model could not be ranked."""
+    from livemed.analysis.completeness import not_ranked_line
+    from livemed.cli.score_commands import print_scores, ranked_rows
+    from livemed.errors import RunError
+    from livemed.grading.runs import score_all
+    from livemed.runs import raise_for_calls
+
+    scored = score_all(app_state.store, plan.judge, convention=convention, models=plan.models)  # type: ignore[arg-type]
+    rows, ranked, left_out = ranked_rows(scored, convention, seed=seed, allow_incomplete=allow_incomplete)
+    print_scores(rows, f"scores by {plan.judge} · convention: {convention} · failed verdicts: not-met")
+    for reason, n in sorted(scored.excluded.items()):
+        console.print(f"answers left out ({reason}): {n}")
+    if json_out is not None:
+        _write_json(json_out, ranked, plan.models, seed)
+    raise_for_calls(run)
+    if left_out:
+        raise RunError(not_ranked_line(left_out, plan.judge))
+
+
+def _write_json(path: Path, ranked: list[Score], models: list[str], seed: int) -> None:
+    from livemed.interop.healthbench_results import results_path, simple_evals_metrics
+
+    for model in models:
+        mine = [s for s in ranked if s.model == model]
+        if not mine:
+            continue
+        target = results_path(path, model, len(models) > 1)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(simple_evals_metrics(mine, seed=seed), indent=2), encoding="utf-8")
+        console.print(f"wrote {target}", markup=False)
+
+
+def _override_concurrency(app_state: AppState, model_ids: list[str], concurrency: int) -> None:
+    """--concurrency: every named model's max_concurrency for this run (its HTTP pool follows)."""
+    config = app_state.config
+    models = dict(config.models)
+    for model_id in model_ids:
+        models[model_id] = config.model_settings(model_id).model_copy(update={"max_concurrency": concurrency})
+    app_state._config = config.model_copy(update={"models": models})
+
+
+def detect_format(path: Path) -> str:
+    """healthbench (`prompt` and `rubrics`), kqa (`Question`) or livemed (`kind`), by the first line."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        data = json.loads(first) if first else None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path}: cannot detect its format ({exc}); pass --format") from None
+    if isinstance(data, dict) and "prompt" in data and "rubrics" in data:
+        return "healthbench"
+    if isinstance(data, dict) and "Question" in data:
+        return "kqa"
+    if isinstance(data, dict) and "kind" in data:
+        return "livemed"
+    raise UserError(f"{path}: not HealthBench, K-QA or livemed JSONL by its first line; pass --format")
+
+
+def _import(ctx: typer.Context, file: Path, fmt: str, published: str | None) -> tuple[list[str], int]:
+    """Import `file` as `import-healthbench`, `import-kqa` or `import` would; its case ids, bad lines."""
+    from livemed.cli.interop_commands import load_healthbench, load_kqa
+
+    if fmt == "healthbench":
+        imported = load_healthbench(ctx, file, published)
+    elif fmt == "kqa":
+        imported = load_kqa(ctx, file, published)
+    else:
+        return _import_records(state(ctx), file)
+    return imported.case_ids, imported.bad
+
+
+def _import_records(app_state: AppState, file: Path) -> tuple[list[str], int]:
+    from livemed.errors import InputFileError
+    from livemed.jsonl import iter_jsonl
+    from livemed.records import Case
+
+    records, case_ids, bad = [], [], 0
+    for item in iter_jsonl(file):
+        if isinstance(item, InputFileError):
+            err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
+            bad += 1
+            continue
+        records.append(item)
+        if isinstance(item, Case):
+            case_ids.append(item.id)
+    written = app_state.store.put(records)
+    console.print(f"{file}: imported {written} record(s), skipped {bad} bad line(s)", markup=False)
+    return case_ids, bad
+
+
+def _cases(
+    app_state: AppState, case_ids: list[str] | None, status: str | None, limit: int | None
+) -> Iterator[Case]:
+    """The imported file's cases (or the store's), with --status and --limit."""
+    from livemed.cli.grading_commands import select_cases
+    from livemed.records import Case
+
+    if case_ids is None:
+        yield from select_cases(app_state, status, limit)
+        return
+    ids = list(dict.fromkeys(case_ids))
+    found = app_state.store.get_many(Case, ids)
+    chosen = [found[i] for i in ids if i in found and (not status or found[i].status == status)]
+    yield from chosen[:limit]

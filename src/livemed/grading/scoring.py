@@ -1,0 +1,194 @@
+"""Scores from stored verdicts: every answer fully graded by a judge gets a `Score` record.
+
+An answer with a criterion whose grader call failed is *not yet graded*: it gets no Score, and a score
+stored for it earlier is removed (a failed call never stays a number). Verdicts are read for many
+answers at a time (`Store.by_parents`), so scoring 100,000 grades is a few queries, not one per answer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
+
+from livemed.grading import score as S
+from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported
+from livemed.pipeline import batched
+from livemed.records import Answer, Grade, GradeFailure, Rubric, Score
+from livemed.store import Store
+
+NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
+
+
+@dataclass
+class ScoreRun:
+    scores: list[Score] = field(default_factory=list)
+    excluded: Counter[str] = field(default_factory=Counter)
+    answers: Counter[str] = field(default_factory=Counter)  # model -> answers with a scorable rubric
+
+
+def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
+    """Score items for a rubric from verdicts by criterion id (None = failed); None if any is missing.
+
+    An imported criterion's axes are its own `axis:` tags only (its livemed axis may be a stand-in)."""
+    if any(c.id not in verdicts for c in rubric.criteria):
+        return None
+    own = not is_imported(rubric)
+    return [
+        S.Item(c.value, verdicts[c.id], axis=c.axis if own else "", theme=c.theme, tags=tuple(c.tags))
+        for c in rubric.criteria
+    ]
+
+
+def verdicts_of(store: Store, answer_id: str, judge: str) -> tuple[dict[str, bool | None], int]:
+    """criterion id -> met (None for an unusable verdict), and the number of unusable verdicts; a Grade
+    wins over a failure. A criterion whose grader call failed has no verdict at all: it is left out, so
+    the answer is not fully graded (and gets no score) until the call succeeds."""
+    return verdicts_by_answer(store, [answer_id], judge).get(answer_id, ({}, 0))
+
+
+def verdicts_by_answer(
+    store: Store, answer_ids: Sequence[str], judge: str
+) -> dict[str, tuple[dict[str, bool | None], int]]:
+    """`verdicts_of` for many answers at once (one query per kind per 500 answers)."""
+    failed: dict[str, set[str]] = {}
+    graded: dict[str, dict[str, bool | None]] = {}
+    for failure in store.by_parents(GradeFailure, answer_ids):
+        if failure.judge == judge and not failure.call_failed:
+            failed.setdefault(failure.answer_id, set()).add(failure.criterion_id)
+    for grade in store.by_parents(Grade, answer_ids):
+        if grade.judge == judge:
+            graded.setdefault(grade.answer_id, {})[grade.criterion_id] = grade.met
+    out: dict[str, tuple[dict[str, bool | None], int]] = {}
+    for key in answer_ids:
+        unusable, met = failed.get(key, set()), graded.get(key, {})
+        verdicts: dict[str, bool | None] = dict.fromkeys(unusable)
+        verdicts.update(met)
+        out[key] = (verdicts, len(unusable - met.keys()))
+    return out
+
+
+def score_answer(
+    answer: Answer,
+    rubric: Rubric,
+    items: list[S.Item],
+    *,
+    judge: str,
+    failures: int,
+    convention: S.Convention,
+    policy: S.FailurePolicy,
+) -> Score | None:
+    """The Score record of one graded answer; None when the rubric has no positive weight."""
+    value = S.case_score(items, convention, policy)
+    if value is None:
+        return None
+    per_tag: dict[str, float] = {}
+    if convention == "healthbench":  # themes are example tags there: each gets the case score
+        per_theme = dict.fromkeys(rubric.themes, value)
+        imported = is_imported(rubric)
+        tagged = [
+            replace(item, tags=tuple(criterion_tags(c, imported=imported)))
+            for item, c in zip(items, rubric.criteria, strict=True)
+        ]
+        per_tag = S.per_tag(tagged, example_tags_of(rubric), convention, policy)
+    else:
+        per_theme = S.per_theme(items, convention, policy)
+    return Score(
+        answer_id=answer.id,
+        case_id=answer.case_id,
+        model=answer.model,
+        judge=judge,
+        convention=convention,
+        score=value,
+        per_axis=S.per_axis(items, convention, policy),
+        per_theme=per_theme,
+        per_tag=per_tag,
+        coverage=S.coverage(items, policy) or 0.0,
+        harm=S.harm(items, policy) or 0.0,
+        failures=failures,
+        failure_policy=policy,
+        published=rubric.published,
+    )
+
+
+def score_all(
+    store: Store,
+    judge: str,
+    *,
+    convention: S.Convention = "livemed",
+    policy: S.FailurePolicy = "not-met",
+    model: str | None = None,
+    models: Collection[str] | None = None,
+) -> ScoreRun:
+    """Score every answer (of `model`, or of `models`) fully graded by `judge`; others are counted by
+    reason. Verdicts and rubrics are read for 500 answers at a time."""
+    wanted = set(models) if models is not None else {model} if model is not None else None
+    run = ScoreRun()
+    rubrics: dict[str, Rubric | None] = {}
+    unscored: list[str] = []
+    answers = (a for a in store.iter(Answer) if wanted is None or a.model in wanted)
+    for chunk in batched(answers, 500):
+        verdicts = verdicts_by_answer(store, [a.id for a in chunk], judge)
+        new = sorted({a.case_id for a in chunk} - rubrics.keys())
+        found = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
+        rubrics.update((case_id, found.get(f"rubric:{case_id}")) for case_id in new)
+        for answer in chunk:
+            _score_one(
+                run, answer, rubrics[answer.case_id], verdicts[answer.id], unscored, judge, convention, policy
+            )
+    store.put(run.scores)
+    _drop_stale_scores(store, unscored, judge, convention, policy)
+    if policy != "not-met":
+        _drop_legacy_ids(store, run.scores)
+    return run
+
+
+def _score_one(
+    run: ScoreRun,
+    answer: Answer,
+    rubric: Rubric | None,
+    found: tuple[dict[str, bool | None], int],
+    unscored: list[str],
+    judge: str,
+    convention: S.Convention,
+    policy: S.FailurePolicy,
+) -> None:
+    if rubric is None:
+        run.excluded["no rubric"] += 1
+        return
+    if any(c.value > 0 for c in rubric.criteria):
+        run.answers[answer.model] += 1
+    verdicts, failures = found
+    items = items_for(rubric, verdicts)
+    if items is None:
+        run.excluded[NOT_YET_GRADED] += 1
+        unscored.append(answer.id)
+        return
+    record = score_answer(
+        answer, rubric, items, judge=judge, failures=failures, convention=convention, policy=policy
+    )
+    if record is None:
+        run.excluded[S.ZERO_POSITIVE] += 1
+    else:
+        run.scores.append(record)
+
+
+def _drop_stale_scores(store: Store, answer_ids: list[str], judge: str, convention: str, policy: str) -> None:
+    """A score stored earlier for an answer that is not fully graded now (e.g. by a livemed that scored
+    failed grader calls as not met) is removed: a failed call never stays a number."""
+    suffix = "" if policy == "not-met" else f":{policy}"
+    ids = [f"score:{a}:{judge}:{convention}{suffix}" for a in answer_ids]
+    for start in range(0, len(ids), 500):
+        stale = store.has(Score.kind, ids[start : start + 500])
+        if stale:
+            store.delete(Score.kind, sorted(stale))
+
+
+def _drop_legacy_ids(store: Store, scores: Sequence[Score]) -> None:
+    """Before scores carried their failure policy in their id, an `exclude` score took the default id:
+    such a stored score is replaced by the one just written beside it."""
+    legacy = [s.id.rsplit(":", 1)[0] for s in scores]
+    found = store.has(Score.kind, legacy)
+    stale = [i for i in found if (old := store.get(Score, i)) is not None and old.failure_policy != "not-met"]
+    if stale:
+        store.delete(Score.kind, sorted(stale))
