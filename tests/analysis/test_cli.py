@@ -279,6 +279,7 @@ def test_help_keeps_config_section_names(command: str, text: str) -> None:
 
 def test_funnel_of_an_empty_store_is_a_user_error(tmp_path: Path) -> None:
     (tmp_path / "livemed.toml").write_text(f'store = "{tmp_path / "empty.db"}"\n')
+    Store(tmp_path / "empty.db").close()  # an empty store (no store at all: test_read_commands)
     with pytest.raises(UserError, match="run livemed harvest first"):
         invoke(tmp_path, "funnel")
 

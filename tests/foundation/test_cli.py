@@ -171,8 +171,11 @@ def test_a_file_that_is_not_a_store_is_a_one_line_error(tmp_path: Path) -> None:
 def test_a_store_folder_that_cannot_be_created_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "livemed.toml").write_text("")  # a file where the store's folder should go
     store = tmp_path / "livemed.toml" / "x.db"
-    done = subprocess.run(
-        [_livemed(), "--store", str(store), "store", "info"], capture_output=True, text=True
+    (tmp_path / "empty.jsonl").write_text("")
+    done = subprocess.run(  # a writing command: a read command says there is no store (test_read_commands)
+        [_livemed(), "--store", str(store), "import", str(tmp_path / "empty.jsonl")],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [

@@ -71,7 +71,7 @@ def _out_dir(app_state: AppState, out: Path | None) -> Path:
 def _scores(app_state: AppState, judge: str | None, convention: str, policy: str) -> ScoreSet:
     from livemed.analysis.collect import load_scores
 
-    scored = load_scores(app_state.store, judge=judge, convention=convention, policy=policy)
+    scored = load_scores(app_state.existing_store, judge=judge, convention=convention, policy=policy)
     console.print(
         f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring · "
         f"failed verdicts: {policy}[/]"
@@ -201,7 +201,7 @@ def funnel_command(ctx: typer.Context, out: Path | None = OUT) -> None:
     from livemed.analysis.tables import write_table
 
     app_state = state(ctx)
-    rows, reasons = store_funnel(app_state.store)
+    rows, reasons = store_funnel(app_state.existing_store)
     if not rows:
         from livemed.errors import UserError
 
@@ -240,7 +240,7 @@ def report_command(
     if path.is_dir():  # an existing folder: write DIR/report.html (and DIR/report-tables/)
         path = path / "report.html"
     data = build_report(
-        app_state.store,
+        app_state.existing_store,
         _registry(app_state, cutoffs),
         settings=_settings(app_state, seed, resamples, convention),
         judge=judge,

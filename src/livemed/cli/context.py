@@ -10,7 +10,9 @@ import typer
 from rich.console import Console
 
 from livemed.config import Config, load_config, store_location
+from livemed.errors import StoreOpenError
 from livemed.store import Store
+from livemed.store.connect import sqlite_file
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -45,6 +47,18 @@ class AppState:
         if self._store is None:
             self._store = Store(self.store_location)
         return self._store
+
+    @property
+    def existing_store(self) -> Store:
+        """The store for a read-only command: one that does not exist yet is an error, not created."""
+        if self._store is None:
+            path = sqlite_file(self.store_location)
+            if path is not None and not path.exists():
+                raise StoreOpenError(
+                    f"no store at {path}: run `livemed demo`, `livemed harvest` or `livemed import` first "
+                    "(or point --store at one)"
+                )
+        return self.store
 
     def close(self) -> None:
         """Close the store if this invocation opened it (PostgreSQL connections are not left to the GC)."""

@@ -61,7 +61,7 @@ def scores(
         "model": model,
         "seed": seed,
     }
-    store = state(ctx).store
+    store = state(ctx).existing_store
     with track_run(store, "scores", settings=settings) as record:
         run = score_all(store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
         record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}

@@ -39,7 +39,7 @@ def init(
 @store_app.command("info")
 def store_info(ctx: typer.Context) -> None:
     """Record counts by type, schema version and store location."""
-    store = state(ctx).store
+    store = state(ctx).existing_store
     counts = store.count()
     table = Table()
     table.add_column("record kind")
@@ -64,7 +64,7 @@ def export_command(
 
     for name in kind or []:
         record_type(name)
-    counts = export_store(state(ctx).store, out, kind or None)
+    counts = export_store(state(ctx).existing_store, out, kind or None)
     for name, n in counts.items():
         console.print(f"exported {n} {name} record(s)")
     console.print(f"to {out}")

@@ -58,7 +58,7 @@ def run_taxonomy(
     cache_read_only: bool = False,
     max_cost: float | None = None,
 ) -> list[DistributionRow]:
-    store = app_state.store
+    store = app_state.existing_store
     all_scores = list(store.iter(Score))
     chosen = pick_judge(all_scores, judge, convention, policy)
     scores = select(all_scores, judge=chosen, convention=convention, policy=policy)
