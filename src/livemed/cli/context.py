@@ -18,6 +18,12 @@ console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 rubric`, `33 rubrics`, `2 grade failures`: a count with its record kind in words."""
+    words = noun.replace("_", " ")
+    return f"{n} {words}" if n == 1 else f"{n} {words}s"
+
+
 def widen_piped_output(width: int = 120) -> None:
     """Piped output (logs, CI) gets `width` columns instead of rich's 80, so tables keep their model
     names; $COLUMNS still wins, and a terminal uses its own width."""

@@ -10,7 +10,7 @@ import typer
 
 from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import AppState, console, counted, err_console, state
 from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def select_cases(app_state: AppState, status: str | None, limit: int | None) -> 
 
 
 def print_result(what: str, result: StageResult) -> None:
-    written = ", ".join(f"{n} {k}" for k, n in sorted(result.written.items())) or "nothing"
+    written = ", ".join(counted(n, k) for k, n in sorted(result.written.items())) or "nothing"
     console.print(f"{what}: {result.seen} seen, {result.skipped} already done, wrote {written}")
     for reason, n in sorted(result.rejected.items()):
         example = result.examples.get(reason, "")
