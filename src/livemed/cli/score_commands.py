@@ -27,7 +27,11 @@ def scores(
     ),
     policy: str = typer.Option("not-met", "--policy", help="Failed verdicts: not-met (default) or exclude."),
     model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (1,000 resamples)."),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        help="Bootstrap seed (default: \\[analysis] seed); \\[analysis] resamples, as leaderboard.",
+    ),
     by: str | None = typer.Option(
         None, "--by", help="Also break scores down by axis, theme, or tag (HealthBench's tag metrics)."
     ),
@@ -54,6 +58,8 @@ def scores(
         raise ConfigError(f"--by must be one of {', '.join(S.BREAKDOWNS)}, got {by!r}")
     if by == "tag" and convention != "healthbench":
         raise ConfigError("--by tag gives HealthBench's tag metrics: add --convention healthbench")
+    analysis = state(ctx).config.analysis
+    seed = analysis.seed if seed is None else seed
     settings = {
         "judge": judge,
         "convention": convention,
@@ -68,11 +74,15 @@ def scores(
     grading = count(run.answers, run.scores)
     left_out = [] if allow_incomplete else incomplete(grading)
     ranked = [sc for sc in run.scores if sc.model not in {g.model for g in left_out}]
-    rows = S.leaderboard(ranked, convention, seed=seed)
+    rows = S.leaderboard(ranked, convention, seed=seed, resamples=analysis.resamples)
     for row in rows:
         g = grading[row["model"]]
         row.update(answers_graded=g.graded, answers_total=g.answers, complete=g.complete)
-    breakdown = S.breakdown(ranked, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
+    breakdown = (
+        S.breakdown(ranked, by, convention, seed=seed, resamples=analysis.resamples)  # type: ignore[arg-type]
+        if by
+        else []
+    )
     _print_scores(rows, f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
     if by:
         _print_breakdown(by, breakdown, convention)
