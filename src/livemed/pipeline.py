@@ -8,7 +8,7 @@ batch is not paid for twice (`livemed.runs.track_run` records each command as a 
 outputs include a failed call (`records.is_failed_call`) is counted in `StageResult.call_failed`, with
 its cause, so the command can fail with one line.
 A caller that wants to watch a stage sets `item_progress` (a context variable) to a function that
-receives the number of items finished so far; the CLI's progress bars use it.
+receives the number of items finished or found already done so far; the CLI's progress bars use it.
 """
 
 from __future__ import annotations
@@ -96,9 +96,11 @@ async def run_stage(
             result.seen += len(batch)
             todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
             result.skipped += len(batch) - len(todo)
+            window.report()
             for item in todo:
                 await window.submit(item, work)
         await window.drain()
+        window.report()
     finally:
         await window.cancel()
     return result
@@ -137,13 +139,17 @@ class _Window(Generic[T]):
                 failure = failure or future.exception()
             else:
                 self.finished.append((item, future.result()))
-        if (report := item_progress.get()) is not None:
-            report(self.result.processed + len(self.finished))
+        self.report()
         if failure is not None:
             self._write()
             raise failure
         if len(self.finished) >= self.size:
             self._write()
+
+    def report(self) -> None:
+        """Tell the progress bar how many items are finished or were already done."""
+        if (report := item_progress.get()) is not None:
+            report(self.result.skipped + self.result.processed + len(self.finished))
 
     def _write(self) -> None:
         records = [record for _, produced in self.finished for record in produced]

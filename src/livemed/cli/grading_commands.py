@@ -103,7 +103,7 @@ def rubrics(
             engine=engine,
             lease=f"rubrics:{writer}",
         ) as run,
-        progress_for(engine, writer, f"rubrics by {writer}"),
+        progress_for(engine, writer, f"rubrics by {writer}", total=len(todo)),
     ):
         result = asyncio.run(
             run_stage(
@@ -220,7 +220,7 @@ def answer(
             engine=engine,
             lease=f"answer:{model}",
         ) as run,
-        progress_for(engine, model, f"answers by {model}"),
+        progress_for(engine, model, f"answers by {model}", total=len(cases) * samples),
     ):
         result = asyncio.run(answer_all(app_state.store, cases, answerer, settings=settings, samples=samples))
         settle(run, result, "answers")
@@ -263,7 +263,7 @@ def grade(
         track_run(
             store, "grade", settings=settings, models=[judge], engine=engine, lease=f"grade:{judge}"
         ) as run,
-        progress_for(engine, judge, f"grading with {judge}"),
+        progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
     ):
         result = asyncio.run(grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures))
         settle(run, result, "criteria" if mode == "per-criterion" else "answers")

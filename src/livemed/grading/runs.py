@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from livemed.grading import score as S
@@ -24,7 +25,7 @@ from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, reje
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported
 from livemed.models import LLM, Settings
-from livemed.pipeline import StageResult, run_stage
+from livemed.pipeline import StageResult, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Record, Rubric, Score
 from livemed.store import Store
 
@@ -75,6 +76,10 @@ class GradePlan:
     targets: list[Target] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
 
+    def items(self, mode: str) -> int | None:
+        """What `grade_all` counts as it goes: criteria per-criterion (batched: not known up front)."""
+        return sum(len(t.rubric.criteria) for t in self.targets) if mode == "per-criterion" else None
+
 
 def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
     """Pair each answer with its case and rubric; answers without one are counted, not graded."""
@@ -122,14 +127,15 @@ async def grade_all(
             retry = grade_id(pair[0].answer.id, pair[1].id, judge.id) in retried
             return [await grade_criterion(pair[0], pair[1], fresh if retry else judge)]
 
-        result = await run_stage(
-            store,
-            pairs(),
-            one,
-            output_id=lambda p: grade_id(p[0].answer.id, p[1].id, judge.id),
-            output_kinds=["grade"],
-            batch_size=batch_size,
-        )
+        with _settled_count_as_done(settled):
+            result = await run_stage(
+                store,
+                pairs(),
+                one,
+                output_id=lambda p: grade_id(p[0].answer.id, p[1].id, judge.id),
+                output_kinds=["grade"],
+                batch_size=batch_size,
+            )
         result.seen += settled["criteria"]  # settled criteria count as seen and skipped, as before
         result.skipped += settled["criteria"]
     else:
@@ -148,6 +154,20 @@ async def grade_all(
         )
     _drop_resolved_failures(store, targets, judge.id)
     return result
+
+
+@contextmanager
+def _settled_count_as_done(settled: Counter[str]) -> Iterator[None]:
+    """While grading per criterion, the progress bar counts the criteria already graded as done."""
+    report = item_progress.get()
+    if report is None:
+        yield
+        return
+    token = item_progress.set(lambda n: report(n + settled["criteria"]))
+    try:
+        yield
+    finally:
+        item_progress.reset(token)
 
 
 def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:
