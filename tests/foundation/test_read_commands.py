@@ -27,6 +27,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
         ("scores", "--judge", "offline/lexical"),
         ("trends",),
         ("contamination",),
+        ("taxonomy",),
         ("report",),
         ("export", "out.jsonl"),
     ],

@@ -287,7 +287,9 @@ def _write_report_tables(data: object, folder: Path) -> None:
 @app.command("taxonomy")
 def taxonomy_command(
     ctx: typer.Context,
-    model: list[str] = typer.Option(..., "--model", "-m", help="Model(s) whose failures to classify."),
+    model: list[str] | None = typer.Option(
+        None, "--model", "-m", help="Model(s) whose failures to classify (default: every scored model)."
+    ),
     k: int = typer.Option(
         20, "--k", min=1, help="How many lowest-scoring cases per model (cases scored 1.0 are left out)."
     ),
@@ -310,7 +312,7 @@ def taxonomy_command(
     app_state = state(ctx)
     rows = run_taxonomy(
         app_state,
-        models=model,
+        models=model or [],
         k=k,
         classifier=classifier,
         judge=judge,

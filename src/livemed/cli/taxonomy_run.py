@@ -63,6 +63,7 @@ def run_taxonomy(
     chosen = pick_judge(all_scores, judge, convention, policy)
     scores = select(all_scores, judge=chosen, convention=convention, policy=policy)
     known = sorted({s.model for s in scores})
+    models = list(models) or known  # none named: every model with scores
     for model in models:
         if model not in known:
             raise UnknownNameError("model (with scores)", model, known)
