@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,7 +104,7 @@ def _chain(
     llm_audit: bool | None,
 ) -> Chain:
     from livemed.curate import Chain, Controller, Screener, Validator
-    from livemed.curate.evidence.factory import build_retriever
+    from livemed.curate.evidence.factory import build_retriever, default_index_dir
     from livemed.models import LLM, get_model
     from livemed.sources import source_settings
 
@@ -120,7 +119,7 @@ def _chain(
         kind,
         evidence=evidence or settings.evidence,
         evidence_format=settings.evidence_format,
-        index_dir=index_dir or _default_index_dir(settings.index_dir),
+        index_dir=index_dir or default_index_dir(settings.index_dir),
         dense_model=settings.dense_model,
         europepmc=source_settings("europepmc", config),  # type: ignore[arg-type]
     )
@@ -133,13 +132,6 @@ def _chain(
         retriever=retriever,
         thresholds=config.thresholds,
     )
-
-
-def _default_index_dir(configured: str | None) -> Path:
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "livemed" / "evidence"
 
 
 def _print_funnel(funnel: Funnel) -> None:

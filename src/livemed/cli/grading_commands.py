@@ -155,6 +155,20 @@ def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:
         )
 
 
+def _retrieval_corpus(
+    app_state: AppState, evidence: str | None, cases: list[Case], samples: int
+) -> dict[str, Any]:
+    """offline/retrieval's corpus and its cached BM25 index; nothing to load when every case is answered."""
+    from livemed.curate.evidence.factory import default_index_dir
+    from livemed.grading.answer import answer_id
+
+    wanted = [answer_id(case.id, "offline/retrieval", n) for case in cases for n in range(samples)]
+    if len(app_state.store.has("answer", wanted)) == len(wanted):
+        return {}  # no answer to write: the baseline is never asked, so no index is built
+    index_dir = default_index_dir(app_state.config.curate.index_dir)
+    return {"corpus": _corpus(app_state, evidence, cases), "index_dir": index_dir}
+
+
 def _corpus(app_state: AppState, evidence: str | None, cases: list[Case]) -> list[Passage]:
     """Passages for offline/retrieval: --evidence, else [curate] evidence, else the cases' own evidence."""
     from livemed.curate.evidence.corpus import Passage
@@ -204,7 +218,7 @@ def answer(
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     cases = list(select_cases(app_state, status, limit))
-    extra = {"corpus": _corpus(app_state, evidence, cases)} if model == "offline/retrieval" else {}
+    extra = _retrieval_corpus(app_state, evidence, cases, samples) if model == "offline/retrieval" else {}
     answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, **extra)
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
