@@ -14,7 +14,7 @@ integer weight; P = Σ w over positive criteria; a verdict is met, not met, or f
                    policy "exclude": the criterion leaves both numerator and denominator.
 
 Per-axis and per-theme scores apply the same formula to the subset of criteria with that axis or
-theme. Every aggregate names its convention. Bootstrap intervals resample cases (1,000 times,
+theme. Every aggregate names its convention. Bootstrap intervals resample cases (`RESAMPLES` times,
 seeded) and apply the convention's aggregate to each resample.
 """
 
@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+from livemed.records.grading import canonical_theme
 
 if TYPE_CHECKING:
     from livemed.records import Score
@@ -282,8 +284,8 @@ def breakdown(
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for record in records:
         per = {"axis": record.per_axis, "theme": record.per_theme, "tag": record.per_tag}[by]
-        for name, value in per.items():
-            groups[(record.model, name)].append(value)
+        for name, value in per.items():  # themes of scores made before one spelling per theme, merged
+            groups[(record.model, canonical_theme(name) if by == "theme" else name)].append(value)
     rows = []
     for (model, name), values in sorted(groups.items()):
         summary = summarize(values, convention, seed=seed, resamples=resamples)
