@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from livemed.cli import app
 from livemed.cli.analysis_views import (
@@ -22,7 +23,7 @@ from livemed.cli.analysis_views import (
     taxonomy_table,
     trends_table,
 )
-from livemed.cli.context import AppState, console, state
+from livemed.cli.context import AppState, console, err_console, state
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
@@ -155,6 +156,8 @@ def leaderboard_command(
             convention=convention,
         )
         console.print(comparison_table(result))
+        if (warning := result.case_set_warning()) is not None:
+            err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
         paths += write_table(_out_dir(app_state, out), "comparison", [result], context=scored.context())
     _wrote(paths)
     _fail_if_left_out(scored, left_out)
