@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from livemed.cli import app
 from livemed.cli.common import progress_for, stage_progress
+from livemed.curate.chain import pending_docs
+from livemed.demo import demo_evidence_path
 from livemed.grading.judge import Target
 from livemed.grading.runs import GradePlan, grade_all
 from livemed.models import Engine
@@ -36,3 +44,31 @@ async def test_grading_reports_criteria_done_up_to_the_plans_total(sqlite_store:
             item_progress.reset(token)
         assert seen
         assert seen[-1] == total
+
+
+def test_a_rule_based_curation_bar_counts_the_pending_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed.cli import common
+
+    totals: list[int | None] = []
+    real = common.progress_for
+
+    def recording(engine: Engine, model_id: str, description: str, *, total: int | None = None) -> object:
+        totals.append(total)
+        return real(engine, model_id, description, total=total)
+
+    monkeypatch.setattr(common, "progress_for", recording)
+    db = str(tmp_path / "s.db")
+    assert (
+        CliRunner()
+        .invoke(app, ["--store", db, "harvest", "--source", "demo", "--since", "2024-01-01"])
+        .exit_code
+        == 0
+    )
+    with Store(db) as store:
+        pending = sum(1 for _ in pending_docs(store))
+    assert pending > 10
+    result = CliRunner().invoke(app, ["--store", db, "curate", "--evidence", str(demo_evidence_path())])
+    assert result.exit_code == 0, result.output
+    assert totals == [pending]

@@ -14,6 +14,7 @@ from livemed.cli.context import AppState, console, err_console, state
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain, Funnel
     from livemed.models import Engine
+    from livemed.store import Store
 
 BASELINE = "offline/curate-baseline"
 
@@ -47,7 +48,7 @@ def curate(
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
-    from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
+    from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
     from livemed.runs import raise_for_calls, settle, track_run
 
     app_state = state(ctx)
@@ -76,7 +77,9 @@ def curate(
         track_run(
             store, "curate", settings=run_settings, models=[model], engine=engine, lease=f"curate:{model}"
         ) as run,
-        engine_progress(engine, f"curating with {model}"),
+        progress_for(
+            engine, model, f"curating with {model}", total=_pending(store, limit, redo) if offline else None
+        ),
     ):
         from livemed.curate.chain import curate_store
 
@@ -92,6 +95,13 @@ def curate(
         err_console.print(f"[yellow]warning:[/] {len(errors)} evidence search(es) failed: {errors[0]}")
     print_usage(engine)
     raise_for_calls(run)
+
+
+def _pending(store: Store, limit: int | None, redo: bool) -> int:
+    """How many documents this run curates (the total of a rule-based baseline's progress bar)."""
+    from livemed.curate.chain import pending_docs
+
+    return sum(1 for _ in pending_docs(store, limit=limit, redo=redo))
 
 
 def _chain(
