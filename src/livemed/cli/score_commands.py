@@ -58,8 +58,9 @@ def scores(
         raise ConfigError(f"--by must be one of {', '.join(S.BREAKDOWNS)}, got {by!r}")
     if by == "tag" and convention != "healthbench":
         raise ConfigError("--by tag gives HealthBench's tag metrics: add --convention healthbench")
-    analysis = state(ctx).config.analysis
+    analysis = state(ctx).config.analysis  # the leaderboard's bootstrap: one number, one interval
     seed = analysis.seed if seed is None else seed
+    boot = {"seed": seed, "resamples": analysis.resamples}
     settings = {
         "judge": judge,
         "convention": convention,
@@ -74,15 +75,11 @@ def scores(
     grading = count(run.answers, run.scores)
     left_out = [] if allow_incomplete else incomplete(grading)
     ranked = [sc for sc in run.scores if sc.model not in {g.model for g in left_out}]
-    rows = S.leaderboard(ranked, convention, seed=seed, resamples=analysis.resamples)
+    rows = S.leaderboard(ranked, convention, **boot)
     for row in rows:
         g = grading[row["model"]]
         row.update(answers_graded=g.graded, answers_total=g.answers, complete=g.complete)
-    breakdown = (
-        S.breakdown(ranked, by, convention, seed=seed, resamples=analysis.resamples)  # type: ignore[arg-type]
-        if by
-        else []
-    )
+    breakdown = S.breakdown(ranked, by, convention, **boot) if by else []  # type: ignore[arg-type]
     _print_scores(rows, f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
     if by:
         _print_breakdown(by, breakdown, convention)
