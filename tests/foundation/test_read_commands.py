@@ -37,6 +37,7 @@ def test_a_read_command_in_an_empty_folder_creates_no_store(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LIVEMED_STORE", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")  # else main() widens the shared console for the tests after this
     code, err = run(capsys, *argv)
     assert code == 2
     assert "no store at" in err
