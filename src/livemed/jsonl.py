@@ -131,8 +131,10 @@ def record_from(data: dict[str, Any], *, default_kind: str | None = None) -> Rec
     """A JSON object to a record of its `kind`; raises ValueError with a readable message."""
     data = dict(data)
     kind = data.pop("kind", default_kind)
+    if kind is None:
+        raise ValueError(f"no 'kind' field (one of: {', '.join(RECORD_TYPES)}; or pass --kind)")
     if kind not in RECORD_TYPES:
-        raise ValueError(f"unknown or missing record kind {kind!r} (known: {', '.join(RECORD_TYPES)})")
+        raise ValueError(f"unknown record kind {kind!r} (known: {', '.join(RECORD_TYPES)})")
     try:
         return RECORD_TYPES[kind].model_validate(data)
     except ValidationError as exc:

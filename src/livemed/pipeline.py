@@ -9,7 +9,7 @@ for twice (`livemed.runs.track_run` records each command as a `Run`). An item wh
 outputs include a failed call (`records.is_failed_call`) is counted in `StageResult.call_failed`, with
 its cause, so the command can fail with one line.
 A caller that wants to watch a stage sets `item_progress` (a context variable) to a function that
-receives the number of items finished so far; the CLI's progress bars use it.
+receives the number of items finished or found already done so far; the CLI's progress bars use it.
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ async def run_stage(
         result.seen += len(batch)
         todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
         result.skipped += len(batch) - len(todo)
+        running.progress()
         for item in todo:
             await running.submit(item, work)
 
@@ -146,6 +147,7 @@ async def run_stage(
             for batch in batched(items, batch_size):
                 await submit(batch)
         await running.drain()
+        running.progress()
     finally:
         await running.cancel()
     return result
@@ -174,6 +176,11 @@ class _Window(Generic[T]):
         self.changed = asyncio.Event()
         self.report = item_progress.get()
         self.last_write = time.monotonic()
+
+    def progress(self) -> None:
+        """Tell the progress bar how many items are finished or were already done."""
+        if self.report is not None:
+            self.report(self.result.skipped + self.result.processed + len(self.finished))
 
     async def submit(self, item: T, work: Callable[[T], Awaitable[Sequence[Record]]]) -> None:
         while len(self.running) >= self.limit:
@@ -209,8 +216,7 @@ class _Window(Generic[T]):
             self.failure = self.failure or future.exception()
         else:
             self.finished.append((item, future.result()))
-        if self.report is not None:
-            self.report(self.result.processed + len(self.finished))
+        self.progress()
         self.changed.set()
 
     async def _wait(self) -> None:

@@ -127,6 +127,15 @@ def test_taxonomy_heuristic_stores_labels_and_a_run(project: Path) -> None:
     assert rows[0]["n"] == 7
 
 
+def test_taxonomy_without_a_model_classifies_every_scored_model(project: Path) -> None:
+    invoke(project, "taxonomy", "--k", "3")
+    with Store(project / "s.db") as store:
+        labelled = {label.model for label in store.iter(ErrorLabel)}
+        scored = {score.model for score in store.iter(Score)}
+    assert len(scored) == 3
+    assert labelled == scored
+
+
 def test_taxonomy_with_a_scripted_llm_classifier(project: Path) -> None:
     # fake/classifier with no script answers with an error; failures are stored as rejections, not labels,
     # and the command fails with one line
@@ -279,6 +288,7 @@ def test_help_keeps_config_section_names(command: str, text: str) -> None:
 
 def test_funnel_of_an_empty_store_is_a_user_error(tmp_path: Path) -> None:
     (tmp_path / "livemed.toml").write_text(f'store = "{tmp_path / "empty.db"}"\n')
+    Store(tmp_path / "empty.db").close()  # an empty store (no store at all: test_read_commands)
     with pytest.raises(UserError, match="run livemed harvest first"):
         invoke(tmp_path, "funnel")
 

@@ -65,7 +65,7 @@ def test_bad_lines_are_reported_with_line_numbers_and_the_rest_loads(
     assert all(e.path == str(path) for e in errors)
     assert "invalid JSON" in errors[0].detail
     assert "source_id" in errors[1].detail
-    assert "unknown or missing record kind 'nope'" in errors[2].detail
+    assert "unknown record kind 'nope'" in errors[2].detail
     assert "source_id" in errors[3].detail
     assert "expected a JSON object" in errors[4].detail
     assert "UTF-8" in errors[5].detail

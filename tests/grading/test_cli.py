@@ -301,3 +301,28 @@ def test_healthbench_tag_metrics_through_the_cli(tmp_path: Path) -> None:
     )
     assert isinstance(refused.exception, ConfigError)  # a user error: one line, exit code 2
     assert "--convention healthbench" in str(refused.exception)
+
+
+def test_retrieval_keeps_its_index_in_the_cache_dir_and_builds_none_with_nothing_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed.curate.evidence import bm25
+    from tests.grading.builders import make_case
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "p1", "title": "Gout", "text": "Gout is treated with colchicine."}) + "\n"
+    )
+    monkeypatch.setenv("LIVEMED_CACHE_DIR", str(tmp_path / "cache"))
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        store.put([make_case()])
+    assert "wrote 1 answer" in run(db, "answer", "--model", "offline/retrieval", "--evidence", str(corpus))
+    assert len(list((tmp_path / "cache" / "evidence").glob("bm25-*/passages.jsonl"))) == 1
+
+    def no_index(*args: object, **kwargs: object) -> None:
+        raise AssertionError("indexed with nothing to answer")
+
+    monkeypatch.setattr(bm25.BM25Retriever, "__init__", no_index)
+    again = run(db, "answer", "--model", "offline/retrieval", "--evidence", str(corpus))
+    assert "1 already done" in again

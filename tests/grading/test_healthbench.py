@@ -99,7 +99,7 @@ def test_import_maps_examples_faithfully() -> None:
     assert case.query == "I have kidney disease."
     assert case.advice == ["Avoid ibuprofen; paracetamol is usually safer."]
     assert [m["content"] for m in conversation(case)][1] == "Do you have any conditions?"
-    assert rubric.themes == ["context_seeking"]
+    assert rubric.themes == ["context seeking"]  # one spelling per theme; the tag itself is kept
     axes = [c.axis for c in rubric.criteria]
     assert axes == ["context_awareness", "accuracy", "communication", "accuracy"]
     bonus = rubric.criteria[3]

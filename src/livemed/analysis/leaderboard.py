@@ -49,6 +49,17 @@ class PairedComparison(BaseModel):
     wins_a: int
     wins_b: int
     ties: int
+    n_a: int = Field(default=0, description="cases model a was scored on")
+    n_b: int = Field(default=0, description="cases model b was scored on")
+
+    def case_set_warning(self) -> str | None:
+        """Why this comparison covers fewer cases than a model has, when the two case sets differ."""
+        if self.n_a == self.n_shared and self.n_b == self.n_shared:
+            return None
+        return (
+            f"{self.model_a} was scored on {self.n_a} case(s), {self.model_b} on {self.n_b}; "
+            f"only the {self.n_shared} shared are compared"
+        )
 
 
 def _axis_means(rows: Sequence[CaseScore], convention: str) -> dict[str, float]:
@@ -137,7 +148,7 @@ def compare(
     if not shared:
         return PairedComparison(
             model_a=model_a, model_b=model_b, n_shared=0, mean_a=None, mean_b=None, diff=None,
-            ci_low=None, ci_high=None, p_permutation=None, wins_a=0, wins_b=0, ties=0,
+            ci_low=None, ci_high=None, p_permutation=None, wins_a=0, wins_b=0, ties=0, n_a=len(a), n_b=len(b),
         )  # fmt: skip
     if convention == "livemed":
         interval = stats.bootstrap_mean(d, resamples=resamples, seed=seed)
@@ -156,4 +167,6 @@ def compare(
         wins_a=int(np.sum(d > 0)),
         wins_b=int(np.sum(d < 0)),
         ties=int(np.sum(d == 0)),
+        n_a=len(a),
+        n_b=len(b),
     )

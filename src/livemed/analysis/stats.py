@@ -25,10 +25,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from livemed.grading.score import finish_means
+from livemed.grading.score import RESAMPLES, finish_means
 
 FloatArray = NDArray[np.float64]
-DEFAULT_RESAMPLES = 2000
+DEFAULT_RESAMPLES = RESAMPLES
 DEFAULT_PERMUTATIONS = 5000
 
 

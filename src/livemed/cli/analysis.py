@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from livemed.cli import app
 from livemed.cli.analysis_views import (
@@ -22,7 +23,7 @@ from livemed.cli.analysis_views import (
     taxonomy_table,
     trends_table,
 )
-from livemed.cli.context import AppState, console, state
+from livemed.cli.context import AppState, console, err_console, state
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
@@ -71,7 +72,7 @@ def _out_dir(app_state: AppState, out: Path | None) -> Path:
 def _scores(app_state: AppState, judge: str | None, convention: str, policy: str) -> ScoreSet:
     from livemed.analysis.collect import load_scores
 
-    scored = load_scores(app_state.store, judge=judge, convention=convention, policy=policy)
+    scored = load_scores(app_state.existing_store, judge=judge, convention=convention, policy=policy)
     console.print(
         f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring · "
         f"failed verdicts: {policy}[/]"
@@ -155,6 +156,8 @@ def leaderboard_command(
             convention=convention,
         )
         console.print(comparison_table(result))
+        if (warning := result.case_set_warning()) is not None:
+            err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
         paths += write_table(_out_dir(app_state, out), "comparison", [result], context=scored.context())
     _wrote(paths)
     _fail_if_left_out(scored, left_out)
@@ -201,7 +204,7 @@ def funnel_command(ctx: typer.Context, out: Path | None = OUT) -> None:
     from livemed.analysis.tables import write_table
 
     app_state = state(ctx)
-    rows, reasons = store_funnel(app_state.store)
+    rows, reasons = store_funnel(app_state.existing_store)
     if not rows:
         from livemed.errors import UserError
 
@@ -240,7 +243,7 @@ def report_command(
     if path.is_dir():  # an existing folder: write DIR/report.html (and DIR/report-tables/)
         path = path / "report.html"
     data = build_report(
-        app_state.store,
+        app_state.existing_store,
         _registry(app_state, cutoffs),
         settings=_settings(app_state, seed, resamples, convention),
         judge=judge,
@@ -287,7 +290,9 @@ def _write_report_tables(data: object, folder: Path) -> None:
 @app.command("taxonomy")
 def taxonomy_command(
     ctx: typer.Context,
-    model: list[str] = typer.Option(..., "--model", "-m", help="Model(s) whose failures to classify."),
+    model: list[str] | None = typer.Option(
+        None, "--model", "-m", help="Model(s) whose failures to classify (default: every scored model)."
+    ),
     k: int = typer.Option(
         20, "--k", min=1, help="How many lowest-scoring cases per model (cases scored 1.0 are left out)."
     ),
@@ -310,7 +315,7 @@ def taxonomy_command(
     app_state = state(ctx)
     rows = run_taxonomy(
         app_state,
-        models=model,
+        models=model or [],
         k=k,
         classifier=classifier,
         judge=judge,

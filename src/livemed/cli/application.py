@@ -40,7 +40,7 @@ def _root(
     ),
     config: str | None = typer.Option(None, "--config", "-c", help="Project file (default: ./livemed.toml)."),
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False, "--version", callback=_version, is_eager=True, metavar="", help="Print the version and exit."
     ),
 ) -> None:
     ctx.obj = AppState(store_override=store, config_path=config)

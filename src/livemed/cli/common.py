@@ -202,20 +202,25 @@ def print_compliance(engine: Engine) -> None:
     console.print(table)
 
 
-def progress_for(engine: Engine, model_id: str, description: str) -> AbstractContextManager[object]:
-    """Live call progress (calls, tokens, cost) for a real model; items done for an offline baseline."""
+def progress_for(
+    engine: Engine, model_id: str, description: str, *, total: int | None = None
+) -> AbstractContextManager[object]:
+    """Live call progress (calls, tokens, cost) for a real model; items done, of `total` where it is
+    known, for an offline baseline (a model's calls have no known total: repairs, retries, cache hits)."""
     if model_id.startswith("offline/"):
-        return stage_progress(description)
+        return stage_progress(description, total=total)
     return engine_progress(engine, description)
 
 
 @contextmanager
-def stage_progress(description: str, *, out: Console | None = None) -> Iterator[Progress]:
+def stage_progress(
+    description: str, *, total: int | None = None, out: Console | None = None
+) -> Iterator[Progress]:
     """A progress line counting the items the running stage has finished (see `pipeline.item_progress`)."""
     from livemed.pipeline import item_progress
 
     progress = _progress(out)
-    task = progress.add_task(description, total=None)
+    task = progress.add_task(description, total=total)
     token = item_progress.set(lambda done: progress.update(task, completed=done))
     try:
         with progress:

@@ -11,12 +11,19 @@ import typer
 from rich.console import Console
 
 from livemed.config import Config, load_config, store_location
+from livemed.errors import StoreOpenError
 
 if TYPE_CHECKING:
     from livemed.store import Store
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 rubric`, `33 rubrics`, `2 grade failures`: a count with its record kind in words."""
+    words = noun.replace("_", " ")
+    return f"{n} {words}" if n == 1 else f"{n} {words}s"
 
 
 def widen_piped_output(width: int = 120) -> None:
@@ -50,6 +57,20 @@ class AppState:
 
             self._store = Store(self.store_location)
         return self._store
+
+    @property
+    def existing_store(self) -> Store:
+        """The store for a read-only command: one that does not exist yet is an error, not created."""
+        if self._store is None:
+            from livemed.store.connect import sqlite_file
+
+            path = sqlite_file(self.store_location)
+            if path is not None and not path.exists():
+                raise StoreOpenError(
+                    f"no store at {path}: run `livemed demo`, `livemed harvest` or `livemed import` first "
+                    "(or point --store at one)"
+                )
+        return self.store
 
     def close(self) -> None:
         """Close the store if this invocation opened it (PostgreSQL connections are not left to the GC)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ from livemed.cli.context import AppState, console, err_console, state
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain, Funnel
     from livemed.models import Engine
+    from livemed.store import Store
 
 BASELINE = "offline/curate-baseline"
 
@@ -48,7 +48,7 @@ def curate(
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
-    from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
+    from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
     from livemed.runs import raise_for_calls, settle, track_run
 
     app_state = state(ctx)
@@ -77,7 +77,9 @@ def curate(
         track_run(
             store, "curate", settings=run_settings, models=[model], engine=engine, lease=f"curate:{model}"
         ) as run,
-        engine_progress(engine, f"curating with {model}"),
+        progress_for(
+            engine, model, f"curating with {model}", total=_pending(store, limit, redo) if offline else None
+        ),
     ):
         from livemed.curate.chain import curate_store
 
@@ -95,6 +97,13 @@ def curate(
     raise_for_calls(run)
 
 
+def _pending(store: Store, limit: int | None, redo: bool) -> int:
+    """How many documents this run curates (the total of a rule-based baseline's progress bar)."""
+    from livemed.curate.chain import pending_docs
+
+    return sum(1 for _ in pending_docs(store, limit=limit, redo=redo))
+
+
 def _chain(
     app_state: AppState,
     engine: Engine,
@@ -105,7 +114,7 @@ def _chain(
     llm_audit: bool | None,
 ) -> Chain:
     from livemed.curate import Chain, Controller, Screener, Validator
-    from livemed.curate.evidence.factory import build_retriever
+    from livemed.curate.evidence.factory import build_retriever, default_index_dir
     from livemed.models import LLM, get_model
     from livemed.sources import source_settings
 
@@ -120,7 +129,7 @@ def _chain(
         kind,
         evidence=evidence or settings.evidence,
         evidence_format=settings.evidence_format,
-        index_dir=index_dir or _default_index_dir(settings.index_dir),
+        index_dir=index_dir or default_index_dir(settings.index_dir),
         dense_model=settings.dense_model,
         europepmc=source_settings("europepmc", config),  # type: ignore[arg-type]
     )
@@ -133,13 +142,6 @@ def _chain(
         retriever=retriever,
         thresholds=config.thresholds,
     )
-
-
-def _default_index_dir(configured: str | None) -> Path:
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "livemed" / "evidence"
 
 
 def _print_funnel(funnel: Funnel) -> None:

@@ -7,6 +7,7 @@ when a user runs it, and the folder can be explored afterwards with the same com
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 import time
@@ -150,7 +151,7 @@ def demo(
     plan = steps(corpus)
     for number, (title, argv) in enumerate(plan, start=1):
         console.print(Rule(f"[bold]{number}/{len(plan)}[/] {title}", align="left"))
-        console.print(f"[dim]$ livemed {' '.join(argv)}[/]")
+        console.print(f"$ livemed {shlex.join(argv)}", style="dim", markup=False)
         _run(["--config", str(config), "--store", str(store), *argv])
     report = folder / "results" / "report.html"
     console.print(Rule())

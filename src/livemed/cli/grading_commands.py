@@ -10,7 +10,7 @@ import typer
 
 from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import AppState, console, counted, err_console, state
 from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def select_cases(app_state: AppState, status: str | None, limit: int | None) -> 
 
 
 def print_result(what: str, result: StageResult) -> None:
-    written = ", ".join(f"{n} {k}" for k, n in sorted(result.written.items())) or "nothing"
+    written = ", ".join(counted(n, k) for k, n in sorted(result.written.items())) or "nothing"
     console.print(f"{what}: {result.seen} seen, {result.skipped} already done, wrote {written}")
     for reason, n in sorted(result.rejected.items()):
         example = result.examples.get(reason, "")
@@ -103,7 +103,7 @@ def rubrics(
             engine=engine,
             lease=f"rubrics:{writer}",
         ) as run,
-        progress_for(engine, writer, f"rubrics by {writer}"),
+        progress_for(engine, writer, f"rubrics by {writer}", total=len(todo)),
     ):
         result = asyncio.run(
             run_stage(
@@ -155,6 +155,20 @@ def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:
         )
 
 
+def _retrieval_corpus(
+    app_state: AppState, evidence: str | None, cases: list[Case], samples: int
+) -> dict[str, Any]:
+    """offline/retrieval's corpus and its cached BM25 index; nothing to load when every case is answered."""
+    from livemed.curate.evidence.factory import default_index_dir
+    from livemed.grading.answer import answer_id
+
+    wanted = [answer_id(case.id, "offline/retrieval", n) for case in cases for n in range(samples)]
+    if len(app_state.store.has("answer", wanted)) == len(wanted):
+        return {}  # no answer to write: the baseline is never asked, so no index is built
+    index_dir = default_index_dir(app_state.config.curate.index_dir)
+    return {"corpus": _corpus(app_state, evidence, cases), "index_dir": index_dir}
+
+
 def _corpus(app_state: AppState, evidence: str | None, cases: list[Case]) -> list[Passage]:
     """Passages for offline/retrieval: --evidence, else [curate] evidence, else the cases' own evidence."""
     from livemed.curate.evidence.corpus import Passage
@@ -204,7 +218,7 @@ def answer(
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     cases = list(select_cases(app_state, status, limit))
-    extra = {"corpus": _corpus(app_state, evidence, cases)} if model == "offline/retrieval" else {}
+    extra = _retrieval_corpus(app_state, evidence, cases, samples) if model == "offline/retrieval" else {}
     answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, **extra)
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
@@ -220,7 +234,7 @@ def answer(
             engine=engine,
             lease=f"answer:{model}",
         ) as run,
-        progress_for(engine, model, f"answers by {model}"),
+        progress_for(engine, model, f"answers by {model}", total=len(cases) * samples),
     ):
         result = asyncio.run(answer_all(app_state.store, cases, answerer, settings=settings, samples=samples))
         settle(run, result, "answers")
@@ -263,7 +277,7 @@ def grade(
         track_run(
             store, "grade", settings=settings, models=[judge], engine=engine, lease=f"grade:{judge}"
         ) as run,
-        progress_for(engine, judge, f"grading with {judge}"),
+        progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
     ):
         result = asyncio.run(grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures))
         settle(run, result, "criteria" if mode == "per-criterion" else "answers")

@@ -177,7 +177,7 @@ def export_healthbench(
     from livemed.interop.healthbench import to_healthbench
     from livemed.records import Case, Rubric
 
-    store = state(ctx).store
+    store = state(ctx).existing_store
     count = 0
     file.parent.mkdir(parents=True, exist_ok=True)
     with file.open("w", encoding="utf-8") as handle:

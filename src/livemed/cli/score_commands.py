@@ -32,7 +32,11 @@ def scores(
     ),
     policy: str = typer.Option("not-met", "--policy", help="Failed verdicts: not-met (default) or exclude."),
     model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (1,000 resamples)."),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        help="Bootstrap seed (default: \\[analysis] seed); \\[analysis] resamples, as leaderboard.",
+    ),
     by: str | None = typer.Option(
         None, "--by", help="Also break scores down by axis, theme, or tag (HealthBench's tag metrics)."
     ),
@@ -59,6 +63,8 @@ def scores(
         raise ConfigError(f"--by must be one of {', '.join(S.BREAKDOWNS)}, got {by!r}")
     if by == "tag" and convention != "healthbench":
         raise ConfigError("--by tag gives HealthBench's tag metrics: add --convention healthbench")
+    analysis = state(ctx).config.analysis  # the leaderboard's bootstrap: one number, one interval
+    seed = analysis.seed if seed is None else seed
     settings = {
         "judge": judge,
         "convention": convention,
@@ -66,13 +72,16 @@ def scores(
         "model": model,
         "seed": seed,
     }
-    store = state(ctx).store
+    store = state(ctx).existing_store
     with track_run(store, "scores", settings=settings) as record:
         run = score_all(store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
         record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}
-    rows, ranked, left_out = ranked_rows(run, convention, seed=seed, allow_incomplete=allow_incomplete)
+    rows, ranked, left_out = ranked_rows(
+        run, convention, seed=seed, resamples=analysis.resamples, allow_incomplete=allow_incomplete
+    )
     grading = count(run.answers, run.scores)
-    breakdown = S.breakdown(ranked, by, convention, seed=seed) if by else []  # type: ignore[arg-type]
+    boot = {"seed": seed, "resamples": analysis.resamples}
+    breakdown = S.breakdown(ranked, by, convention, **boot) if by else []  # type: ignore[arg-type]
     print_scores(rows, f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
     if by:
         _print_breakdown(by, breakdown, convention)
@@ -96,7 +105,7 @@ def scores(
 
 
 def ranked_rows(
-    run: ScoreRun, convention: str, *, seed: int, allow_incomplete: bool
+    run: ScoreRun, convention: str, *, seed: int, allow_incomplete: bool, resamples: int | None = None
 ) -> tuple[list[dict[str, Any]], list[Score], list[Grading]]:
     """Leaderboard rows of a scoring run (with answers graded per model), the scores ranked, and the
     models left out of the ranking because some of their answers are not graded."""
@@ -106,7 +115,8 @@ def ranked_rows(
     grading = count(run.answers, run.scores)
     left_out = [] if allow_incomplete else incomplete(grading)
     ranked = [sc for sc in run.scores if sc.model not in {g.model for g in left_out}]
-    rows = S.leaderboard(ranked, convention, seed=seed)  # type: ignore[arg-type]
+    boot = {"seed": seed, "resamples": resamples or S.RESAMPLES}
+    rows = S.leaderboard(ranked, convention, **boot)  # type: ignore[arg-type]
     for row in rows:
         g = grading[row["model"]]
         row.update(answers_graded=g.graded, answers_total=g.answers, complete=g.complete)

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
-from livemed.cli.context import console, err_console, state
+from livemed.cli.context import console, counted, err_console, state
 from livemed.config import CONFIG_FILE, starter_config
 from livemed.errors import ConfigError, UserError
 from livemed.records import RECORD_TYPES
@@ -39,7 +39,7 @@ def init(
 @store_app.command("info")
 def store_info(ctx: typer.Context) -> None:
     """Record counts by type, schema version and store location."""
-    store = state(ctx).store
+    store = state(ctx).existing_store
     counts = store.count()
     table = Table()
     table.add_column("record kind")
@@ -64,9 +64,13 @@ def export_command(
 
     for name in kind or []:
         record_type(name)
-    counts = export_store(state(ctx).store, out, kind or None)
+    counts = export_store(state(ctx).existing_store, out, kind or None)
     for name, n in counts.items():
-        console.print(f"exported {n} {name} record(s)")
+        console.print(
+            f"exported {counted(n, 'record')} (all kinds)"
+            if name == "all"
+            else f"exported {counted(n, name)}"
+        )
     console.print(f"to {out}")
 
 

@@ -58,11 +58,12 @@ def run_taxonomy(
     cache_read_only: bool = False,
     max_cost: float | None = None,
 ) -> list[DistributionRow]:
-    store = app_state.store
+    store = app_state.existing_store
     all_scores = list(store.iter(Score))
     chosen = pick_judge(all_scores, judge, convention, policy)
     scores = select(all_scores, judge=chosen, convention=convention, policy=policy)
     known = sorted({s.model for s in scores})
+    models = list(models) or known  # none named: every model with scores
     for model in models:
         if model not in known:
             raise UnknownNameError("model (with scores)", model, known)

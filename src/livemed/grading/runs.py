@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.models import LLM, Settings
-from livemed.pipeline import StageResult, batched, run_stage
+from livemed.pipeline import StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.store import Store
 
@@ -94,6 +95,10 @@ class GradePlan:
 
     targets: list[Target] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+
+    def items(self, mode: str) -> int | None:
+        """What `grade_all` counts as it goes: criteria per-criterion (batched: not known up front)."""
+        return sum(len(t.rubric.criteria) for t in self.targets) if mode == "per-criterion" else None
 
 
 def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
@@ -192,16 +197,31 @@ async def grade_all(
 
     Up to `window` calls' items are in flight (default: `in_flight(judge)`)."""
     job = GradeJob(store, judge, mode, retry_failures)
-    result = await run_stage(
-        store,
-        job.items(targets),
-        job.work,
-        output_id=job.output_id,
-        output_kinds=job.output_kinds,
-        batch_size=batch_size,
-        window=window or in_flight(judge, batch_size),
-    )
+    with _settled_count_as_done(job.settled if mode == "per-criterion" else None):
+        result = await run_stage(
+            store,
+            job.items(targets),
+            job.work,
+            output_id=job.output_id,
+            output_kinds=job.output_kinds,
+            batch_size=batch_size,
+            window=window or in_flight(judge, batch_size),
+        )
     return job.finish(result)
+
+
+@contextmanager
+def _settled_count_as_done(settled: Counter[str] | None) -> Iterator[None]:
+    """While grading per criterion, the progress bar counts the criteria already graded as done."""
+    report = item_progress.get()
+    if report is None or settled is None:
+        yield
+        return
+    token = item_progress.set(lambda n: report(n + settled["criteria"]))
+    try:
+        yield
+    finally:
+        item_progress.reset(token)
 
 
 def _settled(store: Store, ids: list[str], retry_failures: bool) -> set[str]:

@@ -14,7 +14,7 @@ integer weight; P = Σ w over positive criteria; a verdict is met, not met, or f
                    policy "exclude": the criterion leaves both numerator and denominator.
 
 Per-axis and per-theme scores apply the same formula to the subset of criteria with that axis or
-theme. Every aggregate names its convention. Bootstrap intervals resample cases (1,000 times,
+theme. Every aggregate names its convention. Bootstrap intervals resample cases (`RESAMPLES` times,
 seeded) and apply the convention's aggregate to each resample.
 """
 
@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from livemed.records.grading import canonical_theme
+
 if TYPE_CHECKING:
     from livemed.records import Score
 
@@ -36,6 +38,7 @@ FailurePolicy = Literal["not-met", "exclude"]
 CONVENTIONS: tuple[Convention, ...] = ("livemed", "healthbench")
 POLICIES: tuple[FailurePolicy, ...] = ("not-met", "exclude")
 ZERO_POSITIVE = "zero positive weight"
+RESAMPLES = 2000  # bootstrap resamples: the default of [analysis] resamples, so scores and leaderboard agree
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,7 @@ def bootstrap(
     values: Sequence[float],
     convention: Convention = "livemed",
     *,
-    resamples: int = 1000,
+    resamples: int = RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float, float]:
@@ -207,7 +210,7 @@ def summarize(
     values: Sequence[float | None],
     convention: Convention = "livemed",
     *,
-    resamples: int = 1000,
+    resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> Summary | None:
     """Aggregate case scores (None = no positive weight: excluded and counted); None when nothing is left."""
@@ -215,7 +218,11 @@ def summarize(
     excluded = {ZERO_POSITIVE: len(values) - len(kept)} if len(kept) < len(values) else {}
     if not kept:
         return None
-    low, high, std = (_finite(x) for x in bootstrap(kept, convention, resamples=resamples, seed=seed))
+    from livemed.analysis.stats import bootstrap_mean  # the leaderboard's interval, so one number gets one CI
+
+    std = _finite(bootstrap(kept, convention, resamples=resamples, seed=seed)[2])
+    interval = bootstrap_mean(kept, resamples=resamples, seed=seed, convention=convention)
+    low, high = _finite(interval.low), _finite(interval.high)
     return Summary(convention, aggregate(kept, convention), len(kept), low, high, std, excluded)
 
 
@@ -226,14 +233,16 @@ def _finite(value: float) -> float | None:
 # --------------------------------------------------------------------------- leaderboards
 
 
-def leaderboard(records: Sequence[Score], convention: Convention, *, seed: int = 0) -> list[dict[str, Any]]:
+def leaderboard(
+    records: Sequence[Score], convention: Convention, *, seed: int = 0, resamples: int = RESAMPLES
+) -> list[dict[str, Any]]:
     """One row per model, best first: the convention's aggregate, bootstrap CI, mean coverage and harm."""
     by_model: dict[str, list[Score]] = defaultdict(list)
     for record in records:
         by_model[record.model].append(record)
     rows = []
     for name, group in by_model.items():
-        summary = summarize([r.score for r in group], convention, seed=seed)
+        summary = summarize(_per_case(group), convention, seed=seed, resamples=resamples)
         assert summary is not None  # Score records always carry a score
         rows.append(
             {
@@ -252,21 +261,34 @@ def leaderboard(records: Sequence[Score], convention: Convention, *, seed: int =
     return sorted(rows, key=lambda row: (-row["score"], row["model"]))
 
 
+def _per_case(group: Sequence[Score]) -> list[float]:
+    """Each case's mean over its sampled answers, in case-id order: the values the analysis bootstraps."""
+    cases: dict[str, list[float]] = defaultdict(list)
+    for record in group:
+        cases[record.case_id].append(record.score)
+    return [sum(values) / len(values) for _, values in sorted(cases.items())]
+
+
 BREAKDOWNS = ("axis", "theme", "tag")
 
 
 def breakdown(
-    records: Sequence[Score], by: Literal["axis", "theme", "tag"], convention: Convention, *, seed: int = 0
+    records: Sequence[Score],
+    by: Literal["axis", "theme", "tag"],
+    convention: Convention,
+    *,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
 ) -> list[dict[str, Any]]:
     """Per model and axis, theme or HealthBench tag: the aggregate over the answers scored on it."""
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for record in records:
         per = {"axis": record.per_axis, "theme": record.per_theme, "tag": record.per_tag}[by]
-        for name, value in per.items():
-            groups[(record.model, name)].append(value)
+        for name, value in per.items():  # themes of scores made before one spelling per theme, merged
+            groups[(record.model, canonical_theme(name) if by == "theme" else name)].append(value)
     rows = []
     for (model, name), values in sorted(groups.items()):
-        summary = summarize(values, convention, seed=seed)
+        summary = summarize(values, convention, seed=seed, resamples=resamples)
         assert summary is not None
         rows.append(
             {

@@ -82,6 +82,11 @@ def cache_key(model: Model, messages: list[Message], settings: Settings) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def named(model_id: str, detail: str) -> str:
+    """`model: detail`, once: a model's own errors already start with its id."""
+    return detail if detail.startswith(f"{model_id}: ") else f"{model_id}: {detail}"
+
+
 class _Disabled(Exception):
     """The model was disabled (refused key, unknown model) while a call waited for its turn."""
 
@@ -269,7 +274,7 @@ class Engine(Budget):
             return completion
         detail = f"gave up after {attempts} attempt(s): {last or 'no attempt made'}"
         self._record("failure", stage, model.id, detail, calls=1, failures=1)
-        log.info("%s: %s", model.id, detail)
+        log.info("%s", named(model.id, detail))
         return CallFailure(
             model=model.id,
             reason=getattr(last, "reason", None) or "retries_exhausted",
@@ -284,9 +289,9 @@ class Engine(Budget):
         detail = str(exc)
         if exc.model_wide and limits.disabled is None:
             limits.disabled = f"{detail} (later calls to {model.id} are not sent)"
-            log.warning("%s: %s; later calls to it are not sent", model.id, detail)
+            log.warning("%s; later calls to it are not sent", named(model.id, detail))
         self._record("failure", stage, model.id, detail, calls=1, failures=1)
-        log.info("%s: %s", model.id, detail)
+        log.info("%s", named(model.id, detail))
         return CallFailure(
             model=model.id, reason=exc.reason or "fatal", detail=detail, status=exc.status, attempts=attempts
         )
@@ -304,7 +309,7 @@ class Engine(Budget):
         detail = str(exc)
         billed = self._billed(model, messages, limits, exc.completion) if exc.completion else {"calls": 1}
         self._record("failure", stage, model.id, detail, failures=1, **billed)
-        log.info("%s: %s", model.id, detail)
+        log.info("%s", named(model.id, detail))
         raw = exc.completion.reasoning if exc.completion else ""
         return CallFailure(model=model.id, reason=exc.reason, detail=detail, attempts=attempts, raw_text=raw)
 

@@ -5,13 +5,25 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from livemed.records.base import Record, short_hash
 
 CALL_FAILED = "call_failed"  # a GradeFailure whose grader call failed: no verdict, graded again next run
 AXES = ("accuracy", "completeness", "communication", "context_awareness", "safety")
 Axis = Literal["accuracy", "completeness", "communication", "context_awareness", "safety"]
+
+
+_KEEP_S = ("ss", "is", "us")  # diagnosis, fitness, status: not plurals
+
+
+def canonical_theme(name: str) -> str:
+    """One spelling per theme: lower case, words split on `_` and spaces, the last word singular
+    ("emergency_referrals" and "Emergency referral" are both "emergency referral")."""
+    words = name.replace("_", " ").lower().split()
+    if words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith(_KEEP_S):
+        words[-1] = words[-1][:-1]
+    return " ".join(words)
 
 
 class Criterion(BaseModel):
@@ -34,6 +46,11 @@ class Criterion(BaseModel):
     def value(self) -> float:
         """The weight scores use: the original points when imported, else the integer weight."""
         return self.points if self.points is not None else float(self.weight)
+
+    @field_validator("theme")
+    @classmethod
+    def _one_theme_spelling(cls, value: str | None) -> str | None:
+        return canonical_theme(value) or None if value is not None else None
 
     @model_validator(mode="after")
     def _sign_matches_polarity(self) -> Criterion:
@@ -61,6 +78,11 @@ class Rubric(Record):
         default_factory=list, description="what each writer step produced (step, prompt hash, output)"
     )
     published: AwareDatetime | None = None
+
+    @field_validator("themes")
+    @classmethod
+    def _one_spelling_each(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(t for t in map(canonical_theme, value) if t))
 
     def repeated_criterion(self) -> Criterion | None:
         """A criterion whose id another one shares (it would be graded once and counted twice), if any.

@@ -44,6 +44,13 @@ def _pvalue(value: Any) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
+def _band(value: Any) -> str:
+    """The colour of a score pill: low (< 0.4), mid (< 0.7), high, or none."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "none"
+    return "low" if value < 0.4 else "mid" if value < 0.7 else "high"
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("livemed.reports", "templates"),
@@ -52,7 +59,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, pct=_pct, pvalue=_pvalue)
+    env.filters.update(num=_num, pct=_pct, pvalue=_pvalue, band=_band)
     return env
 
 

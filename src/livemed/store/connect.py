@@ -32,6 +32,14 @@ def resolve_url(location: str | Path) -> str:
     return text
 
 
+def sqlite_file(location: str | Path) -> Path | None:
+    """The file of a SQLite store, or None (an in-memory store, or a server)."""
+    url = sa.make_url(resolve_url(location))
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    return Path(url.database)
+
+
 def display_url(url: str) -> str:
     """The URL with any password hidden."""
     return sa.make_url(url).render_as_string(hide_password=True)
