@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -177,11 +178,32 @@ def _corpus(app_state: AppState, evidence: str | None, cases: list[Case]) -> lis
     return [Passage(id=key, text=text) for key, text in sorted(pooled.items())]
 
 
+RETRIEVING = ("offline/retrieval", "offline/memorised", "offline/drift-control")
+
+
+def _declared_cutoff(app_state: AppState, model: str) -> date:
+    """A simulation's cutoff, from the project's `[analysis] cutoffs` file (never guessed)."""
+    from livemed.analysis.cutoffs import find_cutoff, load_cutoffs
+
+    a, config = app_state.config.analysis, app_state.config
+    found = find_cutoff(model, load_cutoffs(a.path(a.cutoffs, config.path) if a.cutoffs else None))
+    if found is None:
+        raise UserError(
+            f'{model} is a simulation that needs a declared cutoff: add [models."{model}"] with a cutoff '
+            'and a source saying "simulation" to the file named by [analysis] cutoffs in livemed.toml'
+        )
+    return found[1].cutoff
+
+
 @app.command()
 def answer(
     ctx: typer.Context,
     model: str = typer.Option(
-        ..., "--model", "-m", help="Candidate model, or offline/reference|retrieval|unsafe|empty."
+        ...,
+        "--model",
+        "-m",
+        help="Candidate model, or offline/reference|retrieval|unsafe|empty (baselines)"
+        " or offline/memorised|drift-control (simulations).",
     ),
     samples: int = typer.Option(1, "--samples", min=1, help="Answers per case (distinct cache entries)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0, max=2, help="Sampling temperature."),
@@ -204,7 +226,9 @@ def answer(
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     cases = list(select_cases(app_state, status, limit))
-    extra = {"corpus": _corpus(app_state, evidence, cases)} if model == "offline/retrieval" else {}
+    extra: dict[str, Any] = {"corpus": _corpus(app_state, evidence, cases)} if model in RETRIEVING else {}
+    if model == "offline/memorised":
+        extra["cutoff"] = _declared_cutoff(app_state, model)
     answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, **extra)
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
