@@ -323,3 +323,19 @@ def test_the_memorising_simulation_answers_from_the_reference_only_before_its_cu
     assert seen == {"pre": 12, "post": 54}
     control = answers[("offline/drift-control", next(iter(cases)))]
     assert control.provenance.settings["simulation"] is True
+
+
+def test_trends_give_no_interval_below_the_minimum_n_and_mark_the_cutoff(demo_run: tuple[Path, str]) -> None:
+    from livemed.analysis.trends import MIN_N_INTERVAL
+
+    folder, _ = demo_run
+    trends = json.loads((folder / "results" / "report-tables" / "trends.json").read_text())["rows"]
+    assert len({row["month"] for row in trends}) == 34  # 2024-01 … 2026-10, every month has a case
+    small = [row for row in trends if row["n"] < MIN_N_INTERVAL]
+    assert small  # the demo has months with one case
+    assert all(row["ci_low"] is None and row["ci_high"] is None for row in small)
+    assert all(row["ci_low"] is not None for row in trends if row["n"] >= MIN_N_INTERVAL)
+    html = (folder / "results" / "report.html").read_text(encoding="utf-8")
+    assert 'class="cutoff"' in html
+    assert "cutoff 2024-11-30: 5 models" in html
+    assert "cutoff off this axis: offline/drift-control (2026-12-31)" in html

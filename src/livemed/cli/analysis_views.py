@@ -141,7 +141,10 @@ def contamination_table(result: ContaminationResult) -> Group:
 
 
 def trends_table(rows: Sequence[TrendRow]) -> Table:
-    table = _table("score by month of case publication", ["model", "month", "cases", "mean", "95% CI"], 2)
+    from livemed.analysis.trends import MIN_N_INTERVAL
+
+    title = f"score by month of case publication (95% CI for months with at least {MIN_N_INTERVAL} cases)"
+    table = _table(title, ["model", "month", "cases", "mean", "95% CI"], 2)
     for r in rows:
         table.add_row(r.model, r.month, str(r.n), num(r.mean), interval(r.ci_low, r.ci_high))
     return table
