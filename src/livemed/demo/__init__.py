@@ -14,8 +14,8 @@ document's `metadata["expected"]` names what the pipeline should do with it (see
 - `expected_outcomes()`: each document id → its label (`"keep"` or `"reject:<reason>"`), to check a run.
 - `SIMULATED_CUTOFF`, `CONTROL_CUTOFF`: the declared cutoffs of the demo's simulated baselines
   (`offline/memorised` and the other baselines; `offline/drift-control`, after every case).
-- `DEMO_CUTOFF`: the date that splits the demo documents into "before" and "after" for the
-  contamination view (roughly half on each side).
+- `DEMO_CUTOFF`: the date that splits the demo documents into "before" and "after" for the data
+  checks (both sides well filled); the demo's contamination view uses the simulated cutoffs above.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 DEMO_CUTOFF = date(2025, 6, 30)
-"""Documents published on or before this date count as "before the cutoff" in the demo."""
+"""Documents published on or before this date count as "before" in the demo data's checks."""
 
 SIMULATED_CUTOFF = date(2024, 11, 30)
 """The demo's SIMULATED training cutoff of `offline/memorised` and the plain baselines: 12 kept cases on

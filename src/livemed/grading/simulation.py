@@ -27,6 +27,9 @@ from livemed.records import Case
 if TYPE_CHECKING:
     from livemed.curate.evidence.corpus import Passage
 
+SIMULATED = ("offline/memorised", "offline/drift-control")
+"""The simulation baselines' ids (`livemed models list` names them as simulations)."""
+
 SIMULATION_NOTE = "a simulation for the contamination view, not a model"
 
 
