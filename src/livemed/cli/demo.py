@@ -106,7 +106,10 @@ def steps(evidence: Path) -> list[tuple[str, list[str]]]:
         ("Contamination: full set vs post-cutoff cases (simulated cutoffs)", ["contamination"]),
         ("Error taxonomy of the lowest-scoring answers (heuristic)", taxonomy),
         ("Curation funnel of the whole store, and every rejection by reason", ["funnel"]),
-        ("Leaderboard with 95% bootstrap intervals", ["leaderboard"]),
+        (
+            "Leaderboard with 95% bootstrap intervals (memorised and drift-control are simulations)",
+            ["leaderboard"],
+        ),
         ("Report: one self-contained HTML file", ["report", "--title", "livemed demo report"]),
     ]
 
