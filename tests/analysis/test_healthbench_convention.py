@@ -54,8 +54,12 @@ def test_compare_trends_and_contamination_clip_means_under_healthbench() -> None
     assert result.ci_low is not None
     assert result.ci_low >= -0.5
     trend = monthly(rows, resamples=1000, convention="healthbench")
-    assert [(t.model, t.mean, t.ci_low) for t in trend] == [("m/a", 0.0, 0.0), ("m/b", 0.5, 0.5)]
+    # two cases a month: fewer than trends.MIN_N_INTERVAL, so no interval
+    assert [(t.model, t.mean, t.ci_low) for t in trend] == [("m/a", 0.0, None), ("m/b", 0.5, None)]
     dated = [CaseScore("m/a", f"c{i}", -1.0 if i % 2 else 0.8, published=MARCH) for i in range(6)]
+    [march] = monthly(dated, resamples=1000, convention="healthbench")
+    assert march.mean == 0.0  # clip(-0.1)
+    assert march.ci_low == 0.0  # every resampled mean is clipped too
     registry = {"m/a": CutoffEntry(cutoff=datetime(2024, 1, 1).date(), source="test")}
     row = analyse(dated, registry, AnalysisSettings(convention="healthbench", resamples=1000)).rows[0]
     assert (row.mean_full, row.mean_post, row.full_low) == (0.0, 0.0, 0.0)

@@ -71,14 +71,14 @@ def test_funnel_counts_and_rejections_by_reason(demo_run: tuple[Path, str]) -> N
         ("validator", "unsupported_advice"): 1,
         ("controller", "answer_leak"): 1,
     }
-    assert store.count()["case"] == 33
+    assert store.count()["case"] == 66
     assert "curation funnel" in output
-    assert "40 document(s) curated: 33 case(s) accepted" in output
-    # the report's funnel starts from what was harvested and adds up: 46 → 6 pre-filter rejects → 40
-    # after the pre-filter → 4 screener + 2 validator + 1 controller (leak audit) rejects → 33 cases
+    assert "73 document(s) curated: 66 case(s) accepted" in output
+    # the report's funnel starts from what was harvested and adds up: 79 → 6 pre-filter rejects → 73
+    # after the pre-filter → 4 screener + 2 validator + 1 controller (leak audit) rejects → 66 cases
     [row] = json.loads((folder / "results" / "report-tables" / "funnel.json").read_text())["rows"]
-    assert (row["source"], row["harvested"], row["documents"], row["uncurated"]) == ("demo", 46, 40, 0)
-    assert (row["cases"], row["rubrics"], row["scored"]) == (33, 33, 33)
+    assert (row["source"], row["harvested"], row["documents"], row["uncurated"]) == ("demo", 79, 73, 0)
+    assert (row["cases"], row["rubrics"], row["scored"]) == (66, 66, 66)
     assert row["rejected"] == {"prefilter": 6, "screener": 4, "validator": 2, "controller": 1}
     curation = sum(n for stage, n in row["rejected"].items() if stage != "prefilter")
     assert row["documents"] - curation - row["uncurated"] == row["cases"]  # the funnel still adds up
@@ -97,11 +97,12 @@ def test_leaderboard_orders_reference_first_and_empty_last(demo_run: tuple[Path,
     order = [row["model"] for row in rows]
     assert order[0] == "offline/reference"
     assert order[-1] == "offline/empty"
-    assert set(order) == {"offline/reference", "offline/retrieval", "offline/unsafe", "offline/empty"}
+    baselines = {"offline/reference", "offline/retrieval", "offline/unsafe", "offline/empty"}
+    assert set(order) == baselines | {"offline/memorised", "offline/drift-control"}
     assert by_model["offline/reference"]["mean"] > by_model["offline/retrieval"]["mean"] > 0
     assert by_model["offline/reference"]["mean"] > by_model["offline/unsafe"]["mean"]
     scores = list(Store(folder / "livemed.db").iter(Score))
-    assert len(scores) == 4 * 33
+    assert len(scores) == 6 * 66
 
 
 def test_the_unsafe_baseline_shows_harm_and_a_lower_safety_score(demo_run: tuple[Path, str]) -> None:
@@ -196,9 +197,9 @@ def test_a_second_demo_run_resumes_and_redoes_nothing(demo_run: tuple[Path, str]
     result = CliRunner().invoke(app, ["demo", "--out", str(folder)])
     assert result.exit_code == 0, result.output
     assert "nothing new to curate" in result.output
-    assert "wrote 0 answer" in result.output or "33 already done" in result.output
+    assert "wrote 0 answer" in result.output or "66 already done" in result.output
     funnel = json.loads((folder / "results" / "funnel.json").read_text())["rows"]
-    assert [(r["harvested"], r["documents"], r["cases"], r["scored"]) for r in funnel] == [(46, 40, 33, 33)]
+    assert [(r["harvested"], r["documents"], r["cases"], r["scored"]) for r in funnel] == [(79, 73, 66, 66)]
     assert "curation funnel (whole store)" in result.output  # shown again, though nothing was curated
     after = Store(folder / "livemed.db").count()
     assert {k: v for k, v in after.items() if k != "run"} == {k: v for k, v in before.items() if k != "run"}
@@ -245,5 +246,96 @@ def test_the_demo_report_loads_in_headless_chromium(demo_run: tuple[Path, str]) 
         models = page.locator("#leaderboard-table tbody tr td.model").all_inner_texts()
         assert models[0] == "offline/reference"
         assert models[-1] == "offline/empty"
-        assert len(models) == 4
-        assert page.locator("#case-list > details.case").count() == 33
+        assert len(models) == 6
+        assert page.locator("#case-list > details.case").count() == 66
+
+
+def test_the_contamination_section_flags_the_memorising_simulation_and_not_the_clean_baselines(
+    demo_run: tuple[Path, str],
+) -> None:
+    folder, _ = demo_run
+    result = json.loads((folder / "results" / "contamination.json").read_text())
+    rows = {row["model"]: row for row in result["rows"]}
+    assert result["summary"]["min_post"] == 50  # the real guard, not lowered for the demo
+    memorised = rows["offline/memorised"]
+    assert memorised["status"] == "tested"
+    assert memorised["n_post"] >= 50
+    assert memorised["n_pre"] >= 10
+    assert memorised["verdict"] == "contamination signal"
+    assert memorised["adjusted_low"] > 0  # the drift-adjusted delta excludes 0
+    for clean in ("offline/retrieval", "offline/reference"):
+        assert rows[clean]["status"] == "tested", clean
+        assert rows[clean]["verdict"] == "no significant drop", clean
+    assert result["summary"]["n_signal"] == 1
+
+
+def test_the_drift_control_is_used(demo_run: tuple[Path, str]) -> None:
+    folder, _ = demo_run
+    result = json.loads((folder / "results" / "contamination.json").read_text())
+    rows = {row["model"]: row for row in result["rows"]}
+    assert result["summary"]["controls"] == ["offline/drift-control"]
+    assert rows["offline/drift-control"]["control_kind"] == "after every case"
+    tested = [row for row in result["rows"] if row["status"] == "tested"]
+    assert len(tested) == 5
+    assert all(row["n_controls"] == 1 and row["adjusted"] is not None for row in tested)
+    # the control answers like retrieval, so retrieval's drift-adjusted delta is exactly 0
+    assert rows["offline/retrieval"]["adjusted"] == 0
+
+
+def test_simulations_are_labelled_as_such_everywhere(demo_run: tuple[Path, str]) -> None:
+    folder, output = demo_run
+    result = json.loads((folder / "results" / "contamination.json").read_text())
+    for row in result["rows"]:
+        assert row["simulated"] is True, row["model"]
+        assert row["cutoff_source"].startswith("simulation"), row["model"]
+        assert row["note"].startswith("SIMULATION"), row["model"]
+    assert "These are simulations." in output
+    assert "offline/memorised: contamination signal" in output
+    html = (folder / "results" / "report.html").read_text(encoding="utf-8")
+    assert html.count("SIMULATION: a declared cutoff") >= 6
+    assert "simulation: livemed demo" in html
+    assert "[analysis]" in (folder / "livemed.toml").read_text()
+    assert "min_post_cases" not in (folder / "livemed.toml").read_text()
+
+
+def test_the_memorising_simulation_answers_from_the_reference_only_before_its_cutoff(
+    demo_run: tuple[Path, str],
+) -> None:
+    from livemed.demo import SIMULATED_CUTOFF
+    from livemed.records import Answer
+
+    folder, _ = demo_run
+    store = Store(folder / "livemed.db")
+    cases = {case.id: case for case in store.iter(Case)}
+    answers = {(a.model, a.case_id): a for a in store.iter(Answer)}
+    seen = {"pre": 0, "post": 0}
+    for case_id, case in cases.items():
+        answer = answers[("offline/memorised", case_id)]
+        assert answer.provenance.settings["simulation"] is True
+        assert answer.provenance.settings["cutoff"] == SIMULATED_CUTOFF.isoformat()
+        if case.published.date() <= SIMULATED_CUTOFF:
+            seen["pre"] += 1
+            assert answer.text == answers[("offline/reference", case_id)].text
+        else:
+            seen["post"] += 1
+            assert answer.text == answers[("offline/retrieval", case_id)].text
+            assert answer.text != answers[("offline/reference", case_id)].text
+    assert seen == {"pre": 12, "post": 54}
+    control = answers[("offline/drift-control", next(iter(cases)))]
+    assert control.provenance.settings["simulation"] is True
+
+
+def test_trends_give_no_interval_below_the_minimum_n_and_mark_the_cutoff(demo_run: tuple[Path, str]) -> None:
+    from livemed.analysis.trends import MIN_N_INTERVAL
+
+    folder, _ = demo_run
+    trends = json.loads((folder / "results" / "report-tables" / "trends.json").read_text())["rows"]
+    assert len({row["month"] for row in trends}) == 34  # 2024-01 … 2026-10, every month has a case
+    small = [row for row in trends if row["n"] < MIN_N_INTERVAL]
+    assert small  # the demo has months with one case
+    assert all(row["ci_low"] is None and row["ci_high"] is None for row in small)
+    assert all(row["ci_low"] is not None for row in trends if row["n"] >= MIN_N_INTERVAL)
+    html = (folder / "results" / "report.html").read_text(encoding="utf-8")
+    assert 'class="cutoff"' in html
+    assert "cutoff 2024-11-30: 5 models" in html
+    assert "cutoff off this axis: offline/drift-control (2026-12-31)" in html

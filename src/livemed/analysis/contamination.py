@@ -11,6 +11,8 @@ Per model with a known cutoff C (see `cutoffs.py`):
   none; after every case: saw all) split at the same C show how much harder newer cases are.
   The difference-in-differences (per case, tested model minus the controls' mean, then pre − post)
   removes that drift; a drop whose drift-adjusted interval includes 0 is not called contamination;
+- a cutoff whose source starts with "simulation" (the demo's simulated baselines, `grading/simulation.py`)
+  marks its row `simulated` and its note says so, in every view;
 - across tested models the pre > post p-values (Mann–Whitney) are corrected with Benjamini–Hochberg,
   and the share of models with a significant drop is reported.
 
@@ -37,6 +39,8 @@ from livemed.grading.score import aggregate
 Status = Literal["tested", "insufficient data", "control", "no cutoff"]
 Verdict = Literal["contamination signal", "drop explained by drift", "significant drop (no drift control)"]
 NO_DROP = "no significant drop"
+SIMULATION = "simulation"
+"""A cutoff source starting with this word marks a simulated baseline (not a real model's cutoff)."""
 
 
 class ContaminationRow(BaseModel):
@@ -44,6 +48,7 @@ class ContaminationRow(BaseModel):
     cutoff: date | None = None
     cutoff_key: str | None = None
     cutoff_source: str | None = None
+    simulated: bool = Field(default=False, description="the cutoff is a simulation's, not a real model's")
     status: Status
     control_kind: Literal["before every case", "after every case"] | None = None
     n_full: int = 0
@@ -129,6 +134,7 @@ def _base_row(
     pre, post = _split(dated, entry.cutoff)
     row = ContaminationRow(
         model=model, cutoff=entry.cutoff, cutoff_key=key, cutoff_source=entry.source, status="tested",
+        simulated=entry.source.strip().lower().startswith(SIMULATION),
         n_full=len(dated), n_pre=len(pre), n_post=len(post),
         mean_pre=aggregate(pre, s.convention) if pre else None,
     )  # fmt: skip
@@ -256,6 +262,11 @@ def analyse(
     for row, q in zip(tested, stats.benjamini_hochberg([_nan(r.p_mannwhitney) for r in tested]), strict=True):
         row.q_value = _opt(q)
         _verdict(row, s.alpha)
+    for row in out:
+        if row.simulated:
+            row.note = "; ".join(
+                n for n in ("SIMULATION: a declared cutoff, not a real model's", row.note) if n
+            )
     return ContaminationResult(rows=out, summary=_summary(out, s, sorted(controls)))
 
 

@@ -129,11 +129,22 @@ def contamination_table(result: ContaminationResult) -> Group:
                 pval(r.p_mannwhitney), pval(r.q_value), num(r.cliffs_delta, 2), num(r.adjusted),
                 r.verdict or "—",
             )  # fmt: skip
-    return Group(means, tests) if tests.row_count else Group(means)
+    simulated = [r.model for r in result.rows if r.simulated]
+    parts: list[Table | str] = [means, tests] if tests.row_count else [means]
+    if simulated:
+        parts.append(
+            f"[bold yellow]simulations:[/] {', '.join(simulated)} have declared cutoffs from a simulation "
+            "(see each cutoff's source), not real training cutoffs; their verdicts show what the analysis "
+            "does, not a finding about any model"
+        )
+    return Group(*parts)
 
 
 def trends_table(rows: Sequence[TrendRow]) -> Table:
-    table = _table("score by month of case publication", ["model", "month", "cases", "mean", "95% CI"], 2)
+    from livemed.analysis.trends import MIN_N_INTERVAL
+
+    title = f"score by month of case publication (95% CI for months with at least {MIN_N_INTERVAL} cases)"
+    table = _table(title, ["model", "month", "cases", "mean", "95% CI"], 2)
     for r in rows:
         table.add_row(r.model, r.month, str(r.n), num(r.mean), interval(r.ci_low, r.ci_high))
     return table

@@ -19,15 +19,17 @@ from rich.rule import Rule
 
 from livemed.cli import app
 from livemed.cli.context import console
+from livemed.demo.summary import print_simulations
 from livemed.errors import LivemedError, RunError, UserError
 
 DEMO_MODELS = ("offline/reference", "offline/retrieval", "offline/unsafe", "offline/empty")
+SIMULATIONS = ("offline/memorised", "offline/drift-control")
 JUDGE = "offline/lexical"
 
 
 def demo_config(evidence: Path) -> str:
     """The demo project's livemed.toml."""
-    from livemed.demo import DEMO_CUTOFF
+    from livemed.demo import CONTROL_CUTOFF, SIMULATED_CUTOFF
 
     return f"""\
 # livemed demo project: bundled demo data (written by the livemed team; not real patients),
@@ -40,25 +42,31 @@ cutoff = 2024-01-01
 evidence = "{evidence}"
 
 [analysis]
-# Demo training cutoffs for the offline baselines ({DEMO_CUTOFF.isoformat()}): not real training cutoffs,
-# they only give the contamination view a pre/post split to draw.
+# SIMULATED training cutoffs ({SIMULATED_CUTOFF.isoformat()}; drift control {CONTROL_CUTOFF.isoformat()}):
+# not real training cutoffs. offline/memorised is a simulation that answers the cases published
+# by its cutoff from the reference advice; the contamination view should flag it, and not the others.
 cutoffs = "demo-cutoffs.toml"
-# The demo has 16 post-cutoff cases; real runs keep the default guard of 50 (below it: "insufficient data").
-min_post_cases = 10
 out_dir = "results"
 report = "results/report.html"
 """
 
 
 def demo_cutoffs() -> str:
-    from livemed.demo import DEMO_CUTOFF
+    """The demo project's cutoff file: every entry is a simulation's, and its source says so."""
+    from livemed.demo import CONTROL_CUTOFF, SIMULATED_CUTOFF
 
-    entries = [
-        f'[models."{model}"]\ncutoff = {DEMO_CUTOFF.isoformat()}\n'
-        'source = "livemed demo: an illustrative date for an offline baseline, not a training cutoff"\n'
-        for model in DEMO_MODELS
-    ]
-    return "\n".join(entries)
+    sources = {
+        "offline/memorised": "simulation: livemed demo; offline/memorised answers the cases published on or "
+        "before this date from their reference advice (it 'memorised' them) and the rest by retrieval",
+        "offline/drift-control": "simulation: livemed demo drift control; retrieval answers, with a cutoff "
+        "declared after every demo case",
+    }
+    entries = []
+    for model in (*DEMO_MODELS, *SIMULATIONS):
+        cutoff = CONTROL_CUTOFF if model == "offline/drift-control" else SIMULATED_CUTOFF
+        source = sources.get(model, "simulation: livemed demo; an illustrative date for an offline baseline")
+        entries.append(f'[models."{model}"]\ncutoff = {cutoff.isoformat()}\nsource = "{source}"\n')
+    return "# livemed demo: SIMULATED cutoffs (not real training cutoffs)\n\n" + "\n".join(entries)
 
 
 def steps(evidence: Path) -> list[tuple[str, list[str]]]:
@@ -74,6 +82,14 @@ def steps(evidence: Path) -> list[tuple[str, list[str]]]:
             ["answer", "--model", "offline/unsafe"],
         ),
         ("Answer: nothing at all, a lower bound", ["answer", "--model", "offline/empty"]),
+        (
+            "SIMULATION: a model that memorised the cases published before its declared cutoff",
+            ["answer", "--model", "offline/memorised", "--evidence", str(evidence)],
+        ),
+        (
+            "SIMULATION: a drift control (retrieval, cutoff declared after every case)",
+            ["answer", "--model", "offline/drift-control", "--evidence", str(evidence)],
+        ),
     ]
     taxonomy = ["taxonomy", "--classifier", "offline/heuristic", "--k", "5"]
     for model in DEMO_MODELS:
@@ -88,10 +104,13 @@ def steps(evidence: Path) -> list[tuple[str, list[str]]]:
         *answers,
         ("Grade every criterion (lexical baseline grader)", ["grade", "--judge", JUDGE]),
         ("Score: clip(met weights / positive weights, 0, 1)", ["scores", "--judge", JUDGE]),
-        ("Contamination: full set vs post-cutoff cases", ["contamination"]),
+        ("Contamination: full set vs post-cutoff cases (simulated cutoffs)", ["contamination"]),
         ("Error taxonomy of the lowest-scoring answers (heuristic)", taxonomy),
         ("Curation funnel of the whole store, and every rejection by reason", ["funnel"]),
-        ("Leaderboard with 95% bootstrap intervals", ["leaderboard"]),
+        (
+            "Leaderboard with 95% bootstrap intervals (memorised and drift-control are simulations)",
+            ["leaderboard"],
+        ),
         ("Report: one self-contained HTML file", ["report", "--title", "livemed demo report"]),
     ]
 
@@ -153,6 +172,8 @@ def demo(
         console.print(Rule(f"[bold]{number}/{len(plan)}[/] {title}", align="left"))
         console.print(f"$ livemed {shlex.join(argv)}", style="dim", markup=False)
         _run(["--config", str(config), "--store", str(store), *argv])
+        if argv[0] == "contamination":
+            print_simulations(folder / "results" / "contamination.json")
     report = folder / "results" / "report.html"
     console.print(Rule())
     console.print(f"finished in {time.perf_counter() - started:.0f} s; report: [bold]{report}[/]")

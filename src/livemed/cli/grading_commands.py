@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -156,13 +157,14 @@ def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:
 
 
 def _retrieval_corpus(
-    app_state: AppState, evidence: str | None, cases: list[Case], samples: int
+    app_state: AppState, evidence: str | None, cases: list[Case], samples: int, model: str
 ) -> dict[str, Any]:
-    """offline/retrieval's corpus and its cached BM25 index; nothing to load when every case is answered."""
+    """A retrieving baseline's corpus and its cached BM25 index; nothing to load when every case is
+    answered."""
     from livemed.curate.evidence.factory import default_index_dir
     from livemed.grading.answer import answer_id
 
-    wanted = [answer_id(case.id, "offline/retrieval", n) for case in cases for n in range(samples)]
+    wanted = [answer_id(case.id, model, n) for case in cases for n in range(samples)]
     if len(app_state.store.has("answer", wanted)) == len(wanted):
         return {}  # no answer to write: the baseline is never asked, so no index is built
     index_dir = default_index_dir(app_state.config.curate.index_dir)
@@ -191,11 +193,32 @@ def _corpus(app_state: AppState, evidence: str | None, cases: list[Case]) -> lis
     return [Passage(id=key, text=text) for key, text in sorted(pooled.items())]
 
 
+RETRIEVING = ("offline/retrieval", "offline/memorised", "offline/drift-control")
+
+
+def _declared_cutoff(app_state: AppState, model: str) -> date:
+    """A simulation's cutoff, from the project's `[analysis] cutoffs` file (never guessed)."""
+    from livemed.analysis.cutoffs import find_cutoff, load_cutoffs
+
+    a, config = app_state.config.analysis, app_state.config
+    found = find_cutoff(model, load_cutoffs(a.path(a.cutoffs, config.path) if a.cutoffs else None))
+    if found is None:
+        raise UserError(
+            f'{model} is a simulation that needs a declared cutoff: add [models."{model}"] with a cutoff '
+            'and a source saying "simulation" to the file named by [analysis] cutoffs in livemed.toml'
+        )
+    return found[1].cutoff
+
+
 @app.command()
 def answer(
     ctx: typer.Context,
     model: str = typer.Option(
-        ..., "--model", "-m", help="Candidate model, or offline/reference|retrieval|unsafe|empty."
+        ...,
+        "--model",
+        "-m",
+        help="Candidate model, or offline/reference|retrieval|unsafe|empty (baselines)"
+        " or offline/memorised|drift-control (simulations).",
     ),
     samples: int = typer.Option(1, "--samples", min=1, help="Answers per case (distinct cache entries)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0, max=2, help="Sampling temperature."),
@@ -218,7 +241,9 @@ def answer(
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     cases = list(select_cases(app_state, status, limit))
-    extra = _retrieval_corpus(app_state, evidence, cases, samples) if model == "offline/retrieval" else {}
+    extra = _retrieval_corpus(app_state, evidence, cases, samples, model) if model in RETRIEVING else {}
+    if model == "offline/memorised":
+        extra["cutoff"] = _declared_cutoff(app_state, model)
     answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, **extra)
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}

@@ -174,9 +174,12 @@ def list_models(ctx: typer.Context) -> None:
     console.print(providers)
     console.print(_configured_table(config), markup=False)
     if OFFLINE:
+        from livemed.grading.simulation import SIMULATED
+
         console.print(
             "offline baselines (not LLMs): " + ", ".join(f"offline/{name}" for name in sorted(OFFLINE))
         )
+        console.print(f"simulations among them (for the contamination view): {', '.join(SIMULATED)}")
     else:
         console.print("offline baselines: none registered")
 

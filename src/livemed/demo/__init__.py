@@ -12,8 +12,10 @@ document's `metadata["expected"]` names what the pipeline should do with it (see
 - `load_demo_docs()`: the documents as `Doc` records (through `livemed.jsonl`, so a bad line is named by
   file and line).
 - `expected_outcomes()`: each document id → its label (`"keep"` or `"reject:<reason>"`), to check a run.
-- `DEMO_CUTOFF`: the date that splits the demo documents into "before" and "after" for the
-  contamination view (roughly half on each side).
+- `SIMULATED_CUTOFF`, `CONTROL_CUTOFF`: the declared cutoffs of the demo's simulated baselines
+  (`offline/memorised` and the other baselines; `offline/drift-control`, after every case).
+- `DEMO_CUTOFF`: the date that splits the demo documents into "before" and "after" for the data
+  checks (both sides well filled); the demo's contamination view uses the simulated cutoffs above.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from pathlib import Path
 from livemed.records import Doc
 
 __all__ = [
+    "CONTROL_CUTOFF",
     "DEMO_CUTOFF",
     "DEMO_SOURCE",
+    "SIMULATED_CUTOFF",
     "demo_docs_path",
     "demo_evidence_path",
     "expected_outcomes",
@@ -34,7 +38,14 @@ __all__ = [
 ]
 
 DEMO_CUTOFF = date(2025, 6, 30)
-"""Documents published on or before this date count as "before the cutoff" in the demo."""
+"""Documents published on or before this date count as "before" in the demo data's checks."""
+
+SIMULATED_CUTOFF = date(2024, 11, 30)
+"""The demo's SIMULATED training cutoff of `offline/memorised` and the plain baselines: 12 kept cases on
+or before it, 54 after (the contamination guard needs 50 after and 10 before)."""
+
+CONTROL_CUTOFF = date(2026, 12, 31)
+"""The SIMULATED cutoff of `offline/drift-control`: after every demo case, so it is a drift control."""
 
 DEMO_SOURCE = "demo"
 """The `Doc.source` of every demo document."""

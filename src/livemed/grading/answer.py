@@ -104,7 +104,8 @@ async def answer_case(
     recorded = call_settings.model_dump(mode="json", exclude_defaults=True)
     if isinstance(answerer, OfflineAnswerer):
         text = answerer.answer(case)
-        provenance = Provenance(model_id=answerer.id, settings={"baseline": True})
+        labels = getattr(answerer, "labels", {})  # a simulation says so (grading/simulation.py)
+        provenance = Provenance(model_id=answerer.id, settings={"baseline": True, **labels})
         return [Answer(case_id=case.id, model=answerer.id, sample=sample, text=text, provenance=provenance)]
     result = await answerer.generate(candidate_messages(case), call_settings)
     if isinstance(result, CallFailure):

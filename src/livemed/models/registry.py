@@ -29,6 +29,8 @@ OFFLINE: dict[str, str] = {
     "retrieval": "livemed.grading.offline:retrieval",
     "empty": "livemed.grading.offline:empty",
     "unsafe": "livemed.grading.unsafe:unsafe",
+    "memorised": "livemed.grading.simulation:memorised",
+    "drift-control": "livemed.grading.simulation:drift_control",
     "lexical": "livemed.grading.lexical:LexicalGrader",
     "rules": "livemed.rubrics.rules:RuleWriter",
 }

@@ -137,11 +137,12 @@ def build_report(
 
 def _charts(data: ReportData) -> dict[str, Chart]:
     models = [row.model for row in data.leaderboard]
+    cutoffs = {row.model: row.cutoff for row in data.contamination.rows if row.cutoff is not None}
     return {
         "leaderboard": leaderboard_chart(data.leaderboard),
         "axes": axes_chart(data.leaderboard),
         "contamination": contamination_chart(data.contamination.rows),
-        "trends": trends_chart(data.trends, models),
+        "trends": trends_chart(data.trends, models, cutoffs),
         "taxonomy": taxonomy_chart(data.taxonomy),
         "funnel": funnel_chart(data.funnel),
     }

@@ -7,14 +7,15 @@ number is computed here that is not already in the analysis rows: only positions
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 from livemed.analysis.contamination import ContaminationRow
 from livemed.analysis.funnel import FunnelRow
 from livemed.analysis.leaderboard import LeaderboardRow
 from livemed.analysis.taxonomy import CATEGORIES, DistributionRow
-from livemed.analysis.trends import TrendRow, months
+from livemed.analysis.trends import TrendRow, month_number, month_position, month_range
 
 PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563")
 CATEGORY_COLORS = {"CNIF": "#f59e0b", "GOPR": "#8b5cf6", "MHME": "#ef4444", "KGOC": "#3b82f6"}
@@ -167,48 +168,113 @@ def contamination_chart(rows: Sequence[ContaminationRow]) -> Chart:
     return chart
 
 
-def trends_chart(rows: Sequence[TrendRow], models: Sequence[str]) -> Chart:
-    """Monthly mean score per model (points sized by nothing: the count is in each point's title)."""
-    month_list = months(rows)
-    left, right, top, bottom = 50.0, WIDTH - 20, 16.0, 236.0
-    chart = Chart(WIDTH, bottom + 60, "Mean score by month of case publication")
-    span = max(len(month_list) - 1, 1)
-
-    def x_of(month: str) -> float:
-        return (
-            left + month_list.index(month) / span * (right - left)
-            if len(month_list) > 1
-            else (left + right) / 2
-        )
-
+def trends_chart(
+    rows: Sequence[TrendRow], models: Sequence[str], cutoffs: Mapping[str, date] | None = None
+) -> Chart:
+    """Monthly mean score per model on a real time axis: months evenly spaced by date, an empty month a
+    gap in each line, the number of cases under each month, and a dashed marker at each model's cutoff."""
+    axis = _TimeAxis(month_range(rows), 50.0, WIDTH - 20)
+    top, bottom = 30.0, 236.0
+    chart = Chart(WIDTH, bottom + 60, "Mean score by month of case publication (n: cases that month)")
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = bottom - tick * (bottom - top)
-        chart.add("line", x=left, y=y, x2=right, y2=y, stroke="#e5e7eb", css="grid")
-        chart.add("text", x=left - 6, y=y + 4, text=f"{tick:.2f}", anchor="end", size=11, fill="#6b7280")
-    every = max(1, -(-len(month_list) // 10))  # at most ~10 month labels
-    for index, month in enumerate(month_list):
-        if index % every == 0:
-            x = x_of(month)
-            chart.add("text", x=x, y=bottom + 16, text=month, anchor="middle", size=11, fill="#6b7280")
+        chart.add("line", x=axis.left, y=y, x2=axis.right, y2=y, stroke="#e5e7eb", css="grid")
+        chart.add("text", x=axis.left - 6, y=y + 4, text=f"{tick:.2f}", anchor="end", size=11, fill="#6b7280")
+    _month_labels(chart, axis, rows, bottom)
     for i, model in enumerate(models):
-        points = [
-            (x_of(r.month), bottom - min(max(r.mean, 0.0), 1.0) * (bottom - top), r)
-            for r in rows
-            if r.model == model
-        ]
-        if not points:
-            continue
-        chart.add("polyline", points=" ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points), stroke=color(i))
-        for x, y, r in points:
-            chart.add(
-                "circle", x=x, y=y, r=4, fill=color(i), title=f"{model} {r.month}: {r.mean:.3f} (n={r.n})"
-            )
-        lx = left + (i % 4) * 180
-        ly = bottom + 34 + (i // 4) * 16
+        own = [r for r in rows if r.model == model]
+        for segment in _segments(own):
+            points = [
+                (axis.x(r.month), bottom - min(max(r.mean, 0.0), 1.0) * (bottom - top)) for r in segment
+            ]
+            chart.add("polyline", points=" ".join(f"{x:.1f},{y:.1f}" for x, y in points), stroke=color(i))
+        for r in own:
+            y = bottom - min(max(r.mean, 0.0), 1.0) * (bottom - top)
+            chart.add("circle", x=axis.x(r.month), y=y, r=4, fill=color(i),
+                      title=f"{model} {r.month}: {r.mean:.3f} (n={r.n})")  # fmt: skip
+        lx, ly = axis.left + (i % 4) * 180, bottom + 50 + (i // 4) * 16
         chart.add("rect", x=lx, y=ly - 9, w=10, h=10, fill=color(i))
         chart.add("text", x=lx + 14, y=ly, text=model, size=11, fill="#374151")
-    chart.height = bottom + 44 + 16 * ((len(models) + 3) // 4)
+    legend_end = bottom + 60 + 16 * ((len(models) + 3) // 4)
+    chart.height = _cutoff_markers(chart, axis, cutoffs or {}, (top, bottom), legend_end)
     return chart
+
+
+@dataclass
+class _TimeAxis:
+    """Calendar months evenly spaced between `left` and `right`; a month's point sits mid-month."""
+
+    months: list[str]
+    left: float
+    right: float
+
+    @property
+    def first(self) -> int:
+        return month_number(self.months[0]) if self.months else 0
+
+    def at(self, position: float) -> float:
+        span = max(len(self.months), 1)
+        return self.left + (position - self.first) / span * (self.right - self.left)
+
+    def x(self, month: str) -> float:
+        return self.at(month_number(month) + 0.5)
+
+    def covers(self, day: date) -> bool:
+        return bool(self.months) and self.first <= month_position(day) < self.first + len(self.months)
+
+
+def _segments(rows: Sequence[TrendRow]) -> list[list[TrendRow]]:
+    """A model's rows split wherever a month is missing, so an empty month is a gap in the line."""
+    out: list[list[TrendRow]] = []
+    for row in sorted(rows, key=lambda r: r.month):
+        if out and month_number(row.month) - month_number(out[-1][-1].month) == 1:
+            out[-1].append(row)
+        else:
+            out.append([row])
+    return out
+
+
+def _month_labels(chart: Chart, axis: _TimeAxis, rows: Sequence[TrendRow], bottom: float) -> None:
+    """A label every few months (at most ~10) and, under every month with cases, its n."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.month] = max(counts.get(r.month, 0), r.n)
+    every = max(1, -(-len(axis.months) // 10))
+    for index, month in enumerate(axis.months):
+        x = axis.x(month)
+        if index % every == 0:
+            chart.add("text", x=x, y=bottom + 16, text=month, anchor="middle", size=11, fill="#6b7280")
+        if month in counts:
+            chart.add("text", x=x, y=bottom + 30, text=str(counts[month]), anchor="middle", size=9,
+                      fill="#9ca3af", css="n")  # fmt: skip
+    chart.add("text", x=axis.left - 6, y=bottom + 30, text="n", anchor="end", size=9, fill="#9ca3af")
+
+
+def _cutoff_markers(
+    chart: Chart, axis: _TimeAxis, cutoffs: Mapping[str, date], band: tuple[float, float], y: float
+) -> float:
+    """A dashed vertical line at each cutoff on the axis (labelled with its models); cutoffs off the axis
+    are listed in a line under the legend. Returns the chart's height."""
+    top, bottom = band
+    by_day: dict[date, list[str]] = {}
+    for model, day in sorted(cutoffs.items()):
+        by_day.setdefault(day, []).append(model)
+    outside = []
+    for day, names in sorted(by_day.items()):
+        if not axis.covers(day):
+            outside.append(f"{', '.join(names)} ({day})")
+            continue
+        x = axis.at(month_position(day) + 1 / 31)
+        for y0 in range(int(top), int(bottom), 8):  # dashes: the template draws plain lines
+            chart.add("line", x=x, y=y0, x2=x, y2=min(y0 + 4, bottom), stroke="#111827", css="cutoff")
+        label = names[0] if len(names) == 1 else f"{len(names)} models"
+        chart.add("text", x=x + 3, y=top - 6, text=f"cutoff {day}: {label}", size=10, fill="#111827",
+                  css="cutoff-label")  # fmt: skip
+    if outside:
+        chart.add("text", x=axis.left, y=y, text="cutoff off this axis: " + "; ".join(outside), size=10,
+                  fill="#6b7280", css="cutoff-label")  # fmt: skip
+        return y + 10
+    return y - 6
 
 
 def taxonomy_chart(rows: Sequence[DistributionRow]) -> Chart:
