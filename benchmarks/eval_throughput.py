@@ -28,42 +28,17 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from fake_server import Server
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = Path(sys.executable).with_name("livemed")
 KEY_ENV = "LIVEMED_BENCH_KEY"
 CRITERIA = 5
 CANDIDATE, JUDGE = "openai/bench-candidate", "openai/bench-judge"
-
-
-class Server:
-    """The fake server in its own process, answering every prompt (grading prompts with verdicts)."""
-
-    def __init__(self, latency: float) -> None:
-        command = [sys.executable, "-m", "tests.fakes.openai_server", "--judge", "--latency", str(latency)]
-        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        self.base_url = self.process.stdout.readline().split()[1]
-
-    def _call(self, path: str, method: str = "GET") -> dict[str, Any]:
-        request = urllib.request.Request(self.base_url.removesuffix("/v1") + path, method=method)
-        with urllib.request.urlopen(request) as response:
-            data: dict[str, Any] = json.load(response)
-            return data
-
-    def stats(self) -> dict[str, Any]:
-        return self._call("/_stats")
-
-    def reset(self) -> None:
-        self._call("/_reset", "POST")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
 
 
 def workload(path: Path, n: int) -> Path:

@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))
 
+from fake_server import Server  # noqa: E402
 from livemed.config import Config, ModelConfig  # noqa: E402
 from livemed.grading.answer import conversation  # noqa: E402
 from livemed.grading.judge import (  # noqa: E402
@@ -51,35 +49,6 @@ CRITERIA = 6
 KEY_ENV = "LIVEMED_BENCH_KEY"
 MODEL = "openai/fake-judge"
 PUBLISHED = datetime(2025, 6, 1, tzinfo=UTC)
-
-
-class Server:
-    """The fake server in its own process, answering grading prompts with verdicts."""
-
-    def __init__(self, latency: float) -> None:
-        command = [sys.executable, "-m", "tests.fakes.openai_server", "--judge", "--latency", str(latency)]
-        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        self.base_url = self.process.stdout.readline().split()[1]
-
-    def _get(self, path: str, method: str = "GET") -> int:
-        request = urllib.request.Request(self.base_url.removesuffix("/v1") + path, method=method)
-        with urllib.request.urlopen(request) as response:
-            return int(json.load(response)["requests"])
-
-    def requests(self) -> int:
-        return self._get("/_stats")
-
-    def reset(self) -> None:
-        self._get("/_reset", "POST")
-
-    def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
 
 
 def targets(n: int) -> list[Target]:

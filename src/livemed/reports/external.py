@@ -12,15 +12,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup
-
 from livemed import __version__
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult
 from livemed.analysis.external import ExternalScores
 from livemed.analysis.tables import clean_json
 from livemed.records import utcnow
 from livemed.reports.charts import Chart, contamination_chart
-from livemed.reports.html import environment, page_script, script_hash
+from livemed.reports.html import render_page, write_page
 
 TEMPLATE = "external.html.j2"
 
@@ -62,14 +60,8 @@ def page_data(data: ExternalReport) -> dict[str, Any]:
 
 
 def render_external(data: ExternalReport) -> str:
-    template = environment().get_template(TEMPLATE)
-    script = page_script()
-    return template.render(
-        data=data, page_data=page_data(data), script=Markup(script), script_hash=Markup(script_hash(script))
-    )
+    return render_page(TEMPLATE, data, page_data(data))
 
 
 def write_external(data: ExternalReport, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_external(data), encoding="utf-8")
-    return path
+    return write_page(render_external(data), path)

@@ -86,16 +86,25 @@ def script_hash(script: str) -> str:
     return f"'sha256-{base64.b64encode(hashlib.sha256(script.encode('utf-8')).digest()).decode('ascii')}'"
 
 
-def render_html(data: ReportData) -> str:
-    template = environment().get_template(TEMPLATE)
+def render_page(template_name: str, data: Any, summary: dict[str, Any]) -> str:
+    """One self-contained page from `template_name`, with the page's own script and its CSP hash."""
+    template = environment().get_template(template_name)
     script = page_script()
     # the script is livemed's own file, not data: it goes in as it is, and only it may run
     return template.render(
-        data=data, page_data=page_data(data), script=Markup(script), script_hash=Markup(script_hash(script))
+        data=data, page_data=summary, script=Markup(script), script_hash=Markup(script_hash(script))
     )
 
 
-def write_report(data: ReportData, path: Path) -> Path:
+def write_page(html: str, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(data), encoding="utf-8")
+    path.write_text(html, encoding="utf-8")
     return path
+
+
+def render_html(data: ReportData) -> str:
+    return render_page(TEMPLATE, data, page_data(data))
+
+
+def write_report(data: ReportData, path: Path) -> Path:
+    return write_page(render_html(data), path)
