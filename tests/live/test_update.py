@@ -1,5 +1,6 @@
 """`livemed update`: every stage for what is new only, a Run per stage and one for the update, the
-store lock, and a `kill -9` mid-run resumed with nothing lost, nothing duplicated and no finished call paid again."""
+store lock, and a `kill -9` mid-run resumed with nothing lost, nothing duplicated and no finished call
+paid again."""
 
 from __future__ import annotations
 
