@@ -79,3 +79,12 @@ def test_a_scheduled_update_locked_out_by_another_is_busy_and_does_nothing(tmp_p
     with Store(config.parent / "livemed.db") as store:
         assert [item["outcome"] for _, item in history(store)] == ["busy"]
         assert not list(store.iter(Run))  # no update ran
+
+
+def test_a_schedule_whose_last_update_failed_exits_1_with_one_line(tmp_path: Path) -> None:
+    config = project(tmp_path / "p", docs=3)
+    (config.parent / "docs.jsonl").unlink()  # the source fails
+    result = cli(config, "schedule", "--every", "1s", "--runs", "1")
+    assert result.exit_code == 1
+    assert "the last scheduled update" in str(result.exception)
+    assert "demo documents not found" in str(result.exception)

@@ -273,7 +273,7 @@ class _Steps:
                     cases,
                     answerers,
                     grader,
-                    settings=Settings(),
+                    settings=Settings(temperature=0.0),  # as `livemed answer` and `eval` by default
                     samples=plan.samples,
                     mode=plan.mode,
                 )
