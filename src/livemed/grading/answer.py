@@ -30,6 +30,8 @@ _FIELD_LABELS = {
     "symptoms": "Symptoms",
     "onset_duration": "When it started",
     "history": "Medical history",
+    "family_history": "Family history",
+    "social_history": "Social history",
     "medications": "Medicines I take",
     "allergies": "Allergies",
     "exam_labs": "Examinations and test results",
