@@ -78,6 +78,11 @@ def test_offline_pipeline_orders_reference_retrieval_empty(
         >= rows["offline/empty"]["score"]
     )
     assert rows["offline/empty"]["score"] == 0.0
+    length = {row["model"]: row for row in json.loads(board.read_text())["length"]}
+    assert length["offline/empty"]["median_words"] == 0.0  # empty answers: no length, constant
+    assert length["offline/empty"]["rho"] is None
+    assert length["offline/reference"]["n"] == rows["offline/reference"]["n"]
+    assert "answer length vs score, offline/reference: Spearman rho" in out
     assert rows["offline/reference"]["n"] == 6
     assert rows["offline/reference"]["convention"] == "livemed"
     with Store(kqa_store) as store:
