@@ -22,9 +22,12 @@ def test_longer_answers_scoring_higher_give_a_positive_correlation_per_model() -
     pairs.append(_pair("m/one", 0, 5, 1.0))
     flat, long, one = length_bias([a for a, _ in pairs], [s for _, s in pairs])
     assert (long.model, long.n, long.median_words) == ("m/long", 5, 30.0)
-    assert long.rho is not None and math.isclose(long.rho, 1.0)
-    assert long.p_value is not None and long.p_value < 0.05
-    assert flat.rho is not None and abs(flat.rho) < 0.5
+    assert long.rho is not None
+    assert math.isclose(long.rho, 1.0)
+    assert long.p_value is not None
+    assert long.p_value < 0.05
+    assert flat.rho is not None
+    assert abs(flat.rho) < 0.5
     assert (one.n, one.rho, one.p_value) == (1, None, None)  # not computable, never a made-up number
 
 
