@@ -26,22 +26,6 @@ def run(store: Path, *args: str, code: int = 0) -> str:
     return " ".join(result.output.split())  # rich wraps long lines
 
 
-@pytest.fixture
-def kqa_store(tmp_path: Path, shared_data: Path) -> Path:
-    store = tmp_path / "s.db"
-    out = run(
-        store,
-        "import-kqa",
-        str(shared_data / "k-qa" / "questions_w_answers.jsonl"),
-        "--published",
-        "2024-01-01",
-        "--limit",
-        "6",
-    )
-    assert "imported 6 case(s)" in out
-    return store
-
-
 def evidence_file(tmp_path: Path, shared_data: Path, lines: int = 1500) -> Path:
     path = tmp_path / "evidence.jsonl"
     with (
