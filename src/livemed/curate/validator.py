@@ -21,7 +21,7 @@ import asyncio
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -54,17 +54,6 @@ condition? can this drug cause this finding?), history and physical findings, te
 and non-clinical questions (administrative, legal, personal). A question is clinically meaningful
 when it belongs to one of the clinical categories and is about this patient's problem."""
 
-QUERY_TYPES = (
-    "diagnosis",
-    "treatment",
-    "management",
-    "epidemiology",
-    "prognosis",
-    "etiology",
-    "history_physical",
-    "test_interpretation",
-    "non_clinical",
-)
 QueryType = Literal[
     "diagnosis",
     "treatment",
@@ -76,6 +65,7 @@ QueryType = Literal[
     "test_interpretation",
     "non_clinical",
 ]
+QUERY_TYPES: tuple[str, ...] = get_args(QueryType)
 # How each checklist item may come back besides its own name (the narrative's own keys)
 ITEM_ALIASES = {
     "chief complaint": ("chief_complaint", "complaint"),
@@ -98,7 +88,7 @@ You are the Validator of a medical benchmark curation pipeline.
 
 1. query_type: classify the query.
 {ELY_TAXONOMY}
-   Set query_type to the matching category, or "non_clinical".
+   Set query_type to one of: {", ".join(QUERY_TYPES)}.
 2. s_cc: true only when query_type is a clinical category and the query is about this patient's
    problem (so s_cc is false whenever query_type is "non_clinical"). A query marked derived=true was
    written from a case report by design: judge it as the report's clinical question.
