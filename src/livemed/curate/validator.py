@@ -119,7 +119,7 @@ class ItemCheck(BaseModel):
 class QueryCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query_type: QueryType = "non_clinical"
+    query_type: QueryType
     s_cc: bool
     items: list[ItemCheck] = Field(default_factory=list)
 
