@@ -34,11 +34,11 @@ NARRATIVE_FIELDS = """\
   (smoking, alcohol, work, living situation, travel), medications, allergies, exam_labs (findings and
   results known when the question arises), timeline (what happened before the question arises)"""
 DECISION_POINT = """\
-Cut the narrative at the decision point: the moment the question is asked. Never put in the
-narrative the outcome, the final or confirmed diagnosis, the treatment given, the response to
-treatment, the follow-up, or the discussion; for a case report, results that only arrive after
-the diagnostic work-up (e.g. the biopsy that settles the diagnosis) are outcome too. These belong in
-the advice or nowhere, never in the narrative."""
+  Cut the narrative at the decision point: the moment the question is asked. Never put in the
+  narrative the outcome, the final or confirmed diagnosis, the treatment given, the response to
+  treatment, the follow-up, or the discussion; for a case report, results that only arrive after
+  the diagnostic work-up (e.g. the biopsy that settles the diagnosis) are outcome too. These belong
+  in the advice or nowhere, never in the narrative."""
 THREAD_RULES = """\
 For a thread: narrative facts come ONLY from the asker's post (the block named "post") and the
 title, never from the replies. The query is the asker's own question. Advice comes ONLY from the
