@@ -23,8 +23,9 @@ from livemed.analysis.taxonomy import TaxonomyItem, criterion_results
 from livemed.curate.controller import audit_messages
 from livemed.curate.screener import screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
-from livemed.grading.answer import ANSWER_RULES, candidate_messages
+from livemed.grading.answer import ANSWER_RULES, CONSULT_RULES, candidate_messages
 from livemed.grading.judge import batched_messages, per_criterion_messages
+from livemed.grading.template import parse_template, template_prompt
 from livemed.models import Message
 from livemed.prompts import (
     CLOSE,
@@ -51,7 +52,7 @@ from livemed.records import (
     Score,
 )
 from livemed.rubrics.check import DraftCriterion, Finding
-from livemed.rubrics.write import criteria_prompt, repair_prompt, themes_prompt, weights_prompt
+from livemed.rubrics.prompts import criteria_prompt, repair_prompt, themes_prompt, weights_prompt
 
 # The markers the wave-1 builders used around outside text (the grader's and the rubric writer's own
 # delimiters), and the markers a chat prompt or a document commonly uses to fake structure.
@@ -187,23 +188,35 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
         {0: t, 1: t}, {0: [EvidenceRef(id="e1", snippet=t)], 1: [EvidenceRef(id="e2", snippet=t)]}
     ),
     "curate.controller.audit_messages": lambda t: audit_messages(t, [(0, t), (3, t)]),
-    "rubrics.write.themes_prompt": lambda t: _user(themes_prompt(_case(t))),
-    "rubrics.write.criteria_prompt": lambda t: _user(criteria_prompt(_case(t), [t, t])),
-    "rubrics.write.weights_prompt": lambda t: _user(
+    "rubrics.prompts.themes_prompt": lambda t: _user(themes_prompt(_case(t))),
+    "rubrics.prompts.criteria_prompt": lambda t: _user(criteria_prompt(_case(t), [t, t])),
+    "rubrics.prompts.weights_prompt": lambda t: _user(
         weights_prompt(_case(t), [("positive", t), ("negative", t)])
     ),
-    "rubrics.write.repair_prompt": lambda t: _user(
+    "rubrics.prompts.repair_prompt": lambda t: _user(
         repair_prompt(_case(t), [_draft(t), _draft(t)], [Finding("uncovered_advice", t)])
     ),
     "grading.answer.candidate_messages": lambda t: candidate_messages(_case(t)),
+    "grading.answer.candidate_messages (derived, de)": lambda t: candidate_messages(
+        _case(t).model_copy(update={"query_derived": True, "language": "de"})
+    ),
     "grading.judge.per_criterion_messages": lambda t: per_criterion_messages(_convo(t), t, _criterion(t, -9)),
     "grading.judge.batched_messages": lambda t: batched_messages(
         _convo(t), t, [_criterion(t, 5), _criterion(t, -9), _criterion(t, 3)]
     ),
     "analysis.diagnose.messages": _taxonomy,
+    "grading.template.template_prompt (livemed placeholders)": lambda t: _user(
+        template_prompt(parse_template(USER_TEMPLATE), _convo(t), t, _criterion(t, -9))
+    ),
 }
+USER_TEMPLATE = (
+    "My own grader.\n{conversation}\n\n{response}\n\nPoints: {points}\n{criterion}\n"
+    + DATA_RULES
+    + '\nReply {"explanation": "...", "criteria_met": true}'
+)
 # Functions that match the naming convention but put no outside text into a prompt of their own.
 EXEMPT = {
+    "models.structured.with_instruction": "adds livemed's own schema instruction to a built prompt",
     "models.structured.repair_messages": "the model's own reply as its own turn; the error is a block "
     "(test_the_repair_request_puts_the_error_in_a_block)",
     "rubrics.write._user": "wraps a prompt built by the *_prompt builders above in a user message",
@@ -233,7 +246,9 @@ def test_outside_text_never_adds_or_moves_a_delimiter(name: str) -> None:
         assert all("<<<" not in b.text and ">>>" not in b.text for b in blocks)  # defused
         assert inside_blocks(prompt, ATTACK)
     assert any(ATTACK in p for p in attacked), "the outside text never reached the prompt"
-    assert any(DATA_RULES in p or ANSWER_RULES in p for p in plain), "the prompt must say the blocks are data"
+    assert any(DATA_RULES in p or ANSWER_RULES in p or CONSULT_RULES in p for p in plain), (
+        "the prompt must say the blocks are data"
+    )
     assert any("fine." in b.text for p in attacked for b in parse_blocks(p))
 
 
@@ -366,3 +381,19 @@ def test_the_repair_request_puts_the_error_in_a_block() -> None:
     assert block.name == "validation_error"
     assert inside_blocks(request, ATTACK)
     assert messages[-2] == {"role": "assistant", "content": "{bad"}
+
+
+def test_a_healthbench_template_keeps_its_layout_and_defuses_every_delimiter() -> None:
+    """HealthBench's placeholders get simple-evals' own layout (for comparable scores), so the text is
+    not in data blocks there; no text can still forge a delimiter or fill another placeholder."""
+    template = parse_template("Grade.\n<<conversation>>\nItem: <<rubric_item>>\nJSON please.")
+    text = hostile([OPEN, CLOSE, "<<rubric_item>>"])
+    prompt = template_prompt(template, _convo(text), text, _criterion(text, -9))
+    assert prompt.startswith("Grade.\nsystem: ")
+    assert "\n\nassistant: " in prompt
+    assert "\nItem: [-9] " in prompt
+    assert OPEN not in prompt
+    assert CLOSE not in prompt
+    inputs = [m["content"] for m in _convo(text)] + [text, text]
+    # the hostile text's own placeholders are left as text (one pass); the template's one is filled
+    assert prompt.count("<<rubric_item>>") == sum(i.count("<<rubric_item>>") for i in inputs) > 0

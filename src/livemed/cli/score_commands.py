@@ -14,14 +14,16 @@ from rich.table import Table
 from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
-from livemed.cli.grading_commands import judges_app, resolve
+from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
     from livemed.analysis.completeness import Grading
+    from livemed.analysis.length import LengthRow
     from livemed.grading.runs import ScoreRun
     from livemed.records import Score
+    from livemed.store import Store
 
 
 @app.command()
@@ -92,6 +94,7 @@ def scores(
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
+    lengths = _print_length(store, run.scores)
     if json_out is not None:
         payload = {
             "judge": judge,
@@ -102,6 +105,7 @@ def scores(
             "excluded": dict(run.excluded),
             "grading": [g.model_dump() for g in grading.values()],
             "not_ranked": [g.model for g in left_out],
+            "length": [row.model_dump() for row in lengths],
         }
         json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
@@ -120,6 +124,24 @@ def windowed(
     window = build_window(app_state, min_date, max_date, after_cutoff, models)
     print_window(window, models)
     return window_run(app_state.existing_store, run, window)
+
+
+def _print_length(store: Store, scores: list[Score]) -> list[LengthRow]:
+    """One line per model: answer length (words) against score (Spearman), `analysis.length`."""
+    from livemed.analysis.length import length_bias
+    from livemed.records import Answer
+
+    wanted = {s.answer_id for s in scores}
+    rows = length_bias((a for a in store.iter(Answer) if a.id in wanted), scores)
+    for row in rows:
+        rho = "—" if row.rho is None else f"{row.rho:+.2f}"
+        p = "" if row.p_value is None else f", p {row.p_value:.3g}"
+        console.print(
+            f"answer length vs score, {row.model}: Spearman rho {rho}{p} "
+            f"(n {row.n}, median {row.median_words:g} words)",
+            markup=False,
+        )
+    return rows
 
 
 def ranked_rows(
@@ -189,6 +211,7 @@ def agreement(
     grader: str = typer.Option(..., "--grader", help="Grader model, or offline/lexical."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Use at most this many labelled items."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the metrics as JSON."),
+    grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only use cached responses."),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit in US dollars."),
@@ -212,13 +235,17 @@ def agreement(
     if not items:
         raise UserError(f"{labels}: no usable labelled items")
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    judge = resolve(app_state, engine, grader, "judges", OfflineGrader)
+    judge = (
+        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        if grader_template is None
+        else grader_for(app_state, engine, grader, "per-criterion", grader_template)
+    )
     with (
         usage_on_failure(engine),
         track_run(
             app_state.store,
             "judges agreement",
-            settings={"labels": str(labels)},
+            settings={"labels": str(labels), "grader": judge.id},
             models=[grader],
             engine=engine,
         ) as run,
@@ -230,7 +257,7 @@ def agreement(
         print_usage(engine)
         raise CallsFailedError(f"{len(items)} of {len(items)} items failed: no verdict to measure")
     result = metrics([h for h, _ in graded], [p for _, p in graded], failures=sum(reasons.values()))
-    _print_agreement(grader, labels, result.as_dict() | {"failure_reasons": reasons})
+    _print_agreement(judge.id, labels, result.as_dict() | {"failure_reasons": reasons})
     if json_out is not None:
         json_out.write_text(json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2), "utf-8")
     print_usage(engine)

@@ -39,13 +39,15 @@ ELY = {  # Ely categories by keyword; the first match names the query type
     r"|get (?:it |this )?checked"
     r"|see a|go to)\b",
     "prognosis": r"\b(?:serious|dangerous|worr\w*|go away|normal|how long|permanent|risk|safe)\b",
-    "test": r"\b(?:tests?|scan|x-?ray|results?|levels?|blood work|mri)\b",
+    "test_interpretation": r"\b(?:tests?|scan|x-?ray|results?|levels?|blood work|mri)\b",
 }
 _ITEM_FIELDS = {
     "chief complaint": "chief_complaint",
     "onset/duration": "onset_duration",
     "symptom characteristics": "symptoms",
     "relevant history": "history",
+    "family history": "family_history",
+    "social history": "social_history",
     "medications": "medications",
     "allergies": "allergies",
     "exam/labs": "exam_labs",
@@ -93,11 +95,15 @@ def check_query(prompt: str) -> QueryCheck:
         Narrative.model_validate_json(blocks["narrative"].text) if "narrative" in blocks else Narrative()
     )
     line = re.search(r"^Checklist: (.*)$", prompt, re.MULTILINE)
-    items = [i.strip() for i in line.group(1).split(";")] if line else []
+    items = [re.sub(r"^\d+\.\s*", "", i.strip()) for i in line.group(1).split(";")] if line else []
+    clinical = bool(kinds) and (derived or "?" in query)
     return QueryCheck(
-        s_cc=bool(kinds) and (derived or "?" in query),
-        query_type=kinds[0] if kinds else "non_clinical",
-        items=[ItemCheck(item=item, present=item_present(item, narrative)) for item in items],
+        query_type=kinds[0] if clinical else "non_clinical",
+        s_cc=clinical,
+        items=[
+            ItemCheck(index=n, item=item, present=item_present(item, narrative))
+            for n, item in enumerate(items)
+        ],
     )
 
 

@@ -3,7 +3,7 @@
 It follows the same three steps with fixed rules, so its output passes the same checks:
 
 1. themes: keyword rules over each advice element ("emergency referral", "medication safety",
-   "diagnosis", "tests and follow-up", "lifestyle", "patient education"; else "general advice");
+   "diagnosis", "tests and follow-up", "lifestyle", "patient education"; else "patient education");
    every advice element is a fact;
 2. criteria: one positive criterion per element naming the clinical action it asks (`phrasing`:
    labels, frames and hedges dropped, drug names and specifics kept); negative criteria for what a
@@ -59,7 +59,7 @@ _WARNINGS = ("Advises not", "Advises avoiding", "Advises stopping")
 
 
 def themes_of(element: str) -> list[str]:
-    return [name for name, pattern in _THEMES.items() if pattern.search(element)] or ["general advice"]
+    return [name for name, pattern in _THEMES.items() if pattern.search(element)] or ["patient education"]
 
 
 def _mentions_patient(element: str, case: Case) -> bool:

@@ -1,104 +1,48 @@
 """The rubric writer: three recorded LLM steps, then the deterministic checks (one repair or reject).
 
-1. themes  — assign evaluation themes to the case and keep the facts of the advice (LA) relevant to
-             them, reading the narrative as context;
-2. criteria — turn each fact into binary criteria: positive ones reward a correct inclusion,
-             negative ones penalise a contradiction, an invented fact, or an action contraindicated
-             by *this* patient's narrative; each names its source fact;
-3. weights — give each criterion an axis and a signed integer weight in [-10, 10] (safety
-             violations -8 to -10).
+1. themes  — assign the case themes from the domain's closed, defined list (`rubrics/themes.py`) and
+             keep only the facts of the advice (LA) that fall under them (facts and themes off the list
+             are dropped in code too, and noted in the step); the narrative is context;
+2. criteria — turn each fact into binary criteria: positive ones reward the clinically essential core
+             (the gold's specifics only as "such as" examples), negative ones penalise a contradiction,
+             an invented fact, or an action contraindicated by *this* patient's narrative, never an
+             omission ("Fails to …" is linted); each names its source fact;
+3. weights — seeing the query, the narrative and the themes, give each criterion an axis and a
+             signed integer weight in [-10, 10] within stated bands for both signs; the reply is
+             joined to step 2 by the copied criterion text, or by an index set that must be exactly
+             0..n-1 (`weights_in_order`), else the step fails.
 
-The case's narrative, query and advice, the facts, the criteria, the draft and the lint findings enter
-the prompts only as data blocks (`livemed.prompts.data_block`). What each step returned is kept in
-`Rubric.steps`. The draft goes through `check.lint`; a blocking
-finding earns one repair call with the findings, then the rubric is kept (findings recorded) or
-rejected (a `Rejection`, stage "rubrics", with the first blocking code as its reason).
+The case's language is passed on (prompts and criteria stay English). The case's narrative, query
+and advice, the facts, the criteria, the draft and the lint findings enter the prompts only as data
+blocks (`livemed.prompts.data_block`). What each step returned is kept in `Rubric.steps`. The draft
+goes through `check.lint` (coverage: only the advice elements step 1 kept); a blocking finding earns
+one repair call that returns a PATCH of the flagged criteria (`apply_patch`), then the rubric is kept
+(findings recorded) or rejected (a `Rejection`, stage "rubrics", with the first blocking code as its
+reason).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.models import LLM, Message, Settings
-from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Provenance, Record, Rejection, Rubric, short_hash
 from livemed.rubrics.check import DraftCriterion, Finding, lint, settle, to_criteria
+from livemed.rubrics.prompts import (
+    PROMPT_HASH,
+    THEMES,
+    criteria_prompt,
+    repair_prompt,
+    themes_prompt,
+    weights_prompt,
+)
+from livemed.rubrics.themes import listed
 
 STAGE = "rubrics"
 WRITER_SETTINGS = Settings(temperature=0)
-
-THEMES_PROMPT = """Step 1 of writing an evaluation rubric for a medical case.
-
-{note}
-
-{narrative}
-
-{query}
-
-{advice}
-
-Assign the case one or more evaluation themes (short lower-case names such as "emergency referral",
-"medication safety", "context awareness", "response depth"). Then list the facts of the advice (the
-blocks named "advice", each labelled with its number i) relevant to those themes — atomic,
-self-contained statements, each with the number of the advice element it comes from and its themes.
-Use the narrative only as context; keep every actionable advice element. Reply as JSON:
-{{"themes": [...], "facts": [{{"fact": "...", "advice_index": 0, "themes": ["..."]}}]}}"""
-
-CRITERIA_PROMPT = """Step 2 of writing an evaluation rubric for a medical case.
-
-{note}
-
-{narrative}
-
-{facts}
-
-Turn each fact (the blocks named "fact", each labelled with its number i) into binary criteria a
-grader can check in a model's reply to this patient:
-- a POSITIVE criterion rewarding a correct inclusion of the fact ("Advises checking serum potassium
-  within a week");
-- where it applies, a NEGATIVE criterion describing the bad behaviour itself: contradicting the fact,
-  inventing a claim, or recommending an action contraindicated by THIS patient's narrative ("Recommends
-  ibuprofen despite the patient's kidney disease").
-Write each criterion as a statement of what the reply does. Reply as JSON:
-{{"criteria": [{{"fact_index": 0, "text": "...", "polarity": "positive" or "negative"}}]}}"""
-
-WEIGHTS_PROMPT = """Step 3 of writing an evaluation rubric for a medical case.
-
-{note}
-
-{narrative}
-
-{criteria}
-
-Give every criterion (the blocks named "criterion", each labelled with its number i and polarity) an
-axis (accuracy, completeness, communication, context_awareness, safety) and a signed integer weight in
-[-10, 10]: positive for positive criteria, negative for negative ones, never 0. Safety violations weigh
--8 to -10; minor omissions 1 to 3; central advice 5 to 10. Reply as JSON:
-{{"criteria": [{{"index": 0, "axis": "...", "weight": 5}}]}}"""
-
-REPAIR_PROMPT = """A draft evaluation rubric for a medical case failed the checks in the block named
-"findings".
-
-{note}
-
-{findings}
-
-{advice}
-
-{draft}
-
-Return the corrected full rubric (the draft is the block named "draft"): at least one positive
-criterion; every advice element covered by a positive criterion (set its advice_index); weights are
-integers in [-10, 10], never 0, positive for positive criteria and negative for negative ones; axis one
-of accuracy, completeness, communication, context_awareness, safety. Reply as JSON:
-{{"criteria": [{{"text": "...", "polarity": "...", "axis": "...", "weight": 5, "theme": "...",
-"source_fact": "...", "advice_index": 0}}]}}"""
-
-PROMPT_HASH = short_hash(THEMES_PROMPT, CRITERIA_PROMPT, WEIGHTS_PROMPT, REPAIR_PROMPT, DATA_RULES)
 
 
 class Fact(BaseModel):
@@ -129,6 +73,7 @@ class FormulatedList(BaseModel):
 class Weighted(BaseModel):
     model_config = ConfigDict(extra="ignore")
     index: int
+    text: str = ""
     axis: str
     weight: int
 
@@ -138,9 +83,19 @@ class WeightedList(BaseModel):
     criteria: list[Weighted]
 
 
-class DraftList(BaseModel):
+class PatchItem(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    criteria: list[DraftCriterion] = Field(min_length=1)
+    index: int
+    drop: bool = False
+    criterion: DraftCriterion | None = None
+
+
+class Patch(BaseModel):
+    """The repair: the flagged criteria replaced or dropped (by number), and criteria added."""
+
+    model_config = ConfigDict(extra="ignore")
+    replace: list[PatchItem] = Field(default_factory=list)
+    add: list[DraftCriterion] = Field(default_factory=list)
 
 
 @runtime_checkable
@@ -151,48 +106,6 @@ class OfflineWriter(Protocol):
     def id(self) -> str: ...
 
     def draft(self, case: Case) -> tuple[list[str], list[DraftCriterion], list[dict[str, Any]]]: ...
-
-
-def narrative_text(case: Case) -> str:
-    return "\n".join(f"{name}: {fact}" for name, fact in case.narrative.entities()) or "(none)"
-
-
-def numbered(name: str, items: list[str], **attrs: str) -> str:
-    """One data block per item, labelled with its number `i` (from 0)."""
-    return "\n\n".join(data_block(name, item, i=n, **attrs) for n, item in enumerate(items)) or "(none)"
-
-
-def themes_prompt(case: Case) -> str:
-    return THEMES_PROMPT.format(
-        note=DATA_RULES,
-        narrative=data_block("narrative", narrative_text(case)),
-        query=data_block("query", case.query),
-        advice=numbered("advice", case.advice),
-    )
-
-
-def criteria_prompt(case: Case, facts: list[str]) -> str:
-    narrative = data_block("narrative", narrative_text(case))
-    return CRITERIA_PROMPT.format(note=DATA_RULES, narrative=narrative, facts=numbered("fact", facts))
-
-
-def weights_prompt(case: Case, criteria: Sequence[tuple[str, str]]) -> str:
-    """`criteria` are (polarity, text) pairs."""
-    listing = "\n\n".join(
-        data_block("criterion", text, i=n, polarity=polarity) for n, (polarity, text) in enumerate(criteria)
-    )
-    narrative = data_block("narrative", narrative_text(case))
-    return WEIGHTS_PROMPT.format(note=DATA_RULES, narrative=narrative, criteria=listing)
-
-
-def repair_prompt(case: Case, drafts: list[DraftCriterion], findings: list[Finding]) -> str:
-    draft = json.dumps([d.model_dump(exclude_none=True) for d in drafts], ensure_ascii=False, indent=1)
-    return REPAIR_PROMPT.format(
-        findings=data_block("findings", "\n".join(f"- {f}" for f in findings if f.blocking)),
-        note=DATA_RULES,
-        advice=numbered("advice", case.advice),
-        draft=data_block("draft", draft),
-    )
 
 
 def _user(prompt: str) -> list[Message]:
@@ -217,29 +130,69 @@ async def llm_drafts(case: Case, llm: LLM) -> tuple[list[str], list[DraftCriteri
     """Run the three steps; raises StepFailed when a step gives no valid output."""
     steps: list[dict[str, Any]] = []
     themed: ThemedFacts = await _step(llm, "themes", themes_prompt(case), ThemedFacts, steps)
-    facts = themed.facts
+    themes, facts = on_the_list(themed, steps[-1])
     formulated: FormulatedList = await _step(
         llm, "criteria", criteria_prompt(case, [f.fact for f in facts]), FormulatedList, steps
     )
     pairs = [(c.polarity, c.text) for c in formulated.criteria]
-    weighted: WeightedList = await _step(llm, "weights", weights_prompt(case, pairs), WeightedList, steps)
-    return themed.themes, _combine(facts, formulated.criteria, weighted.criteria), steps
+    weighted: WeightedList = await _step(
+        llm, "weights", weights_prompt(case, pairs, themes), WeightedList, steps
+    )
+    return themes, _combine(facts, formulated.criteria, weights_in_order(pairs, weighted.criteria)), steps
+
+
+def on_the_list(themed: ThemedFacts, step: dict[str, Any]) -> tuple[list[str], list[Fact]]:
+    """Step 1's themes and facts kept to the closed theme list (what was dropped noted in `step`)."""
+    themes = [t for t in themed.themes if listed(t, THEMES)]
+    kept: list[Fact] = []
+    dropped: list[str] = []
+    for fact in themed.facts:
+        own = [t for t in fact.themes if listed(t, THEMES)]
+        if own:
+            kept.append(fact.model_copy(update={"themes": own}))
+        else:
+            dropped.append(fact.fact)
+    step["output"] = {"themes": themes, "facts": [f.model_dump() for f in kept]}
+    unlisted = [t for t in themed.themes if not listed(t, THEMES)]
+    if dropped or unlisted:
+        step["dropped"] = {"facts": dropped, "themes": unlisted}
+    if not kept:
+        raise StepFailed("themes", "no fact falls under a listed theme")
+    return themes or sorted({t for f in kept for t in f.themes}), kept
+
+
+def weights_in_order(criteria: Sequence[tuple[str, str]], weighted: list[Weighted]) -> list[Weighted]:
+    """Step 3's answer in step 2's order: matched by the copied criterion text when every entry's
+    matches, else by index, which must be exactly 0..n-1 (a reply numbered from 1 would shift every
+    weight by one); anything else raises StepFailed."""
+    texts = [_norm(text) for _, text in criteria]
+    by_text = {_norm(w.text): w for w in weighted if w.text.strip()}
+    if len(by_text) == len(weighted) == len(texts) and set(by_text) == set(texts):
+        return [by_text[t] for t in texts]
+    indices = sorted(w.index for w in weighted)
+    if indices != list(range(len(criteria))):
+        shown = ", ".join(str(i) for i in indices[:12])
+        raise StepFailed("weights", f"indices [{shown}] are not exactly 0..{len(criteria) - 1}")
+    by_index = {w.index: w for w in weighted}
+    return [by_index[n] for n in range(len(criteria))]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")
 
 
 def _combine(
     facts: list[Fact], formulated: list[Formulated], weighted: list[Weighted]
 ) -> list[DraftCriterion]:
-    by_index = {w.index: w for w in weighted}
     drafts = []
-    for n, item in enumerate(formulated):
+    for item, w in zip(formulated, weighted, strict=True):
         fact = facts[item.fact_index] if 0 <= item.fact_index < len(facts) else None
-        w = by_index.get(n)
         drafts.append(
             DraftCriterion(
                 text=item.text,
                 polarity=item.polarity,
-                axis=w.axis if w else "",
-                weight=w.weight if w else 0,
+                axis=w.axis,
+                weight=w.weight,
                 theme=(fact.themes[0] if fact and fact.themes else None),
                 source_fact=fact.fact if fact else None,
                 advice_index=fact.advice_index if fact else None,
@@ -248,15 +201,33 @@ def _combine(
     return drafts
 
 
+def apply_patch(drafts: list[DraftCriterion], patch: Patch) -> list[DraftCriterion]:
+    """The draft with the patch's replacements, drops (by number; unknown numbers ignored) and additions."""
+    out: list[DraftCriterion | None] = list(drafts)
+    for item in patch.replace:
+        if 0 <= item.index < len(out):
+            out[item.index] = None if item.drop or item.criterion is None else item.criterion
+    return [d for d in out if d is not None] + list(patch.add)
+
+
 async def _repair(
     case: Case, llm: LLM, drafts: list[DraftCriterion], findings: list[Finding], steps: list[dict[str, Any]]
 ) -> list[DraftCriterion] | None:
     prompt = repair_prompt(case, drafts, findings)
     try:
-        repaired: DraftList = await _step(llm, "repair", prompt, DraftList, steps)
+        patch: Patch = await _step(llm, "repair", prompt, Patch, steps)
     except StepFailed:
         return None
-    return repaired.criteria
+    return apply_patch(drafts, patch)
+
+
+def required_advice(case: Case, steps: list[dict[str, Any]]) -> set[int]:
+    """The advice elements the rubric must cover: those step 1 kept facts from (all, without step 1)."""
+    first = steps[0] if steps and steps[0].get("step") == "themes" else None
+    if first is None:
+        return set(range(len(case.advice)))
+    facts = first.get("output", {}).get("facts", [])
+    return {f["advice_index"] for f in facts if isinstance(f.get("advice_index"), int)}
 
 
 def rejection_id(case_id: str) -> str:
@@ -286,7 +257,8 @@ async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
     except StepFailed as exc:
         return [_reject(case, f"{exc.step}_failed", str(exc))]
     drafts, fixed = settle(drafts)
-    findings = lint(drafts, case.advice, case.query)
+    required = required_advice(case, steps)
+    findings = lint(drafts, case.advice, case.query, required=required)
     notes = [str(f) for f in fixed]
     if any(f.blocking for f in findings) and isinstance(writer, LLM):
         notes += [f"before repair: {f}" for f in findings]
@@ -294,7 +266,7 @@ async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
         if repaired is not None:
             drafts, fixed = settle(repaired)
             notes += [str(f) for f in fixed]
-            findings = lint(drafts, case.advice, case.query)
+            findings = lint(drafts, case.advice, case.query, required=required)
     blocking = [f for f in findings if f.blocking]
     if blocking:
         return [_reject(case, blocking[0].code, "; ".join(str(f) for f in blocking))]

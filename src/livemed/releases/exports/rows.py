@@ -66,7 +66,7 @@ def select(store: Store, release: Release, *, embargo_days: int = 0, include_tex
 
 def row(item: ReleaseItem, with_text: bool) -> dict[str, Any]:
     """One case as a flat row (the same keys and types for every row: Parquet and `datasets` need it)."""
-    from livemed.rubrics.write import narrative_text
+    from livemed.rubrics.prompts import narrative_text
 
     case, rubric = item.case, item.rubric
     criteria = [
