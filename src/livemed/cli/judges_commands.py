@@ -198,12 +198,15 @@ def run_judge(
 
 def load_results(store: Store, judge: str | None, mode: str | None, policy: str) -> dict[str, MetaTables]:
     """Meta-evaluation tables per stored judge configuration (`judge · mode`)."""
+    from livemed.judges.cards import PROBE
     from livemed.judges.meta import evaluate
     from livemed.records import JudgeVerdict
 
     grouped: dict[str, list[JudgeVerdict]] = {}
     for verdict in store.iter(JudgeVerdict):
         if (judge and verdict.judge != judge) or (mode and verdict.mode != mode):
+            continue
+        if verdict.dataset.startswith(PROBE):  # length probes of `certify`: on the card, not here
             continue
         grouped.setdefault(f"{verdict.judge} · {verdict.mode}", []).append(verdict)
     return {label: evaluate(v, policy) for label, v in sorted(grouped.items())}  # type: ignore[arg-type]
