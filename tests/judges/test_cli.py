@@ -30,6 +30,17 @@ def fake_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(PROVIDERS, "fake", "tests.judges.helpers:scripted_provider")
 
 
+def answered_store(tmp_path: Path, shared_data: Path) -> Path:
+    """Three K-QA cases with offline rubrics, answered by offline/reference and offline/empty."""
+    store = tmp_path / "s.db"
+    kqa = str(shared_data / "k-qa" / "questions_w_answers.jsonl")
+    run(store, "import-kqa", kqa, "--published", "2024-01-01", "--limit", "3")
+    run(store, "rubrics", "--writer", "offline/rules")
+    for model in ("offline/reference", "offline/empty"):
+        run(store, "answer", "--model", model)
+    return store
+
+
 def test_build_exports_pairs_with_a_data_card(tmp_path: Path, shared_data: Path) -> None:
     store, out = tmp_path / "s.db", tmp_path / "pairs.jsonl"
     text = run(
@@ -105,19 +116,7 @@ def test_invalid_outputs_and_failed_calls(tmp_path: Path, fake_provider: None) -
 def test_certify_stores_a_card_that_scores_and_leaderboard_show(
     tmp_path: Path, shared_data: Path, fake_provider: None
 ) -> None:
-    store = tmp_path / "s.db"
-    run(
-        store,
-        "import-kqa",
-        str(shared_data / "k-qa" / "questions_w_answers.jsonl"),
-        "--published",
-        "2024-01-01",
-        "--limit",
-        "3",
-    )
-    run(store, "rubrics", "--writer", "offline/rules")
-    run(store, "answer", "--model", "offline/reference")
-    run(store, "answer", "--model", "offline/empty")
+    store = answered_store(tmp_path, shared_data)
     run(store, "grade", "--judge", "fake/grader")
     assert "grader fake/grader is unvalidated" in run(store, "scores", "--judge", "fake/grader")
     text = run(
@@ -153,19 +152,7 @@ def test_certify_stores_a_card_that_scores_and_leaderboard_show(
 
 
 def test_validate_and_compare_two_graders(tmp_path: Path, shared_data: Path, fake_provider: None) -> None:
-    store = tmp_path / "s.db"
-    run(
-        store,
-        "import-kqa",
-        str(shared_data / "k-qa" / "questions_w_answers.jsonl"),
-        "--published",
-        "2024-01-01",
-        "--limit",
-        "3",
-    )
-    run(store, "rubrics", "--writer", "offline/rules")
-    run(store, "answer", "--model", "offline/reference")
-    run(store, "answer", "--model", "offline/empty")
+    store = answered_store(tmp_path, shared_data)
     text = run(store, "judges", "validate", "--grader", "fake/yes", "--json", str(tmp_path / "v.json"))
     assert "Rubric-grader validation" in text
     result = json.loads((tmp_path / "v.json").read_text())
