@@ -168,3 +168,35 @@ def test_validate_and_compare_two_graders(tmp_path: Path, shared_data: Path, fak
     assert by_model["offline/empty"]["shift"] > 0  # fake/yes meets criteria on empty answers too
     assert data["criteria"]["n"] > 0
     assert 0.0 <= data["criteria"]["macro_f1"] <= 1.0
+
+
+def test_an_offline_grader_card_has_the_rubric_part_and_human_agreement(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    store = answered_store(tmp_path, shared_data)
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"response": "Take colchicine at a low dose.", "criterion": "Advises colchicine", "label": True},
+        {"response": "Rest.", "criterion": "Advises colchicine", "label": False},
+    ]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run(store, "judges", "agreement", "--labels", str(labels), "--grader", "offline/lexical")
+    text = run(
+        store,
+        "judges",
+        "certify",
+        "--grader",
+        "offline/lexical",
+        "--data",
+        str(tmp_path / "none"),
+        "--samples",
+        "1",
+    )
+    assert "not in the battery: pubmedqa" in text
+    assert "human macro-F1 1.00" in text
+    with Store(store) as s:
+        (card,) = list(s.iter(ValidityCard))
+    assert card.metrics["pairs"] is None  # an offline rubric grader judges no pairs
+    assert card.metrics["human_agreement"]["macro_f1"] == 1.0
+    assert set(card.metrics["rubric"]["mutations"]) >= {"drop_advice", "negate", "pad"}
+    assert card.endpoint == "offline"
