@@ -146,7 +146,9 @@ def test_certify_stores_a_card_that_scores_and_leaderboard_show(
     assert pairs["length_bias"] is not None
     assert card.metrics["rubric"]["compliance"] == 1.0
     assert "validity card" in run(store, "scores", "--judge", "fake/grader")
-    assert "validity card" in run(store, "leaderboard", "--judge", "fake/grader")
+    assert "validity card" in run(
+        store, "leaderboard", "--judge", "fake/grader", "--out", str(tmp_path / "tables")
+    )
     report = run(store, "judges", "report", "--json", str(tmp_path / "r.json"))
     assert "probe:" not in report  # the length probes stay out of the pair tables
 
