@@ -30,13 +30,18 @@ from livemed.records.grading import (
     Score,
 )
 from livemed.records.harvest import Doc, Rejection, Reply, ReplyRole, is_call_failure
+from livemed.records.judging import Candidate, JudgeVerdict, Pair, ValidityCard
 from livemed.records.releases import Release, ReleaseItem, Retirement
 from livemed.records.runs import Run, Usage
 
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.kind: cls
-    for cls in (Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run, ErrorLabel)
-} | {cls.kind: cls for cls in (Release, ReleaseItem, Retirement)}
+    for cls in (
+        *(Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run, ErrorLabel),
+        *(Release, ReleaseItem, Retirement),
+        *(Pair, JudgeVerdict, ValidityCard),
+    )
+}
 
 
 def is_failed_call(record: Record) -> bool:
@@ -62,6 +67,7 @@ __all__ = [
     "AdviceCheck",
     "Answer",
     "Axis",
+    "Candidate",
     "Case",
     "Criterion",
     "Doc",
@@ -71,7 +77,9 @@ __all__ = [
     "GradeFailure",
     "GroundedSpan",
     "GroundingAudit",
+    "JudgeVerdict",
     "Narrative",
+    "Pair",
     "Provenance",
     "Record",
     "Rejection",
@@ -85,6 +93,7 @@ __all__ = [
     "Score",
     "Usage",
     "Validation",
+    "ValidityCard",
     "is_call_failure",
     "is_failed_call",
     "record_type",

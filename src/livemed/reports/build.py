@@ -75,6 +75,7 @@ class ReportData:
     grading: list[Grading] = field(default_factory=list)
     not_ranked: list[Grading] = field(default_factory=list)
     length: list[LengthRow] = field(default_factory=list)  # answer length vs score, per model
+    validity: str = ""  # the grader's validity card line (livemed.judges.cards), or "unvalidated"
 
     @property
     def total_cost(self) -> float:
@@ -142,6 +143,9 @@ def build_report(
     wanted = {score.answer_id for score in scores}
     data.length = length_bias((a for a in store.iter(Answer) if a.id in wanted), scores)
     data.charts = _charts(data)
+    from livemed.judges.cards import card_line
+
+    data.validity = card_line(store, scored.judge) if scored.judge else ""
     return data
 
 
