@@ -30,6 +30,15 @@ from livemed.grading.score import RESAMPLES, finish_means
 FloatArray = NDArray[np.float64]
 DEFAULT_RESAMPLES = RESAMPLES
 DEFAULT_PERMUTATIONS = 5000
+BATCH_VALUES = 1 << 21  # resampled values held at once (~16 MiB of float64 per array): bounds memory
+
+
+def resample_batch(n: int) -> int:
+    """How many resamples of `n` values one vectorised call gets, so memory stays bounded whatever n.
+
+    scipy draws the batches from the same seeded generator in order, so a batched result equals the
+    unbatched one exactly (tests/analysis/test_stats_batched.py)."""
+    return max(1, BATCH_VALUES // max(1, n))
 
 
 @dataclass(frozen=True)
@@ -222,6 +231,7 @@ def permutation_p_independent(
         alternative=alternative,
         n_resamples=resamples,
         vectorized=True,
+        batch=resample_batch(a.size + b.size),
         rng=np.random.default_rng(seed),
     )
     return float(result.pvalue)
@@ -249,6 +259,7 @@ def permutation_p_paired(
         alternative=alternative,
         n_resamples=resamples,
         vectorized=True,
+        batch=resample_batch(d.size),
         rng=np.random.default_rng(seed),
     )
     return float(result.pvalue)
@@ -300,7 +311,8 @@ def _percentile_ci(
     *,
     paired: bool = False,
 ) -> tuple[float, float]:
-    """The seeded percentile-bootstrap interval of `statistic` (scipy, vectorised)."""
+    """The seeded percentile-bootstrap interval of `statistic` (scipy, vectorised in batches of
+    `resample_batch` resamples)."""
     result = stats.bootstrap(
         samples,
         statistic,
@@ -309,6 +321,7 @@ def _percentile_ci(
         method="percentile",
         vectorized=True,
         paired=paired,
+        batch=resample_batch(sum(s.size for s in samples)),
         rng=np.random.default_rng(seed),
     )
     ci = result.confidence_interval

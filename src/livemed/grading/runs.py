@@ -102,21 +102,27 @@ class GradePlan:
 
 
 def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
-    """Pair each answer with its case and rubric; answers without one are counted, not graded."""
+    """Pair each answer with its case and rubric; answers without one are counted, not graded.
+
+    Cases and rubrics are read for 500 answers at a time (one query per kind per chunk)."""
     plan = GradePlan()
     cases: dict[str, Case | None] = {}
     rubrics: dict[str, Rubric | None] = {}
-    for answer in answers:
-        if answer.case_id not in cases:
-            cases[answer.case_id] = store.get(Case, answer.case_id)
-            rubrics[answer.case_id] = store.get(Rubric, f"rubric:{answer.case_id}")
-        case, rubric = cases[answer.case_id], rubrics[answer.case_id]
-        if case is None:
-            plan.skipped["case missing"] += 1
-        elif rubric is None:
-            plan.skipped["no rubric"] += 1
-        else:
-            plan.targets.append(Target(answer, case, rubric))
+    for chunk in batched(answers, 500):
+        new = sorted({a.case_id for a in chunk} - cases.keys())
+        found_cases = store.get_many(Case, new)
+        found_rubrics = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
+        for case_id in new:
+            cases[case_id] = found_cases.get(case_id)
+            rubrics[case_id] = found_rubrics.get(f"rubric:{case_id}")
+        for answer in chunk:
+            case, rubric = cases[answer.case_id], rubrics[answer.case_id]
+            if case is None:
+                plan.skipped["case missing"] += 1
+            elif rubric is None:
+                plan.skipped["no rubric"] += 1
+            else:
+                plan.targets.append(Target(answer, case, rubric))
     return plan
 
 
@@ -137,7 +143,7 @@ class GradeJob:
     retry_failures: bool = False
     settled: Counter[str] = field(default_factory=Counter)
     retried: set[str] = field(default_factory=set)  # grade ids of stored failures graded again
-    targets: list[Target] = field(default_factory=list)  # every target seen, for the clean-up
+    answer_ids: list[str] = field(default_factory=list)  # every answer seen, for the clean-up
 
     def __post_init__(self) -> None:
         self.fresh = replace(self.judge, refresh=True) if isinstance(self.judge, LLM) else self.judge
@@ -148,7 +154,7 @@ class GradeJob:
 
     def items(self, targets: Iterable[Target]) -> Iterator[Item]:
         for chunk in batched(targets, 256):
-            self.targets.extend(chunk)
+            self.answer_ids.extend(t.answer.id for t in chunk)
             for target, todo in _pending(
                 self.store, chunk, self.judge.id, self.retry_failures, self.settled, self.retried
             ):
@@ -179,7 +185,7 @@ class GradeJob:
         if self.per_criterion:
             result.seen += self.settled["criteria"]
             result.skipped += self.settled["criteria"]
-        _drop_resolved_failures(self.store, self.targets, self.judge.id)
+        _drop_resolved_failures(self.store, self.answer_ids, self.judge.id)
         return result
 
 
@@ -261,12 +267,15 @@ def _pending(
                 yield target, todo
 
 
-def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str) -> None:
-    """Delete every stored failure that has a Grade now (one query per kind per chunk of targets)."""
-    for chunk in batched(targets, 256):
-        ids = [grade_id(t.answer.id, c.id, judge) for t in chunk for c in t.rubric.criteria]
-        failures = store.has("grade_failure", ids)
-        resolved = store.has("grade", sorted(failures)) if failures else set()
+def _drop_resolved_failures(store: Store, answer_ids: Sequence[str], judge: str) -> None:
+    """Delete every stored failure of `judge` on these answers that has a Grade now. A store without
+    failures costs one indexed query; otherwise failures are found by answer (500 per query)."""
+    if not store.any_of("grade_failure"):
+        return
+    suffix = f":{judge}"
+    for chunk in batched(answer_ids, 500):
+        failures = [i for i in store.ids_by_parents("grade_failure", chunk) if i.endswith(suffix)]
+        resolved = store.has("grade", failures) if failures else set()
         if resolved:
             store.delete("grade_failure", sorted(resolved))
 
