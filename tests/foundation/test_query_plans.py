@@ -167,7 +167,8 @@ def test_the_check_itself_catches_a_scan_and_a_walk_of_a_kind(tmp_path: Path) ->
     path = tmp_path / "store.db"
     Store(path).close()
     bad = _sqlite_scans(path, [("SELECT id FROM records WHERE payload = ?", ("x",))])
-    assert len(bad) == 1 and "SCAN records" in bad[0]
+    assert len(bad) == 1
+    assert "SCAN records" in bad[0]
     by_parent = (
         "SELECT records.id FROM records WHERE records.kind = ? AND records.parent_id = ? ORDER BY records.id"
     )
@@ -176,7 +177,8 @@ def test_the_check_itself_catches_a_scan_and_a_walk_of_a_kind(tmp_path: Path) ->
         conn.execute("DROP INDEX ix_records_kind_parent")
         conn.execute("CREATE INDEX ix_records_kind_parent ON records (kind, parent_id)")
     bad = _sqlite_scans(path, [(by_parent, ("grade", "a"))])
-    assert len(bad) == 1 and "(kind=?)" in bad[0]
+    assert len(bad) == 1
+    assert "(kind=?)" in bad[0]
 
 
 @pytest.fixture
