@@ -295,7 +295,8 @@ def grade(
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
-    plan = plan_targets(store, (a for a in store.iter(Answer) if model is None or a.model == model))
+    answers = (a for a in store.iter(Answer) if model is None or a.model == model)
+    plan = plan_targets(store, answers, judge=grader.id, retry_failures=retry_failures)
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     with (
         usage_on_failure(engine),
@@ -304,7 +305,9 @@ def grade(
         ) as run,
         progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
     ):
-        result = asyncio.run(grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures))
+        result = asyncio.run(
+            grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures, done=plan.done)
+        )
         settle(run, result, "criteria" if mode == "per-criterion" else "answers")
     print_result(f"grades by {judge} ({mode})", result)
     for reason, n in sorted(plan.skipped.items()):

@@ -20,11 +20,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
+
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.models import LLM, Settings
 from livemed.pipeline import StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
+from livemed.records.base import short_hash
+from livemed.records.grading import CALL_FAILED
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
@@ -91,31 +96,57 @@ def _drop_stale_rejections(store: Store, keys: list[tuple[str, int]], model: str
 
 @dataclass
 class GradePlan:
-    """The targets to grade and what was left out."""
+    """The targets to grade, what was left out, and the criteria found graded already (`done`)."""
 
     targets: list[Target] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    done: int = 0
 
     def items(self, mode: str) -> int | None:
         """What `grade_all` counts as it goes: criteria per-criterion (batched: not known up front)."""
-        return sum(len(t.rubric.criteria) for t in self.targets) if mode == "per-criterion" else None
+        if mode != "per-criterion":
+            return None
+        return self.done + sum(len(t.rubric.criteria) for t in self.targets)
 
 
-def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
+class _CriterionKey(TypedDict):
+    text: str
+    axis: str
+    weight: int
+
+
+class _RubricKeys(TypedDict):
+    criteria: list[_CriterionKey]
+
+
+class _FailureReason(TypedDict):
+    reason: str
+
+
+_RUBRIC_KEYS, _FAILURE_REASON = TypeAdapter(_RubricKeys), TypeAdapter(_FailureReason)
+
+
+def plan_targets(
+    store: Store, answers: Iterable[Answer], *, judge: str | None = None, retry_failures: bool = False
+) -> GradePlan:
     """Pair each answer with its case and rubric; answers without one are counted, not graded.
 
-    Cases and rubrics are read for 500 answers at a time (one query per kind per chunk)."""
+    With `judge`, an answer whose every criterion that judge has graded already (see `_settled`) is
+    counted in `plan.done` without reading its case or rubric whole: only the criteria's keys and the
+    index of stored grade ids are read, so a re-run with nothing to do is cheap. Everything is read
+    for 500 answers at a time (a few queries per chunk)."""
     plan = GradePlan()
     cases: dict[str, Case | None] = {}
     rubrics: dict[str, Rubric | None] = {}
     for chunk in batched(answers, 500):
-        new = sorted({a.case_id for a in chunk} - cases.keys())
+        todo = chunk if judge is None else _unsettled(store, chunk, judge, retry_failures, plan)
+        new = sorted({a.case_id for a in todo} - cases.keys())
         found_cases = store.get_many(Case, new)
         found_rubrics = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
         for case_id in new:
             cases[case_id] = found_cases.get(case_id)
             rubrics[case_id] = found_rubrics.get(f"rubric:{case_id}")
-        for answer in chunk:
+        for answer in todo:
             case, rubric = cases[answer.case_id], rubrics[answer.case_id]
             if case is None:
                 plan.skipped["case missing"] += 1
@@ -123,7 +154,49 @@ def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
                 plan.skipped["no rubric"] += 1
             else:
                 plan.targets.append(Target(answer, case, rubric))
+        if len(cases) > 20_000:  # answers come in case order: older cases are not asked again
+            cases.clear()
+            rubrics.clear()
     return plan
+
+
+def _unsettled(
+    store: Store, chunk: list[Answer], judge: str, retry_failures: bool, plan: GradePlan
+) -> list[Answer]:
+    """The answers of `chunk` with a criterion still to grade by `judge` (or without a case or rubric,
+    to be counted); the criteria of the others are added to `plan.done`."""
+    case_ids = sorted({a.case_id for a in chunk})
+    present = store.has("case", case_ids)
+    keys = dict(store.fields_many("rubric", [f"rubric:{c}" for c in case_ids], _RUBRIC_KEYS))
+    graded = set(store.ids_by_parents("grade", [a.id for a in chunk]))
+    failed: set[str] = set()
+    if store.any_of("grade_failure"):
+        failures = store.ids_by_parents("grade_failure", [a.id for a in chunk])
+        resolved = sorted(i for i in failures if i in graded)
+        if resolved:  # left by a run stopped before its clean-up: a Grade replaced each
+            store.delete("grade_failure", resolved)
+        ids = [i for i in failures if i not in graded]
+        if not retry_failures:
+            failed = {
+                i
+                for i, f in store.fields_many("grade_failure", ids, _FAILURE_REASON)
+                if f["reason"] != CALL_FAILED
+            }
+    todo = []
+    for answer in chunk:
+        rubric = keys.get(f"rubric:{answer.case_id}")
+        if answer.case_id not in present or rubric is None:
+            todo.append(answer)
+            continue
+        ids = [
+            grade_id(answer.id, short_hash(c["text"], c["axis"], str(c["weight"]), length=12), judge)
+            for c in rubric["criteria"]
+        ]
+        if all(i in graded or i in failed for i in ids):
+            plan.done += len(ids)
+        else:
+            todo.append(answer)
+    return todo
 
 
 Item = tuple[Target, list[Criterion]]  # one answer and the criteria one call grades (one, per-criterion)
@@ -198,11 +271,15 @@ async def grade_all(
     retry_failures: bool = False,
     batch_size: int = 64,
     window: int | None = None,
+    done: int = 0,
 ) -> StageResult:
     """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures.
 
-    Up to `window` calls' items are in flight (default: `in_flight(judge)`)."""
+    Up to `window` calls' items are in flight (default: `in_flight(judge)`). `done`: criteria found
+    graded already by `plan_targets` (left out of `targets`), counted as seen and skipped."""
     job = GradeJob(store, judge, mode, retry_failures)
+    if mode == "per-criterion":
+        job.settled["criteria"] += done
     with _settled_count_as_done(job.settled if mode == "per-criterion" else None):
         result = await run_stage(
             store,
