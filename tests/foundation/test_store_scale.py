@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 from pydantic import TypeAdapter
@@ -34,10 +37,6 @@ def test_a_version_2_store_gets_the_parent_index_with_the_id(any_store: Store) -
         assert store.schema_version == store_module.SCHEMA_VERSION == 3
         assert _parent_index_columns(store) == ["kind", "parent_id", "id"]
         assert [g.id for g in store.by_parents(Grade, ["answer:a"])] == [_grade("answer:a", "c1").id]
-        if store.dialect == "sqlite":  # the migration left fresh planner statistics behind
-            with store.engine.connect() as conn:
-                stats = conn.execute(sa.text("SELECT idx FROM sqlite_stat1")).scalars().all()
-            assert "ix_records_kind_parent" in stats
 
 
 class _Met(TypedDict):
@@ -77,3 +76,35 @@ def test_updated_at_by_id_and_by_parent_and_any_of(any_store: Store) -> None:
     assert later >= first["grade:answer:a:c1:j"]
     assert any_store.any_of("grade")
     assert not any_store.any_of("score")
+
+
+def _stat_rows(path: Path) -> int | None:
+    with sqlite3.connect(path) as conn:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone():
+            return None
+        row = conn.execute(
+            "SELECT stat FROM sqlite_stat1 WHERE idx = 'sqlite_autoindex_records_1'"
+        ).fetchone()
+    return int(row[0].split()[0]) if row else None
+
+
+def test_a_large_store_is_analysed_at_close_and_again_when_it_has_grown_4x(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "ANALYZE_FROM", 40)
+    path = tmp_path / "s.db"
+    with Store(path) as store:
+        store.put([_grade(f"answer:{i}", "c") for i in range(30)])
+    assert _stat_rows(path) is None  # small: no statistics (the indexes need none)
+    with Store(path) as store:
+        store.put([_grade(f"answer:{i}", "c") for i in range(30, 50)])
+    assert _stat_rows(path) == 50
+    with Store(path) as store:
+        store.put([_grade(f"answer:{i}", "c") for i in range(50, 150)])  # 3x: statistics kept
+    assert _stat_rows(path) == 50
+    with Store(path) as store:
+        store.put([_grade(f"answer:{i}", "c") for i in range(150, 260)])  # over 4x: analysed again
+        busy = store.engine.connect().exec_driver_sql("PRAGMA busy_timeout").scalar()
+    assert _stat_rows(path) == 260
+    with Store(path) as store, store.engine.connect() as conn:  # the wait for a lock is unchanged
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == busy > 0

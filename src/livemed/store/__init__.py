@@ -93,17 +93,18 @@ class Store:
         self.engine.dispose()
 
     def optimize(self) -> None:
-        """Keep the planner's statistics fresh: SQLite's `PRAGMA optimize` (it runs a bounded ANALYZE
-        only on tables whose indexes a query here used and that changed much since the last one). The
-        indexes match the queries without statistics; this keeps large stores planned the same way.
-        PostgreSQL's autovacuum does the same by itself. A store locked by another process skips it."""
+        """Keep SQLite's planner statistics in step with the store: a store of at least
+        `ANALYZE_FROM` records with no statistics, or grown 4× since they were taken, is analysed
+        (`ANALYZE` sampling `analysis_limit` rows per index: milliseconds). The indexes match the
+        queries without statistics (tests/foundation/test_query_plans.py); fresh ones keep a large
+        store planned the same way, and stale ones from a small store never mislead a large one.
+        Run when a store is closed; one locked by another process is left for the next time.
+        PostgreSQL's autovacuum analyses by itself."""
         if self.dialect != "sqlite":
             return
         try:
             with self.engine.connect() as conn:
-                conn.exec_driver_sql("PRAGMA busy_timeout=0")  # never wait for a lock at close
-                conn.exec_driver_sql("PRAGMA analysis_limit=1000")
-                conn.exec_driver_sql("PRAGMA optimize")
+                _refresh_statistics(conn)
         except sa.exc.OperationalError:
             pass
 
@@ -153,8 +154,10 @@ class Store:
                 MIGRATIONS[version](conn)
                 version += 1
             self._upsert(conn, meta_table, [{"key": "schema_version", "value": str(version)}], ["key"])
-            if stored is not None:  # a migrated store: fresh planner statistics for its new indexes
-                conn.execute(sa.text("ANALYZE"))
+            if stored is not None and self.dialect == "sqlite":  # statistics for the new indexes
+                _refresh_statistics(conn, force=True)
+            elif stored is not None:
+                conn.execute(sa.text("ANALYZE records"))
 
     # ------------------------------------------------------------------ records
 
@@ -281,6 +284,13 @@ class Store:
                 )
                 for row in conn.execute(query):
                     yield row.id, _load_view(kind, view, row.id, row.payload)
+
+    def fields(self, kind: str, view: TypeAdapter[V], *, batch_size: int = 1000) -> Iterator[tuple[str, V]]:
+        """(id, view) of every record of `kind` in id order, read through `view` (see
+        `fields_by_parents`), in keyset pages."""
+        columns = [records_table.c.id, records_table.c.payload]
+        for rows in self._pages(kind, columns, batch_size=batch_size):
+            yield from ((row.id, _load_view(kind, view, row.id, row.payload)) for row in rows)
 
     def fields_many(self, kind: str, ids: Sequence[str], view: TypeAdapter[V]) -> Iterator[tuple[str, V]]:
         """(id, view) of the stored records of `kind` among `ids`, read through `view` (see
@@ -456,6 +466,31 @@ class Store:
         insert = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
         updates = {c.name: insert.excluded[c.name] for c in table.columns if c.name not in keys}
         conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=updates), rows)
+
+
+ANALYZE_FROM = 10_000  # records: below this a SQLite store needs no statistics
+
+
+def _refresh_statistics(conn: Connection, *, force: bool = False) -> None:
+    """ANALYZE a SQLite store (sampled) when it is large and its statistics are missing or stale;
+    `force`: whenever it is large (after a migration rebuilt an index)."""
+    rows = conn.exec_driver_sql("SELECT max(rowid) FROM records").scalar() or 0
+    if rows < ANALYZE_FROM:
+        return
+    taken = None
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").first():
+        stat = conn.exec_driver_sql(
+            "SELECT stat FROM sqlite_stat1 WHERE idx = 'sqlite_autoindex_records_1'"
+        ).scalar()
+        taken = int(str(stat).split()[0]) if stat else None
+    if force or taken is None or rows > 4 * taken:
+        wait = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()
+        conn.exec_driver_sql("PRAGMA busy_timeout=0")  # never wait for another process's lock
+        try:
+            conn.exec_driver_sql("PRAGMA analysis_limit=1000")
+            conn.exec_driver_sql("ANALYZE")
+        finally:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait or 0)}")
 
 
 class _WriteTransaction:
