@@ -45,6 +45,8 @@ SCHEMA_VERSION = 3
 R = TypeVar("R", bound=Record)
 V = TypeVar("V")
 
+_ID_PAYLOAD = (records_table.c.id, records_table.c.payload)
+
 _UNBOUNDED = (
     ("records", "id"),
     ("records", "parent_id"),
@@ -191,28 +193,12 @@ class Store:
 
     def get_many(self, cls: type[R], ids: Sequence[str]) -> dict[str, R]:
         """The stored records of `ids` by id (missing ones left out; one query per 500 ids)."""
-        found: dict[str, R] = {}
-        columns = [records_table.c.id, records_table.c.payload]
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
-                query = sa.select(*columns).where(
-                    records_table.c.kind == cls.kind, records_table.c.id.in_(chunk)
-                )
-                found.update((row.id, _load(cls, row.id, row.payload)) for row in conn.execute(query).all())
-        return found
+        rows = self._where_in(cls.kind, records_table.c.id, ids, _ID_PAYLOAD)
+        return {row.id: _load(cls, row.id, row.payload) for row in rows}
 
     def has(self, kind: str, ids: Sequence[str]) -> set[str]:
         """The subset of `ids` that are stored under `kind`."""
-        found: set[str] = set()
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
-                query = sa.select(records_table.c.id).where(
-                    records_table.c.kind == kind, records_table.c.id.in_(chunk)
-                )
-                found.update(conn.execute(query).scalars())
-        return found
+        return {row.id for row in self._where_in(kind, records_table.c.id, ids, [records_table.c.id])}
 
     def ids(self, kind: str, *, batch_size: int = 5000) -> Iterator[str]:
         for rows in self._pages(kind, [records_table.c.id], batch_size=batch_size):
@@ -241,15 +227,8 @@ class Store:
 
     def by_parents(self, cls: type[R], parent_ids: Sequence[str]) -> Iterator[R]:
         """Records of one type whose parent is one of `parent_ids` (one query per 500 parents)."""
-        columns = [records_table.c.id, records_table.c.payload]
-        with self.engine.connect() as conn:
-            for start in range(0, len(parent_ids), 500):
-                chunk = list(parent_ids[start : start + 500])
-                query = sa.select(*columns).where(
-                    records_table.c.kind == cls.kind, records_table.c.parent_id.in_(chunk)
-                )
-                rows = conn.execute(query).all()
-                yield from (_load(cls, row.id, row.payload) for row in rows)
+        for row in self._where_in(cls.kind, records_table.c.parent_id, parent_ids, _ID_PAYLOAD):
+            yield _load(cls, row.id, row.payload)
 
     def any_of(self, kind: str) -> bool:
         """Whether any record of `kind` is stored (one indexed lookup)."""
@@ -259,31 +238,19 @@ class Store:
 
     def ids_by_parents(self, kind: str, parent_ids: Sequence[str]) -> list[str]:
         """The ids of the records of `kind` whose parent is one of `parent_ids` (from the index alone)."""
-        found: list[str] = []
-        with self.engine.connect() as conn:
-            for start in range(0, len(parent_ids), 500):
-                chunk = list(parent_ids[start : start + 500])
-                query = sa.select(records_table.c.id).where(
-                    records_table.c.kind == kind, records_table.c.parent_id.in_(chunk)
-                )
-                found.extend(conn.execute(query).scalars())
-        return found
+        return [
+            row.id
+            for row in self._where_in(kind, records_table.c.parent_id, parent_ids, [records_table.c.id])
+        ]
 
     def fields_by_parents(
         self, kind: str, parent_ids: Sequence[str], view: TypeAdapter[V]
     ) -> Iterator[tuple[str, V]]:
         """(id, view) of the records of `kind` whose parent is one of `parent_ids`, each payload read
         through `view` (a TypeAdapter of a TypedDict naming only the fields a caller needs: several
-        times cheaper than the whole record). One query per 500 parents, parents in id order."""
-        columns = [records_table.c.id, records_table.c.payload]
-        with self.engine.connect() as conn:
-            for start in range(0, len(parent_ids), 500):
-                chunk = list(parent_ids[start : start + 500])
-                query = sa.select(*columns).where(
-                    records_table.c.kind == kind, records_table.c.parent_id.in_(chunk)
-                )
-                for row in conn.execute(query):
-                    yield row.id, _load_view(kind, view, row.id, row.payload)
+        times cheaper than the whole record). One query per 500 parents."""
+        for row in self._where_in(kind, records_table.c.parent_id, parent_ids, _ID_PAYLOAD):
+            yield row.id, _load_view(kind, view, row.id, row.payload)
 
     def fields(self, kind: str, view: TypeAdapter[V], *, batch_size: int = 1000) -> Iterator[tuple[str, V]]:
         """(id, view) of every record of `kind` in id order, read through `view` (see
@@ -295,13 +262,23 @@ class Store:
     def fields_many(self, kind: str, ids: Sequence[str], view: TypeAdapter[V]) -> Iterator[tuple[str, V]]:
         """(id, view) of the stored records of `kind` among `ids`, read through `view` (see
         `fields_by_parents`); missing ids left out, one query per 500 ids."""
-        columns = [records_table.c.id, records_table.c.payload]
+        for row in self._where_in(kind, records_table.c.id, ids, _ID_PAYLOAD):
+            yield row.id, _load_view(kind, view, row.id, row.payload)
+
+    def _where_in(
+        self,
+        kind: str,
+        key: sa.ColumnElement[Any],
+        values: Sequence[str],
+        columns: Sequence[sa.ColumnElement[Any]],
+    ) -> Iterator[sa.Row[Any]]:
+        """Rows of `kind` whose `key` (id or parent id) is one of `values`, one query per 500."""
         with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
-                query = sa.select(*columns).where(records_table.c.kind == kind, records_table.c.id.in_(chunk))
-                for row in conn.execute(query):
-                    yield row.id, _load_view(kind, view, row.id, row.payload)
+            for start in range(0, len(values), 500):
+                query = sa.select(*columns).where(
+                    records_table.c.kind == kind, key.in_(list(values[start : start + 500]))
+                )
+                yield from conn.execute(query).all()
 
     def updated_at(self, kind: str, ids: Sequence[str], *, by_parent: bool = False) -> dict[str, datetime]:
         """When each of `ids` was last written (naive UTC): the records of `kind` with those ids, or,
