@@ -10,7 +10,7 @@ then the growth ratio of each step's time between consecutive sizes (linear = 10
 the issue's bound is 11×). Prints `uptime` first and last: the machine is shared.
 
     .venv/bin/python benchmarks/scale.py [--sizes 1000 10000] [--backends sqlite postgresql]
-        [--repeat 3] [--steps import answer grade ...]
+        [--repeat 3] [--once-from 100000] [--steps import answer-1 grade ...]
 
 PostgreSQL needs LIVEMED_TEST_POSTGRES_URL (a database is created and dropped per run).
 """
@@ -209,7 +209,8 @@ def main() -> None:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per size (100k and above: once)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size below --once-from")
+    parser.add_argument("--once-from", type=int, default=100_000, help="sizes from this one run once")
     parser.add_argument("--steps", nargs="+", default=list(STEPS), choices=STEPS)
     args = parser.parse_args()
     print(f"load before: {uptime()}")
@@ -218,7 +219,7 @@ def main() -> None:
         for n in args.sizes:
             data = workload(Path(tmp) / f"healthbench-{n}.jsonl", n)
             for backend in args.backends:
-                repeat = 1 if n >= 100_000 else args.repeat
+                repeat = 1 if n >= args.once_from else args.repeat
                 cell = results.setdefault((backend, n), {})
                 for _ in range(repeat):
                     for step in measure(backend, data, n, tuple(args.steps)):
