@@ -5,7 +5,8 @@ an ideal completion), then runs the real `livemed` commands, each as its own pro
 models (no network): `import-healthbench`, `answer` for two candidates (`offline/reference`,
 `offline/empty`), `grade --judge offline/lexical`, the same `grade` again (nothing to do), `scores`
 twice (the second with nothing new), `leaderboard`, `contamination` and `report`. For each step it
-prints wall time, peak RSS (the process's own `ru_maxrss`), the rate, and the store size after it;
+prints wall time, CPU time (user + system), peak RSS (the process's own `ru_maxrss`), the rate, and the
+store size after it;
 then the growth ratio of each step's time between consecutive sizes (linear = 10× for 10× the work;
 the issue's bound is 11×). Prints `uptime` first and last: the machine is shared.
 
@@ -88,6 +89,7 @@ def workload(path: Path, n: int) -> Path:
 class Step:
     name: str
     wall_s: float
+    cpu_s: float  # user + system time of the process: less sensitive than wall time to a loaded machine
     rss_mib: float
     size_mib: float
     units: int  # examples, answers or grades the step handles (for the rate)
@@ -105,7 +107,8 @@ def run(folder: Path, store: str, name: str, units: int, *argv: str, allow: tupl
     code = os.waitstatus_to_exitcode(status)
     if code not in allow:
         raise SystemExit(f"livemed {' '.join(argv)} exited {code}: {process.stderr.read().decode()[-2000:]}")
-    return Step(name, wall, usage.ru_maxrss / 1024, store_size(store), units)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Step(name, wall, cpu, usage.ru_maxrss / 1024, store_size(store), units)
 
 
 def store_size(store: str) -> float:
@@ -192,7 +195,8 @@ def measure(backend: str, data: Path, n: int, steps: tuple[str, ...]) -> list[St
                 if name in steps:
                     out.append(step)
                 print(
-                    f"  {backend:10} n={n:>7} {name:14} {step.wall_s:8.2f} s  {step.rss_mib:7.0f} MiB  "
+                    f"  {backend:10} n={n:>7} {name:14} {step.wall_s:8.2f} s  cpu {step.cpu_s:7.2f} s  "
+                    f"{step.rss_mib:7.0f} MiB  "
                     f"{units / step.wall_s:10.0f} /s  store {step.size_mib:8.1f} MiB",
                     flush=True,
                 )
@@ -229,17 +233,20 @@ def main() -> None:
 
 
 def summary(results: dict[tuple[str, int], dict[str, list[Step]]], args: Any) -> None:
-    print("\nmedian wall s [min–max] · peak RSS MiB (max) · rate /s · store MiB")
+    print(
+        "\nmedian wall s [min–max] · median CPU s [min–max] · peak RSS MiB (max) · rate /s (wall) · store MiB"
+    )
     for (backend, n), cell in results.items():
         for name, steps in cell.items():
-            walls = [s.wall_s for s in steps]
+            walls, cpus = [s.wall_s for s in steps], [s.cpu_s for s in steps]
             med = statistics.median(walls)
             print(
                 f"{backend:10} n={n:>7} {name:14} {med:8.2f} [{min(walls):.2f}–{max(walls):.2f}]  "
+                f"cpu {statistics.median(cpus):7.2f} [{min(cpus):.2f}–{max(cpus):.2f}]  "
                 f"{max(s.rss_mib for s in steps):7.0f} MiB  {steps[0].units / med:10.0f} /s  "
                 f"{steps[-1].size_mib:8.1f} MiB"
             )
-    print("\ngrowth of median time between sizes (work grows by the size ratio; bound 1.1× that)")
+    print("\ngrowth of median wall (and CPU) time between sizes (work grows by the size ratio; bound 1.1×)")
     for backend in args.backends:
         for small, large in zip(args.sizes, args.sizes[1:], strict=False):
             a, b = results.get((backend, small), {}), results.get((backend, large), {})
@@ -247,10 +254,12 @@ def summary(results: dict[tuple[str, int], dict[str, list[Step]]], args: Any) ->
                 if name in a and name in b:
                     ta = statistics.median(s.wall_s for s in a[name])
                     tb = statistics.median(s.wall_s for s in b[name])
+                    ca = statistics.median(s.cpu_s for s in a[name])
+                    cb = statistics.median(s.cpu_s for s in b[name])
                     ratio, work = tb / ta, large / small
                     print(
-                        f"{backend:10} {name:14} {small}→{large}: ×{ratio:.1f} "
-                        f"(work ×{work:g}; ratio to bound {ratio / (1.1 * work):.2f})"
+                        f"{backend:10} {name:14} {small}→{large}: ×{ratio:.1f} (CPU ×{cb / ca:.1f}) "
+                        f"(work ×{work:g}; wall ratio to bound {ratio / (1.1 * work):.2f})"
                     )
 
 
