@@ -31,6 +31,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
+
 from livemed.errors import CallsFailedError
 from livemed.records import Run, utcnow
 from livemed.store import Store, leases
@@ -149,10 +152,18 @@ def _outcome(run: Run) -> str:
     return "failed" if run.error else "ok"
 
 
+class _Outcome(TypedDict):
+    outcome: str
+
+
+_OUTCOME = TypeAdapter(_Outcome)
+
+
 def mark_dead_runs(store: Store) -> list[Run]:
     """Mark every `running` Run whose process is gone as `interrupted` (its flushed usage is kept)."""
     dead = []
-    for run in store.iter(Run):
+    running = [i for i, r in store.fields(Run.kind, _OUTCOME) if r["outcome"] == "running"]
+    for run in store.get_many(Run, running).values():  # only the outcome of the others is read
         if run.outcome != "running":
             continue
         last_seen = run.heartbeat_at or run.started_at

@@ -31,6 +31,15 @@ from livemed.grading.score import RESAMPLES, finish_means
 FloatArray = NDArray[np.float64]
 DEFAULT_RESAMPLES = RESAMPLES
 DEFAULT_PERMUTATIONS = 5000
+BATCH_VALUES = 1 << 21  # resampled values held at once (~16 MiB of float64 per array): bounds memory
+
+
+def _resample_batch(n: int) -> int:
+    """How many resamples of `n` values one vectorised call gets, so memory stays bounded whatever n.
+
+    scipy draws the batches from the same seeded generator in order, so a batched result equals the
+    unbatched one exactly (tests/analysis/test_stats_batched.py)."""
+    return max(1, BATCH_VALUES // max(1, n))
 
 
 @dataclass(frozen=True)
@@ -127,7 +136,8 @@ def bootstrap_diff(
     share: float = 1.0,
 ) -> Interval:
     """mean(x) − mean(y) for two independent samples, each resampled on its own (each mean finished
-    by the convention; see `_finished_diff` for `share`).
+    by the convention; see `_finished_diff` for `share`), percentile interval. Each sample has its own
+    stream spawned from `seed` and is drawn in batches (bounded memory; the same result unbatched).
 
     Not computable: either sample empty → every field nan; either with one value → the estimate, nan
     bounds. Both samples constant → the zero-width interval."""
@@ -140,7 +150,25 @@ def bootstrap_diff(
         return Interval(estimate, math.nan, math.nan)
     if _constant(a) and _constant(b):
         return Interval(estimate, estimate, estimate)
-    return Interval(estimate, *_percentile_ci((a, b), statistic, resamples, level, seed))
+    # each sample resampled from its own seeded stream, in batches: equal to one unbatched draw
+    stream_a, stream_b = np.random.default_rng(seed).spawn(2)
+    mx, my = _resampled_means(a, resamples, stream_a), _resampled_means(b, resamples, stream_b)
+    whole = mx if share == 1.0 else share * mx + (1 - share) * my
+    theta = np.asarray(finish_means(whole, convention) - finish_means(my, convention))
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(theta, [tail, 100 - tail])
+    return Interval(estimate, float(low), float(high))
+
+
+def _resampled_means(x: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
+    """The means of `resamples` seeded resamples of x, drawn `_resample_batch` rows at a time (rows in
+    order from one generator, so the result does not depend on the batch)."""
+    means = np.empty(resamples)
+    step = _resample_batch(x.size)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        means[start : start + rows] = x[rng.integers(0, x.size, size=(rows, x.size))].mean(axis=1)
+    return means
 
 
 def bootstrap_paired_diff(
@@ -223,6 +251,7 @@ def permutation_p_independent(
         alternative=alternative,
         n_resamples=resamples,
         vectorized=True,
+        batch=_resample_batch(a.size + b.size),
         rng=np.random.default_rng(seed),
     )
     return float(result.pvalue)
@@ -250,6 +279,7 @@ def permutation_p_paired(
         alternative=alternative,
         n_resamples=resamples,
         vectorized=True,
+        batch=_resample_batch(d.size),
         rng=np.random.default_rng(seed),
     )
     return float(result.pvalue)
@@ -312,7 +342,8 @@ def _percentile_ci(
     *,
     paired: bool = False,
 ) -> tuple[float, float]:
-    """The seeded percentile-bootstrap interval of `statistic` (scipy, vectorised)."""
+    """The seeded percentile-bootstrap interval of `statistic` (scipy, vectorised in batches of
+    `_resample_batch` resamples)."""
     result = stats.bootstrap(
         samples,
         statistic,
@@ -321,6 +352,7 @@ def _percentile_ci(
         method="percentile",
         vectorized=True,
         paired=paired,
+        batch=_resample_batch(sum(s.size for s in samples)),
         rng=np.random.default_rng(seed),
     )
     ci = result.confidence_interval

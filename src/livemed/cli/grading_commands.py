@@ -322,7 +322,8 @@ def grade(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     grader = grader_for(app_state, engine, judge, mode, grader_template)
     model_id, judge = judge, grader.id
-    plan = plan_targets(store, (a for a in store.iter(Answer) if model is None or a.model == model))
+    answers = (a for a in store.iter(Answer) if model is None or a.model == model)
+    plan = plan_targets(store, answers, judge=grader.id, retry_failures=retry_failures)
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     if grader_template is not None:
         settings["grader_template"] = f"{grader_template.name} sha256:{grader.template.hash}"
@@ -333,7 +334,9 @@ def grade(
         ) as run,
         progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
     ):
-        result = asyncio.run(grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures))
+        result = asyncio.run(
+            grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures, done=plan.done)
+        )
         settle(run, result, "criteria" if mode == "per-criterion" else "answers")
     print_result(f"grades by {judge} ({mode})", result)
     for reason, n in sorted(plan.skipped.items()):

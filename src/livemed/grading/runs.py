@@ -20,11 +20,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
+
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.models import LLM, Settings
 from livemed.pipeline import StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
+from livemed.records.base import short_hash
+from livemed.records.grading import CALL_FAILED
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
@@ -91,33 +96,107 @@ def _drop_stale_rejections(store: Store, keys: list[tuple[str, int]], model: str
 
 @dataclass
 class GradePlan:
-    """The targets to grade and what was left out."""
+    """The targets to grade, what was left out, and the criteria found graded already (`done`)."""
 
     targets: list[Target] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    done: int = 0
 
     def items(self, mode: str) -> int | None:
         """What `grade_all` counts as it goes: criteria per-criterion (batched: not known up front)."""
-        return sum(len(t.rubric.criteria) for t in self.targets) if mode == "per-criterion" else None
+        if mode != "per-criterion":
+            return None
+        return self.done + sum(len(t.rubric.criteria) for t in self.targets)
 
 
-def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
-    """Pair each answer with its case and rubric; answers without one are counted, not graded."""
+class _CriterionKey(TypedDict):
+    text: str
+    axis: str
+    weight: int
+
+
+class _RubricKeys(TypedDict):
+    criteria: list[_CriterionKey]
+
+
+class _FailureReason(TypedDict):
+    reason: str
+
+
+_RUBRIC_KEYS, _FAILURE_REASON = TypeAdapter(_RubricKeys), TypeAdapter(_FailureReason)
+
+
+def plan_targets(
+    store: Store, answers: Iterable[Answer], *, judge: str | None = None, retry_failures: bool = False
+) -> GradePlan:
+    """Pair each answer with its case and rubric; answers without one are counted, not graded.
+
+    With `judge`, an answer whose every criterion that judge has graded already (see `_settled`) is
+    counted in `plan.done` without reading its case or rubric whole: only the criteria's keys and the
+    index of stored grade ids are read, so a re-run with nothing to do is cheap. Everything is read
+    for 500 answers at a time (a few queries per chunk)."""
     plan = GradePlan()
     cases: dict[str, Case | None] = {}
     rubrics: dict[str, Rubric | None] = {}
-    for answer in answers:
-        if answer.case_id not in cases:
-            cases[answer.case_id] = store.get(Case, answer.case_id)
-            rubrics[answer.case_id] = store.get(Rubric, f"rubric:{answer.case_id}")
-        case, rubric = cases[answer.case_id], rubrics[answer.case_id]
-        if case is None:
-            plan.skipped["case missing"] += 1
-        elif rubric is None:
-            plan.skipped["no rubric"] += 1
-        else:
-            plan.targets.append(Target(answer, case, rubric))
+    for chunk in batched(answers, 500):
+        todo = chunk if judge is None else _unsettled(store, chunk, judge, retry_failures, plan)
+        new = sorted({a.case_id for a in todo} - cases.keys())
+        found_cases = store.get_many(Case, new)
+        found_rubrics = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
+        for case_id in new:
+            cases[case_id] = found_cases.get(case_id)
+            rubrics[case_id] = found_rubrics.get(f"rubric:{case_id}")
+        for answer in todo:
+            case, rubric = cases[answer.case_id], rubrics[answer.case_id]
+            if case is None:
+                plan.skipped["case missing"] += 1
+            elif rubric is None:
+                plan.skipped["no rubric"] += 1
+            else:
+                plan.targets.append(Target(answer, case, rubric))
+        if len(cases) > 20_000:  # answers come in case order: older cases are not asked again
+            cases.clear()
+            rubrics.clear()
     return plan
+
+
+def _unsettled(
+    store: Store, chunk: list[Answer], judge: str, retry_failures: bool, plan: GradePlan
+) -> list[Answer]:
+    """The answers of `chunk` with a criterion still to grade by `judge` (or without a case or rubric,
+    to be counted); the criteria of the others are added to `plan.done`."""
+    case_ids = sorted({a.case_id for a in chunk})
+    present = store.has("case", case_ids)
+    keys = dict(store.fields_many("rubric", [f"rubric:{c}" for c in case_ids], _RUBRIC_KEYS))
+    graded = set(store.ids_by_parents("grade", [a.id for a in chunk]))
+    failed: set[str] = set()
+    if store.any_of("grade_failure"):
+        failures = store.ids_by_parents("grade_failure", [a.id for a in chunk])
+        resolved = sorted(i for i in failures if i in graded)
+        if resolved:  # left by a run stopped before its clean-up: a Grade replaced each
+            store.delete("grade_failure", resolved)
+        ids = [i for i in failures if i not in graded]
+        if not retry_failures:
+            failed = {
+                i
+                for i, f in store.fields_many("grade_failure", ids, _FAILURE_REASON)
+                if f["reason"] != CALL_FAILED
+            }
+    todo = []
+    for answer in chunk:
+        rubric = keys.get(f"rubric:{answer.case_id}")
+        if answer.case_id not in present or rubric is None:
+            todo.append(answer)
+            continue
+        ids = [
+            grade_id(answer.id, short_hash(c["text"], c["axis"], str(c["weight"]), length=12), judge)
+            for c in rubric["criteria"]
+        ]
+        if all(i in graded or i in failed for i in ids):
+            plan.done += len(ids)
+        else:
+            todo.append(answer)
+    return todo
 
 
 Item = tuple[Target, list[Criterion]]  # one answer and the criteria one call grades (one, per-criterion)
@@ -137,7 +216,7 @@ class GradeJob:
     retry_failures: bool = False
     settled: Counter[str] = field(default_factory=Counter)
     retried: set[str] = field(default_factory=set)  # grade ids of stored failures graded again
-    targets: list[Target] = field(default_factory=list)  # every target seen, for the clean-up
+    answer_ids: list[str] = field(default_factory=list)  # every answer seen, for the clean-up
 
     def __post_init__(self) -> None:
         self.fresh = replace(self.judge, refresh=True) if isinstance(self.judge, LLM) else self.judge
@@ -148,7 +227,7 @@ class GradeJob:
 
     def items(self, targets: Iterable[Target]) -> Iterator[Item]:
         for chunk in batched(targets, 256):
-            self.targets.extend(chunk)
+            self.answer_ids.extend(t.answer.id for t in chunk)
             for target, todo in _pending(
                 self.store, chunk, self.judge.id, self.retry_failures, self.settled, self.retried
             ):
@@ -179,7 +258,7 @@ class GradeJob:
         if self.per_criterion:
             result.seen += self.settled["criteria"]
             result.skipped += self.settled["criteria"]
-        _drop_resolved_failures(self.store, self.targets, self.judge.id)
+        _drop_resolved_failures(self.store, self.answer_ids, self.judge.id)
         return result
 
 
@@ -192,11 +271,15 @@ async def grade_all(
     retry_failures: bool = False,
     batch_size: int = 64,
     window: int | None = None,
+    done: int = 0,
 ) -> StageResult:
     """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures.
 
-    Up to `window` calls' items are in flight (default: `in_flight(judge)`)."""
+    Up to `window` calls' items are in flight (default: `in_flight(judge)`). `done`: criteria found
+    graded already by `plan_targets` (left out of `targets`), counted as seen and skipped."""
     job = GradeJob(store, judge, mode, retry_failures)
+    if mode == "per-criterion":
+        job.settled["criteria"] += done
     with _settled_count_as_done(job.settled if mode == "per-criterion" else None):
         result = await run_stage(
             store,
@@ -261,12 +344,15 @@ def _pending(
                 yield target, todo
 
 
-def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str) -> None:
-    """Delete every stored failure that has a Grade now (one query per kind per chunk of targets)."""
-    for chunk in batched(targets, 256):
-        ids = [grade_id(t.answer.id, c.id, judge) for t in chunk for c in t.rubric.criteria]
-        failures = store.has("grade_failure", ids)
-        resolved = store.has("grade", sorted(failures)) if failures else set()
+def _drop_resolved_failures(store: Store, answer_ids: Sequence[str], judge: str) -> None:
+    """Delete every stored failure of `judge` on these answers that has a Grade now. A store without
+    failures costs one indexed query; otherwise failures are found by answer (500 per query)."""
+    if not store.any_of("grade_failure"):
+        return
+    suffix = f":{judge}"
+    for chunk in batched(answer_ids, 500):
+        failures = [i for i in store.ids_by_parents("grade_failure", chunk) if i.endswith(suffix)]
+        resolved = store.has("grade", failures) if failures else set()
         if resolved:
             store.delete("grade_failure", sorted(resolved))
 

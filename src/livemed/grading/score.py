@@ -38,6 +38,7 @@ FailurePolicy = Literal["not-met", "exclude"]
 CONVENTIONS: tuple[Convention, ...] = ("livemed", "healthbench")
 POLICIES: tuple[FailurePolicy, ...] = ("not-met", "exclude")
 ZERO_POSITIVE = "zero positive weight"
+BOOTSTRAP_BATCH_VALUES = 1 << 21  # resampled values held at once by `bootstrap` (~16 MiB per array)
 RESAMPLES = 2000  # bootstrap resamples: the default of [analysis] resamples, so scores and leaderboard agree
 
 
@@ -198,9 +199,12 @@ def bootstrap(
     if data.size == 1:
         return math.nan, math.nan, math.nan
     rng = np.random.default_rng(seed)
-    means = finish_means(
-        data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1), convention
-    )
+    step = max(1, BOOTSTRAP_BATCH_VALUES // data.size)  # resamples drawn at once: memory stays bounded
+    means = np.empty(resamples)
+    for start in range(0, resamples, step):  # rows drawn in order: equal to one draw of every row
+        rows = min(step, resamples - start)
+        means[start : start + rows] = data[rng.integers(0, data.size, size=(rows, data.size))].mean(axis=1)
+    means = finish_means(means, convention)
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high), float(means.std())

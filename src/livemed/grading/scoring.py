@@ -1,8 +1,10 @@
 """Scores from stored verdicts: every answer fully graded by a judge gets a `Score` record.
 
 An answer with a criterion whose grader call failed is *not yet graded*: it gets no Score, and a score
-stored for it earlier is removed (a failed call never stays a number). Verdicts are read for many
-answers at a time (`Store.by_parents`), so scoring 100,000 grades is a few queries, not one per answer.
+stored for it earlier is removed (a failed call never stays a number). Answers are scored in chunks:
+verdicts are read for 500 answers at a time (only the fields scoring uses), each chunk's scores are
+written before the next chunk is read (a killed run keeps them), and a score newer than every verdict
+on its answer and than its rubric is kept as it is, so a re-run does only what changed.
 """
 
 from __future__ import annotations
@@ -11,13 +13,19 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
+
 from livemed.grading import score as S
 from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported
 from livemed.pipeline import batched
 from livemed.records import Answer, Grade, GradeFailure, Rubric, Score
+from livemed.records.grading import CALL_FAILED
 from livemed.store import Store
 
 NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
+CHUNK = 500  # answers scored (and their scores written) per batch
+RUBRIC_CACHE = 20_000  # rubrics kept between batches at most (memory)
 
 
 @dataclass
@@ -47,18 +55,38 @@ def verdicts_of(store: Store, answer_id: str, judge: str) -> tuple[dict[str, boo
     return verdicts_by_answer(store, [answer_id], judge).get(answer_id, ({}, 0))
 
 
+class _Verdict(TypedDict):
+    """The fields of a stored Grade or GradeFailure that scoring reads (the rest is not parsed)."""
+
+    answer_id: str
+    criterion_id: str
+    judge: str
+
+
+class _Met(_Verdict):
+    met: bool
+
+
+class _Failed(_Verdict):
+    reason: str
+
+
+_MET, _FAILED = TypeAdapter(_Met), TypeAdapter(_Failed)
+
+
 def verdicts_by_answer(
     store: Store, answer_ids: Sequence[str], judge: str
 ) -> dict[str, tuple[dict[str, bool | None], int]]:
-    """`verdicts_of` for many answers at once (one query per kind per 500 answers)."""
+    """`verdicts_of` for many answers at once (one query per kind per 500 answers; only the fields
+    scoring needs are read from each payload)."""
     failed: dict[str, set[str]] = {}
     graded: dict[str, dict[str, bool | None]] = {}
-    for failure in store.by_parents(GradeFailure, answer_ids):
-        if failure.judge == judge and not failure.call_failed:
-            failed.setdefault(failure.answer_id, set()).add(failure.criterion_id)
-    for grade in store.by_parents(Grade, answer_ids):
-        if grade.judge == judge:
-            graded.setdefault(grade.answer_id, {})[grade.criterion_id] = grade.met
+    for _, failure in store.fields_by_parents(GradeFailure.kind, answer_ids, _FAILED):
+        if failure["judge"] == judge and failure["reason"] != CALL_FAILED:
+            failed.setdefault(failure["answer_id"], set()).add(failure["criterion_id"])
+    for _, grade in store.fields_by_parents(Grade.kind, answer_ids, _MET):
+        if grade["judge"] == judge:
+            graded.setdefault(grade["answer_id"], {})[grade["criterion_id"]] = grade["met"]
     out: dict[str, tuple[dict[str, bool | None], int]] = {}
     for key in answer_ids:
         unusable, met = failed.get(key, set()), graded.get(key, {})
@@ -119,32 +147,80 @@ def score_all(
     policy: S.FailurePolicy = "not-met",
     model: str | None = None,
     models: Collection[str] | None = None,
+    batch_size: int = CHUNK,
 ) -> ScoreRun:
     """Score every answer (of `model`, or of `models`) fully graded by `judge`; others are counted by
-    reason. Verdicts and rubrics are read for 500 answers at a time."""
+    reason. Streams `batch_size` answers at a time: their verdicts and rubrics are read, and their
+    scores written, one chunk at a time, so a killed run keeps the chunks it finished. An answer whose
+    stored score was written after every verdict on it and after its rubric is current: that score is
+    read back, not computed again (a re-run with nothing new reads no verdicts)."""
     wanted = set(models) if models is not None else {model} if model is not None else None
     run = ScoreRun()
     rubrics: dict[str, Rubric | None] = {}
-    unscored: list[str] = []
     answers = (a for a in store.iter(Answer) if wanted is None or a.model in wanted)
-    for chunk in batched(answers, 500):
-        verdicts = verdicts_by_answer(store, [a.id for a in chunk], judge)
-        new = sorted({a.case_id for a in chunk} - rubrics.keys())
+    suffix = "" if policy == "not-met" else f":{policy}"
+    for chunk in batched(answers, batch_size):
+        ids = {a.id: f"score:{a.id}:{judge}:{convention}{suffix}" for a in chunk}
+        current = _current_scores(store, chunk, list(ids.values()))
+        todo = [a for a in chunk if ids[a.id] not in current]
+        for answer in chunk:
+            if (kept := current.get(ids[answer.id])) is not None:
+                run.answers[answer.model] += 1  # a stored score means the rubric has a positive weight
+                run.scores.append(kept)
+        verdicts = verdicts_by_answer(store, [a.id for a in todo], judge) if todo else {}
+        new = sorted({a.case_id for a in todo} - rubrics.keys())
         found = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
         rubrics.update((case_id, found.get(f"rubric:{case_id}")) for case_id in new)
-        for answer in chunk:
+        fresh: list[Score] = []
+        unscored: list[str] = []
+        for answer in todo:
             _score_one(
-                run, answer, rubrics[answer.case_id], verdicts[answer.id], unscored, judge, convention, policy
+                run,
+                fresh,
+                answer,
+                rubrics[answer.case_id],
+                verdicts[answer.id],
+                unscored,
+                judge,
+                convention,
+                policy,
             )
-    store.put(run.scores)
-    _drop_stale_scores(store, unscored, judge, convention, policy)
-    if policy != "not-met":
-        _drop_legacy_ids(store, run.scores)
+        store.put(fresh)
+        run.scores.extend(fresh)
+        _drop_stale_scores(store, unscored, judge, convention, policy)
+        if policy != "not-met":
+            _drop_legacy_ids(store, fresh)
+        if len(rubrics) > RUBRIC_CACHE:  # answers come in case order: older cases are not asked again
+            rubrics.clear()
     return run
+
+
+def _current_scores(store: Store, answers: Sequence[Answer], score_ids: list[str]) -> dict[str, Score]:
+    """The stored scores (by id) that are newer than every verdict on their answer and its rubric."""
+    written = store.updated_at(Score.kind, score_ids)
+    if not written:
+        return {}
+    answer_ids = [a.id for a in answers]
+    latest = store.updated_at(Grade.kind, answer_ids, by_parent=True)
+    for answer_id, moment in store.updated_at(GradeFailure.kind, answer_ids, by_parent=True).items():
+        latest[answer_id] = max(moment, latest.get(answer_id, moment))
+    rubric_ids = sorted({f"rubric:{a.case_id}" for a in answers})
+    rubric_written = store.updated_at(Rubric.kind, rubric_ids)
+    current = []
+    for answer, score_id in zip(answers, score_ids, strict=True):
+        at = written.get(score_id)
+        rubric_at = rubric_written.get(f"rubric:{answer.case_id}")
+        verdict_at = latest.get(answer.id)
+        if at is None or rubric_at is None or verdict_at is None:
+            continue
+        if at > verdict_at and at > rubric_at:
+            current.append(score_id)
+    return store.get_many(Score, current) if current else {}
 
 
 def _score_one(
     run: ScoreRun,
+    out: list[Score],
     answer: Answer,
     rubric: Rubric | None,
     found: tuple[dict[str, bool | None], int],
@@ -170,7 +246,7 @@ def _score_one(
     if record is None:
         run.excluded[S.ZERO_POSITIVE] += 1
     else:
-        run.scores.append(record)
+        out.append(record)
 
 
 def _drop_stale_scores(store: Store, answer_ids: list[str], judge: str, convention: str, policy: str) -> None:

@@ -65,7 +65,10 @@ def at_most(items: Sized, field: str, limit: int | None, setting: str) -> None:
 
 def finite_everywhere(data: Any) -> None:
     """Refuse NaN and ±Infinity anywhere in a JSON value (Python's json accepts them; stores and
-    strict JSON readers do not), naming the first field that holds one."""
+    strict JSON readers do not), naming the first field that holds one. The common case (none) is
+    one pass without building field names."""
+    if _all_finite(data):
+        return
     stack: list[tuple[str, Any]] = [("", data)]
     while stack:
         where, value = stack.pop()
@@ -75,3 +78,16 @@ def finite_everywhere(data: Any) -> None:
             stack.extend((f"{where}.{key}", item) for key, item in reversed(value.items()))
         elif isinstance(value, list):
             stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+
+
+def _all_finite(data: Any) -> bool:
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return False
+    return True

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -40,9 +40,12 @@ from livemed.store.schema import (
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "SCHEMA_VERSION", "Store", "display_url", "naive_utc", "resolve_url"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 R = TypeVar("R", bound=Record)
+V = TypeVar("V")
+
+_ID_PAYLOAD = (records_table.c.id, records_table.c.payload)
 
 _UNBOUNDED = (
     ("records", "id"),
@@ -60,8 +63,14 @@ def _ids_become_text(conn: Connection) -> None:
             conn.execute(sa.text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE TEXT"))
 
 
+def _parent_index_with_id(conn: Connection) -> None:
+    """2 → 3: the parent index gains `id`, so a parent's records come in id order from the index."""
+    conn.execute(sa.text("DROP INDEX IF EXISTS ix_records_kind_parent"))
+    conn.execute(sa.text("CREATE INDEX ix_records_kind_parent ON records (kind, parent_id, id)"))
+
+
 # Migrations from version N to N+1, applied in order when an older store is opened.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _ids_become_text}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _ids_become_text, 2: _parent_index_with_id}
 
 
 class Store:
@@ -82,7 +91,24 @@ class Store:
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
+        self.optimize()
         self.engine.dispose()
+
+    def optimize(self) -> None:
+        """Keep SQLite's planner statistics in step with the store: a store of at least
+        `ANALYZE_FROM` records with no statistics, or grown 4× since they were taken, is analysed
+        (`ANALYZE` sampling `analysis_limit` rows per index: milliseconds). The indexes match the
+        queries without statistics (tests/foundation/test_query_plans.py); fresh ones keep a large
+        store planned the same way, and stale ones from a small store never mislead a large one.
+        Run when a store is closed; one locked by another process is left for the next time.
+        PostgreSQL's autovacuum analyses by itself."""
+        if self.dialect != "sqlite":
+            return
+        try:
+            with self.engine.connect() as conn:
+                _refresh_statistics(conn)
+        except sa.exc.OperationalError:
+            pass
 
     def __enter__(self) -> Store:
         return self
@@ -130,6 +156,10 @@ class Store:
                 MIGRATIONS[version](conn)
                 version += 1
             self._upsert(conn, meta_table, [{"key": "schema_version", "value": str(version)}], ["key"])
+            if stored is not None and self.dialect == "sqlite":  # statistics for the new indexes
+                _refresh_statistics(conn, force=True)
+            elif stored is not None:
+                conn.execute(sa.text("ANALYZE records"))
 
     # ------------------------------------------------------------------ records
 
@@ -163,28 +193,12 @@ class Store:
 
     def get_many(self, cls: type[R], ids: Sequence[str]) -> dict[str, R]:
         """The stored records of `ids` by id (missing ones left out; one query per 500 ids)."""
-        found: dict[str, R] = {}
-        columns = [records_table.c.id, records_table.c.payload]
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
-                query = sa.select(*columns).where(
-                    records_table.c.kind == cls.kind, records_table.c.id.in_(chunk)
-                )
-                found.update((row.id, _load(cls, row.id, row.payload)) for row in conn.execute(query).all())
-        return found
+        rows = self._where_in(cls.kind, records_table.c.id, ids, _ID_PAYLOAD)
+        return {row.id: _load(cls, row.id, row.payload) for row in rows}
 
     def has(self, kind: str, ids: Sequence[str]) -> set[str]:
         """The subset of `ids` that are stored under `kind`."""
-        found: set[str] = set()
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
-                query = sa.select(records_table.c.id).where(
-                    records_table.c.kind == kind, records_table.c.id.in_(chunk)
-                )
-                found.update(conn.execute(query).scalars())
-        return found
+        return {row.id for row in self._where_in(kind, records_table.c.id, ids, [records_table.c.id])}
 
     def ids(self, kind: str, *, batch_size: int = 5000) -> Iterator[str]:
         for rows in self._pages(kind, [records_table.c.id], batch_size=batch_size):
@@ -213,15 +227,73 @@ class Store:
 
     def by_parents(self, cls: type[R], parent_ids: Sequence[str]) -> Iterator[R]:
         """Records of one type whose parent is one of `parent_ids` (one query per 500 parents)."""
-        columns = [records_table.c.id, records_table.c.payload]
+        for row in self._where_in(cls.kind, records_table.c.parent_id, parent_ids, _ID_PAYLOAD):
+            yield _load(cls, row.id, row.payload)
+
+    def any_of(self, kind: str) -> bool:
+        """Whether any record of `kind` is stored (one indexed lookup)."""
+        query = sa.select(records_table.c.id).where(records_table.c.kind == kind).limit(1)
         with self.engine.connect() as conn:
-            for start in range(0, len(parent_ids), 500):
-                chunk = list(parent_ids[start : start + 500])
+            return conn.execute(query).first() is not None
+
+    def ids_by_parents(self, kind: str, parent_ids: Sequence[str]) -> list[str]:
+        """The ids of the records of `kind` whose parent is one of `parent_ids` (from the index alone)."""
+        return [
+            row.id
+            for row in self._where_in(kind, records_table.c.parent_id, parent_ids, [records_table.c.id])
+        ]
+
+    def fields_by_parents(
+        self, kind: str, parent_ids: Sequence[str], view: TypeAdapter[V]
+    ) -> Iterator[tuple[str, V]]:
+        """(id, view) of the records of `kind` whose parent is one of `parent_ids`, each payload read
+        through `view` (a TypeAdapter of a TypedDict naming only the fields a caller needs: several
+        times cheaper than the whole record). One query per 500 parents."""
+        for row in self._where_in(kind, records_table.c.parent_id, parent_ids, _ID_PAYLOAD):
+            yield row.id, _load_view(kind, view, row.id, row.payload)
+
+    def fields(self, kind: str, view: TypeAdapter[V], *, batch_size: int = 1000) -> Iterator[tuple[str, V]]:
+        """(id, view) of every record of `kind` in id order, read through `view` (see
+        `fields_by_parents`), in keyset pages."""
+        columns = [records_table.c.id, records_table.c.payload]
+        for rows in self._pages(kind, columns, batch_size=batch_size):
+            yield from ((row.id, _load_view(kind, view, row.id, row.payload)) for row in rows)
+
+    def fields_many(self, kind: str, ids: Sequence[str], view: TypeAdapter[V]) -> Iterator[tuple[str, V]]:
+        """(id, view) of the stored records of `kind` among `ids`, read through `view` (see
+        `fields_by_parents`); missing ids left out, one query per 500 ids."""
+        for row in self._where_in(kind, records_table.c.id, ids, _ID_PAYLOAD):
+            yield row.id, _load_view(kind, view, row.id, row.payload)
+
+    def _where_in(
+        self,
+        kind: str,
+        key: sa.ColumnElement[Any],
+        values: Sequence[str],
+        columns: Sequence[sa.ColumnElement[Any]],
+    ) -> Iterator[sa.Row[Any]]:
+        """Rows of `kind` whose `key` (id or parent id) is one of `values`, one query per 500."""
+        with self.engine.connect() as conn:
+            for start in range(0, len(values), 500):
                 query = sa.select(*columns).where(
-                    records_table.c.kind == cls.kind, records_table.c.parent_id.in_(chunk)
+                    records_table.c.kind == kind, key.in_(list(values[start : start + 500]))
                 )
-                rows = conn.execute(query).all()
-                yield from (_load(cls, row.id, row.payload) for row in rows)
+                yield from conn.execute(query).all()
+
+    def updated_at(self, kind: str, ids: Sequence[str], *, by_parent: bool = False) -> dict[str, datetime]:
+        """When each of `ids` was last written (naive UTC): the records of `kind` with those ids, or,
+        `by_parent`, the latest write among the records whose parent each id is. Ids with nothing
+        stored are left out; one query per 500 ids, answered from an index."""
+        key = records_table.c.parent_id if by_parent else records_table.c.id
+        found: dict[str, datetime] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                query = sa.select(key, sa.func.max(records_table.c.updated_at)).where(
+                    records_table.c.kind == kind, key.in_(chunk)
+                )
+                found.update((k, t) for k, t in conn.execute(query.group_by(key)).all() if t is not None)
+        return found
 
     def _pages(
         self,
@@ -373,6 +445,31 @@ class Store:
         conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=updates), rows)
 
 
+ANALYZE_FROM = 10_000  # records: below this a SQLite store needs no statistics
+
+
+def _refresh_statistics(conn: Connection, *, force: bool = False) -> None:
+    """ANALYZE a SQLite store (sampled) when it is large and its statistics are missing or stale;
+    `force`: whenever it is large (after a migration rebuilt an index)."""
+    rows = conn.exec_driver_sql("SELECT max(rowid) FROM records").scalar() or 0
+    if rows < ANALYZE_FROM:
+        return
+    taken = None
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").first():
+        stat = conn.exec_driver_sql(
+            "SELECT stat FROM sqlite_stat1 WHERE idx = 'sqlite_autoindex_records_1'"
+        ).scalar()
+        taken = int(str(stat).split()[0]) if stat else None
+    if force or taken is None or rows > 4 * taken:
+        wait = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()
+        conn.exec_driver_sql("PRAGMA busy_timeout=0")  # never wait for another process's lock
+        try:
+            conn.exec_driver_sql("PRAGMA analysis_limit=1000")
+            conn.exec_driver_sql("ANALYZE")
+        finally:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait or 0)}")
+
+
 class _WriteTransaction:
     """`with store._write() as conn:` — one write transaction (BEGIN IMMEDIATE on SQLite).
 
@@ -427,9 +524,20 @@ def _load(cls: type[R], record_id: str, payload: str) -> R:
     try:
         return cls.model_validate_json(payload)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(record)"
-        raise StoreRecordError(
-            f"stored {cls.kind} {record_id[:120]!r} does not validate with livemed {__version__}: "
-            f"{where}: {first['msg']}"
-        ) from None
+        raise _invalid(cls.kind, record_id, exc) from None
+
+
+def _load_view(kind: str, view: TypeAdapter[V], record_id: str, payload: str) -> V:
+    try:
+        return view.validate_json(payload)
+    except ValidationError as exc:
+        raise _invalid(kind, record_id, exc) from None
+
+
+def _invalid(kind: str, record_id: str, exc: ValidationError) -> StoreRecordError:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(record)"
+    return StoreRecordError(
+        f"stored {kind} {record_id[:120]!r} does not validate with livemed {__version__}: "
+        f"{where}: {first['msg']}"
+    )
