@@ -30,11 +30,15 @@ from livemed.records.grading import (
     Score,
 )
 from livemed.records.harvest import Doc, Rejection, Reply, ReplyRole, is_call_failure
+from livemed.records.judging import Candidate, JudgeVerdict, Pair, ValidityCard
 from livemed.records.runs import Run, Usage
 
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.kind: cls
-    for cls in (Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run, ErrorLabel)
+    for cls in (
+        *(Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run, ErrorLabel),
+        *(Pair, JudgeVerdict, ValidityCard),
+    )
 }
 
 
@@ -61,6 +65,7 @@ __all__ = [
     "AdviceCheck",
     "Answer",
     "Axis",
+    "Candidate",
     "Case",
     "Criterion",
     "Doc",
@@ -70,7 +75,9 @@ __all__ = [
     "GradeFailure",
     "GroundedSpan",
     "GroundingAudit",
+    "JudgeVerdict",
     "Narrative",
+    "Pair",
     "Provenance",
     "Record",
     "Rejection",
@@ -81,6 +88,7 @@ __all__ = [
     "Score",
     "Usage",
     "Validation",
+    "ValidityCard",
     "is_call_failure",
     "is_failed_call",
     "record_type",

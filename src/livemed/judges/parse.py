@@ -1,0 +1,86 @@
+"""Strict parsers for judge outputs: non-compliant output is invalid, never coerced.
+
+Pairwise: optional whitespace, one `<think>…</think>` with some reasoning (or reasoning the client
+already moved out of the text: `Completion.reasoning`), then exactly `<answer>[[A]]</answer>` or
+`<answer>[[B]]</answer>` (whitespace allowed inside the tags), then nothing. Pointwise: the same with
+`<score>N</score>`, N an integer or one-decimal number from 0 to 10. Anything else — a missing or
+repeated tag, text after the verdict, `[[C]]`, `[[A]] or [[B]]`, a score of 11 — is invalid, with a
+short reason."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from livemed.records.judging import Slot
+
+_THINK = re.compile(r"\A\s*<think>(.*?)</think>", re.DOTALL)
+_ANSWER = re.compile(r"\A\s*<answer>\s*\[\[([AB])\]\]\s*</answer>\s*\Z")
+_SCORE = re.compile(r"\A\s*<score>\s*(10(?:\.0)?|\d(?:\.\d)?)\s*</score>\s*\Z")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A verdict (`A`/`B`) or a score, or None with the reason the output is invalid."""
+
+    verdict: Slot | None = None
+    score: float | None = None
+    reason: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return self.verdict is not None or self.score is not None
+
+
+def _split(text: str, reasoning: str) -> tuple[str, str] | str:
+    """(reasoning, the rest) or the reason the reasoning part is not compliant."""
+    found = _THINK.match(text)
+    if found is not None:
+        thought, rest = found.group(1).strip(), text[found.end() :]
+    else:
+        thought, rest = reasoning.strip(), text
+    if not thought:
+        return "no reasoning in <think>…</think>"
+    if "<think>" in rest or "</think>" in rest:
+        return "more than one <think> block"
+    return thought, rest
+
+
+def parse_pairwise(text: str, reasoning: str = "") -> Parsed:
+    """The slot a pairwise judge chose, or invalid with a reason."""
+    split = _split(text, reasoning)
+    if isinstance(split, str):
+        return Parsed(reason=split)
+    _, rest = split
+    found = _ANSWER.match(rest)
+    if found is None:
+        return Parsed(reason=_why(rest, "answer", "[[A]] or [[B]]"))
+    return Parsed(verdict="A" if found.group(1) == "A" else "B")
+
+
+def parse_pointwise(text: str, reasoning: str = "") -> Parsed:
+    """The 0–10 score a pointwise judge gave, or invalid with a reason."""
+    split = _split(text, reasoning)
+    if isinstance(split, str):
+        return Parsed(reason=split)
+    _, rest = split
+    found = _SCORE.match(rest)
+    if found is None:
+        return Parsed(reason=_why(rest, "score", "a number from 0 to 10"))
+    return Parsed(score=float(found.group(1)))
+
+
+def _why(rest: str, tag: str, wanted: str) -> str:
+    opened, closed = rest.count(f"<{tag}>"), rest.count(f"</{tag}>")
+    if opened == 0 or closed == 0:
+        return f"no <{tag}>…</{tag}>"
+    if opened > 1 or closed > 1:
+        return f"more than one <{tag}>"
+    if not rest.rstrip().endswith(f"</{tag}>"):
+        return f"text after </{tag}>"
+    if not rest.lstrip().startswith(f"<{tag}>"):
+        return f"text before <{tag}>"
+    return f"<{tag}> does not hold exactly {wanted}"
+
+
+__all__ = ["Parsed", "parse_pairwise", "parse_pointwise"]
