@@ -70,6 +70,7 @@ from livemed.cli import (  # noqa: E402,F401
     demo,
     eval_command,
     grading_commands,
+    train_commands,
     harvest,
     models_commands,
     store_commands,

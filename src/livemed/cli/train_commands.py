@@ -28,6 +28,9 @@ def train(  # noqa: PLR0913 — every training setting is an option, and each is
     base: str = typer.Option(..., "--base", help="Base checkpoint: a local folder or a hub id in the HF cache."),
     pairs: Path = typer.Option(..., "--pairs", help="Preference pairs JSONL (`livemed judges` export)."),
     out: Path = typer.Option(..., "--out", help="Folder for the training sets, checkpoints and cards."),
+    heldout: float = typer.Option(
+        0.2, "--heldout", min=0.0, max=0.95, help="Share of benchmark items kept out of training (for evaluation)."
+    ),
     teacher: str | None = typer.Option(None, "--teacher", help="Teacher judge for SFT (provider/model)."),
     samples: int = typer.Option(3, "--samples", min=1, help="Q: teacher samples per order; all must be right."),
     teacher_temperature: float = typer.Option(1.0, "--teacher-temperature", min=0.0, max=2.0),
@@ -35,7 +38,7 @@ def train(  # noqa: PLR0913 — every training setting is an option, and each is
     seed: int = typer.Option(0, "--seed"),
     lora_r: int = typer.Option(0, "--lora-r", min=0, help="LoRA rank (peft); 0 = full fine-tuning."),
     lora_alpha: int = typer.Option(32, "--lora-alpha", min=1),
-    batch_size: int = typer.Option(4, "--batch-size", min=1, help="Per device (GRPO: completions)."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Per device (GRPO: completions)."),
     gradient_accumulation: int = typer.Option(1, "--gradient-accumulation", min=1),
     sft_epochs: float = typer.Option(1.0, "--sft-epochs"),
     sft_max_steps: int = typer.Option(-1, "--sft-max-steps", help="-1 = run the epochs."),
@@ -44,7 +47,7 @@ def train(  # noqa: PLR0913 — every training setting is an option, and each is
     grpo_epochs: float = typer.Option(1.0, "--grpo-epochs"),
     grpo_max_steps: int = typer.Option(-1, "--grpo-max-steps", help="-1 = run the epochs."),
     grpo_learning_rate: float = typer.Option(1e-6, "--grpo-learning-rate"),
-    num_generations: int = typer.Option(8, "--num-generations", help="GRPO rollouts per prompt."),
+    num_generations: int = typer.Option(4, "--num-generations", help="GRPO rollouts per prompt."),
     max_completion_length: int = typer.Option(1024, "--max-completion-length"),
     temperature: float = typer.Option(1.0, "--temperature", help="GRPO rollout temperature."),
     beta: float = typer.Option(0.0, "--beta", help="GRPO KL coefficient (J1: 0.01 for 8B)."),
@@ -68,8 +71,9 @@ def train(  # noqa: PLR0913 — every training setting is an option, and each is
     app_state = state(ctx)
     loaded, bad = _read_pairs(pairs)
     data = out / "data"
+    loaded, facts = _split(loaded, heldout, seed, data / "heldout-pairs.jsonl")
     sets: dict[str, DataFile] = {}
-    extra: dict[str, Any] = {"pairs": _pairs_facts(pairs, len(loaded), bad)}
+    extra: dict[str, Any] = {"pairs": {**_pairs_facts(pairs, len(loaded), bad), **facts}}
     if "grpo" in stages:
         sets["grpo"] = _grpo_set(loaded, seed, data / "grpo.jsonl")
     if "sft" in stages:
@@ -120,6 +124,20 @@ def _pairs_facts(path: Path, count: int, bad: int) -> dict[str, Any]:
     return {"path": str(path), "sha256": file_sha256(path), "pairs": count, "bad_lines": bad}
 
 
+def _split(pairs: list[Any], fraction: float, seed: int, path: Path) -> tuple[list[Any], dict[str, Any]]:
+    from livemed.jsonl import write_jsonl
+    from livemed.training.exports import file_sha256
+    from livemed.training.judging import split_heldout
+
+    train, held = split_heldout(pairs, fraction, seed)
+    if not train:
+        raise UserError(f"--heldout {fraction:g} left no pairs to train on")
+    write_jsonl(held, path)
+    console.print(f"held out {len(held)} pair(s) of {len(pairs)} (whole items, for evaluation) → {path}")
+    return train, {"heldout": {"fraction": fraction, "pairs": len(held), "path": str(path),
+                               "sha256": file_sha256(path)}, "trained_on": len(train)}
+
+
 def _grpo_set(pairs: list[Any], seed: int, path: Path) -> DataFile:
     from livemed.training.exports import grpo_rows, write_rows
     from livemed.training.judging import render
@@ -142,7 +160,7 @@ def _sft_set(
 ) -> tuple[DataFile, dict[str, Any]]:
     from livemed.models import LLM, Settings, get_model
     from livemed.runs import raise_for_calls, track_run
-    from livemed.training.exports import distil, write_rows
+    from livemed.training.exports import write_rows
     from livemed.training.judging import PROMPT_HASH, parse, render
 
     no_cache, cache_read_only, max_cost = cache
@@ -199,7 +217,7 @@ def _train(settings: TrainSettings, out: Path, sets: dict[str, DataFile], extra:
         grpo_data=sets.get("grpo"),
         parse=parse,
         extra=extra,
-        on_stage=lambda stage: console.print(f"training: {stage} from {settings.base if stage == settings.regime.split('+')[0] else 'the previous stage'}"),
+        on_stage=lambda stage: console.print(f"training: {stage} …"),
     )
     for result in results:
         done = "already trained with these inputs" if result.reused else f"trained in {result.card.seconds:.1f} s"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ class TrainSettings(BaseModel):
     lora_r: int = Field(default=0, ge=0, description="LoRA rank; 0 = full fine-tuning")
     lora_alpha: int = Field(default=32, ge=1)
     lora_dropout: float = Field(default=0.05, ge=0, lt=1)
-    batch_size: int = Field(default=4, ge=1, description="per device; GRPO counts completions")
+    batch_size: int = Field(default=8, ge=1, description="per device; GRPO counts completions")
     gradient_accumulation: int = Field(default=1, ge=1)
     logging_steps: int = Field(default=10, ge=1)
     gradient_checkpointing: bool = False
@@ -64,7 +65,7 @@ class TrainSettings(BaseModel):
     grpo_epochs: float = Field(default=1.0, gt=0)
     grpo_max_steps: int = Field(default=-1, description="-1 = run the epochs")
     grpo_learning_rate: float = Field(default=1e-6, gt=0)
-    num_generations: int = Field(default=8, ge=2)
+    num_generations: int = Field(default=4, ge=2)
     max_completion_length: int = Field(default=1024, ge=1)
     temperature: float = Field(default=1.0, gt=0)
     beta: float = Field(default=0.0, ge=0, description="KL coefficient (J1 used 0.01 for 8B)")
@@ -193,6 +194,7 @@ def _run_stage(
     final = trainer.model
     if hasattr(final, "merge_and_unload"):  # a peft model: merge the adapter into the weights
         final = final.merge_and_unload()
+    shutil.rmtree(path / "trainer", ignore_errors=True)  # save_strategy "no": nothing kept there
     path.mkdir(parents=True, exist_ok=True)
     final.save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -234,16 +236,22 @@ def _load(source: str) -> tuple[Any, Any, str]:
 
 
 def _common(settings: TrainSettings, path: Path, device: str) -> dict[str, Any]:
-    import torch
+    import dataclasses
 
+    import torch
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    # transformers 5.2x renamed gradient_checkpointing (TRL's configs default it to True)
+    checkpointing = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
     return {
+        checkpointing: settings.gradient_checkpointing,
         "output_dir": str(path / "trainer"),
         "seed": settings.seed,
         "data_seed": settings.seed,
         "per_device_train_batch_size": settings.batch_size,
         "gradient_accumulation_steps": settings.gradient_accumulation,
         "logging_steps": settings.logging_steps,
-        "gradient_checkpointing": settings.gradient_checkpointing,
         "bf16": device == "cuda" and torch.cuda.is_bf16_supported(),
         "use_cpu": device == "cpu",
         "report_to": "none",

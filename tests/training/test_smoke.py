@@ -1,0 +1,120 @@
+"""CPU smoke run, nothing downloaded: a tiny random Llama (config + locally trained tokenizer), a few SFT
+steps from a scripted teacher's distilled set, then a few GRPO steps from that checkpoint.
+
+Asserts that the pipeline runs, saves, records its settings and is deterministic under a seed — not that
+the reward improves (the model is random)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from livemed.cli import app
+from livemed.models.registry import PROVIDERS
+from livemed.training.exports import file_sha256, grpo_rows, write_rows
+from livemed.training.judging import parse, render
+from tests.training.builders import make_pairs, write_pairs
+from tests.training.extra import needs_train
+
+pytestmark = needs_train
+
+TINY = [
+    "--sft-max-steps", "2", "--grpo-max-steps", "2", "--batch-size", "4", "--num-generations", "2",
+    "--max-completion-length", "12", "--max-length", "1024", "--logging-steps", "1",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from livemed.training.tiny import build_tiny_base
+
+    corpus = [m["content"] for row in grpo_rows(make_pairs(4), render) for m in row["prompt"]]
+    return build_tiny_base(tmp_path_factory.mktemp("tiny") / "base", corpus, seed=0)
+
+
+def train(store: Path, *args: str) -> str:
+    result = CliRunner().invoke(app, ["--store", str(store), "judges", "train", *args], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return " ".join(result.output.split())
+
+
+def test_sft_then_grpo_runs_saves_records_and_resumes(
+    tmp_path: Path, tiny_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.training.builders:teacher")
+    pairs = write_pairs(make_pairs(8), tmp_path / "pairs.jsonl")
+    out = tmp_path / "run"
+    args = ["--regime", "sft+grpo", "--base", str(tiny_base), "--pairs", str(pairs), "--out", str(out),
+            "--teacher", "fake/teacher", "--samples", "2", "--heldout", "0.25", *TINY]  # fmt: skip
+    printed = train(tmp_path / "s.db", *args)
+    assert "teacher:" in printed and "kept (right in all 2 samples of both orders)" in printed
+    assert f"judge: hf/{out / 'grpo'}" in printed
+    for name in ("sft", "grpo"):
+        assert (out / name / "model.safetensors").is_file()
+        assert (out / name / "README.md").read_text().startswith("---\nbase_model:")
+    grpo_card = json.loads((out / "grpo" / "livemed-training.json").read_text())
+    sft_card = json.loads((out / "sft" / "livemed-training.json").read_text())
+    assert grpo_card["settings"]["regime"] == "sft+grpo"
+    assert grpo_card["settings"]["num_generations"] == 2
+    assert grpo_card["input"] == str(out / "sft")
+    assert sft_card["input"] == str(tiny_base)
+    assert grpo_card["data"]["sha256"] == file_sha256(out / "data" / "grpo.jsonl")
+    assert sft_card["data"]["sha256"] == file_sha256(out / "data" / "sft.jsonl")
+    assert grpo_card["previous"][0]["stage"] == "sft"
+    assert grpo_card["versions"]["trl"] and grpo_card["versions"]["torch"]
+    assert grpo_card["extra"]["pairs"]["sha256"] == file_sha256(pairs)
+    assert grpo_card["extra"]["teacher"]["model"] == "fake/teacher"
+    assert grpo_card["position_agnostic_batches"] is True
+    assert any("rewards/verdict_correct/mean" in entry for entry in grpo_card["log_history"])
+    assert sft_card["metrics"]["train_loss"] > 0
+    held = (out / "data" / "heldout-pairs.jsonl").read_text().splitlines()
+    trained_on = grpo_card["extra"]["pairs"]["trained_on"]
+    assert len(held) + trained_on == 8
+    assert len((out / "data" / "grpo.jsonl").read_text().splitlines()) == 2 * trained_on
+    # again: the teacher's replies come from the cache and both stages are found finished
+    weights = (out / "grpo" / "model.safetensors").stat().st_mtime_ns
+    again = train(tmp_path / "s.db", *args)
+    assert again.count("already trained with these inputs") == 2
+    assert (out / "grpo" / "model.safetensors").stat().st_mtime_ns == weights
+
+
+def tensors(path: Path) -> dict[str, object]:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def same(a: dict[str, object], b: dict[str, object]) -> bool:
+    import torch
+
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # type: ignore[arg-type]
+
+
+def test_same_seed_same_weights(tmp_path: Path, tiny_base: Path) -> None:
+    from livemed.training.train import TrainSettings, train_judge
+
+    seen: list[str] = []
+
+    def spy(text: str):  # type: ignore[no-untyped-def]
+        seen.append(text)
+        return parse(text)
+
+    rows = grpo_rows(make_pairs(4), render, seed=0)
+    sft = [{**r, "completion": [{"role": "assistant", "content": f"<think>x</think><answer>[[{r['gold_verdict']}]]</answer>"}]} for r in rows]  # fmt: skip
+    data = {"sft_data": write_rows(sft, tmp_path / "sft.jsonl"), "grpo_data": write_rows(rows, tmp_path / "g.jsonl")}
+    common = {"regime": "sft+grpo", "base": str(tiny_base), "sft_max_steps": 2, "grpo_max_steps": 1,
+              "batch_size": 4, "num_generations": 2, "max_completion_length": 8, "max_length": 1024}  # fmt: skip
+
+    def run(name: str, seed: int) -> Path:
+        train_judge(TrainSettings(**common, seed=seed), tmp_path / name, parse=spy, **data)  # type: ignore[arg-type]
+        return tmp_path / name
+
+    first, second, other = run("a", 0), run("b", 0), run("c", 1)
+    assert same(tensors(first / "sft"), tensors(second / "sft"))
+    assert same(tensors(first / "grpo"), tensors(second / "grpo"))
+    assert not same(tensors(first / "sft"), tensors(tiny_base))  # SFT changed the weights
+    assert not same(tensors(first / "sft"), tensors(other / "sft"))  # and the seed matters
+    assert len(seen) == 3 * 4  # GRPO scored every rollout (4 completions a step, one step, three runs)
