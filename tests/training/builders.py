@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
 from livemed.jsonl import write_jsonl
-from livemed.models import Message, Settings
+from livemed.models import LLM, Engine, Message, Model, Settings
 from livemed.models.fake import FakeModel
 from livemed.prompts import parse_blocks
 from livemed.records import Candidate, Pair
+from livemed.store import Store
+from livemed.training.judging import render
 
 
 def make_pair(i: int, *, dataset: str = "medqa", gold: str = "A", item: str | None = None) -> Pair:
@@ -63,3 +66,13 @@ def teacher(model_id: str = "fake/teacher", *, wrong_on: frozenset[str] = frozen
         return f"<think>Response {slot} picks the right option.</think><answer>[[{slot}]]</answer>"
 
     return FakeModel(model_id, function=reply)
+
+
+def judge_all(model: Model, store: Store | None, settings: Settings) -> list[object]:
+    async def go() -> list[object]:
+        async with Engine(store=store) as engine:
+            llm = LLM(engine, model, stage="judges")
+            prompts = [render(p, "original") for p in make_pairs(6)]
+            return list(await asyncio.gather(*(llm.generate(m, settings) for m in prompts)))
+
+    return asyncio.run(go())

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.util import find_spec
+from typing import TypeVar
 
 import pytest
 
@@ -10,7 +12,7 @@ MODULES = ("torch", "transformers", "trl", "datasets", "tokenizers", "peft")
 MISSING = [name for name in MODULES if find_spec(name) is None]
 
 # TRL 1.16 itself calls transformers APIs that transformers 5.2x deprecates (FutureWarning).
-needs_train = [
+TRAIN_MARKS = [
     pytest.mark.train,
     pytest.mark.skipif(
         bool(MISSING),
@@ -19,3 +21,13 @@ needs_train = [
     ),
     pytest.mark.filterwarnings("ignore:.*is deprecated and will be removed in v6:FutureWarning"),
 ]
+
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def needs_train(func: F) -> F:
+    """The `train` marks on one test."""
+    for mark in reversed(TRAIN_MARKS):
+        func = mark(func)
+    return func

@@ -48,12 +48,16 @@ def run_distil(store: Store, model: FakeModel, pairs: list, samples: int = 3):  
     async def go():  # type: ignore[no-untyped-def]
         async with Engine(store=store) as engine:
             llm = LLM(engine, model, stage="judges-train")
-            return await distil(pairs, llm, render, parse, samples=samples, settings=Settings(temperature=1.0))
+            return await distil(
+                pairs, llm, render, parse, samples=samples, settings=Settings(temperature=1.0)
+            )
 
     return asyncio.run(go())
 
 
-def test_distil_keeps_pairs_the_teacher_gets_right_in_every_sample_of_both_orders(sqlite_store: Store) -> None:
+def test_distil_keeps_pairs_the_teacher_gets_right_in_every_sample_of_both_orders(
+    sqlite_store: Store,
+) -> None:
     pairs = make_pairs(4)
     model = teacher(wrong_on=frozenset({"q2:1"}))  # one wrong sample (of six) on pair q2
     out = run_distil(sqlite_store, model, pairs)

@@ -64,7 +64,9 @@ def test_grpo_batch_that_does_not_fit_the_generations_is_refused(tmp_path: Path)
     args = ["judges", "train", "--regime", "grpo", "--base", "x", "--pairs", str(pairs), "--out", "o"]
     out = cli(tmp_path, *args, "--batch-size", "6", "--num-generations", "4", code=2)
     assert "must be a multiple of --num-generations (4)" in out
-    out = cli(tmp_path, *args, "--batch-size", "4", "--num-generations", "4", "--reward", "consistency", code=2)
+    out = cli(
+        tmp_path, *args, "--batch-size", "4", "--num-generations", "4", "--reward", "consistency", code=2
+    )
     assert "consistency reward needs both orders of a pair in one batch" in out
     assert "regime" in cli(tmp_path, *args[:3], "dpo", *args[4:], code=2)
 

@@ -16,10 +16,10 @@ from livemed.cli import app
 from livemed.models.registry import PROVIDERS
 from livemed.training.exports import file_sha256, grpo_rows, write_rows
 from livemed.training.judging import parse, render
-from tests.training.builders import make_pairs, write_pairs
-from tests.training.extra import needs_train
+from tests.training.builders import judge_all, make_pairs, write_pairs
+from tests.training.extra import TRAIN_MARKS
 
-pytestmark = needs_train
+pytestmark = TRAIN_MARKS
 
 TINY = [
     "--sft-max-steps", "2", "--grpo-max-steps", "2", "--batch-size", "4", "--num-generations", "2",
@@ -36,7 +36,9 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def train(store: Path, *args: str) -> str:
-    result = CliRunner().invoke(app, ["--store", str(store), "judges", "train", *args], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app, ["--store", str(store), "judges", "train", *args], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 0, result.output + repr(result.exception)
     return " ".join(result.output.split())
 
@@ -50,7 +52,7 @@ def test_sft_then_grpo_runs_saves_records_and_resumes(
     args = ["--regime", "sft+grpo", "--base", str(tiny_base), "--pairs", str(pairs), "--out", str(out),
             "--teacher", "fake/teacher", "--samples", "2", "--heldout", "0.25", *TINY]  # fmt: skip
     printed = train(tmp_path / "s.db", *args)
-    assert "teacher:" in printed and "kept (right in all 2 samples of both orders)" in printed
+    assert "kept (right in all 2 samples of both orders)" in printed
     assert f"judge: hf/{out / 'grpo'}" in printed
     for name in ("sft", "grpo"):
         assert (out / name / "model.safetensors").is_file()
@@ -64,7 +66,8 @@ def test_sft_then_grpo_runs_saves_records_and_resumes(
     assert grpo_card["data"]["sha256"] == file_sha256(out / "data" / "grpo.jsonl")
     assert sft_card["data"]["sha256"] == file_sha256(out / "data" / "sft.jsonl")
     assert grpo_card["previous"][0]["stage"] == "sft"
-    assert grpo_card["versions"]["trl"] and grpo_card["versions"]["torch"]
+    assert grpo_card["versions"]["trl"]
+    assert grpo_card["versions"]["torch"]
     assert grpo_card["extra"]["pairs"]["sha256"] == file_sha256(pairs)
     assert grpo_card["extra"]["teacher"]["model"] == "fake/teacher"
     assert grpo_card["position_agnostic_batches"] is True
@@ -79,6 +82,17 @@ def test_sft_then_grpo_runs_saves_records_and_resumes(
     again = train(tmp_path / "s.db", *args)
     assert again.count("already trained with these inputs") == 2
     assert (out / "grpo" / "model.safetensors").stat().st_mtime_ns == weights
+    # the trained judge runs through the same engine; its (random) output is parsed, never a crash
+    from livemed.judges.parse import parse_pairwise
+    from livemed.models import Completion, Settings, get_model
+
+    replies = judge_all(
+        get_model(f"hf/{out / 'grpo'}"), None, Settings(temperature=1.0, max_tokens=16, seed=1)
+    )
+    assert all(isinstance(r, Completion) for r in replies)
+    for reply in replies:
+        parsed = parse_pairwise(reply.text, reply.reasoning)  # type: ignore[union-attr]
+        assert parsed.valid or parsed.reason
 
 
 def tensors(path: Path) -> dict[str, object]:
@@ -103,10 +117,27 @@ def test_same_seed_same_weights(tmp_path: Path, tiny_base: Path) -> None:
         return parse(text)
 
     rows = grpo_rows(make_pairs(4), render, seed=0)
-    sft = [{**r, "completion": [{"role": "assistant", "content": f"<think>x</think><answer>[[{r['gold_verdict']}]]</answer>"}]} for r in rows]  # fmt: skip
-    data = {"sft_data": write_rows(sft, tmp_path / "sft.jsonl"), "grpo_data": write_rows(rows, tmp_path / "g.jsonl")}
-    common = {"regime": "sft+grpo", "base": str(tiny_base), "sft_max_steps": 2, "grpo_max_steps": 1,
-              "batch_size": 4, "num_generations": 2, "max_completion_length": 8, "max_length": 1024}  # fmt: skip
+
+    def answer(row: dict[str, object]) -> list[dict[str, str]]:
+        return [
+            {"role": "assistant", "content": f"<think>x</think><answer>[[{row['gold_verdict']}]]</answer>"}
+        ]
+
+    sft = [{**r, "completion": answer(r)} for r in rows]
+    data = {
+        "sft_data": write_rows(sft, tmp_path / "sft.jsonl"),
+        "grpo_data": write_rows(rows, tmp_path / "g.jsonl"),
+    }
+    common: dict[str, object] = {
+        "regime": "sft+grpo",
+        "base": str(tiny_base),
+        "sft_max_steps": 2,
+        "grpo_max_steps": 1,
+        "batch_size": 4,
+        "num_generations": 2,
+        "max_completion_length": 8,
+        "max_length": 1024,
+    }
 
     def run(name: str, seed: int) -> Path:
         train_judge(TrainSettings(**common, seed=seed), tmp_path / name, parse=spy, **data)  # type: ignore[arg-type]

@@ -70,10 +70,10 @@ from livemed.cli import (  # noqa: E402,F401
     demo,
     eval_command,
     grading_commands,
-    train_commands,
     harvest,
     models_commands,
     store_commands,
+    train_commands,
 )
 from livemed.cli import curate as curate_commands  # noqa: E402,F401
 from livemed.cli import evidence as evidence_commands  # noqa: E402,F401

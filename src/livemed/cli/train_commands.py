@@ -22,17 +22,25 @@ REGIME = typer.Option(..., "--regime", help="sft, grpo or sft+grpo.")
 
 
 @judges_app.command("train")
-def train(  # noqa: PLR0913 — every training setting is an option, and each is recorded in the card
+def train(
     ctx: typer.Context,
     regime: str = REGIME,
-    base: str = typer.Option(..., "--base", help="Base checkpoint: a local folder or a hub id in the HF cache."),
+    base: str = typer.Option(
+        ..., "--base", help="Base checkpoint: a local folder or a hub id in the HF cache."
+    ),
     pairs: Path = typer.Option(..., "--pairs", help="Preference pairs JSONL (`livemed judges` export)."),
     out: Path = typer.Option(..., "--out", help="Folder for the training sets, checkpoints and cards."),
     heldout: float = typer.Option(
-        0.2, "--heldout", min=0.0, max=0.95, help="Share of benchmark items kept out of training (for evaluation)."
+        0.2,
+        "--heldout",
+        min=0.0,
+        max=0.95,
+        help="Share of benchmark items kept out of training (for evaluation).",
     ),
     teacher: str | None = typer.Option(None, "--teacher", help="Teacher judge for SFT (provider/model)."),
-    samples: int = typer.Option(3, "--samples", min=1, help="Q: teacher samples per order; all must be right."),
+    samples: int = typer.Option(
+        3, "--samples", min=1, help="Q: teacher samples per order; all must be right."
+    ),
     teacher_temperature: float = typer.Option(1.0, "--teacher-temperature", min=0.0, max=2.0),
     teacher_max_tokens: int = typer.Option(1024, "--teacher-max-tokens", min=1),
     seed: int = typer.Option(0, "--seed"),
@@ -79,7 +87,14 @@ def train(  # noqa: PLR0913 — every training setting is an option, and each is
     if "sft" in stages:
         assert teacher is not None
         sets["sft"], extra["teacher"] = _sft_set(
-            app_state, loaded, teacher, samples, teacher_temperature, teacher_max_tokens, seed, data / "sft.jsonl",
+            app_state,
+            loaded,
+            teacher,
+            samples,
+            teacher_temperature,
+            teacher_max_tokens,
+            seed,
+            data / "sft.jsonl",
             (no_cache, cache_read_only, max_cost),
         )
     _train(settings, out, sets, extra)
@@ -134,8 +149,10 @@ def _split(pairs: list[Any], fraction: float, seed: int, path: Path) -> tuple[li
         raise UserError(f"--heldout {fraction:g} left no pairs to train on")
     write_jsonl(held, path)
     console.print(f"held out {len(held)} pair(s) of {len(pairs)} (whole items, for evaluation) → {path}")
-    return train, {"heldout": {"fraction": fraction, "pairs": len(held), "path": str(path),
-                               "sha256": file_sha256(path)}, "trained_on": len(train)}
+    return train, {
+        "heldout": {"fraction": fraction, "pairs": len(held), "path": str(path), "sha256": file_sha256(path)},
+        "trained_on": len(train),
+    }
 
 
 def _grpo_set(pairs: list[Any], seed: int, path: Path) -> DataFile:
@@ -170,27 +187,44 @@ def _sft_set(
     run_settings = {"teacher": teacher, "samples": samples, "temperature": temperature, "pairs": len(pairs)}
     with (
         usage_on_failure(engine),
-        track_run(app_state.store, "judges train", settings=run_settings, models=[teacher], engine=engine) as run,
+        track_run(
+            app_state.store, "judges train", settings=run_settings, models=[teacher], engine=engine
+        ) as run,
         engine_progress(engine, f"teacher {teacher}"),
     ):
         distilled = asyncio.run(_distil(engine, pairs, llm, render, parse, samples, settings, seed))
-        run.counts = {"seen": distilled.seen, "processed": distilled.seen, "call_failed": distilled.failed,
-                      "kept": distilled.kept, "dropped": distilled.dropped}
+        run.counts = {
+            "seen": distilled.seen,
+            "processed": distilled.seen,
+            "call_failed": distilled.failed,
+            "kept": distilled.kept,
+            "dropped": distilled.dropped,
+        }
         run.error = distilled.failure_line()
     _report_distilled(distilled, samples)
     print_usage(engine)
     raise_for_calls(run)
     if not distilled.kept:
-        raise UserError(f"{teacher} was right in all {samples} samples of both orders for no pair: no SFT data")
+        raise UserError(
+            f"{teacher} was right in all {samples} samples of both orders for no pair: no SFT data"
+        )
     written = write_rows(distilled.rows, path)
     console.print(f"SFT set: {written.rows} rows → {path}")
-    facts = {"model": teacher, "samples": samples, "temperature": temperature, "max_tokens": max_tokens,
-             "prompt_hash": PROMPT_HASH, "kept": distilled.kept, "dropped": distilled.dropped}
+    facts = {
+        "model": teacher,
+        "samples": samples,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "prompt_hash": PROMPT_HASH,
+        "kept": distilled.kept,
+        "dropped": distilled.dropped,
+    }
     return written, facts
 
 
-async def _distil(engine: Any, pairs: list[Any], llm: Any, render: Any, parse: Any, samples: int,
-                  settings: Any, seed: int) -> Distilled:
+async def _distil(
+    engine: Any, pairs: list[Any], llm: Any, render: Any, parse: Any, samples: int, settings: Any, seed: int
+) -> Distilled:
     from livemed.training.exports import distil
 
     try:
@@ -220,7 +254,11 @@ def _train(settings: TrainSettings, out: Path, sets: dict[str, DataFile], extra:
         on_stage=lambda stage: console.print(f"training: {stage} …"),
     )
     for result in results:
-        done = "already trained with these inputs" if result.reused else f"trained in {result.card.seconds:.1f} s"
+        done = (
+            "already trained with these inputs"
+            if result.reused
+            else f"trained in {result.card.seconds:.1f} s"
+        )
         console.print(f"{result.stage}: {done} → {result.path} (card: {result.path / 'README.md'})")
     final = results[-1].path
     console.print(f"judge: hf/{final}  (run it with `livemed judges run --judge hf/{final}`)")

@@ -30,7 +30,7 @@ from typing import Any
 
 from livemed.config import Config, ModelConfig
 from livemed.errors import MissingDependencyError
-from livemed.models.base import Completion, FatalModelError, Message, NoTextError, Settings
+from livemed.models.base import Completion, FatalModelError, Message, NoTextError, NoTextReason, Settings
 from livemed.models.replies import strip_reasoning
 
 DEFAULT_MAX_TOKENS = 512
@@ -161,16 +161,21 @@ class HFModel:
             tokenizer.pad_token = tokenizer.eos_token
         return _Loaded(model, tokenizer, device)
 
-    def _run_batch(self, conversations: list[list[Message]], key: tuple[Any, ...]) -> list[Completion | Exception]:
+    def _run_batch(
+        self, conversations: list[list[Message]], key: tuple[Any, ...]
+    ) -> list[Completion | Exception]:
         import torch
 
         loaded = self.load()
         temperature, max_tokens, top_p, stop, seed = key
         tokenizer = loaded.tokenizer
         prompts = [
-            tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in conversations
+            tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
+            for c in conversations
         ]
-        inputs = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(loaded.device)
+        inputs = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(
+            loaded.device
+        )
         sampling: dict[str, Any] = {"do_sample": False}
         if temperature > 0:
             sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p or 1.0}
@@ -194,7 +199,9 @@ class HFModel:
             for row, n in zip(output, prompt_lengths, strict=True)
         ]
 
-    def _completion(self, tokenizer: Any, ids: list[int], prompt_tokens: int, limit: int, latency: float) -> Completion | Exception:
+    def _completion(
+        self, tokenizer: Any, ids: list[int], prompt_tokens: int, limit: int, latency: float
+    ) -> Completion | Exception:
         pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
         ended = eos in ids
         if ended:
@@ -203,7 +210,7 @@ class HFModel:
         finish = "stop" if ended or len(ids) < limit else "length"
         text, reasoning = strip_reasoning(tokenizer.decode(ids, skip_special_tokens=True))
         completion = Completion(
-            text=text.strip(),
+            text=text.strip() if reasoning else text,
             finish_reason=finish,
             prompt_tokens=prompt_tokens,
             completion_tokens=len(ids) + (1 if ended else 0),
@@ -211,9 +218,11 @@ class HFModel:
             latency_s=latency,
             model=self.id,
         )
-        if not completion.text:
-            reason = "truncated" if finish == "length" else "no_text"
-            return NoTextError(f"{self.id}: the reply has no text ({reason})", reason=reason, completion=completion)
+        if not completion.text.strip():  # as `replies`: whitespace is no text
+            reason: NoTextReason = "truncated" if finish == "length" else "no_text"
+            return NoTextError(
+                f"{self.id}: the reply has no text ({reason})", reason=reason, completion=completion
+            )
         return completion
 
 

@@ -60,7 +60,9 @@ Render = Callable[[Any, Order], list[Message]]
 class Generate(Protocol):
     """What `distil` needs of the teacher: `livemed.models.LLM.generate`."""
 
-    async def generate(self, messages: list[Message], settings: Settings | None = None) -> Completion | CallFailure: ...
+    async def generate(
+        self, messages: list[Message], settings: Settings | None = None
+    ) -> Completion | CallFailure: ...
 
 
 def shuffled(pairs: Sequence[PairLike], seed: int) -> list[PairLike]:
@@ -111,16 +113,17 @@ class Distilled:
         if not self.failed:
             return None
         cause = self.causes.most_common(1)[0][0]
-        return (
-            f"{self.failed} of {self.seen} pairs' teacher calls failed: {cause}; run again to retry them"
-        )
+        return f"{self.failed} of {self.seen} pairs' teacher calls failed: {cause}; run again to retry them"
 
 
 async def _pair_samples(
     teacher: Generate, pair: PairLike, render: Render, settings: Settings, samples: int
 ) -> dict[Order, list[Completion | CallFailure]]:
     calls = {
-        order: [teacher.generate(render(pair, order), settings.model_copy(update={"sample": q})) for q in range(samples)]
+        order: [
+            teacher.generate(render(pair, order), settings.model_copy(update={"sample": q}))
+            for q in range(samples)
+        ]
         for order in ORDERS
     }
     results = await asyncio.gather(*(c for order in ORDERS for c in calls[order]))
@@ -128,14 +131,20 @@ async def _pair_samples(
 
 
 def _judge_pair(
-    out: Distilled, pair: PairLike, render: Render, results: dict[Order, list[Completion | CallFailure]], parse: Parse
+    out: Distilled,
+    pair: PairLike,
+    render: Render,
+    results: dict[Order, list[Completion | CallFailure]],
+    parse: Parse,
 ) -> None:
     failures = [r for order in ORDERS for r in results[order] if isinstance(r, CallFailure)]
     if failures:
         out.failed += 1
         out.causes[f"{failures[0].reason}: {failures[0].detail[:160]}"] += 1
         return
-    texts = {order: [teacher_output(r) for r in results[order] if isinstance(r, Completion)] for order in ORDERS}
+    texts = {
+        order: [teacher_output(r) for r in results[order] if isinstance(r, Completion)] for order in ORDERS
+    }
     gold = {order: pair.slots(order)[2] for order in ORDERS}
     if not all(verdict_reward(t, gold[o], parse) == 1.0 for o in ORDERS for t in texts[o]):
         out.dropped += 1

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
+from livemed.jsonl import parse_objects, record_from
 from livemed.judges.parse import parse_pairwise
 from livemed.judges.templates import PROMPT_HASHES, pairwise_messages
-from livemed.jsonl import parse_objects, record_from
 from livemed.models.base import Message
 from livemed.records import Pair
 from livemed.records.judging import Order

@@ -89,7 +89,10 @@ def correctness_reward_func(parse: Parse) -> RewardFunc:
     """A TRL reward function: `verdict_reward` per completion, the gold slot from `gold_verdict`."""
 
     def verdict_correct(completions: list[Any], gold_verdict: list[str], **_: Any) -> list[float]:
-        return [verdict_reward(completion_text(c), g, parse) for c, g in zip(completions, gold_verdict, strict=True)]
+        return [
+            verdict_reward(completion_text(c), g, parse)
+            for c, g in zip(completions, gold_verdict, strict=True)
+        ]
 
     return verdict_correct
 

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from livemed.errors import ConfigError, MissingDependencyError
 from livemed.training.exports import DataFile, read_rows
 from livemed.training.model_card import CARD_FILE, StageCard, read_card, write_card
-from livemed.training.reward import RewardName, Parse, reward_funcs
+from livemed.training.reward import Parse, RewardName, reward_funcs
 
 Regime = Literal["sft", "grpo", "sft+grpo"]
 Stage = Literal["sft", "grpo"]
@@ -73,11 +73,23 @@ class TrainSettings(BaseModel):
 
     def stage_settings(self, stage: Stage) -> dict[str, Any]:
         """The settings that shape one stage (its resume key)."""
-        shared = {"base", "seed", "lora_r", "lora_alpha", "lora_dropout", "batch_size", "gradient_accumulation",
-                  "logging_steps", "gradient_checkpointing"}
+        shared = {
+            "base",
+            "seed",
+            "lora_r",
+            "lora_alpha",
+            "lora_dropout",
+            "batch_size",
+            "gradient_accumulation",
+            "logging_steps",
+            "gradient_checkpointing",
+        }
         prefix = "sft_" if stage == "sft" else "grpo_"
-        own = {"max_length"} if stage == "sft" else {
-            "num_generations", "max_completion_length", "temperature", "beta", "reward"}
+        own = (
+            {"max_length"}
+            if stage == "sft"
+            else {"num_generations", "max_completion_length", "temperature", "beta", "reward"}
+        )
         data = self.model_dump()
         return {k: v for k, v in data.items() if k in shared or k in own or k.startswith(prefix)}
 
@@ -130,7 +142,12 @@ def input_key(path_or_id: str) -> str:
 
 def stage_key(settings: TrainSettings, stage: Stage, data: DataFile, source: str) -> str:
     blob = json.dumps(
-        {"stage": stage, "settings": settings.stage_settings(stage), "data": data.sha256, "input": input_key(source)},
+        {
+            "stage": stage,
+            "settings": settings.stage_settings(stage),
+            "data": data.sha256,
+            "input": input_key(source),
+        },
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -188,7 +205,9 @@ def _run_stage(
     transformers.set_seed(settings.seed)
     model, tokenizer, device = _load(source)
     started = time.time()
-    trainer = (_sft_trainer if stage == "sft" else _grpo_trainer)(settings, model, tokenizer, data, path, parse, device)
+    trainer = (_sft_trainer if stage == "sft" else _grpo_trainer)(
+        settings, model, tokenizer, data, path, parse, device
+    )
     output = trainer.train()
     seconds = time.time() - started
     final = trainer.model
@@ -243,7 +262,9 @@ def _common(settings: TrainSettings, path: Path, device: str) -> dict[str, Any]:
 
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
     # transformers 5.2x renamed gradient_checkpointing (TRL's configs default it to True)
-    checkpointing = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    checkpointing = (
+        "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    )
     return {
         checkpointing: settings.gradient_checkpointing,
         "output_dir": str(path / "trainer"),
