@@ -137,6 +137,10 @@ def leaderboard_command(
         grading=scored.grading,
     )
     console.print(leaderboard_table(rows))
+    from livemed.judges.cards import card_line
+
+    if scored.judge:
+        console.print(card_line(app_state.existing_store, scored.judge), markup=False)
     paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=scored.context())
     paths += _grading_tables(_out_dir(app_state, out), scored)
     if compare:
@@ -254,6 +258,8 @@ def report_command(
         allow_incomplete=allow_incomplete,
     )
     console.print(leaderboard_table(data.leaderboard))
+    if data.validity:
+        console.print(data.validity, markup=False)
     console.print(contamination_table(data.contamination))
     _write_report_tables(data, path.parent / f"{path.stem}-tables")
     write_report(data, path)

@@ -181,11 +181,13 @@ def _finish(
     from livemed.cli.score_commands import print_scores, ranked_rows
     from livemed.errors import RunError
     from livemed.grading.runs import score_all
+    from livemed.judges.cards import card_line
     from livemed.runs import raise_for_calls
 
     scored = score_all(app_state.store, plan.judge, convention=convention, models=plan.models)  # type: ignore[arg-type]
     rows, ranked, left_out = ranked_rows(scored, convention, seed=seed, allow_incomplete=allow_incomplete)
     print_scores(rows, f"scores by {plan.judge} · convention: {convention} · failed verdicts: not-met")
+    console.print(card_line(app_state.store, plan.judge), markup=False)
     for reason, n in sorted(scored.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
     if json_out is not None:

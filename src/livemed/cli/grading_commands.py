@@ -315,4 +315,4 @@ def grade(
 
 # The score, agreement and import/export commands live beside these; registering them here keeps
 # one import line in cli/application.py.
-from livemed.cli import interop_commands, score_commands  # noqa: E402,F401
+from livemed.cli import interop_commands, judges_commands, score_commands  # noqa: E402,F401

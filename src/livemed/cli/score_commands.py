@@ -83,6 +83,9 @@ def scores(
     boot = {"seed": seed, "resamples": analysis.resamples}
     breakdown = S.breakdown(ranked, by, convention, **boot) if by else []  # type: ignore[arg-type]
     print_scores(rows, f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
+    from livemed.judges.cards import card_line
+
+    console.print(card_line(store, judge), markup=False)
     if by:
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
@@ -212,6 +215,7 @@ def agreement(
         print_usage(engine)
         raise CallsFailedError(f"{len(items)} of {len(items)} items failed: no verdict to measure")
     result = metrics([h for h, _ in graded], [p for _, p in graded], failures=sum(reasons.values()))
+    app_state.store.state_set("judges_agreement", grader, result.as_dict())  # shown on validity cards
     _print_agreement(grader, labels, result.as_dict() | {"failure_reasons": reasons})
     if json_out is not None:
         json_out.write_text(json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2), "utf-8")

@@ -64,8 +64,11 @@ class Balancer:
         return slot
 
 
-def item_pairs(item: Item, seed: int, balancer: Balancer, licence: str) -> list[Pair]:
-    """The pairs of one item (candidates made, ranked and paired; slots from `balancer`)."""
+def item_pairs(
+    item: Item, seed: int, balancer: Balancer, licence: str, stats: Counter[str] | None = None
+) -> list[Pair]:
+    """The pairs of one item (candidates made, ranked and paired; slots from `balancer`); `stats`
+    counts items, candidates and pairs."""
     info = DATASETS[item.dataset]
     cands = ranked(make_candidates(item, seed))
     couples = [(a, b) for a, b in combinations(cands, 2) if a.rank != b.rank]
@@ -75,6 +78,8 @@ def item_pairs(item: Item, seed: int, balancer: Balancer, licence: str) -> list[
     largest = max((b.rank - a.rank for a, b in couples), default=1)
     question, task = source_text(item), instruction(item.dataset)
     provenance = Provenance(settings={"seed": seed, "builder": "livemed.judges.pairs"})
+    if stats is not None:
+        stats.update(items=1, candidates=len(cands), pairs=len(couples))
     return [
         Pair(
             dataset=item.dataset,
@@ -95,11 +100,13 @@ def item_pairs(item: Item, seed: int, balancer: Balancer, licence: str) -> list[
     ]
 
 
-def build_pairs(items: Iterable[Item], seed: int, licence: str) -> Iterator[Pair]:
+def build_pairs(
+    items: Iterable[Item], seed: int, licence: str, stats: Counter[str] | None = None
+) -> Iterator[Pair]:
     """Pairs of every item, streamed (one item's candidates in memory at a time)."""
     balancer = Balancer()
     for item in items:
-        yield from item_pairs(item, seed, balancer, licence)
+        yield from item_pairs(item, seed, balancer, licence, stats)
 
 
 @dataclass

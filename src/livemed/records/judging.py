@@ -76,6 +76,9 @@ class JudgeVerdict(Record):
     kind: ClassVar[str] = "judge_verdict"
 
     pair_id: str = Field(min_length=1)
+    dataset: str = Field(min_length=1)
+    family: Family
+    tertile: Tertile | None = None
     judge: str = Field(min_length=1)
     mode: JudgeMode = "pairwise"
     order: Order = "original"

@@ -72,6 +72,7 @@ class ReportData:
     policy: str = "not-met"
     grading: list[Grading] = field(default_factory=list)
     not_ranked: list[Grading] = field(default_factory=list)
+    validity: str = ""  # the grader's validity card line (livemed.judges.cards), or "unvalidated"
 
     @property
     def total_cost(self) -> float:
@@ -132,6 +133,9 @@ def build_report(
         n_cases=len(cases), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
     )  # fmt: skip
     data.charts = _charts(data)
+    from livemed.judges.cards import card_line
+
+    data.validity = card_line(store, scored.judge) if scored.judge else ""
     return data
 
 

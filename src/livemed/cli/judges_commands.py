@@ -1,0 +1,255 @@
+"""`livemed judges build|run|report|validate|certify|compare`: judge validation (docs/judges.md).
+(`livemed judges agreement`, against human labels, lives in score_commands.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table as RichTable
+
+from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
+from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, print_result
+from livemed.errors import ConfigError, InputFileError, RunError, UserError
+
+if TYPE_CHECKING:
+    from livemed.judges.datasets import Item
+    from livemed.judges.meta import MetaTables
+    from livemed.judges.tables import Table
+    from livemed.models import LLM, Engine
+    from livemed.records import Pair
+    from livemed.store import Store
+
+DATASET_HELP = "pubmedqa, medcalc, medqa, medbullets or pico."
+MODE = typer.Option("pairwise", "--mode", help="pairwise (both slot orders) or pointwise (0–10 scores).")
+POLICY = typer.Option(
+    "separate",
+    "--invalid",
+    help="Invalid samples: separate (default, the paper's), half (RewardBench), wrong (J1).",
+)
+
+
+def judge_llm(app_state: AppState, engine: Engine, judge: str) -> LLM:
+    """The judge bound to the engine: an offline baseline (`offline/always-a`, `offline/lexical-overlap`)
+    or any configured model."""
+    from livemed.judges.baselines import BASELINES
+    from livemed.models import LLM, get_model
+
+    if judge.startswith("offline/"):
+        if judge not in BASELINES:
+            raise UserError(f"{judge} is not a judge baseline (known: {', '.join(BASELINES)})")
+        return LLM(engine, BASELINES[judge](), stage="judges")
+    return LLM(engine, get_model(judge, config=app_state.config), stage="judges")
+
+
+def _good(items: Iterable[Item | InputFileError], skipped: list[InputFileError]) -> Iterator[Item]:
+    for item in items:
+        if isinstance(item, InputFileError):
+            skipped.append(item)
+            err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
+        else:
+            yield item
+
+
+@judges_app.command("build")
+def build(
+    ctx: typer.Context,
+    dataset: str = typer.Option(..., "--dataset", help=DATASET_HELP),
+    path: Path | None = typer.Option(
+        None,
+        "--path",
+        help="The dataset's folder (as in ../shared/data) or main file; pico: default the project-made set.",
+    ),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the mutations and slot order (same seed, same pairs)."
+    ),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Use at most this many items."),
+    out: Path | None = typer.Option(None, "--out", help="Also export the pairs as JSONL with a data card."),
+) -> None:
+    """Build metric-grounded preference pairs from a benchmark and store them (judge_pair records)."""
+    from itertools import islice
+
+    from livemed.judges.datasets import dataset as find_dataset
+    from livemed.judges.datasets import licence_of
+    from livemed.judges.pairs import DataCard, build_pairs, card_path, export_pairs
+    from livemed.runs import track_run
+
+    info = find_dataset(dataset)
+    app_state = state(ctx)
+    skipped: list[InputFileError] = []
+    stats: Counter[str] = Counter()
+    licence = licence_of(dataset, path)
+    settings = {"dataset": dataset, "path": str(path) if path else None, "seed": seed, "limit": limit}
+    with track_run(app_state.store, "judges build", settings=settings) as run:
+        items = islice(_good(info.load(path), skipped), limit)
+        pairs = build_pairs(items, seed, licence, stats)
+        card = DataCard()
+
+        def counted(stream: Iterable[Pair]) -> Iterator[Pair]:
+            for pair in stream:
+                card.add(pair)
+                yield pair
+
+        if out is not None:
+            card = export_pairs(_stored(app_state.store, pairs), out)
+        else:
+            app_state.store.put(counted(pairs))
+        run.counts = {**dict(stats), "skipped": len(skipped)}
+    console.print(
+        f"{dataset}: {stats['items']} items, {stats['candidates']} candidates, {stats['pairs']} pairs "
+        f"(seed {seed}; gold slot A {card.gold['A']} / B {card.gold['B']}); licence: {licence}"
+    )
+    if out is not None:
+        console.print(f"wrote {out} and {card_path(out)}")
+    if skipped:
+        raise RunError(f"{len(skipped)} item(s) could not be read and were skipped (listed above)")
+
+
+def _stored(store: Store, pairs: Iterable[Pair]) -> Iterator[Pair]:
+    """The pairs, each also written to the store (in batches) as the export reads them."""
+    batch: list[Pair] = []
+    for pair in pairs:
+        batch.append(pair)
+        if len(batch) >= 500:
+            store.put(batch)
+            batch = []
+        yield pair
+    store.put(batch)
+
+
+def select_pairs(store: Store, datasets: list[str], limit: int | None) -> Iterator[Pair]:
+    """Stored pairs of the given datasets (all when none), at most `limit` per dataset."""
+    from livemed.records import Pair
+
+    taken: Counter[str] = Counter()
+    for pair in store.iter(Pair):
+        if datasets and pair.dataset not in datasets:
+            continue
+        if limit is not None and taken[pair.dataset] >= limit:
+            continue
+        taken[pair.dataset] += 1
+        yield pair
+
+
+@judges_app.command("run")
+def run_judge(
+    ctx: typer.Context,
+    judge: str = typer.Option(
+        ..., "--judge", help="Judge model, or offline/always-a | offline/lexical-overlap."
+    ),
+    samples: int = typer.Option(1, "--samples", min=1, help="Samples per pair and slot order (k)."),
+    mode: str = MODE,
+    temperature: float = typer.Option(1.0, "--temperature", min=0, max=2, help="Sampling temperature."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Completion token limit."),
+    datasets: list[str] = typer.Option([], "--dataset", help="Only pairs of this dataset (repeatable)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many pairs per dataset."),
+    no_cache: bool = NO_CACHE,
+    cache_read_only: bool = CACHE_RO,
+    max_cost: float | None = MAX_COST,
+) -> None:
+    """Ask a judge about the stored pairs: k samples per pair and order, one judge_verdict each."""
+    from livemed.grading.runs import in_flight
+    from livemed.judges.run import JudgeRun, clear_retried, judge_pairs
+    from livemed.runs import raise_for_calls, settle, track_run
+
+    if mode not in ("pairwise", "pointwise"):
+        raise ConfigError(f"--mode must be pairwise or pointwise, got {mode!r}")
+    app_state = state(ctx)
+    store = app_state.store
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    llm = judge_llm(app_state, engine, judge)
+    pairs = list(select_pairs(store, datasets, limit))
+    if not pairs:
+        raise UserError(
+            "no pairs stored"
+            + (f" for {', '.join(datasets)}" if datasets else "")
+            + ": run `livemed judges build` first"
+        )
+    spec = JudgeRun(llm, mode=mode, temperature=temperature, max_tokens=max_tokens)  # type: ignore[arg-type]
+    orders = 2 if mode == "pairwise" else 1
+    settings = {
+        "judge": judge,
+        "mode": mode,
+        "samples": samples,
+        "temperature": temperature,
+        "pairs": len(pairs),
+    }
+    with (
+        usage_on_failure(engine),
+        track_run(
+            store, "judges run", settings=settings, models=[judge], engine=engine, lease=f"judges:{judge}"
+        ) as run,
+        progress_for(engine, judge, f"judging with {judge}", total=len(pairs) * orders * samples),
+    ):
+        result = asyncio.run(judge_pairs(store, pairs, spec, samples=samples, window=in_flight(llm)))
+        settle(run, result, "samples")
+    clear_retried(store)
+    print_result(f"verdicts by {judge} ({mode}, k={samples})", result)
+    print_usage(engine)
+    raise_for_calls(run)
+
+
+def load_results(store: Store, judge: str | None, mode: str | None, policy: str) -> dict[str, MetaTables]:
+    """Meta-evaluation tables per stored judge configuration (`judge · mode`)."""
+    from livemed.judges.meta import evaluate
+    from livemed.records import JudgeVerdict
+
+    grouped: dict[str, list[JudgeVerdict]] = {}
+    for verdict in store.iter(JudgeVerdict):
+        if (judge and verdict.judge != judge) or (mode and verdict.mode != mode):
+            continue
+        grouped.setdefault(f"{verdict.judge} · {verdict.mode}", []).append(verdict)
+    return {label: evaluate(v, policy) for label, v in sorted(grouped.items())}  # type: ignore[arg-type]
+
+
+def print_tables(tables: list[Table]) -> None:
+    from livemed.judges.tables import cell
+
+    for table in tables:
+        shown = RichTable(title=table.title)
+        for column in table.columns:
+            shown.add_column(
+                column, justify="left" if column == "judge" else "right", no_wrap=column == "judge"
+            )
+        for row in table.rows:
+            shown.add_row(*(cell(row.get(c)) for c in table.columns))
+        console.print(shown)
+
+
+@judges_app.command("report")
+def report(
+    ctx: typer.Context,
+    judge: str | None = typer.Option(None, "--judge", help="Only this judge."),
+    mode: str | None = typer.Option(None, "--mode", help="Only pairwise or pointwise runs."),
+    policy: str = POLICY,
+    json_out: Path | None = typer.Option(None, "--json", help="Also write every number as JSON."),
+) -> None:
+    """Correctness, verdict variance, invalid share, tertiles and position bias of the stored judge runs."""
+    from livemed.judges.meta import POLICIES
+    from livemed.judges.tables import all_tables
+
+    if policy not in POLICIES:
+        raise ConfigError(f"--invalid must be one of {', '.join(POLICIES)}, got {policy!r}")
+    results = load_results(state(ctx).existing_store, judge, mode, policy)
+    if not results:
+        raise UserError("no judge verdicts stored: run `livemed judges run` first")
+    console.print(
+        f"invalid-output policy: {policy} · anchor: the paper's SFT→RL 8B judge, 0.81 average; "
+        "0.69 / 0.83 / 0.90 by tertile"
+    )
+    print_tables(all_tables(results))
+    if json_out is not None:
+        payload: dict[str, Any] = {label: t.as_dict() for label, t in results.items()}
+        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        console.print(f"wrote {json_out}")
+
+
+# validate, certify and compare live beside these (one import registers them).
+from livemed.cli import judges_validity  # noqa: E402,F401

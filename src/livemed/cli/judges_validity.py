@@ -1,0 +1,321 @@
+"""`livemed judges validate|certify|compare`: the rubric grader's own validation, validity cards, and
+comparing two graders on a stored slice (docs/judges.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.table import Table as RichTable
+
+from livemed.cli.common import make_engine, print_usage, usage_on_failure
+from livemed.cli.context import AppState, console, state
+from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, resolve
+from livemed.errors import CallsFailedError, ConfigError, UserError
+
+if TYPE_CHECKING:
+    from livemed.judges.meta import MetaTables
+    from livemed.models import Engine
+    from livemed.records import Case, Pair, Rubric
+    from livemed.store import Store
+
+GRADE_MODE = typer.Option("per-criterion", "--mode", help="per-criterion or batched (the grader's mode).")
+
+
+def _mode(mode: str) -> str:
+    if mode not in ("per-criterion", "batched"):
+        raise ConfigError(f"--mode must be per-criterion or batched, got {mode!r}")
+    return mode
+
+
+def rubric_cases(store: Store, limit: int | None) -> list[tuple[Case, Rubric]]:
+    from livemed.records import Case, Rubric
+
+    out = []
+    for case in store.iter(Case):
+        rubric = store.get(Rubric, f"rubric:{case.id}")
+        if rubric is not None:
+            out.append((case, rubric))
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def _print_rubric(result: dict[str, Any]) -> None:
+    from livemed.judges.tables import cell
+
+    table = RichTable(title="Rubric-grader validation (mutations of the gold answer)")
+    for column in ("mutation", "expected", "n", "order accuracy", "stability"):
+        table.add_column(column, justify="left" if column in ("mutation", "expected") else "right")
+    for name, row in result["mutations"].items():
+        table.add_row(name, row["expect"], str(row["n"]), cell(row["order_accuracy"]), cell(row["stability"]))
+    console.print(table)
+    axes = ", ".join(f"{a} {cell(v)}" for a, v in result["axes"].items())
+    console.print(
+        f"order accuracy {cell(result['order_accuracy'])} · compliance {cell(result['compliance'])}"
+    )
+    console.print(f"per axis (mutant not above gold): {axes or '–'}")
+
+
+def _rubric_battery(
+    app_state: AppState, engine: Engine, grader: str, mode: str, samples: int, cases: int | None, seed: int
+) -> dict[str, Any] | None:
+    from livemed.grading.judge import OfflineGrader
+    from livemed.judges.baselines import BASELINES
+    from livemed.judges.rubric_validation import validate
+
+    if grader in BASELINES:
+        return None  # a pair-judge baseline grades no rubric
+    found = rubric_cases(app_state.store, cases)
+    if not found:
+        return None
+    judge = resolve(app_state, engine, grader, "judges", OfflineGrader)
+    return asyncio.run(validate(found, judge, mode=mode, samples=samples, seed=seed)).as_dict()  # type: ignore[arg-type]
+
+
+@judges_app.command("validate")
+def validate_command(
+    ctx: typer.Context,
+    grader: str = typer.Option(..., "--grader", help="Rubric grader model, or offline/lexical."),
+    mode: str = GRADE_MODE,
+    samples: int = typer.Option(1, "--samples", min=1, help="Grading samples per text (k)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many cases with a rubric."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the mutations."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the numbers as JSON."),
+    no_cache: bool = NO_CACHE,
+    cache_read_only: bool = CACHE_RO,
+    max_cost: float | None = MAX_COST,
+) -> None:
+    """Mutate each case's gold answer (known score order) and measure how often the grader's rubric scores
+    order the pair correctly, their stability over k samples and the grader's compliance."""
+    from livemed.runs import track_run
+
+    app_state = state(ctx)
+    if not rubric_cases(app_state.store, 1):
+        raise UserError("no case with a rubric in the store: run `livemed rubrics` (or import cases) first")
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    settings = {"grader": grader, "mode": _mode(mode), "samples": samples, "seed": seed}
+    with (
+        usage_on_failure(engine),
+        track_run(
+            app_state.store, "judges validate", settings=settings, models=[grader], engine=engine
+        ) as run,
+    ):
+        result = _rubric_battery(app_state, engine, grader, mode, samples, limit, seed)
+        if result is None:
+            raise UserError(f"{grader} is a pair-judge baseline, not a rubric grader")
+        run.counts = {"call_failed": result["call_failed"]}
+    _print_rubric(result)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    print_usage(engine)
+    if result["call_failed"]:
+        raise CallsFailedError(
+            f"{result['call_failed']} graded pair(s) had failed grader calls (left out); "
+            "run again to retry them"
+        )
+
+
+def _data_dir(data: Path | None) -> Path:
+    if data is not None:
+        return data
+    if os.environ.get("LIVEMED_SHARED_DATA"):
+        return Path(os.environ["LIVEMED_SHARED_DATA"])
+    raise UserError("pass --data DIR: a folder with pubmedqa/, medcalc_bench/ and medqa/ (as ../shared/data)")
+
+
+def _pair_battery(
+    store: Store,
+    engine: Engine,
+    app_state: AppState,
+    grader: str,
+    pairs: list[Pair],
+    samples: int,
+    temperature: float,
+) -> tuple[MetaTables | None, MetaTables | None, int]:
+    """Both orders, k samples, on the pairs and their length probes: (tables, probe tables, failed)."""
+    from livemed.cli.judges_commands import judge_llm
+    from livemed.judges.baselines import BASELINES
+    from livemed.judges.cards import PROBE, length_probe
+    from livemed.judges.meta import evaluate
+    from livemed.judges.run import JudgeRun, jobs, judge_pairs
+    from livemed.records import JudgeVerdict
+
+    if grader.startswith("offline/") and grader not in BASELINES:
+        return None, None, 0  # an offline rubric grader cannot judge pairs
+    llm = judge_llm(app_state, engine, grader)
+    battery = [*pairs, *length_probe(pairs)]
+    store.put(pairs)
+    spec = JudgeRun(llm, temperature=temperature)
+    result = asyncio.run(judge_pairs(store, battery, spec, samples=samples, window=128))
+    ids = [job.verdict_id(llm.id, "pairwise") for job in jobs(battery, samples, "pairwise")]
+    verdicts = list(store.get_many(JudgeVerdict, ids).values())
+    plain = [v for v in verdicts if not v.dataset.startswith(PROBE)]
+    probe = [v for v in verdicts if v.dataset.startswith(PROBE)]
+    return evaluate(plain), evaluate(probe), result.call_failed
+
+
+def _endpoint(app_state: AppState, grader: str) -> str:
+    from livemed.models import get_model
+
+    return get_model(grader, config=app_state.config).endpoint
+
+
+@judges_app.command("certify")
+def certify(
+    ctx: typer.Context,
+    grader: str = typer.Option(..., "--grader", help="Grader model (or an offline baseline)."),
+    mode: str = GRADE_MODE,
+    data: Path | None = typer.Option(
+        None, "--data", help="Folder with pubmedqa/, medcalc_bench/, medqa/ (default $LIVEMED_SHARED_DATA)."
+    ),
+    pairs_per_dataset: int = typer.Option(20, "--pairs", min=1, help="Pairs per dataset."),
+    samples: int = typer.Option(3, "--samples", min=1, help="Samples per pair, order and rubric text (k)."),
+    temperature: float = typer.Option(1.0, "--temperature", min=0, max=2, help="Pair judging temperature."),
+    cases: int = typer.Option(20, "--cases", min=1, help="Cases with a rubric for the rubric mutations."),
+    seed: int = typer.Option(0, "--seed", help="Seed of pairs and mutations."),
+    no_cache: bool = NO_CACHE,
+    cache_read_only: bool = CACHE_RO,
+    max_cost: float | None = MAX_COST,
+) -> None:
+    """Run the validity battery (pairs from the real datasets in both orders with k samples, a length-bias
+    probe, the rubric mutations) and store a validity card for this grader configuration."""
+    from livemed.grading.judge import PROMPT_HASHES as GRADE_HASHES
+    from livemed.judges.cards import AGREEMENT_NAMESPACE, battery_pairs, card_line, pair_metrics
+    from livemed.judges.templates import PROMPT_HASHES
+    from livemed.records import ValidityCard, short_hash
+    from livemed.runs import track_run
+
+    app_state = state(ctx)
+    store = app_state.store
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    pairs, missing = battery_pairs(_data_dir(data), seed, pairs_per_dataset)
+    for note in missing:
+        console.print(f"[yellow]not in the battery:[/] {note}")
+    settings = {
+        "mode": _mode(mode),
+        "samples": samples,
+        "temperature": temperature,
+        "pairs": pairs_per_dataset,
+        "seed": seed,
+    }
+    with (
+        usage_on_failure(engine),
+        track_run(
+            store, "judges certify", settings={"grader": grader, **settings}, models=[grader], engine=engine
+        ) as run,
+    ):
+        tables, probe, failed = _pair_battery(store, engine, app_state, grader, pairs, samples, temperature)
+        rubric = _rubric_battery(app_state, engine, grader, mode, samples, cases, seed)
+        failed += rubric["call_failed"] if rubric else 0
+        run.counts = {"pairs": len(pairs), "call_failed": failed}
+    usage = engine.accounting.by_model.get(grader)
+    metrics = {
+        **pair_metrics(tables, probe),
+        "rubric": rubric,
+        "cost_usd": usage.cost_usd if usage else 0.0,
+        "human_agreement": store.state_get(AGREEMENT_NAMESPACE, grader),
+    }
+    endpoint = "offline" if grader.startswith("offline/") else _endpoint(app_state, grader)
+    prompt_hash = short_hash(GRADE_HASHES[mode], PROMPT_HASHES["pairwise"])  # type: ignore[index]
+    if failed:
+        print_usage(engine)
+        raise CallsFailedError(
+            f"{failed} battery item(s) had failed calls: no card written; run again to retry them"
+        )
+    store.put(
+        [
+            ValidityCard(
+                grader=grader, endpoint=endpoint, prompt_hash=prompt_hash, settings=settings, metrics=metrics
+            )
+        ]
+    )
+    console.print(card_line(store, grader, {"mode": mode}), markup=False)
+    print_usage(engine)
+
+
+def _print_comparison(data: dict[str, Any]) -> None:
+    from livemed.judges.tables import cell
+
+    c = data["criteria"]
+    console.print(
+        f"{data['judge_b']} against {data['judge_a']} on {data['answers']} answers: per-criterion macro-F1 "
+        f"{cell(c.get('macro_f1'))} · Cohen's kappa {cell(c.get('kappa'))} · "
+        f"accuracy {cell(c.get('accuracy'))} "
+        f"({c.get('n', 0)} criteria graded by both)",
+        markup=False,
+    )
+    table = RichTable(title="Score shift B − A (paired bootstrap 95% CI) and ranks")
+    for column in ("model", "n", "score A", "score B", "shift", "95% CI", "rank A", "rank B"):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for row in data["models"]:
+        ci = f"[{cell(row['ci_low'])}, {cell(row['ci_high'])}]"
+        moved = "" if row["rank_a"] == row["rank_b"] else " ←"
+        table.add_row(
+            row["model"],
+            str(row["n"]),
+            cell(row["score_a"]),
+            cell(row["score_b"]),
+            cell(row["shift"]),
+            ci,
+            str(row["rank_a"]),
+            f"{row['rank_b']}{moved}",
+        )
+    console.print(table)
+
+
+@judges_app.command("compare")
+def compare_command(
+    ctx: typer.Context,
+    judges: list[str] = typer.Option(..., "--judge", help="Two graders: --judge A --judge B."),
+    sample: int | None = typer.Option(None, "--sample", min=1, help="Regrade a seeded sample of N answers."),
+    mode: str = GRADE_MODE,
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample and the bootstrap."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the numbers as JSON."),
+    no_cache: bool = NO_CACHE,
+    cache_read_only: bool = CACHE_RO,
+    max_cost: float | None = MAX_COST,
+) -> None:
+    """Grade a stored slice with both graders (stored grades, resumable) and report per-criterion
+    agreement, each model's score shift and rank changes."""
+    from livemed.grading.judge import OfflineGrader
+    from livemed.grading.runs import grade_all, plan_targets
+    from livemed.judges.compare import compare, sample_targets, target_ids
+    from livemed.records import Answer, Grade, GradeFailure
+    from livemed.runs import raise_for_calls, settle_stages, track_run
+
+    if len(judges) != 2 or judges[0] == judges[1]:
+        raise ConfigError("pass two different graders: --judge A --judge B")
+    app_state = state(ctx)
+    store = app_state.store
+    targets = sample_targets(plan_targets(store, store.iter(Answer)).targets, sample, seed)
+    if not targets:
+        raise UserError("no answers with a rubric in the store: nothing to regrade")
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    settings = {"judges": judges, "sample": sample, "mode": _mode(mode), "seed": seed}
+    with (
+        usage_on_failure(engine),
+        track_run(store, "judges compare", settings=settings, models=judges, engine=engine) as run,
+    ):
+        stages = []
+        for judge in judges:
+            grader = resolve(app_state, engine, judge, "judges", OfflineGrader)
+            stages.append((judge, asyncio.run(grade_all(store, targets, grader, mode=mode)), "answers"))  # type: ignore[arg-type]
+        settle_stages(run, stages)
+    ids = [i for t in targets for j in judges for i in target_ids(t, j)]
+    grades: dict[str, Grade | GradeFailure] = {
+        **store.get_many(GradeFailure, ids),
+        **store.get_many(Grade, ids),
+    }
+    result = compare(
+        targets, grades, judges[0], judges[1], seed=seed, resamples=app_state.config.analysis.resamples
+    )
+    _print_comparison(result.as_dict())
+    if json_out is not None:
+        json_out.write_text(json.dumps(result.as_dict(), indent=2), encoding="utf-8")
+    print_usage(engine)
+    raise_for_calls(run)

@@ -1,0 +1,215 @@
+"""Validating livemed's own rubric grader: deterministic mutations of a case's gold answer (its advice)
+whose expected order of rubric scores is known, graded k times.
+
+Mutations (docs/judges.md, "Rubric-grader validation"): `drop_advice` (one advice element removed),
+`negate` (one element turned into its opposite), `contraindicated` (the action a negative criterion of
+the rubric describes, added), `add_other_case` (a recommendation of another case, added), `pad`
+(fluent but empty filler, added). The first three must score **lower** than the gold answer; the last
+two must score **no higher**. Measured per mutation type and per axis: order accuracy, stability over
+the k samples, compliance (usable verdicts ÷ verdicts asked)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any, Literal
+
+from livemed.grading import score as S
+from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion
+from livemed.models import LLM, CallFailure, Completion, Message, Settings
+from livemed.records import Answer, Case, Grade, GradeFailure, Rubric
+
+MUTATIONS = ("drop_advice", "negate", "contraindicated", "add_other_case", "pad")
+Expect = Literal["lower", "not_higher"]
+EXPECT: dict[str, Expect] = {
+    "drop_advice": "lower",
+    "negate": "lower",
+    "contraindicated": "lower",
+    "add_other_case": "not_higher",
+    "pad": "not_higher",
+}
+CASES_AT_ONCE = 16
+FILLER = (
+    "Looking after your health is important, and every situation is a little different. It is always "
+    "worth taking your time, staying informed and keeping a positive outlook. Many people find it helpful "
+    "to reflect on how they feel and to make choices that suit their own circumstances and preferences."
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    case_id: str
+    mutation: str
+    text: str
+
+
+def _negate(sentence: str) -> str:
+    stripped = sentence.strip()
+    for prefix in ("Do not ", "Don't ", "Avoid "):
+        if stripped.startswith(prefix):
+            rest = stripped[len(prefix) :]
+            return rest[:1].upper() + rest[1:]
+    return f"Do not {stripped[:1].lower()}{stripped[1:]}"
+
+
+def variants(case: Case, rubric: Rubric, other: Case | None, seed: int) -> list[Variant]:
+    """The gold answer's mutations for one case (those the case allows)."""
+    rng = random.Random(f"{seed}:rubric:{case.id}")
+    advice = list(case.advice)
+    out = []
+    facts = {c.source_fact.strip() for c in rubric.criteria if c.polarity == "positive" and c.source_fact}
+    covered = [n for n, a in enumerate(advice) if a.strip() in facts]
+    i = rng.choice(covered) if covered else rng.randrange(len(advice))  # an element a criterion checks
+    if len(advice) > 1:
+        out.append(Variant(case.id, "drop_advice", "\n".join(a for n, a in enumerate(advice) if n != i)))
+    negated = [_negate(a) if n == i else a for n, a in enumerate(advice)]
+    out.append(Variant(case.id, "negate", "\n".join(negated)))
+    negative = [c for c in rubric.criteria if c.polarity == "negative"]
+    if negative:
+        bad = rng.choice(negative)
+        out.append(Variant(case.id, "contraindicated", "\n".join([*advice, f"Also: {bad.text}"])))
+    if other is not None and other.id != case.id:
+        out.append(Variant(case.id, "add_other_case", "\n".join([*advice, rng.choice(other.advice)])))
+    out.append(Variant(case.id, "pad", "\n".join([*advice, FILLER])))
+    return out
+
+
+@dataclass
+class SampledLLM(LLM):
+    """The grader with a sample index on every call (distinct cache entries for k samples)."""
+
+    sample: int = 0
+
+    async def generate(
+        self, messages: list[Message], settings: Settings | None = None
+    ) -> Completion | CallFailure:
+        settings = (settings or Settings()).model_copy(update={"sample": self.sample})
+        return await super().generate(messages, settings)
+
+
+def sampled(judge: Judge, sample: int) -> Judge:
+    if isinstance(judge, LLM):
+        return SampledLLM(judge.engine, judge.model, judge.stage, judge.refresh, sample=sample)
+    return judge
+
+
+@dataclass
+class Graded:
+    """The rubric score of one text by one sample, with its per-axis scores and verdict counts."""
+
+    score: float | None
+    axes: dict[str, float]
+    usable: int
+    asked: int
+    call_failed: bool
+
+
+async def grade_text(case: Case, rubric: Rubric, text: str, judge: Judge, mode: Mode, label: str) -> Graded:
+    answer = Answer(case_id=case.id, model=f"validation/{label}", text=text)
+    target = Target(answer, case, rubric)
+    if mode == "batched":
+        found: Sequence[Grade | GradeFailure] = await grade_batch(target, rubric.criteria, judge)
+    else:
+        found = await asyncio.gather(*(grade_criterion(target, c, judge) for c in rubric.criteria))
+    failed = any(isinstance(g, GradeFailure) and g.call_failed for g in found)
+    items = [
+        S.Item(weight=c.value, met=g.met if isinstance(g, Grade) else None, axis=c.axis)
+        for c, g in zip(rubric.criteria, found, strict=True)
+    ]
+    usable = sum(1 for g in found if isinstance(g, Grade))
+    return Graded(S.case_score(items), S.per_axis(items), usable, len(found), failed)
+
+
+def holds(expect: Expect, gold: float, mutant: float) -> bool:
+    return mutant < gold if expect == "lower" else mutant <= gold
+
+
+@dataclass
+class RubricValidation:
+    """Per mutation type: order accuracy, stability over samples, compliance; per axis: not-higher rate."""
+
+    order: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    stable: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    axes: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    usable: int = 0
+    asked: int = 0
+    call_failed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mutations": {
+                m: {
+                    "expect": EXPECT[m],
+                    "n": len(self.order[m]),
+                    "order_accuracy": fmean(self.order[m]) if self.order[m] else None,
+                    "stability": fmean(self.stable[m]) if self.stable[m] else None,
+                }
+                for m in MUTATIONS
+                if m in self.order
+            },
+            "order_accuracy": fmean(v for vs in self.order.values() for v in vs) if self.order else None,
+            "axes": {a: fmean(v) for a, v in sorted(self.axes.items()) if v},
+            "compliance": self.usable / self.asked if self.asked else None,
+            "call_failed": self.call_failed,
+        }
+
+
+async def validate_case(
+    case: Case,
+    rubric: Rubric,
+    other: Case | None,
+    judge: Judge,
+    mode: Mode,
+    samples: int,
+    seed: int,
+    out: RubricValidation,
+) -> None:
+    """Grade the gold answer and each mutation `samples` times; add the outcomes to `out`."""
+    gold_text = "\n".join(case.advice)
+    for variant in variants(case, rubric, other, seed):
+        outcomes = []
+        for sample in range(samples):
+            grader = sampled(judge, sample)
+            gold = await grade_text(case, rubric, gold_text, grader, mode, "gold")
+            mutant = await grade_text(case, rubric, variant.text, grader, mode, variant.mutation)
+            out.usable += gold.usable + mutant.usable
+            out.asked += gold.asked + mutant.asked
+            if gold.call_failed or mutant.call_failed:
+                out.call_failed += 1
+                continue
+            if gold.score is None or mutant.score is None:
+                continue
+            ok = holds(EXPECT[variant.mutation], gold.score, mutant.score)
+            outcomes.append(ok)
+            out.order[variant.mutation].append(ok)
+            for axis, value in gold.axes.items():
+                if axis in mutant.axes:
+                    out.axes[axis].append(mutant.axes[axis] <= value)
+        if outcomes:
+            out.stable[variant.mutation].append(len(set(outcomes)) == 1)
+
+
+async def validate(
+    cases: list[tuple[Case, Rubric]],
+    judge: Judge,
+    *,
+    mode: Mode = "per-criterion",
+    samples: int = 1,
+    seed: int = 0,
+) -> RubricValidation:
+    """The battery over `cases` (each case's "other" case is the next one, cyclically), `CASES_AT_ONCE`
+    cases at a time."""
+    out = RubricValidation()
+    gate = asyncio.Semaphore(CASES_AT_ONCE)
+
+    async def one(n: int, case: Case, rubric: Rubric) -> None:
+        other = cases[(n + 1) % len(cases)][0] if len(cases) > 1 else None
+        async with gate:
+            await validate_case(case, rubric, other, judge, mode, samples, seed, out)
+
+    await asyncio.gather(*(one(n, case, rubric) for n, (case, rubric) in enumerate(cases)))
+    return out

@@ -1,0 +1,40 @@
+"""Scripted judges for the tests: they read the judge prompt's data blocks like a model would."""
+
+from __future__ import annotations
+
+from livemed.models import Message, Settings
+from livemed.models.fake import FakeModel
+from livemed.prompts import parse_blocks
+from livemed.records import Pair
+
+
+def responses(messages: list[Message]) -> list[str]:
+    return [b.text for b in parse_blocks(messages[-1]["content"]) if b.name == "response"]
+
+
+def oracle(pairs: list[Pair], name: str = "fake/oracle") -> FakeModel:
+    """Prefers each pair's chosen response; pointwise, scores a candidate 10 − its rank."""
+    better = {frozenset((p.chosen.text, p.rejected.text)): p.chosen.text for p in pairs}
+    score = {c.text: 10 - c.rank for p in pairs for c in (p.chosen, p.rejected)}
+
+    def reply(messages: list[Message], settings: Settings) -> str:
+        texts = responses(messages)
+        if len(texts) == 1:
+            return f"<think>scored</think><score>{score[texts[0]]}</score>"
+        slot = "A" if better[frozenset(texts)] == texts[0] else "B"
+        return f"<think>the better one</think><answer>[[{slot}]]</answer>"
+
+    return FakeModel(name, function=reply)
+
+
+def scripted_provider(model_id: str) -> FakeModel:
+    """The `fake` provider of CLI tests: fake/always-b prefers B; fake/chatty never complies."""
+
+    def reply(messages: list[Message], settings: Settings) -> str:
+        if model_id == "fake/chatty":
+            return "I think A is better."
+        if len(responses(messages)) == 1:
+            return "<think>x</think><score>5</score>"
+        return "<think>x</think><answer>[[B]]</answer>"
+
+    return FakeModel(model_id, function=reply)
