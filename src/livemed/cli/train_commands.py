@@ -262,3 +262,42 @@ def _train(settings: TrainSettings, out: Path, sets: dict[str, DataFile], extra:
         console.print(f"{result.stage}: {done} → {result.path} (card: {result.path / 'README.md'})")
     final = results[-1].path
     console.print(f"judge: hf/{final}  (run it with `livemed judges run --judge hf/{final}`)")
+
+
+@judges_app.command("regimes")
+def regimes(
+    ctx: typer.Context,
+    regime: list[str] = typer.Option(
+        ..., "--regime", help="LABEL=JUDGE, repeatable (e.g. base=hf/./base sft=hf/runs/sft/sft)."
+    ),
+    mode: str = typer.Option("pairwise", "--mode", help="pairwise or pointwise runs."),
+    policy: str = typer.Option("separate", "--invalid", help="separate (default), half or wrong."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write every number as JSON."),
+) -> None:
+    """Training regimes side by side: `judges report`'s tables by regime, and gains against `base`."""
+    import json
+
+    from livemed.cli.judges_commands import load_results, print_tables
+    from livemed.judges.meta import POLICIES
+    from livemed.judges.tables import all_tables
+    from livemed.training.compare import PAPER_NOTE, by_regime, gains, parse_regimes
+
+    if policy not in POLICIES:
+        raise ConfigError(f"--invalid must be one of {', '.join(POLICIES)}, got {policy!r}")
+    try:
+        wanted = parse_regimes(regime)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    chosen, missing = by_regime(load_results(state(ctx).existing_store, None, mode, policy), wanted, mode)
+    if missing:
+        raise UserError(
+            f"no {mode} verdicts stored for {', '.join(missing)}: run `livemed judges run --judge …` first"
+        )
+    base = next((key for key in chosen if key.startswith("base (")), None)
+    console.print(f"invalid-output policy: {policy} · Δ against: {base or 'no regime labelled base'}")
+    print_tables([*all_tables(chosen), gains(chosen, base)])
+    console.print(PAPER_NOTE)
+    if json_out is not None:
+        payload = {key: tables.as_dict() for key, tables in chosen.items()}
+        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        console.print(f"wrote {json_out}")
