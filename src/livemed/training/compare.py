@@ -13,7 +13,6 @@ from livemed.judges.meta import MetaTables
 from livemed.judges.tables import TERTILES, Row, Table
 
 GAIN_COLUMNS = [
-    "regime",
     "judge",
     "decomposable",
     "atomic",
@@ -22,15 +21,12 @@ GAIN_COLUMNS = [
     "Δ atomic",
     "Δ average",
     *TERTILES,
-    "invalid share",
-    "variance",
 ]
 # The second paper's figures for Llama-3.1-8B-Instruct (its own pairs, 5 datasets; §3 and §6).
 PAPER_ROWS: list[Row] = [
-    {"regime": "paper: base", "judge": "Llama-3.1-8B-Instruct", "decomposable": 0.75},
+    {"judge": "paper: base 8B", "decomposable": 0.75},
     {
-        "regime": "paper: sft+grpo",
-        "judge": "Llama-3.1-8B-Instruct SFT→RL",
+        "judge": "paper: SFT→RL 8B",
         "decomposable": 0.84,
         "average": 0.81,
         "Δ decomposable": 0.09,
@@ -77,13 +73,12 @@ def _delta(value: float | None, base: float | None) -> float | None:
 
 
 def gains(chosen: dict[str, MetaTables], base: str | None) -> Table:
-    """Each regime's family and average correctness, its change against `base` (a key of `chosen`),
-    tertile means, invalid share and verdict variance; then the paper's rows."""
+    """Each regime's family and average correctness, its change against `base` (a key of `chosen`) and
+    its tertile means; then the paper's rows (variance and invalid share are in `judges report`'s tables)."""
     reference = chosen.get(base) if base is not None else None
     rows: list[Row] = []
     for key, t in chosen.items():
-        label, _, judge = key.partition(" (")
-        row: Row = {"regime": label, "judge": judge.removesuffix(")")}
+        row: Row = {"judge": key}
         row["decomposable"] = t.family("decomposable", "majority")
         row["atomic"] = t.family("atomic", "majority")
         row["average"] = t.average("majority")
@@ -92,8 +87,6 @@ def gains(chosen: dict[str, MetaTables], base: str | None) -> Table:
             row["Δ atomic"] = _delta(row["atomic"], reference.family("atomic", "majority"))
             row["Δ average"] = _delta(row["average"], reference.average("majority"))
         row.update({x: t.tertile_mean(x) for x in TERTILES})
-        row["invalid share"] = t.invalid_share()
-        row["variance"] = t.verdict_variance()
         rows.append(row)
     return Table(
         "Regimes against the base (majority-vote correctness; Δ = regime − base)",
