@@ -149,3 +149,25 @@ def test_same_seed_same_weights(tmp_path: Path, tiny_base: Path) -> None:
     assert not same(tensors(first / "sft"), tensors(tiny_base))  # SFT changed the weights
     assert not same(tensors(first / "sft"), tensors(other / "sft"))  # and the seed matters
     assert len(seen) == 3 * 4  # GRPO scored every rollout (4 completions a step, one step, three runs)
+
+
+def test_the_tiny_base_command_learns_the_pairs_prompts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from livemed.training.tiny import main
+
+    pairs = write_pairs(make_pairs(3), tmp_path / "pairs.jsonl")
+    main([str(tmp_path / "base"), str(pairs)])
+    assert "tiny random Llama base written to" in capsys.readouterr().out
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "base")
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "base")
+    assert 10_000 < sum(p.numel() for p in model.parameters()) < 100_000
+    prompt = render(make_pairs(1)[0], "swapped")[1]["content"] + " ünïcode ✓"
+    assert tokenizer.decode(tokenizer(prompt, add_special_tokens=False)["input_ids"]) == prompt
+    chat = tokenizer.apply_chat_template(
+        render(make_pairs(1)[0], "original"), add_generation_prompt=True, tokenize=False
+    )
+    assert chat.startswith("<s><|system|>\n")
+    assert chat.endswith("<|assistant|>\n")

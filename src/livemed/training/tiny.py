@@ -6,7 +6,7 @@ parameters) with a seeded random init, and saves both with `save_pretrained`, so
 Hugging Face checkpoint (`AutoModelForCausalLM.from_pretrained(out)`, `hf/<out>`, `--base <out>`).
 Nothing is downloaded. The model's output is noise; it exists to exercise the pipeline, not to judge.
 
-    python -m livemed.training.tiny OUT_DIR [PAIRS.jsonl]
+    python -m livemed.training.tiny OUT_DIR [PAIRS.jsonl]   # the tokenizer learns the pairs' prompts
 """
 
 from __future__ import annotations
@@ -92,25 +92,14 @@ def build_tiny_base(out: Path, corpus: Iterable[str] = (), *, seed: int = 0, voc
 
 
 def corpus_from_pairs(path: Path) -> list[str]:
-    """Every string field of a pairs JSONL file (questions, candidates), for the tokenizer's corpus."""
-    import json
+    """The judge prompts of every pair in a pairs JSONL file (both orders), for the tokenizer's corpus;
+    lines that are not pairs are left out."""
+    from livemed.training.judging import read_pairs, render
 
     texts: list[str] = []
-
-    def walk(value: object) -> None:
-        if isinstance(value, str):
-            texts.append(value)
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                walk(json.loads(line))
+    for pair in read_pairs(path):
+        if not isinstance(pair, Exception):
+            texts.extend(m["content"] for order in ("original", "swapped") for m in render(pair, order))
     return texts
 
 
