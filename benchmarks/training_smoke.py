@@ -44,7 +44,7 @@ def pairs(n: int) -> list[Pair]:
                 gold="A" if i % 2 else "B",
                 rank_gap=1,
                 licence="MIT",
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -64,16 +64,30 @@ def once(folder: Path, n: int) -> dict[str, float]:
     started = time.perf_counter()
     base = build_tiny_base(folder / "base", [m["content"] for r in rows for m in r["prompt"]])
     built = time.perf_counter()
-    sft = [{**r, "completion": [{"role": "assistant", "content": f"<think>x</think><answer>[[{r['gold_verdict']}]]</answer>"}]} for r in rows]  # fmt: skip
-    settings = TrainSettings(regime="sft+grpo", base=str(base), sft_max_steps=3, grpo_max_steps=2, batch_size=4,
-                             num_generations=2, max_completion_length=16, max_length=1024)  # fmt: skip
-    train_judge(settings, folder / "run", sft_data=write_rows(sft, folder / "sft.jsonl"),
-                grpo_data=write_rows(rows, folder / "grpo.jsonl"), parse=parse)  # fmt: skip
+    verdict = "<think>x</think><answer>[[{}]]</answer>"
+    sft = [
+        {**r, "completion": [{"role": "assistant", "content": verdict.format(r["gold_verdict"])}]}
+        for r in rows
+    ]
+    settings = TrainSettings(
+        regime="sft+grpo",
+        base=str(base),
+        sft_max_steps=3,
+        grpo_max_steps=2,
+        batch_size=4,
+        num_generations=2,
+        max_completion_length=16,
+        max_length=1024,
+    )
+    sft_data, grpo_data = write_rows(sft, folder / "sft.jsonl"), write_rows(rows, folder / "grpo.jsonl")
+    train_judge(settings, folder / "run", sft_data=sft_data, grpo_data=grpo_data, parse=parse)
     trained = time.perf_counter()
     answered, valid = asyncio.run(judge(folder / "run" / "grpo", [r["prompt"] for r in rows[:6]]))
     done = time.perf_counter()
-    print(f"  base {built - started:.2f} s · sft+grpo {trained - built:.2f} s · judge 6 prompts "
-          f"{done - trained:.2f} s ({answered} answered, {valid} compliant)")  # fmt: skip
+    print(
+        f"  base {built - started:.2f} s · sft+grpo {trained - built:.2f} s · judge 6 prompts "
+        f"{done - trained:.2f} s ({answered} answered, {valid} compliant)"
+    )
     return {
         "base": built - started,
         "train": trained - built,
