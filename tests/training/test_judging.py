@@ -76,3 +76,17 @@ def test_without_the_extra_the_command_names_it(tmp_path: Path, monkeypatch: pyt
     pairs = write_pairs(make_pairs(2), tmp_path / "p.jsonl")
     args = ["judges", "train", "--regime", "grpo", "--base", "x", "--pairs", str(pairs), "--out", "o"]
     assert "pip install 'livemed[train]'" in cli(tmp_path, *args, code=2)
+
+
+def test_the_cli_registers_train_and_regimes_without_torch() -> None:
+    import subprocess
+
+    code = (
+        "import sys\nfrom livemed.cli import app\n"
+        "from livemed.cli.grading_commands import judges_app\n"
+        "names = {c.name for c in judges_app.registered_commands}\n"
+        "assert {'train', 'regimes'} <= names, names\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'torch', 'transformers', 'trl', 'datasets'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
