@@ -25,6 +25,7 @@ from livemed.curate.screener import screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
 from livemed.grading.answer import ANSWER_RULES, candidate_messages
 from livemed.grading.judge import batched_messages, per_criterion_messages
+from livemed.judges.templates import pairwise_messages, pointwise_messages
 from livemed.models import Message
 from livemed.prompts import (
     CLOSE,
@@ -39,12 +40,14 @@ from livemed.prompts import (
 )
 from livemed.records import (
     Answer,
+    Candidate,
     Case,
     Criterion,
     Doc,
     EvidenceRef,
     Grade,
     Narrative,
+    Pair,
     Reply,
     ReplyRole,
     Rubric,
@@ -173,6 +176,15 @@ def _user(prompt: str) -> list[Message]:
     return [{"role": "user", "content": prompt}]
 
 
+def _pair(text: str) -> Pair:
+    chosen = Candidate(id="gold", text=text, answer="A", metric=1.0)
+    rejected = Candidate(id="option:B", text=f"{text} (B)", answer="B", metric=0.0, rank=1)
+    return Pair(
+        dataset="medqa", family="atomic", item_id="1", question=text, instruction="Choose.",
+        chosen=chosen, rejected=rejected, gold="A", rank_gap=1, licence="MIT",
+    )  # fmt: skip
+
+
 def _draft(text: str) -> DraftCriterion:
     return DraftCriterion(text=text, polarity="positive", axis="accuracy", weight=5, source_fact=text)
 
@@ -201,6 +213,8 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
         _convo(t), t, [_criterion(t, 5), _criterion(t, -9), _criterion(t, 3)]
     ),
     "analysis.diagnose.messages": _taxonomy,
+    "judges.templates.pairwise_messages": lambda t: pairwise_messages(_pair(t), "swapped"),
+    "judges.templates.pointwise_messages": lambda t: pointwise_messages(_pair(t), _pair(t).rejected),
 }
 # Functions that match the naming convention but put no outside text into a prompt of their own.
 EXEMPT = {

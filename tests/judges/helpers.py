@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from livemed.models import Message, Settings
+from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
 from livemed.prompts import parse_blocks
 from livemed.records import Pair
@@ -28,9 +31,18 @@ def oracle(pairs: list[Pair], name: str = "fake/oracle") -> FakeModel:
 
 
 def scripted_provider(model_id: str) -> FakeModel:
-    """The `fake` provider of CLI tests: fake/always-b prefers B; fake/chatty never complies."""
+    """The `fake` provider of CLI tests. fake/dead fails every call. Pair prompts: fake/chatty never
+    complies, others prefer B. Grading prompts: fake/yes meets every criterion; others meet one when the
+    response shares a word of four or more letters with it."""
 
-    def reply(messages: list[Message], settings: Settings) -> str:
+    def reply(messages: list[Message], settings: Settings) -> str | BaseException:
+        if model_id == "fake/dead":
+            return FatalModelError("400 bad request", status=400)
+        blocks = {b.name: b.text for b in parse_blocks(messages[-1]["content"])}
+        if "criterion" in blocks:
+            words = {w for w in blocks["criterion"].lower().split() if len(w) >= 4}
+            met = model_id == "fake/yes" or bool(words & set(blocks["response"].lower().split()))
+            return json.dumps({"explanation": "scripted", "criteria_met": met})
         if model_id == "fake/chatty":
             return "I think A is better."
         if len(responses(messages)) == 1:

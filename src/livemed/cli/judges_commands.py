@@ -138,6 +138,12 @@ def select_pairs(store: Store, datasets: list[str], limit: int | None) -> Iterat
         yield pair
 
 
+def count_pairs(store: Store, datasets: list[str], limit: int | None) -> int:
+    """How many pairs `select_pairs` yields, from their ids alone (`pair:<dataset>:…`)."""
+    per: Counter[str] = Counter(i.split(":", 2)[1] for i in store.ids("judge_pair"))
+    return sum(min(n, limit) if limit else n for d, n in per.items() if not datasets or d in datasets)
+
+
 @judges_app.command("run")
 def run_judge(
     ctx: typer.Context,
@@ -165,8 +171,9 @@ def run_judge(
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     llm = judge_llm(app_state, engine, judge)
-    pairs = list(select_pairs(store, datasets, limit))
-    if not pairs:
+    total = count_pairs(store, datasets, limit)
+    pairs = select_pairs(store, datasets, limit)  # streamed: a large build is never held in memory
+    if not total:
         raise UserError(
             "no pairs stored"
             + (f" for {', '.join(datasets)}" if datasets else "")
@@ -179,14 +186,14 @@ def run_judge(
         "mode": mode,
         "samples": samples,
         "temperature": temperature,
-        "pairs": len(pairs),
+        "pairs": total,
     }
     with (
         usage_on_failure(engine),
         track_run(
             store, "judges run", settings=settings, models=[judge], engine=engine, lease=f"judges:{judge}"
         ) as run,
-        progress_for(engine, judge, f"judging with {judge}", total=len(pairs) * orders * samples),
+        progress_for(engine, judge, f"judging with {judge}", total=total * orders * samples),
     ):
         result = asyncio.run(judge_pairs(store, pairs, spec, samples=samples, window=in_flight(llm)))
         settle(run, result, "samples")
@@ -198,12 +205,15 @@ def run_judge(
 
 def load_results(store: Store, judge: str | None, mode: str | None, policy: str) -> dict[str, MetaTables]:
     """Meta-evaluation tables per stored judge configuration (`judge · mode`)."""
+    from livemed.judges.cards import PROBE
     from livemed.judges.meta import evaluate
     from livemed.records import JudgeVerdict
 
     grouped: dict[str, list[JudgeVerdict]] = {}
     for verdict in store.iter(JudgeVerdict):
         if (judge and verdict.judge != judge) or (mode and verdict.mode != mode):
+            continue
+        if verdict.dataset.startswith(PROBE):  # length probes of `certify`: on the card, not here
             continue
         grouped.setdefault(f"{verdict.judge} · {verdict.mode}", []).append(verdict)
     return {label: evaluate(v, policy) for label, v in sorted(grouped.items())}  # type: ignore[arg-type]

@@ -143,13 +143,15 @@ def _pair_battery(
     from livemed.judges.cards import PROBE, length_probe
     from livemed.judges.meta import evaluate
     from livemed.judges.run import JudgeRun, jobs, judge_pairs
-    from livemed.records import JudgeVerdict
+    from livemed.records import JudgeVerdict, Pair
 
     if grader.startswith("offline/") and grader not in BASELINES:
         return None, None, 0  # an offline rubric grader cannot judge pairs
     llm = judge_llm(app_state, engine, grader)
+    stored = store.get_many(Pair, [p.id for p in pairs])  # a full `judges build` made them already
+    store.put([p for p in pairs if p.id not in stored])
+    pairs = [stored.get(p.id, p) for p in pairs]
     battery = [*pairs, *length_probe(pairs)]
-    store.put(pairs)
     spec = JudgeRun(llm, temperature=temperature)
     result = asyncio.run(judge_pairs(store, battery, spec, samples=samples, window=128))
     ids = [job.verdict_id(llm.id, "pairwise") for job in jobs(battery, samples, "pairwise")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from livemed.grading.offline import OfflineBaseline
 from livemed.models import Completion, Message, Settings
 from livemed.prompts import parse_blocks
 
@@ -22,20 +23,8 @@ def overlap(response: str, source: str) -> float:
     return len(words & set(_WORDS.findall(source.lower()))) / len(words) if words else 0.0
 
 
-class _Baseline:
-    name = "offline/baseline"
-
-    @property
-    def id(self) -> str:
-        return self.name
-
-    @property
-    def endpoint(self) -> str:
-        return "offline"
-
-    @property
-    def supports_json_schema(self) -> bool:
-        return False
+class _Baseline(OfflineBaseline):
+    """A judge baseline: unlike the answer baselines, it does answer the (judge) messages."""
 
     async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
         del settings
@@ -50,7 +39,7 @@ class _Baseline:
 
 
 class AlwaysA(_Baseline):
-    name = "offline/always-a"
+    name = "always-a"
 
     def reply(self, source: str, responses: list[str]) -> str:
         if len(responses) == 1:
@@ -59,7 +48,7 @@ class AlwaysA(_Baseline):
 
 
 class LexicalOverlap(_Baseline):
-    name = "offline/lexical-overlap"
+    name = "lexical-overlap"
 
     def reply(self, source: str, responses: list[str]) -> str:
         shares = [overlap(r, source) for r in responses]
@@ -70,4 +59,4 @@ class LexicalOverlap(_Baseline):
         return f"<think>Word overlap A {shares[0]:.2f}, B {shares[1]:.2f}.</think><answer>[[{slot}]]</answer>"
 
 
-BASELINES: dict[str, type[_Baseline]] = {cls.name: cls for cls in (AlwaysA, LexicalOverlap)}
+BASELINES: dict[str, type[_Baseline]] = {f"offline/{cls.name}": cls for cls in (AlwaysA, LexicalOverlap)}

@@ -46,27 +46,30 @@ def _split(text: str, reasoning: str) -> tuple[str, str] | str:
     return thought, rest
 
 
-def parse_pairwise(text: str, reasoning: str = "") -> Parsed:
-    """The slot a pairwise judge chose, or invalid with a reason."""
+def _after_reasoning(
+    text: str, reasoning: str, pattern: re.Pattern[str], tag: str, wanted: str
+) -> re.Match[str] | Parsed:
+    """The match of the verdict part after the reasoning, or an invalid `Parsed` with its reason."""
     split = _split(text, reasoning)
     if isinstance(split, str):
         return Parsed(reason=split)
-    _, rest = split
-    found = _ANSWER.match(rest)
-    if found is None:
-        return Parsed(reason=_why(rest, "answer", "[[A]] or [[B]]"))
+    found = pattern.match(split[1])
+    return found if found is not None else Parsed(reason=_why(split[1], tag, wanted))
+
+
+def parse_pairwise(text: str, reasoning: str = "") -> Parsed:
+    """The slot a pairwise judge chose, or invalid with a reason."""
+    found = _after_reasoning(text, reasoning, _ANSWER, "answer", "[[A]] or [[B]]")
+    if isinstance(found, Parsed):
+        return found
     return Parsed(verdict="A" if found.group(1) == "A" else "B")
 
 
 def parse_pointwise(text: str, reasoning: str = "") -> Parsed:
     """The 0–10 score a pointwise judge gave, or invalid with a reason."""
-    split = _split(text, reasoning)
-    if isinstance(split, str):
-        return Parsed(reason=split)
-    _, rest = split
-    found = _SCORE.match(rest)
-    if found is None:
-        return Parsed(reason=_why(rest, "score", "a number from 0 to 10"))
+    found = _after_reasoning(text, reasoning, _SCORE, "score", "a number from 0 to 10")
+    if isinstance(found, Parsed):
+        return found
     return Parsed(score=float(found.group(1)))
 
 

@@ -52,12 +52,9 @@ class JudgeRun:
     def settings(self, sample: int) -> Settings:
         return Settings(temperature=self.temperature, max_tokens=self.max_tokens, sample=sample)
 
-    def provenance(self, samples: int) -> Provenance:
-        return Provenance(
-            model_id=self.llm.id,
-            prompt_hash=PROMPT_HASHES[self.mode],
-            settings={"mode": self.mode, "temperature": self.temperature, "samples": samples},
-        )
+    def provenance(self) -> Provenance:
+        settings = {"mode": self.mode, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        return Provenance(model_id=self.llm.id, prompt_hash=PROMPT_HASHES[self.mode], settings=settings)
 
 
 def _failure(job: Job, run: JudgeRun, failure: CallFailure) -> Rejection:
@@ -96,7 +93,7 @@ def _verdict(
         raw=raw,
         prompt_tokens=sum(r.prompt_tokens for r in replies),
         completion_tokens=sum(r.completion_tokens for r in replies),
-        provenance=run.provenance(job.sample + 1),
+        provenance=run.provenance(),
     )
 
 

@@ -43,28 +43,25 @@ def correctness(results: dict[str, MetaTables]) -> Table:
     )
 
 
-def variance(results: dict[str, MetaTables]) -> Table:
-    """Table 3: |any − all| per dataset and its mean (lower is better)."""
+def _per_dataset(results: dict[str, MetaTables], title: str, metric: str, total: str) -> Table:
     names = _datasets(results)
     rows = []
     for judge, t in results.items():
         row: Row = {"judge": judge}
-        row.update({d: t.datasets[d].variance if d in t.datasets else None for d in names})
-        row["mean"] = t.verdict_variance()
+        row.update({d: getattr(t.datasets[d], metric) if d in t.datasets else None for d in names})
+        row[total] = t.verdict_variance() if metric == "variance" else t.invalid_share()
         rows.append(row)
-    return Table("Verdict variance |any − all| (lower is better)", ["judge", *names, "mean"], rows)
+    return Table(title, ["judge", *names, total], rows)
+
+
+def variance(results: dict[str, MetaTables]) -> Table:
+    """Table 3: |any − all| per dataset and its mean over datasets (lower is better)."""
+    return _per_dataset(results, "Verdict variance |any − all| (lower is better)", "variance", "mean")
 
 
 def invalid(results: dict[str, MetaTables]) -> Table:
     """Table 4: invalid ÷ (invalid + wrong valid) per dataset and over all samples (lower is better)."""
-    names = _datasets(results)
-    rows = []
-    for judge, t in results.items():
-        row: Row = {"judge": judge}
-        row.update({d: t.datasets[d].invalid_share if d in t.datasets else None for d in names})
-        row["all"] = t.invalid_share()
-        rows.append(row)
-    return Table("Invalid-response share (lower is better)", ["judge", *names, "all"], rows)
+    return _per_dataset(results, "Invalid-response share (lower is better)", "invalid_share", "all")
 
 
 def tertiles(results: dict[str, MetaTables]) -> Table:

@@ -3,13 +3,13 @@ opa…ope, answer_idx, answer, explanation): multiple-choice items."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
 from livemed.jsonl import parse_objects
+from livemed.judges.datasets.csvfile import csv_rows
 from livemed.judges.datasets.items import ChoiceItem
 
 LETTERS = "ABCDE"
@@ -59,24 +59,15 @@ def medbullets_file(path: Path) -> Path:
 def load_medbullets(path: Path) -> Iterator[ChoiceItem | InputFileError]:
     """MedBullets rows (4 or 5 options); a bad row is an error naming file:line, the rest load."""
     file = medbullets_file(path)
-    try:
-        handle = file.open(encoding="utf-8", newline="")
-    except OSError as exc:
-        raise InputFileError(file, f"cannot open: {exc.strerror}") from None
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = {"question", "opa", "opb", "answer_idx"} - set(reader.fieldnames or [])
-        if missing:
-            raise InputFileError(file, f"not a MedBullets CSV: no column(s) {', '.join(sorted(missing))}", 1)
-        line = reader.line_num + 1
-        for number, row in enumerate(reader, start=1):
-            try:
-                options = {
-                    letter: str(row.get(f"op{letter.lower()}") or "").strip()
-                    for letter in LETTERS
-                    if str(row.get(f"op{letter.lower()}") or "").strip()
-                }
-                yield _choice("medbullets", str(number), row.get("question"), options, row.get("answer_idx"))
-            except ValueError as exc:
-                yield InputFileError(file, str(exc), line)
-            line = reader.line_num + 1
+    for number, (line, row) in enumerate(
+        csv_rows(file, ("question", "opa", "opb", "answer_idx"), "MedBullets"), 1
+    ):
+        options = {
+            letter: str(row.get(f"op{letter.lower()}") or "").strip()
+            for letter in LETTERS
+            if str(row.get(f"op{letter.lower()}") or "").strip()
+        }
+        try:
+            yield _choice("medbullets", str(number), row.get("question"), options, row.get("answer_idx"))
+        except ValueError as exc:
+            yield InputFileError(file, str(exc), line)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
-import csv
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from livemed.errors import InputFileError
+from livemed.judges.datasets.csvfile import csv_rows
 from livemed.judges.datasets.items import CalcItem
 
 COLUMNS = (
@@ -69,21 +69,8 @@ def _item(row: dict[str, Any]) -> CalcItem:
 def load(path: Path) -> Iterator[CalcItem | InputFileError]:
     """Every row (streamed); a bad row is an error naming file:line (the row's first line)."""
     file = main_file(path)
-    try:
-        handle = file.open(encoding="utf-8", newline="")
-    except OSError as exc:
-        raise InputFileError(file, f"cannot open: {exc.strerror}") from None
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = set(COLUMNS) - set(reader.fieldnames or [])
-        if missing:
-            raise InputFileError(
-                file, f"not a MedCalc-Bench CSV: no column(s) {', '.join(sorted(missing))}", 1
-            )
-        line = reader.line_num + 1
-        for row in reader:
-            try:
-                yield _item(row)
-            except ValueError as exc:
-                yield InputFileError(file, str(exc), line)
-            line = reader.line_num + 1
+    for line, row in csv_rows(file, COLUMNS, "MedCalc-Bench"):
+        try:
+            yield _item(row)
+        except ValueError as exc:
+            yield InputFileError(file, str(exc), line)

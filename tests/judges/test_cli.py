@@ -1,0 +1,204 @@
+"""`livemed judges build|run|report|validate|certify|compare` in process, and the card line elsewhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from livemed.cli import app
+from livemed.models.registry import PROVIDERS
+from livemed.records import JudgeVerdict, Pair, ValidityCard
+from livemed.store import Store
+
+HEADER = "link,question,opa,opb,opc,opd,ope,answer_idx,answer,explanation\n"
+
+
+def run(store: Path, *args: str, code: int = 0) -> str:
+    result = CliRunner().invoke(app, ["--store", str(store), *args], env={"COLUMNS": "250"})
+    assert result.exit_code == code, result.output + repr(result.exception)
+    failure = (
+        f" {result.exception}" if result.exception and not isinstance(result.exception, SystemExit) else ""
+    )
+    return " ".join((result.output + failure).split())
+
+
+@pytest.fixture
+def fake_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.judges.helpers:scripted_provider")
+
+
+def answered_store(tmp_path: Path, shared_data: Path) -> Path:
+    """Three K-QA cases with offline rubrics, answered by offline/reference and offline/empty."""
+    store = tmp_path / "s.db"
+    kqa = str(shared_data / "k-qa" / "questions_w_answers.jsonl")
+    run(store, "import-kqa", kqa, "--published", "2024-01-01", "--limit", "3")
+    run(store, "rubrics", "--writer", "offline/rules")
+    for model in ("offline/reference", "offline/empty"):
+        run(store, "answer", "--model", model)
+    return store
+
+
+def test_build_exports_pairs_with_a_data_card(tmp_path: Path, shared_data: Path) -> None:
+    store, out = tmp_path / "s.db", tmp_path / "pairs.jsonl"
+    text = run(
+        store,
+        "judges",
+        "build",
+        "--dataset",
+        "medcalc",
+        "--path",
+        str(shared_data / "medcalc_bench"),
+        "--limit",
+        "5",
+        "--out",
+        str(out),
+    )
+    assert "medcalc: 5 items" in text
+    assert "licence: CC BY-SA 4.0 (share-alike)" in text
+    card = json.loads((tmp_path / "pairs.jsonl.card.json").read_text())
+    assert card["share_alike"] == ["medcalc"]
+    lines = out.read_text().splitlines()
+    assert sum(card["pairs"].values()) == len(lines)
+    with Store(store) as s:
+        assert s.count()["judge_pair"] == len(lines)
+        assert {p.tertile for p in s.iter(Pair)} == {"hard", "medium", "easy"}
+
+
+def test_bad_medbullets_rows_are_skipped_and_exit_1(tmp_path: Path) -> None:
+    csv = tmp_path / "mb.csv"
+    csv.write_text(HEADER + "u,Q1?,a,b,c,d,e,B,b,x\nu,Q2?,a,b,,,,Z,?,x\nu,Q3?,a,b,c,,,C,c,x\n")
+    text = run(tmp_path / "s.db", "judges", "build", "--dataset", "medbullets", "--path", str(csv), code=1)
+    assert f"{csv}:3: answer_idx 'Z'" in text
+    assert "1 item(s) could not be read and were skipped" in text
+    assert "medbullets: 2 items" in text
+
+
+def test_always_a_baseline_shows_position_bias_in_the_report(tmp_path: Path, shared_data: Path) -> None:
+    store = tmp_path / "s.db"
+    run(store, "judges", "build", "--dataset", "medqa", "--path", str(shared_data / "medqa"), "--limit", "10")
+    run(store, "judges", "build", "--dataset", "pico")
+    text = run(store, "judges", "run", "--judge", "offline/always-a", "--samples", "2")
+    assert "wrote" in text
+    run(store, "judges", "run", "--judge", "offline/lexical-overlap")
+    report = tmp_path / "r.json"
+    text = run(store, "judges", "report", "--json", str(report))
+    assert "Pairwise correctness" in text
+    assert "Correctness by rank-gap tertile" in text
+    data = json.loads(report.read_text())
+    biased = data["offline/always-a · pairwise"]
+    assert biased["consistent"] == 0.0
+    assert biased["flip_rate"] == 1.0
+    assert biased["average"] == pytest.approx(0.5, abs=0.01)
+    assert biased["invalid_share"] == 0.0
+    assert set(data) == {"offline/always-a · pairwise", "offline/lexical-overlap · pairwise"}
+    again = run(store, "judges", "run", "--judge", "offline/always-a", "--samples", "2")
+    assert "0 already done" not in again  # resumed: every sample was done
+
+
+def test_invalid_outputs_and_failed_calls(tmp_path: Path, fake_provider: None) -> None:
+    store = tmp_path / "s.db"
+    run(store, "judges", "build", "--dataset", "pico")
+    run(store, "judges", "run", "--judge", "fake/chatty", "--dataset", "pico", "--limit", "5")
+    data = json.loads(
+        run(store, "judges", "report", "--judge", "fake/chatty", "--json", str(tmp_path / "r.json"))
+        and (tmp_path / "r.json").read_text()
+    )
+    assert data["fake/chatty · pairwise"]["invalid_share"] == 1.0
+    with Store(store) as s:
+        assert {v.reason for v in s.iter(JudgeVerdict)} == {"no reasoning in <think>…</think>"}
+    text = run(store, "judges", "run", "--judge", "fake/dead", "--limit", "1", code=1)
+    assert "of 2 samples failed" in text
+
+
+def test_certify_stores_a_card_that_scores_and_leaderboard_show(
+    tmp_path: Path, shared_data: Path, fake_provider: None
+) -> None:
+    store = answered_store(tmp_path, shared_data)
+    run(store, "grade", "--judge", "fake/grader")
+    assert "grader fake/grader is unvalidated" in run(store, "scores", "--judge", "fake/grader")
+    text = run(
+        store,
+        "judges",
+        "certify",
+        "--grader",
+        "fake/grader",
+        "--data",
+        str(shared_data),
+        "--pairs",
+        "4",
+        "--samples",
+        "2",
+        "--cases",
+        "3",
+    )
+    assert "grader fake/grader validity card" in text
+    with Store(store) as s:
+        (card,) = list(s.iter(ValidityCard))
+    assert card.grader == "fake/grader"
+    assert card.settings["mode"] == "per-criterion"
+    pairs = card.metrics["pairs"]
+    assert set(pairs["datasets"]) == {"pubmedqa", "medcalc", "medqa"}
+    assert pairs["position_consistent"] == 0.0  # it always answers [[B]]
+    assert pairs["flip_rate"] == 1.0
+    assert pairs["length_bias"] is not None
+    assert card.metrics["rubric"]["compliance"] == 1.0
+    assert "validity card" in run(store, "scores", "--judge", "fake/grader")
+    assert "validity card" in run(
+        store, "leaderboard", "--judge", "fake/grader", "--out", str(tmp_path / "tables")
+    )
+    report = run(store, "judges", "report", "--json", str(tmp_path / "r.json"))
+    assert "probe:" not in report  # the length probes stay out of the pair tables
+
+
+def test_validate_and_compare_two_graders(tmp_path: Path, shared_data: Path, fake_provider: None) -> None:
+    store = answered_store(tmp_path, shared_data)
+    text = run(store, "judges", "validate", "--grader", "fake/yes", "--json", str(tmp_path / "v.json"))
+    assert "Rubric-grader validation" in text
+    result = json.loads((tmp_path / "v.json").read_text())
+    assert result["mutations"]["negate"]["order_accuracy"] == 0.0  # meeting everything orders nothing
+    out = tmp_path / "c.json"
+    text = run(
+        store, "judges", "compare", "--judge", "fake/grader", "--judge", "fake/yes", "--json", str(out)
+    )
+    assert "Score shift B − A" in text
+    data = json.loads(out.read_text())
+    assert data["answers"] == 6
+    by_model = {m["model"]: m for m in data["models"]}
+    assert by_model["offline/empty"]["shift"] > 0  # fake/yes meets criteria on empty answers too
+    assert data["criteria"]["n"] > 0
+    assert 0.0 <= data["criteria"]["macro_f1"] <= 1.0
+
+
+def test_an_offline_grader_card_has_the_rubric_part_and_human_agreement(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    store = answered_store(tmp_path, shared_data)
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"response": "Take colchicine at a low dose.", "criterion": "Advises colchicine", "label": True},
+        {"response": "Rest.", "criterion": "Advises colchicine", "label": False},
+    ]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run(store, "judges", "agreement", "--labels", str(labels), "--grader", "offline/lexical")
+    text = run(
+        store,
+        "judges",
+        "certify",
+        "--grader",
+        "offline/lexical",
+        "--data",
+        str(tmp_path / "none"),
+        "--samples",
+        "1",
+    )
+    assert "not in the battery: pubmedqa" in text
+    assert "human macro-F1 1.00" in text
+    with Store(store) as s:
+        (card,) = list(s.iter(ValidityCard))
+    assert card.metrics["pairs"] is None  # an offline rubric grader judges no pairs
+    assert card.metrics["human_agreement"]["macro_f1"] == 1.0
+    assert set(card.metrics["rubric"]["mutations"]) >= {"drop_advice", "negate", "pad"}
+    assert card.endpoint == "offline"
