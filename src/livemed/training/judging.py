@@ -19,17 +19,14 @@ from livemed.errors import InputFileError
 from livemed.jsonl import parse_objects, record_from
 from livemed.judges.parse import parse_pairwise
 from livemed.judges.templates import PROMPT_HASHES, pairwise_messages
-from livemed.models.base import Message
 from livemed.records import Pair
-from livemed.records.judging import Order
 from livemed.training.reward import Verdict
 
 PROMPT_HASH = PROMPT_HASHES["pairwise"]
 
 
-def render(pair: Pair, order: Order) -> list[Message]:
-    """The judge's messages for a pair in one slot order."""
-    return pairwise_messages(pair, order)
+# The judge's messages for a pair in one slot order (the builder itself, covered by the prompt tests).
+render = pairwise_messages
 
 
 def parse(text: str) -> Verdict:
