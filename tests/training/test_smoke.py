@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.errors import InputFileError
 from livemed.models.registry import PROVIDERS
 from livemed.training.exports import file_sha256, grpo_rows, write_rows
 from livemed.training.judging import parse, render
@@ -48,10 +49,13 @@ def test_sft_then_grpo_runs_saves_records_and_resumes(
 ) -> None:
     monkeypatch.setitem(PROVIDERS, "fake", "tests.training.builders:teacher")
     pairs = write_pairs(make_pairs(8), tmp_path / "pairs.jsonl")
+    with pairs.open("a") as handle:
+        handle.write("{broken\n")  # reported with file:line, the rest is trained on, exit 1
     out = tmp_path / "run"
     args = ["--regime", "sft+grpo", "--base", str(tiny_base), "--pairs", str(pairs), "--out", str(out),
             "--teacher", "fake/teacher", "--samples", "2", "--heldout", "0.25", *TINY]  # fmt: skip
-    printed = train(tmp_path / "s.db", *args)
+    printed = train(tmp_path / "s.db", *args, bad=True)
+    assert f"skipped {pairs}:9" in printed
     assert "kept (right in all 2 samples of both orders)" in printed
     assert f"judge: hf/{out / 'grpo'}" in printed
     for name in ("sft", "grpo"):
@@ -79,7 +83,7 @@ def test_sft_then_grpo_runs_saves_records_and_resumes(
     assert len((out / "data" / "grpo.jsonl").read_text().splitlines()) == 2 * trained_on
     # again: the teacher's replies come from the cache and both stages are found finished
     weights = (out / "grpo" / "model.safetensors").stat().st_mtime_ns
-    again = train(tmp_path / "s.db", *args)
+    again = train(tmp_path / "s.db", *args, bad=True)
     assert again.count("already trained with these inputs") == 2
     assert (out / "grpo" / "model.safetensors").stat().st_mtime_ns == weights
     # the trained judge runs through the same engine; its (random) output is parsed, never a crash

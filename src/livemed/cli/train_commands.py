@@ -12,7 +12,7 @@ from rich.markup import escape
 from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
-from livemed.errors import ConfigError, UserError
+from livemed.errors import ConfigError, InputFileError, UserError
 
 if TYPE_CHECKING:
     from livemed.training.exports import DataFile, Distilled
@@ -77,11 +77,11 @@ def train(
         raise ConfigError(f"--regime {settings.regime} distils a teacher: give --teacher provider/model")
     ensure_extra()
     app_state = state(ctx)
-    loaded, bad = _read_pairs(pairs)
+    everything, bad = _read_pairs(pairs)
     data = out / "data"
-    loaded, facts = _split(loaded, heldout, seed, data / "heldout-pairs.jsonl")
+    loaded, facts = _split(everything, heldout, seed, data / "heldout-pairs.jsonl")
     sets: dict[str, DataFile] = {}
-    extra: dict[str, Any] = {"pairs": {**_pairs_facts(pairs, len(loaded), bad), **facts}}
+    extra: dict[str, Any] = {"pairs": {**_pairs_facts(pairs, len(everything), bad), **facts}}
     if "grpo" in stages:
         sets["grpo"] = _grpo_set(loaded, seed, data / "grpo.jsonl")
     if "sft" in stages:
@@ -99,7 +99,7 @@ def train(
         )
     _train(settings, out, sets, extra)
     if bad:
-        raise typer.Exit(code=1)
+        raise InputFileError(pairs, f"{bad} bad line(s) were skipped (listed above); trained on the rest")
 
 
 def _settings(options: dict[str, Any]) -> TrainSettings:
