@@ -13,7 +13,6 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.errors import InputFileError
 from livemed.models.registry import PROVIDERS
 from livemed.training.exports import file_sha256, grpo_rows, write_rows
 from livemed.training.judging import parse, render
@@ -36,12 +35,14 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_base(tmp_path_factory.mktemp("tiny") / "base", corpus, seed=0)
 
 
-def train(store: Path, *args: str) -> str:
-    result = CliRunner().invoke(
-        app, ["--store", str(store), "judges", "train", *args], env={"COLUMNS": "200"}
-    )
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    return " ".join(result.output.split())
+def train(store: Path, *args: str, bad: bool = False) -> str:
+    """The command's output; with `bad`, it must end with the one-line error for skipped lines (exit 1)."""
+    argv = ["--store", str(store), "judges", "train", *args]
+    result = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    assert result.exit_code == (1 if bad else 0), result.output + repr(result.exception)
+    printed = " ".join(result.output.split())
+    assert ("1 bad line(s) were skipped" in printed) is bad
+    return printed
 
 
 def test_sft_then_grpo_runs_saves_records_and_resumes(

@@ -12,7 +12,7 @@ from rich.markup import escape
 from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
-from livemed.errors import ConfigError, InputFileError, UserError
+from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
     from livemed.training.exports import DataFile, Distilled
@@ -99,7 +99,8 @@ def train(
         )
     _train(settings, out, sets, extra)
     if bad:
-        raise InputFileError(pairs, f"{bad} bad line(s) were skipped (listed above); trained on the rest")
+        err_console.print(f"{pairs}: {bad} bad line(s) were skipped (listed above); trained on the rest")
+        raise typer.Exit(code=1)
 
 
 def _settings(options: dict[str, Any]) -> TrainSettings:
