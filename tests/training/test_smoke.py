@@ -176,3 +176,28 @@ def test_the_tiny_base_command_learns_the_pairs_prompts(
     )
     assert chat.startswith("<s><|system|>\n")
     assert chat.endswith("<|assistant|>\n")
+
+
+def test_lora_adapters_are_merged_into_a_plain_checkpoint(tmp_path: Path, tiny_base: Path) -> None:
+    from livemed.training.train import TrainSettings, train_judge
+
+    rows = grpo_rows(make_pairs(2), render, seed=0)
+    verdict = "<think>x</think><answer>[[{}]]</answer>"
+    sft = [
+        {**r, "completion": [{"role": "assistant", "content": verdict.format(r["gold_verdict"])}]}
+        for r in rows
+    ]
+    settings = TrainSettings(
+        regime="sft", base=str(tiny_base), sft_max_steps=2, batch_size=4, max_length=1024, lora_r=4,
+        sft_learning_rate=1e-2,
+    )  # fmt: skip
+    [result] = train_judge(
+        settings, tmp_path / "run", sft_data=write_rows(sft, tmp_path / "s.jsonl"), parse=parse
+    )
+    files = {p.name for p in result.path.iterdir()}
+    assert "model.safetensors" in files
+    assert "adapter_config.json" not in files  # merged: loads without peft, in hf/ and vLLM alike
+    merged, base = tensors(result.path), tensors(tiny_base)
+    assert merged.keys() == base.keys()
+    assert not same(merged, base)
+    assert result.card.settings["lora_r"] == 4
