@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from livemed.records import (
     AdviceCheck,
     Answer,
+    Candidate,
     Case,
     Criterion,
     Doc,
@@ -16,7 +17,9 @@ from livemed.records import (
     GradeFailure,
     GroundedSpan,
     GroundingAudit,
+    JudgeVerdict,
     Narrative,
+    Pair,
     Provenance,
     Record,
     Rejection,
@@ -27,6 +30,7 @@ from livemed.records import (
     Score,
     Usage,
     Validation,
+    ValidityCard,
 )
 
 PUBLISHED = datetime(2025, 7, 1, 9, 30, tzinfo=UTC)
@@ -132,4 +136,25 @@ def every_record() -> list[Record]:
             category="CNIF",
             rationale="missed the patient's renal function",
         ),
+        *judging_records(),
     ]
+
+
+def judging_records() -> list[Record]:
+    """A judge pair, a verdict on it and a validity card (records/judging.py)."""
+    chosen = Candidate(id="gold", text="Answer: B", answer="B", operators=["gold"], metric=1.0, correct=True)
+    rejected = Candidate(
+        id="option:A", text="Answer: A", answer="A", operators=["wrong_option:A"], metric=0.0, rank=1
+    )
+    pair = Pair(
+        dataset="medqa", family="atomic", item_id="1", question="Which drug?", instruction="Choose.",
+        chosen=chosen, rejected=rejected, gold="B", rank_gap=1, licence="MIT",
+    )  # fmt: skip
+    verdict = JudgeVerdict(
+        pair_id=pair.id, dataset="medqa", family="atomic", judge="fake/j", gold="B", verdict=None,
+        reason="no <answer>…</answer>", raw="A",
+    )  # fmt: skip
+    card = ValidityCard(
+        grader="fake/j", endpoint="in-process", prompt_hash="abc", settings={"mode": "batched"}
+    )
+    return [pair, verdict, card]
