@@ -198,11 +198,8 @@ def write_rows(rows: Sequence[dict[str, Any]], path: Path) -> DataFile:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
