@@ -86,6 +86,9 @@ def test_whitespace_only_replies_are_no_text_as_from_a_server(tiny: Path) -> Non
     # this random model's greedy continuation is newlines only: a failed call ("truncated"), not a verdict
     replies = judge_all(HFModel(str(tiny)), None, Settings(temperature=0, max_tokens=6))
     assert all(isinstance(r, CallFailure) and r.reason == "truncated" for r in replies)
+    # with a stop string the reply ends there, the stop string left out (as a server does): nothing left
+    stopped = judge_all(HFModel(str(tiny)), None, Settings(temperature=0, max_tokens=6, stop=("\n\n",)))
+    assert all(isinstance(r, CallFailure) and r.reason == "no_text" for r in stopped)
 
 
 @needs_train

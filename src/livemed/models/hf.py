@@ -112,7 +112,8 @@ class HFModel:
         while self._pending:
             key = _batch_key(self._pending[0].settings)
             batch = [r for r in self._pending if _batch_key(r.settings) == key][: self.batch_size]
-            self._pending = [r for r in self._pending if r not in batch]
+            taken = {id(r) for r in batch}
+            self._pending = [r for r in self._pending if id(r) not in taken]
             live = [r for r in batch if not r.future.done()]  # the engine may have timed some out
             if not live:
                 continue
@@ -195,12 +196,18 @@ class HFModel:
         width = inputs["input_ids"].shape[1]
         prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
         return [
-            self._completion(tokenizer, row[width:].tolist(), int(n), limit, latency)
+            self._completion(tokenizer, row[width:].tolist(), int(n), limit, latency, stop)
             for row, n in zip(output, prompt_lengths, strict=True)
         ]
 
     def _completion(
-        self, tokenizer: Any, ids: list[int], prompt_tokens: int, limit: int, latency: float
+        self,
+        tokenizer: Any,
+        ids: list[int],
+        prompt_tokens: int,
+        limit: int,
+        latency: float,
+        stop: tuple[str, ...],
     ) -> Completion | Exception:
         pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
         ended = eos in ids
@@ -208,7 +215,12 @@ class HFModel:
             ids = ids[: ids.index(eos)]
         ids = [i for i in ids if i != pad]
         finish = "stop" if ended or len(ids) < limit else "length"
-        text, reasoning = strip_reasoning(tokenizer.decode(ids, skip_special_tokens=True))
+        decoded = tokenizer.decode(ids, skip_special_tokens=True)
+        for end in stop:  # as an OpenAI-compatible server: the stop string is not part of the text
+            if end and decoded.endswith(end):
+                decoded, finish = decoded[: -len(end)], "stop"
+                break
+        text, reasoning = strip_reasoning(decoded)
         completion = Completion(
             text=text.strip() if reasoning else text,
             finish_reason=finish,
