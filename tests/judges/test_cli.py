@@ -149,6 +149,9 @@ def test_certify_stores_a_card_that_scores_and_leaderboard_show(
     assert "validity card" in run(
         store, "leaderboard", "--judge", "fake/grader", "--out", str(tmp_path / "tables")
     )
+    html = tmp_path / "report.html"
+    run(store, "report", "--judge", "fake/grader", "--out", str(html))
+    assert "grader fake/grader validity card" in html.read_text()
     report = run(store, "judges", "report", "--json", str(tmp_path / "r.json"))
     assert "probe:" not in report  # the length probes stay out of the pair tables
 
