@@ -6,6 +6,7 @@ the reward improves (the model is random)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -201,3 +202,38 @@ def test_lora_adapters_are_merged_into_a_plain_checkpoint(tmp_path: Path, tiny_b
     assert merged.keys() == base.keys()
     assert not same(merged, base)
     assert result.card.settings["lora_r"] == 4
+
+
+def test_grpo_trainer_runs_the_async_reward(tmp_path: Path, tiny_base: Path) -> None:
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from livemed.training.reward import async_correctness_reward_func
+
+    seen: list[str] = []
+
+    def spy(text: str):  # type: ignore[no-untyped-def]
+        seen.append(text)
+        return parse(text)
+
+    # transformers 5.2x renamed gradient_checkpointing (TRL defaults it to True)
+    names = {f.name for f in dataclasses.fields(GRPOConfig)}
+    checkpointing = (
+        "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    )
+    config = GRPOConfig(
+        output_dir=str(tmp_path / "t"), use_cpu=True, bf16=False, max_steps=1, per_device_train_batch_size=4,
+        num_generations=2, max_completion_length=8, report_to="none", save_strategy="no",
+        shuffle_dataset=False, disable_tqdm=True, **{checkpointing: False},
+    )  # fmt: skip
+    trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(tiny_base),
+        reward_funcs=[async_correctness_reward_func(spy)],
+        args=config,
+        train_dataset=Dataset.from_list(grpo_rows(make_pairs(2), render)),
+        processing_class=AutoTokenizer.from_pretrained(tiny_base),
+    )
+    trainer.train()
+    assert len(seen) == 4
+    assert any("rewards/verdict_correct/mean" in entry for entry in trainer.state.log_history)
