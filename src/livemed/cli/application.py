@@ -74,6 +74,7 @@ from livemed.cli import (  # noqa: E402,F401
     models_commands,
     release_commands,
     store_commands,
+    train_commands,
     update_commands,
 )
 from livemed.cli import curate as curate_commands  # noqa: E402,F401

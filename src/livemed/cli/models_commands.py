@@ -169,6 +169,8 @@ def list_models(ctx: typer.Context) -> None:
             )
         elif name == "fake":
             providers.add_row(name, "in-process, scripted (tests, examples)", "-", "yes")
+        elif name == "hf":
+            providers.add_row(name, "in-process, a local checkpoint (livemed[train])", "-", "no")
         else:
             providers.add_row(name, "in-process, no LLM (baselines)", "-", "-")
     console.print(providers)

@@ -19,6 +19,7 @@ PROVIDERS: dict[str, str] = {
     "vllm": "livemed.models.openai:vllm_model",
     "ollama": "livemed.models.openai:ollama_model",
     "fake": "livemed.models.fake:FakeModel",
+    "hf": "livemed.models.hf:hf_model",
     "offline": "livemed.models.registry:offline_model",
 }
 

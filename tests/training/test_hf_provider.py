@@ -1,0 +1,101 @@
+"""`hf/PATH`: resolved lazily (no torch until a call), batched generate through the engine, output parsed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from livemed.models import Settings, get_model
+from livemed.models.hf import HFModel, fingerprint
+from livemed.store import Store
+from tests.training.builders import judge_all
+from tests.training.extra import needs_train
+
+
+def test_hf_ids_resolve_without_importing_torch(tmp_path: Path) -> None:
+    code = (
+        "from livemed.models import get_model\n"
+        f"m = get_model('hf/{tmp_path}')\n"
+        "import sys\n"
+        "assert m.id.startswith('hf/') and m.endpoint.startswith('hf:')\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'torch', 'transformers', 'trl'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_endpoint_changes_when_the_checkpoint_does(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"one")
+    before = HFModel(str(tmp_path)).endpoint
+    assert before == f"hf:{tmp_path.resolve()}#{fingerprint(tmp_path)}"
+    (tmp_path / "model.safetensors").write_bytes(b"longer")
+    assert HFModel(str(tmp_path)).endpoint != before
+    assert HFModel("org/hub-model").endpoint == "hf:org/hub-model"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from livemed.training.tiny import build_tiny_base
+
+    return build_tiny_base(tmp_path_factory.mktemp("hf") / "tiny", ["<answer>[[A]]</answer>"], seed=0)
+
+
+@needs_train
+def test_concurrent_calls_are_one_batched_generate_and_the_parser_reads_them(
+    tiny: Path, sqlite_store: Store
+) -> None:
+    from livemed.judges.parse import parse_pairwise
+    from livemed.models import Completion
+
+    model = get_model(f"hf/{tiny}")
+    assert isinstance(model, HFModel)
+    loaded = model.load()
+    batches: list[int] = []
+    generate = loaded.model.generate
+
+    def counting(**kwargs):  # type: ignore[no-untyped-def]
+        batches.append(kwargs["input_ids"].shape[0])
+        return generate(**kwargs)
+
+    loaded.model.generate = counting
+    sampled = Settings(temperature=1.0, max_tokens=12, seed=3)
+    first = judge_all(model, sqlite_store, sampled)
+    assert batches == [6]  # six concurrent calls, one left-padded generate
+    for reply in first:
+        assert isinstance(reply, Completion)
+        assert reply.model == model.id
+        assert reply.finish_reason in {"stop", "length"}
+        assert reply.completion_tokens <= 13
+        assert reply.prompt_tokens > 100
+        parsed = parse_pairwise(reply.text, reply.reasoning)  # a random model: invalid, never a crash
+        assert parsed.valid or parsed.reason
+    again = judge_all(model, sqlite_store, sampled)  # the response cache answers
+    assert batches == [6]
+    assert [r.text for r in again] == [r.text for r in first]  # type: ignore[attr-defined]
+    fresh = judge_all(HFModel(str(tiny)), None, sampled)  # a new model, no cache: the seed decides
+    assert [r.text for r in fresh] == [r.text for r in first]  # type: ignore[attr-defined]
+
+
+@needs_train
+def test_whitespace_only_replies_are_no_text_as_from_a_server(tiny: Path) -> None:
+    from livemed.models import CallFailure
+
+    # this random model's greedy continuation is newlines only: a failed call ("truncated"), not a verdict
+    replies = judge_all(HFModel(str(tiny)), None, Settings(temperature=0, max_tokens=6))
+    assert all(isinstance(r, CallFailure) and r.reason == "truncated" for r in replies)
+    # with a stop string the reply ends there, the stop string left out (as a server does): nothing left
+    stopped = judge_all(HFModel(str(tiny)), None, Settings(temperature=0, max_tokens=6, stop=("\n\n",)))
+    assert all(isinstance(r, CallFailure) and r.reason == "no_text" for r in stopped)
+
+
+@needs_train
+def test_a_folder_that_is_no_checkpoint_is_a_model_wide_failure(tmp_path: Path) -> None:
+    from livemed.models import CallFailure
+
+    [reply, *_] = judge_all(HFModel(str(tmp_path)), None, Settings(max_tokens=4))
+    assert isinstance(reply, CallFailure)
+    assert reply.reason == "fatal"
+    assert "cannot load the checkpoint" in reply.detail
