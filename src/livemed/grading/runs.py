@@ -56,6 +56,11 @@ async def answer_all(
     answers each time a batch of them is written."""
     model = answerer.id
     keys = [(case, n) for case in cases for n in range(samples)]
+    prefetch = getattr(
+        answerer, "prefetch", None
+    )  # offline/retrieval: one batched search (grading/offline.py)
+    if prefetch is not None:
+        prefetch([case for case, n in keys if n == 0])
 
     async def work(item: tuple[Case, int]) -> list[Record]:
         return await answer_case(item[0], answerer, settings=settings, sample=item[1])

@@ -131,14 +131,27 @@ def tokens(text: str) -> set[str]:
 
 def snippet(text: str, query: str, *, max_chars: int = 400) -> str:
     """The one or two consecutive sentences of `text` that share the most words with `query`."""
-    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
-    if not sentences:
-        return text[:max_chars]
-    wanted = tokens(query)
-    best, best_overlap = sentences[0], -1
-    for i in range(len(sentences)):
-        window = " ".join(sentences[i : i + 2])
-        overlap = len(wanted & tokens(window))
-        if overlap > best_overlap:
-            best, best_overlap = window, overlap
-    return best if len(best) <= max_chars else best[: max_chars - 1].rstrip() + "…"
+    return Sentences(text).snippet(query, max_chars=max_chars)
+
+
+class Sentences:
+    """A passage split into sentences and their words once, for the snippets of many queries."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+        self.words = [tokens(s) for s in self.sentences]
+
+    def snippet(self, query: str, *, max_chars: int = 400) -> str:
+        """`snippet(text, query)`: a window's words are its sentences' words (a word never spans a space)."""
+        if not self.sentences:
+            return self.text[:max_chars]
+        wanted = tokens(query)
+        shared = [wanted & words for words in self.words] + [set()]
+        best, best_overlap = 0, -1
+        for i in range(len(self.sentences)):
+            overlap = len(shared[i] | shared[i + 1])
+            if overlap > best_overlap:
+                best, best_overlap = i, overlap
+        window = " ".join(self.sentences[best : best + 2])
+        return window if len(window) <= max_chars else window[: max_chars - 1].rstrip() + "…"
