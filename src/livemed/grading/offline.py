@@ -79,7 +79,7 @@ class RetrievalAnswerer(OfflineBaseline):
     """Answers with the full text of the top-k passages retrieved for the case's query and complaint.
 
     `prefetch(cases)` searches for many cases in one batched call (`answer_all` does it for the cases
-    it is given); `answer(case)` uses that result, or searches for the one case."""
+    it has to answer); `answer(case)` uses that result, or searches for the one case."""
 
     name = "retrieval"
 
@@ -98,7 +98,7 @@ class RetrievalAnswerer(OfflineBaseline):
 
     def answer(self, case: Case) -> str:
         searcher = self._searcher()
-        found = self._found.pop(case.id, None)
+        found = self._found.get(case.id)
         if found is None:
             found = [i for i, _ in searcher.hits([_query(case)], k=self.k)[0]]
         return "\n\n".join(searcher.passages[i].text for i in found)

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
@@ -56,11 +57,9 @@ async def answer_all(
     answers each time a batch of them is written."""
     model = answerer.id
     keys = [(case, n) for case in cases for n in range(samples)]
-    prefetch = getattr(
-        answerer, "prefetch", None
-    )  # offline/retrieval: one batched search (grading/offline.py)
+    prefetch = getattr(answerer, "prefetch", None)  # offline/retrieval: one search (grading/offline.py)
     if prefetch is not None:
-        prefetch([case for case, n in keys if n == 0])
+        prefetch(_unanswered(store, keys, model))
 
     async def work(item: tuple[Case, int]) -> list[Record]:
         return await answer_case(item[0], answerer, settings=settings, sample=item[1])
@@ -81,6 +80,15 @@ async def answer_all(
     )
     _drop_stale_rejections(store, [(case.id, n) for case, n in keys], model)
     return result
+
+
+def _unanswered(store: Store, keys: list[tuple[Case, int]], model: str) -> list[Case]:
+    """The cases with a sample that has no answer from `model` yet (each once)."""
+    pending: dict[str, Case] = {}
+    for chunk in batched(keys, 500):
+        done = store.has("answer", [answer_id(case.id, model, n) for case, n in chunk])
+        pending.update((case.id, case) for case, n in chunk if answer_id(case.id, model, n) not in done)
+    return list(pending.values())
 
 
 def _drop_stale_rejections(store: Store, keys: list[tuple[str, int]], model: str) -> None:
@@ -276,31 +284,58 @@ def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str)
             store.delete("grade_failure", sorted(resolved))
 
 
-# Scores live in `grading.scoring`; these names stay importable from here.
-from livemed.grading.scoring import (  # noqa: E402
-    NOT_YET_GRADED,
-    ScoreRun,
-    items_for,
-    score_all,
-    score_answer,
-    verdicts_by_answer,
-    verdicts_of,
-)
-
-__all__ = [
-    "MAX_IN_FLIGHT",
+# Scores live in `grading.scoring`; these names stay importable from here, imported when first
+# asked for (scoring needs numpy, which `livemed eval` need not load before its first request).
+_FROM_SCORING = (
     "NOT_YET_GRADED",
-    "GradeJob",
-    "GradePlan",
-    "Item",
     "ScoreRun",
-    "answer_all",
-    "grade_all",
-    "in_flight",
     "items_for",
-    "plan_targets",
     "score_all",
     "score_answer",
     "verdicts_by_answer",
     "verdicts_of",
+)
+
+
+if TYPE_CHECKING:  # the names as re-exports, for the type checker
+    from livemed.grading.scoring import (
+        NOT_YET_GRADED as NOT_YET_GRADED,
+    )
+    from livemed.grading.scoring import (
+        ScoreRun as ScoreRun,
+    )
+    from livemed.grading.scoring import (
+        items_for as items_for,
+    )
+    from livemed.grading.scoring import (
+        score_all as score_all,
+    )
+    from livemed.grading.scoring import (
+        score_answer as score_answer,
+    )
+    from livemed.grading.scoring import (
+        verdicts_by_answer as verdicts_by_answer,
+    )
+    from livemed.grading.scoring import (
+        verdicts_of as verdicts_of,
+    )
+
+
+def __getattr__(name: str) -> object:
+    if name in _FROM_SCORING:
+        from livemed.grading import scoring
+
+        return getattr(scoring, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "MAX_IN_FLIGHT",
+    "GradeJob",
+    "GradePlan",
+    "Item",
+    "answer_all",
+    "grade_all",
+    "in_flight",
+    "plan_targets",
 ]
