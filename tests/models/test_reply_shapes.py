@@ -242,7 +242,8 @@ async def test_a_completion_that_echoes_the_key_escaped_or_plain_is_scrubbed(
 ) -> None:
     engine, model = make_engine()
     escaped = "".join(f"\\u{ord(c):04x}" for c in api_key)  # JSON may write any character so
-    shape = '{"choices": [{"message": {"role": "assistant", "content": "your key is KEY"}, "finish_reason": "stop"}]}'
+    shape = '{"choices": [{"message": {"role": "assistant", "content": "your key is KEY"}, '
+    shape += '"finish_reason": "stop"}]}'
     bodies = [shape.replace("KEY", text) for text in (api_key, escaped)]
     server.script(*[server.default.__class__(body_text=body) for body in bodies])
     for n in range(2):
