@@ -10,8 +10,9 @@ Printed per run: requests (counted by the server), req/s over the answer+grade p
 first request to its last reply), the bound (min(concurrency ÷ latency, the workload's dependency
 limit: requests ÷ (2 × latency), an answer then its grades)) and achieved ÷ bound, the most requests
 in flight at the server, client CPU ms per request (user + sys of the livemed process(es), all of
-it: start-up, import, scoring included), client peak RSS, time from process start to the first
-request, and end-to-end wall. `separate` runs `import-healthbench`, `answer`, `grade`, `scores`
+it: start-up, import, scoring included), the same over the calls alone (process CPU sampled every
+20 ms, from the server's first request to its last reply), client peak RSS, time from process start
+to the first request, and end-to-end wall. `separate` runs `import-healthbench`, `answer`, `grade`, `scores`
 one after the other (req/s over answer+grade from the first request to the last reply, as above).
 
 `--simple-evals PATH` also runs openai/simple-evals' own HealthBench runner (`simple_evals.py --eval
@@ -33,12 +34,14 @@ measured like livemed's.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +111,7 @@ class Step:
     cpu_s: float
     rss_mb: float
     started: float  # time.monotonic() just before the process started
+    samples: list[tuple[float, float]]  # (time.monotonic(), CPU s so far), from start to exit
 
 
 def run(config: Path, *argv: str) -> Step:
@@ -123,13 +127,50 @@ def _process(argv: list[str], cwd: Path, env: dict[str, str]) -> Step:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    samples = [(started, 0.0)]
+    sampler = threading.Thread(target=_sample_cpu, args=(process.pid, samples), daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.monotonic() - started
+    sampler.join()
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         assert process.stderr is not None
         raise SystemExit(f"{' '.join(argv[:4])} failed: {process.stderr.read().decode()[-2000:]}")
-    return Step(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, started)
+    cpu = usage.ru_utime + usage.ru_stime
+    samples.append((started + wall, cpu))
+    return Step(wall, cpu, usage.ru_maxrss / 1024, started, samples)
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _sample_cpu(pid: int, samples: list[tuple[float, float]]) -> None:
+    """(time.monotonic(), process CPU s) every 20 ms while `pid` runs (it is a zombie, then gone, after)."""
+    stat = Path(f"/proc/{pid}/stat")
+    while True:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return
+        if fields[0] == "Z":
+            return
+        samples.append((time.monotonic(), (int(fields[11]) + int(fields[12])) / TICK))
+        time.sleep(0.02)
+
+
+def cpu_between(step: Step, start: float, end: float) -> float:
+    """The step's CPU seconds from `start` to `end` (time.monotonic(), the server's clock too)."""
+
+    def at(t: float) -> float:
+        points = step.samples
+        t = min(max(t, points[0][0]), points[-1][0])
+        for (t0, c0), (t1, c1) in itertools.pairwise(points):
+            if t0 <= t <= t1:
+                return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+        return points[-1][1]
+
+    return max(0.0, at(end) - at(start))
 
 
 def simple_evals(checkout: Path, python: str, server: Server, data: Path, n: int) -> Step:
@@ -176,6 +217,9 @@ def measure(
         "of_bound": rate / bound if bound else None,
         "max_in_flight": stats["max_in_flight"],
         "cpu_ms_per_request": 1000 * cpu / requests,
+        "calls_cpu_ms_per_request": 1000
+        * sum(cpu_between(s, stats["first_at"], stats["last_done_at"]) for s in steps)
+        / requests,
         "peak_rss_mb": max(s.rss_mb for s in steps),
         "first_request_s": stats["first_at"] - first_step.started,
         "wall_s": sum(s.wall_s for s in steps),
@@ -208,6 +252,7 @@ def main() -> None:
         "of_bound",
         "max_in_flight",
         "cpu_ms_per_request",
+        "calls_cpu_ms_per_request",
         "peak_rss_mb",
         "first_request_s",
         "wall_s",
