@@ -284,8 +284,19 @@ def _drop_resolved_failures(store: Store, targets: Sequence[Target], judge: str)
             store.delete("grade_failure", sorted(resolved))
 
 
-# Scores live in `grading.scoring`; these names stay importable from here, imported when first
-# asked for (scoring needs numpy, which `livemed eval` need not load before its first request).
+# Scores live in `grading.scoring`; these names stay importable from here, imported when first asked
+# for (scoring needs NumPy, which `livemed eval` need not load before its first request).
+if TYPE_CHECKING:
+    from livemed.grading.scoring import (
+        NOT_YET_GRADED,
+        ScoreRun,
+        items_for,
+        score_all,
+        score_answer,
+        verdicts_by_answer,
+        verdicts_of,
+    )
+
 _FROM_SCORING = (
     "NOT_YET_GRADED",
     "ScoreRun",
@@ -295,30 +306,6 @@ _FROM_SCORING = (
     "verdicts_by_answer",
     "verdicts_of",
 )
-
-
-if TYPE_CHECKING:  # the names as re-exports, for the type checker
-    from livemed.grading.scoring import (
-        NOT_YET_GRADED as NOT_YET_GRADED,
-    )
-    from livemed.grading.scoring import (
-        ScoreRun as ScoreRun,
-    )
-    from livemed.grading.scoring import (
-        items_for as items_for,
-    )
-    from livemed.grading.scoring import (
-        score_all as score_all,
-    )
-    from livemed.grading.scoring import (
-        score_answer as score_answer,
-    )
-    from livemed.grading.scoring import (
-        verdicts_by_answer as verdicts_by_answer,
-    )
-    from livemed.grading.scoring import (
-        verdicts_of as verdicts_of,
-    )
 
 
 def __getattr__(name: str) -> object:
@@ -331,11 +318,18 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "MAX_IN_FLIGHT",
+    "NOT_YET_GRADED",
     "GradeJob",
     "GradePlan",
     "Item",
+    "ScoreRun",
     "answer_all",
     "grade_all",
     "in_flight",
+    "items_for",
     "plan_targets",
+    "score_all",
+    "score_answer",
+    "verdicts_by_answer",
+    "verdicts_of",
 ]
