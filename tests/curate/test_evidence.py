@@ -192,3 +192,59 @@ def test_live_search_uses_the_europepmc_source_settings() -> None:
     assert isinstance(retriever, EuropePMCRetriever)
     assert retriever.base_url == "http://127.0.0.1:9/rest"
     assert (retriever.settings.requests_per_second, retriever.settings.max_retries) == (2, 1)
+
+
+async def test_bm25_batched_search_equals_one_search_per_query(tmp_path: Path) -> None:
+    retriever = BM25Retriever(PASSAGES, cache_dir=tmp_path)
+    queries = [
+        "avoid amoxicillin with a penicillin allergy",
+        "zebra unicorn",
+        "the of and",
+        "fluids and rest",
+    ]
+    one_by_one = [retriever.search_sync(query, k=2) for query in queries]
+    retriever._sentences.clear()
+    assert retriever.search_many(queries, k=2) == one_by_one
+    assert await retriever.search_batch(queries, k=2) == one_by_one  # snippets from the passage cache
+    assert one_by_one[1] == []
+    assert one_by_one[2] == []
+    assert [[PASSAGES[i].id for i, _ in found] for found in retriever.hits(queries, k=2)] == [
+        [ref.id for ref in refs] for refs in one_by_one
+    ]
+
+
+async def test_search_all_makes_one_batched_call_where_the_retriever_has_one(tmp_path: Path) -> None:
+    from livemed.curate.evidence import search_all
+
+    calls: list[list[str]] = []
+
+    class Counting(BM25Retriever):
+        async def search_batch(self, queries: list[str], *, k: int = 3) -> list[list[Any]]:
+            calls.append(queries)
+            return await super().search_batch(queries, k=k)
+
+        async def search(self, query: str, *, k: int = 3) -> list[Any]:
+            raise AssertionError("one search per query")
+
+    retriever = Counting(PASSAGES, cache_dir=tmp_path)
+    found = await search_all(retriever, ["avoid amoxicillin", "fluids and rest"], 2)
+    assert calls == [["avoid amoxicillin", "fluids and rest"]]
+    assert found == [
+        retriever.search_sync("avoid amoxicillin", k=2),
+        retriever.search_sync("fluids and rest", k=2),
+    ]
+
+
+def test_the_cached_sentence_split_gives_the_same_snippets_as_the_text() -> None:
+    from livemed.curate.evidence.corpus import Sentences
+
+    text = "Alpha beta. Fluids and rest help! Gamma delta?  Epsilon rest.\nZeta fluids."
+    split = Sentences(text)
+    for query in ["rest and fluids", "gamma", "zeta fluids", "nothing here", ""]:
+        windows = [" ".join(split.sentences[i : i + 2]) for i in range(len(split.sentences))]
+        words = [
+            set(w.lower().replace(".", " ").replace("!", " ").replace("?", " ").split()) for w in windows
+        ]
+        wanted = {w for w in query.lower().split() if len(w) >= 3}
+        best = max(range(len(windows)), key=lambda i: (len(wanted & words[i]), -i))
+        assert split.snippet(query) == snippet(text, query) == windows[best]

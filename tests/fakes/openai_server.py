@@ -328,6 +328,9 @@ def _completion(request: dict[str, Any], behavior: Behavior) -> dict[str, Any]:
             "prompt_tokens": behavior.prompt_tokens,
             "completion_tokens": completion_tokens * n,
             "total_tokens": behavior.prompt_tokens + completion_tokens * n,
+            # as api.openai.com sends them (openai/simple-evals' HealthBench runner reads both)
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
         },
     }
 

@@ -205,3 +205,33 @@ def test_the_case_language_is_passed_on_and_english_adds_nothing() -> None:
     assert "written in the language with the code de: reply in that language." in german["content"]
     [english] = candidate_messages(make_case(language="en"))
     assert "reply in that language" not in english["content"]
+
+
+def test_retrieval_answers_prefetched_in_one_batch_equal_those_searched_one_by_one() -> None:
+    texts = [
+        "Gout flares are treated with colchicine; NSAIDs are avoided in kidney disease.",
+        "Migraine may be relieved by rest in a dark room.",
+        "Toe pain with redness and swelling is typical of gout.",
+    ]
+    corpus = [Passage(id=f"p{i}", text=text) for i, text in enumerate(texts)]
+    cases = [
+        make_case("demo:1", query="Why is my big toe swollen and painful, is it gout?"),
+        make_case("demo:2", query="My migraine gets better in a dark room, why?"),
+    ]
+    one_by_one = get_model("offline/retrieval", corpus=corpus, k=2)
+    batched = get_model("offline/retrieval", corpus=corpus, k=2)
+    searched: list[list[str]] = []
+    hits = batched.retriever.hits
+
+    def counted(queries: list[str], *, k: int = 3) -> list[list[tuple[int, float]]]:
+        searched.append(queries)
+        return hits(queries, k=k)
+
+    batched.retriever.hits = counted
+    batched.prefetch(cases)
+    assert len(searched) == 1
+    assert len(searched[0]) == 2
+    assert [batched.answer(case) for case in cases] == [one_by_one.answer(case) for case in cases]
+    assert len(searched) == 1  # the answers came from the prefetched hits
+    assert "Migraine" in batched.answer(cases[1])  # a second sample of a case: no new search
+    assert len(searched) == 1

@@ -237,6 +237,22 @@ async def test_a_provider_message_that_echoes_the_key_is_scrubbed(
         assert "[redacted]" in failure.detail
 
 
+async def test_a_completion_that_echoes_the_key_escaped_or_plain_is_scrubbed(
+    server: FakeOpenAIServer, make_engine: MakeEngine, api_key: str
+) -> None:
+    engine, model = make_engine()
+    escaped = "".join(f"\\u{ord(c):04x}" for c in api_key)  # JSON may write any character so
+    shape = '{"choices": [{"message": {"role": "assistant", "content": "your key is KEY"}, '
+    shape += '"finish_reason": "stop"}]}'
+    bodies = [shape.replace("KEY", text) for text in (api_key, escaped)]
+    server.script(*[server.default.__class__(body_text=body) for body in bodies])
+    for n in range(2):
+        reply = await engine.generate(model, [{"role": "user", "content": f"echo {n}"}])
+        assert isinstance(reply, Completion)
+        assert reply.text == "your key is [redacted]"
+        assert api_key not in json.dumps(reply.raw)
+
+
 def test_runs_stored_before_estimated_usage_still_read() -> None:
     from livemed.records import Run
 

@@ -17,7 +17,6 @@ A case is kept only when s_cc is true and s_inf and s_align are strictly above t
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -26,7 +25,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from livemed.config import Thresholds
-from livemed.curate.evidence import RetrievalError, Retriever
+from livemed.curate.evidence import RetrievalError, Retriever, search_all
 from livemed.curate.screener import reject
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
@@ -257,20 +256,6 @@ class Validator:
                 positions[s.advice_index]: s for s in result.value.scores if s.advice_index < len(positions)
             }
         return [_check(i, scores.get(i), evidence[i]) for i in range(len(advice))]
-
-
-async def search_all(retriever: Retriever, queries: list[str], k: int) -> list[list[EvidenceRef]]:
-    """Every query's hits, searched concurrently; the first failure cancels (and awaits) the rest.
-
-    A bare `asyncio.gather` would leave the sibling searches running after one failed, still holding
-    connections when the case is already rejected.
-    """
-    try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(retriever.search(query, k=k)) for query in queries]
-    except ExceptionGroup as failed:
-        raise failed.exceptions[0] from None
-    return [task.result() for task in tasks]
 
 
 def _check(index: int, score: AlignmentScore | None, evidence: list[EvidenceRef]) -> AdviceCheck:

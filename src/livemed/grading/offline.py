@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from livemed.models import Completion, FatalModelError, Message, Settings
-from livemed.records import Case, EvidenceRef
+from livemed.records import Case
 
 if TYPE_CHECKING:
     from livemed.curate.evidence.corpus import Passage
@@ -68,29 +68,49 @@ class EmptyAnswerer(OfflineBaseline):
 
 
 class Searcher(Protocol):
-    """The seam retrieval needs (the curation retrievers satisfy it): the `k` best passages for a query."""
+    """The seam retrieval needs (`BM25Retriever` satisfies it): each query's best passages, in one call."""
 
-    def search_sync(self, query: str, *, k: int = 3) -> list[EvidenceRef]: ...
+    passages: list[Passage]
+
+    def hits(self, queries: list[str], *, k: int = 3) -> list[list[tuple[int, float]]]: ...
 
 
 class RetrievalAnswerer(OfflineBaseline):
-    """Answers with the top-k passages retrieved for the case's query and chief complaint."""
+    """Answers with the full text of the top-k passages retrieved for the case's query and complaint.
+
+    `prefetch(cases)` searches for many cases in one batched call (`answer_all` does it for the cases
+    it has to answer); `answer(case)` uses that result, or searches for the one case."""
 
     name = "retrieval"
 
-    def __init__(
-        self, retriever: Searcher | None = None, k: int = 3, texts: dict[str, str] | None = None
-    ) -> None:
+    def __init__(self, retriever: Searcher | None = None, k: int = 3) -> None:
         self.retriever = retriever
         self.k = k
-        self.texts = texts or {}  # passage id -> full text; without it, the retriever's snippets
+        self._found: dict[str, list[int]] = {}  # case id -> passage indices, from prefetch()
+
+    def prefetch(self, cases: Sequence[Case]) -> None:
+        wanted = [case for case in cases if case.id not in self._found]
+        if wanted:
+            found = self._searcher().hits([_query(case) for case in wanted], k=self.k)
+            self._found.update(
+                (case.id, [i for i, _ in hits]) for case, hits in zip(wanted, found, strict=True)
+            )
 
     def answer(self, case: Case) -> str:
+        searcher = self._searcher()
+        found = self._found.get(case.id)
+        if found is None:
+            found = [i for i, _ in searcher.hits([_query(case)], k=self.k)[0]]
+        return "\n\n".join(searcher.passages[i].text for i in found)
+
+    def _searcher(self) -> Searcher:
         if self.retriever is None:
             raise ValueError("offline/retrieval needs an evidence corpus (get_model(..., corpus=[...]))")
-        query = " ".join([case.query, *case.narrative.chief_complaint, *case.narrative.symptoms])
-        refs = self.retriever.search_sync(query, k=self.k)
-        return "\n\n".join(self.texts.get(ref.id, ref.snippet) for ref in refs)
+        return self.retriever
+
+
+def _query(case: Case) -> str:
+    return " ".join([case.query, *case.narrative.chief_complaint, *case.narrative.symptoms])
 
 
 def reference() -> ReferenceAnswerer:
@@ -112,5 +132,4 @@ def retrieval(
         from livemed.curate.evidence.bm25 import BM25Retriever
 
         retriever = BM25Retriever(list(corpus), cache_dir=index_dir)
-    texts = {passage.id: passage.text for passage in corpus or ()}
-    return RetrievalAnswerer(retriever, k=k, texts=texts)
+    return RetrievalAnswerer(retriever, k=k)

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter
 from typing_extensions import TypedDict
@@ -61,6 +62,9 @@ async def answer_all(
     answers each time a batch of them is written."""
     model = answerer.id
     keys = [(case, n) for case in cases for n in range(samples)]
+    prefetch = getattr(answerer, "prefetch", None)  # offline/retrieval: one search (grading/offline.py)
+    if prefetch is not None:
+        prefetch(_unanswered(store, keys, model))
 
     async def work(item: tuple[Case, int]) -> list[Record]:
         return await answer_case(item[0], answerer, settings=settings, sample=item[1])
@@ -81,6 +85,15 @@ async def answer_all(
     )
     _drop_stale_rejections(store, [(case.id, n) for case, n in keys], model)
     return result
+
+
+def _unanswered(store: Store, keys: list[tuple[Case, int]], model: str) -> list[Case]:
+    """The cases with a sample that has no answer from `model` yet (each once)."""
+    pending: dict[str, Case] = {}
+    for chunk in batched(keys, 500):
+        done = store.has("answer", [answer_id(case.id, model, n) for case, n in chunk])
+        pending.update((case.id, case) for case, n in chunk if answer_id(case.id, model, n) not in done)
+    return list(pending.values())
 
 
 def _drop_stale_rejections(store: Store, keys: list[tuple[str, int]], model: str) -> None:
@@ -357,16 +370,37 @@ def _drop_resolved_failures(store: Store, answer_ids: Sequence[str], judge: str)
             store.delete("grade_failure", sorted(resolved))
 
 
-# Scores live in `grading.scoring`; these names stay importable from here.
-from livemed.grading.scoring import (  # noqa: E402
-    NOT_YET_GRADED,
-    ScoreRun,
-    items_for,
-    score_all,
-    score_answer,
-    verdicts_by_answer,
-    verdicts_of,
+# Scores live in `grading.scoring`; these names stay importable from here, imported when first asked
+# for (scoring needs NumPy, which `livemed eval` need not load before its first request).
+if TYPE_CHECKING:
+    from livemed.grading.scoring import (
+        NOT_YET_GRADED,
+        ScoreRun,
+        items_for,
+        score_all,
+        score_answer,
+        verdicts_by_answer,
+        verdicts_of,
+    )
+
+_FROM_SCORING = (
+    "NOT_YET_GRADED",
+    "ScoreRun",
+    "items_for",
+    "score_all",
+    "score_answer",
+    "verdicts_by_answer",
+    "verdicts_of",
 )
+
+
+def __getattr__(name: str) -> object:
+    if name in _FROM_SCORING:
+        from livemed.grading import scoring
+
+        return getattr(scoring, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "MAX_IN_FLIGHT",

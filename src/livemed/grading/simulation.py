@@ -51,6 +51,9 @@ class MemorisedAnswerer(OfflineBaseline):
     def memorised(self, case: Case) -> bool:
         return self.cutoff is not None and case.published.date() <= self.cutoff
 
+    def prefetch(self, cases: Sequence[Case]) -> None:
+        self.fallback.prefetch([case for case in cases if not self.memorised(case)])
+
     def answer(self, case: Case) -> str:
         if self.cutoff is None:
             raise ValueError("offline/memorised needs a declared cutoff (memorised(cutoff=...))")
@@ -81,4 +84,4 @@ def drift_control(
 ) -> DriftControlAnswerer:
     """`offline/drift-control`: BM25 retrieval over `corpus`, labelled as a simulation."""
     base = retrieval(corpus, index_dir=index_dir)
-    return DriftControlAnswerer(base.retriever, k=base.k, texts=base.texts)
+    return DriftControlAnswerer(base.retriever, k=base.k)

@@ -340,7 +340,8 @@ class Engine(Budget):
             started = time.perf_counter()
             timeout = limits.config.timeout_s
             try:
-                completion = await asyncio.wait_for(model.generate(messages, settings=settings), timeout)
+                async with asyncio.timeout(timeout):  # no task of its own per call, unlike wait_for
+                    completion = await model.generate(messages, settings=settings)
             except TimeoutError:
                 raise TimeoutError(f"{model.id}: no answer within {timeout:g} s") from None
             if not completion.latency_s:

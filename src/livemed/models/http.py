@@ -36,7 +36,10 @@ class Transport:
         self.headers = {"Content-Type": "application/json", "User-Agent": f"livemed/{__version__}", **headers}
         connector = aiohttp.TCPConnector(limit=max(100, concurrency), limit_per_host=0, keepalive_timeout=30)
         self.session = aiohttp.ClientSession(
-            connector=connector, timeout=aiohttp.ClientTimeout(total=timeout_s), raise_for_status=False
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=timeout_s),
+            raise_for_status=False,
+            cookie_jar=aiohttp.DummyCookieJar(),  # an API sets no cookies worth keeping: none to parse
         )
         self.loop = asyncio.get_running_loop()
         self._closer: AsyncGenerator[None, None] | None = _close_at_shutdown(self)

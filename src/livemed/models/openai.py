@@ -47,6 +47,7 @@ __all__ = ["PRESETS", "OpenAICompatibleModel", "parse_retry_after", "response_fo
 PLACEHOLDER_KEY = "EMPTY"
 REDACTED = "[redacted]"
 _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 BASE_URL_ENV = "OPENAI_BASE_URL"
 # Read by the official SDK too: sent as OpenAI-Organization / OpenAI-Project when set.
 _HEADER_ENV = {"OpenAI-Organization": "OPENAI_ORG_ID", "OpenAI-Project": "OPENAI_PROJECT_ID"}
@@ -132,6 +133,8 @@ class OpenAICompatibleModel:
             data = json.loads(raw)
         except ValueError:
             raise TransientModelError(self._malformed()) from None
+        if not self._may_echo_key(raw):  # nothing to scrub: the body is not encoded again to look
+            return self._parse(data, time.perf_counter() - started, estimate_tokens(messages))
         return self.parse_response(data, time.perf_counter() - started, estimate_tokens(messages))
 
     async def aclose(self) -> None:
@@ -162,7 +165,11 @@ class OpenAICompatibleModel:
 
     def parse_response(self, data: object, latency_s: float, prompt_estimate: int = 0) -> Completion:
         """The completion in a response body (see `livemed.models.replies`), key scrubbed from it."""
-        raw = self._redact_raw(data) if isinstance(data, dict) else data
+        return self._parse(
+            self._redact_raw(data) if isinstance(data, dict) else data, latency_s, prompt_estimate
+        )
+
+    def _parse(self, raw: object, latency_s: float, prompt_estimate: int) -> Completion:
         return parse_chat_completion(
             raw,
             model_id=self.id,
@@ -207,6 +214,14 @@ class OpenAICompatibleModel:
         if key and key != PLACEHOLDER_KEY and key in text:
             return text.replace(key, REDACTED)
         return text
+
+    def _may_echo_key(self, raw: bytes) -> bool:
+        """Whether the key may be in a reply body: not when a key of plain characters (which JSON
+        writes only as themselves or as \\u escapes) is absent from a body without \\u escapes."""
+        key = self._key
+        if not key or key == PLACEHOLDER_KEY:
+            return False
+        return not _PLAIN_KEY.fullmatch(key) or key.encode() in raw or b"\\u" in raw
 
     def _redact_raw(self, data: dict[str, Any]) -> dict[str, Any]:
         key = self._key

@@ -1,7 +1,9 @@
 """The default retriever: BM25 (bm25s) over a passage corpus, with the index persisted on disk.
 
 The index lives in `<cache_dir>/bm25-<corpus hash>/`; a changed corpus gets a new folder, an
-unchanged one is loaded instead of re-indexed.
+unchanged one is loaded instead of re-indexed. `search_batch` / `search_many` answer many queries
+with one bm25s call (one tokenisation, one scoring pass); each passage's sentences are split and
+tokenised once, for the snippets of every later hit (see `benchmarks/bm25_batch.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import bm25s
 
-from livemed.curate.evidence.corpus import Passage, corpus_hash, snippet
+from livemed.curate.evidence.corpus import Passage, Sentences, corpus_hash
 from livemed.records import EvidenceRef
 
 PASSAGES_FILE = "passages.jsonl"
@@ -35,6 +37,7 @@ class BM25Retriever:
         self.index_dir = Path(cache_dir) / f"bm25-{self.key}" if cache_dir is not None else None
         self.loaded_from_disk = False
         self._bm25 = self._load() or self._build()
+        self._sentences: dict[int, Sentences] = {}  # passage index -> its sentences, split once
 
     def _load(self) -> bm25s.BM25 | None:
         if self.index_dir is None or not (self.index_dir / PASSAGES_FILE).exists():
@@ -57,23 +60,41 @@ class BM25Retriever:
     async def search(self, query: str, *, k: int = 3) -> list[EvidenceRef]:
         return self.search_sync(query, k=k)
 
+    async def search_batch(self, queries: list[str], *, k: int = 3) -> list[list[EvidenceRef]]:
+        return self.search_many(queries, k=k)
+
     def search_sync(self, query: str, *, k: int = 3) -> list[EvidenceRef]:
-        query_tokens = _tokenize([query])
-        if not query_tokens[0]:
-            return []
+        return self.search_many([query], k=k)[0]
+
+    def search_many(self, queries: list[str], *, k: int = 3) -> list[list[EvidenceRef]]:
+        """The `k` best passages of each query as evidence (with snippets), in one bm25s call."""
+        return [
+            [self._ref(index, score, query) for index, score in found]
+            for query, found in zip(queries, self.hits(queries, k=k), strict=True)
+        ]
+
+    def hits(self, queries: list[str], *, k: int = 3) -> list[list[tuple[int, float]]]:
+        """(passage index, score) of each query's `k` best passages, hits with a zero score left out."""
+        tokenized = _tokenize(queries)
+        asked = [i for i, tokens in enumerate(tokenized) if tokens]  # no words left: no evidence
+        found: list[list[tuple[int, float]]] = [[] for _ in queries]
+        if not asked:
+            return found
         k = min(k, len(self.passages))
-        indices, scores = self._bm25.retrieve(query_tokens, k=k, show_progress=False)
-        refs = []
-        for index, score in zip(indices[0], scores[0], strict=True):
-            if score <= 0:
-                continue
-            passage = self.passages[int(index)]
-            refs.append(
-                EvidenceRef(
-                    id=passage.id,
-                    snippet=snippet(passage.text, query),
-                    score=round(float(score), 4),
-                    url=passage.url,
-                )
-            )
-        return refs
+        indices, scores = self._bm25.retrieve([tokenized[i] for i in asked], k=k, show_progress=False)
+        for row, i in enumerate(asked):
+            found[i] = [
+                (int(index), float(score))
+                for index, score in zip(indices[row], scores[row], strict=True)
+                if score > 0
+            ]
+        return found
+
+    def _ref(self, index: int, score: float, query: str) -> EvidenceRef:
+        passage = self.passages[index]
+        sentences = self._sentences.get(index)
+        if sentences is None:
+            sentences = self._sentences[index] = Sentences(passage.text)
+        return EvidenceRef(
+            id=passage.id, snippet=sentences.snippet(query), score=round(score, 4), url=passage.url
+        )
