@@ -74,7 +74,7 @@ class Claims:
         if not items:
             return set()
         keys = {self._key(item): item for item in items}
-        now = naive_utc(utcnow())
+        now = utcnow().replace(tzinfo=None)  # naive UTC, as the store keeps times
         found = sa.select(state_table.c.key, state_table.c.value, state_table.c.updated_at).where(
             state_table.c.namespace == NAMESPACE, state_table.c.key.in_(sorted(keys))
         )
