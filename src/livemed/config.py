@@ -148,6 +148,22 @@ class ImportConfig(BaseModel):
     )
 
 
+class UpdateConfig(BaseModel):
+    """`[update]`: what each `livemed update` (and `livemed schedule`) runs, only for what is new."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[str] | None = Field(default=None, description="sources to harvest (default: [sources])")
+    curator: str = Field(default="offline/curate-baseline", description="the curation model")
+    writer: str | None = Field(default=None, description="rubric writer (none: rubrics are skipped)")
+    models: list[str] = Field(default_factory=list, description="candidates to answer the new cases")
+    judge: str | None = Field(default=None, description="grader of the answers (none: grading skipped)")
+    mode: Literal["per-criterion", "batched"] = "per-criterion"
+    samples: int = Field(default=1, ge=1)
+    convention: Literal["livemed", "healthbench"] = "livemed"
+    max_cost: float | None = Field(default=None, gt=0, description="spending limit per update (USD)")
+
+
 class Config(BaseModel):
     """The whole project configuration."""
 
@@ -163,6 +179,7 @@ class Config(BaseModel):
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     prefilter: PrefilterConfig = Field(default_factory=PrefilterConfig)
     imports: ImportConfig = Field(default_factory=ImportConfig, alias="import")  # `import` is a keyword
+    update: UpdateConfig = Field(default_factory=UpdateConfig)
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:

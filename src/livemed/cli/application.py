@@ -73,6 +73,7 @@ from livemed.cli import (  # noqa: E402,F401
     harvest,
     models_commands,
     store_commands,
+    update_commands,
 )
 from livemed.cli import curate as curate_commands  # noqa: E402,F401
 from livemed.cli import evidence as evidence_commands  # noqa: E402,F401
@@ -81,6 +82,7 @@ from livemed.cli import evidence as evidence_commands  # noqa: E402,F401
 HELP_PANELS: dict[str, list[str]] = {
     "Start here": ["demo", "init"],
     "Pipeline": ["sources", "harvest", "evidence", "curate", "rubrics", "answer", "grade", "scores", "eval"],
+    "Live operation": ["update", "schedule", "release"],
     "Analysis": ["leaderboard", "contamination", "trends", "funnel", "taxonomy", "report"],
     "Data exchange": ["export", "import", "import-healthbench", "export-healthbench", "import-kqa"],
 }

@@ -1,0 +1,139 @@
+"""`livemed update` (one incremental pass of the live loop) and `livemed schedule` (updates on a cadence)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.table import Table
+
+from livemed.cli import app
+from livemed.cli.context import AppState, console, err_console, state
+from livemed.errors import RunError, StageBusyError
+
+if TYPE_CHECKING:
+    from livemed.live.update import StageSummary, Tools, UpdateSummary
+    from livemed.models import Engine
+    from livemed.records import Run
+
+UNTIL = typer.Option(None, "--until", help="Last publication date to harvest (default: now).")
+WAIT = typer.Option(
+    0.0, "--wait", min=0, help="If another update holds the store lock, wait up to this many seconds."
+)
+
+
+@app.command("update")
+def update_command(
+    ctx: typer.Context,
+    until: str | None = UNTIL,
+    wait: float = WAIT,
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit (default: [update])."),
+) -> None:
+    """Harvest from the watermarks, then curate, write rubrics, answer, grade and score what is new.
+
+    Models come from `[update]` in livemed.toml; a stage with no model configured is skipped (said
+    so). Idempotent and resumable: what is done is never done (or paid for) again."""
+    run = update_once(state(ctx), until, wait=wait, max_cost=max_cost)
+    fail_for(run)
+
+
+def update_once(app_state: AppState, until: str | None, *, wait: float, max_cost: float | None) -> Run:
+    """One update under the store lock, waiting up to `wait` seconds for another update to end."""
+    from livemed.live.update import run_update
+
+    plan = app_state.config.update
+    if max_cost is not None:
+        plan = plan.model_copy(update={"max_cost": max_cost})
+    tools = build_tools(app_state, until)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            summary, run = run_update(app_state.store, plan, tools, on_stage=print_stage)
+            break
+        except StageBusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(min(5.0, max(deadline - time.monotonic(), 0.1)))
+    print_summary(summary, run)
+    return run
+
+
+def fail_for(run: Run) -> None:
+    """Exit 1 with the update's one failure line (failed calls, a failing source, unreadable records)."""
+    if run.error:
+        raise RunError(f"update {run.run_id}: {run.error}")
+
+
+def build_tools(app_state: AppState, until: str | None) -> Tools:
+    """The engines, curation chain, models, sources and pre-filters of `[update]`, as the single-stage
+    commands build them (`make_engine`, `curate`'s chain, `resolve`, `build_source`)."""
+    from livemed.cli.curate import _chain
+    from livemed.cli.grading_commands import resolve
+    from livemed.cli.harvest import _date
+    from livemed.live.update import Tools
+    from livemed.prefilter import build_prefilters
+    from livemed.sources import build_source
+
+    config = app_state.config
+    plan = config.update
+    names = list(config.sources) if plan.sources is None else plan.sources
+    curate = config.curate
+
+    def engine(budget: float | None, no_cache: bool) -> Engine:
+        from livemed.cli.common import make_engine
+
+        return make_engine(app_state, no_cache=no_cache, max_cost=budget)
+
+    def chain(bound: Engine) -> Any:
+        return _chain(app_state, bound, plan.curator, curate.retriever, None, None, None)
+
+    def bind(bound: Engine, model_id: str, stage: str) -> Any:
+        return resolve(app_state, bound, model_id, stage, _offline_kind(stage))
+
+    end = _date(until, "--until", end_of_day=True) or datetime.now(UTC)
+    cutoff = _date(config.cutoff.isoformat(), "cutoff") if config.cutoff else None
+    return Tools(
+        engine=engine,
+        chain=chain,
+        bind=bind,
+        sources=[build_source(name, config) for name in names],
+        prefilters=build_prefilters(config.prefilter),
+        until=end,
+        cutoff=cutoff,
+    )
+
+
+def _offline_kind(stage: str) -> type:
+    """The capability an offline baseline needs for `stage` (as `rubrics`, `answer` and `grade` ask)."""
+    from livemed.grading.answer import OfflineAnswerer
+    from livemed.grading.judge import OfflineGrader
+    from livemed.rubrics.write import OfflineWriter
+
+    kinds: dict[str, type] = {"rubrics": OfflineWriter, "answer": OfflineAnswerer, "grade": OfflineGrader}
+    return kinds[stage]
+
+
+def print_stage(stage: StageSummary) -> None:
+    if stage.skipped:
+        console.print(f"[dim]{stage.stage}: skipped — {stage.skipped}[/]")
+        return
+    new = ", ".join(f"{n} {what}" for what, n in stage.new.items()) or "nothing new"
+    cost = f" · {stage.calls} call(s), ${stage.cost_usd:.4f}" if stage.usage else ""
+    console.print(f"{stage.stage}: {new}{cost}", markup=False)
+    if stage.error:
+        err_console.print(f"[yellow]{stage.stage}:[/] {stage.error}", markup=False)
+
+
+def print_summary(summary: UpdateSummary, run: Run) -> None:
+    table = Table(title=f"update {run.run_id} ({run.outcome})")
+    for column in ("stage", "new", "calls", "cost $", "run"):
+        table.add_column(column, justify="right" if column in ("calls", "cost $") else "left")
+    for stage in summary.stages:
+        new = (stage.skipped and f"skipped: {stage.skipped}") or ", ".join(
+            f"{n} {k}" for k, n in stage.new.items()
+        )
+        table.add_row(stage.stage, new or "-", str(stage.calls), f"{stage.cost_usd:.4f}", stage.run_id or "-")
+    table.add_row("total", "", str(summary.calls), f"{summary.cost_usd:.4f}", run.run_id, style="bold")
+    console.print(table)
