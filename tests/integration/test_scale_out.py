@@ -22,6 +22,7 @@ from livemed.store import Store
 from tests.conftest import _fresh_postgres, _postgres_url
 from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
 from tests.grading.test_eval import CANDIDATE, CRITERIA, JUDGE, KEY_ENV, healthbench_file
+from tests.live.helpers import KEY_ENV as LIVE_KEY_ENV
 
 PROGRAM = Path(sys.executable).with_name("livemed")
 EXAMPLES = 24
@@ -60,9 +61,10 @@ def project(folder: Path, store_url: str, server_url: str, *extra: str) -> Path:
 
 
 def start(config: Path, *argv: str) -> subprocess.Popen[str]:
-    env = {**os.environ, KEY_ENV: "sk-test-not-real", "COLUMNS": "200"}
+    env = {**os.environ, KEY_ENV: "sk-test-not-real", LIVE_KEY_ENV: "sk-test-not-real", "COLUMNS": "200"}
     command = [str(PROGRAM), "--config", str(config), *argv]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pipe = subprocess.PIPE
+    return subprocess.Popen(command, env=env, stdout=pipe, stderr=pipe, text=True, cwd=config.parent)
 
 
 def run_all(config: Path, workers: int, *argv: str) -> list[str]:
@@ -162,3 +164,27 @@ def test_a_killed_worker_loses_its_claims_to_the_next_and_nothing_is_lost(
     assert repeated <= 8  # at most what was in flight when it died (2 x max_concurrency); never a written one
     with Store(pg_url) as store:
         assert store.state_items("claim") == {}
+
+
+def test_two_update_workers_on_postgresql_store_what_one_update_stores(tmp_path: Path, pg_url: str) -> None:
+    from tests.live.helpers import contents
+    from tests.live.helpers import project as live_project
+
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        alone = live_project(tmp_path / "alone", docs=10, url=server.base_url)
+        run_all(alone, 1, "update")  # one process, on the project's SQLite store
+        one = sent(server)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        shared = live_project(tmp_path / "shared", docs=10, url=server.base_url)
+        run_all(shared, 2, "--store", pg_url, "update")
+        two = sent(server)
+    assert set(two.values()) == {1}  # no call sent twice
+    assert two == one  # the same calls
+    stored = contents(shared, pg_url)
+    assert stored == contents(alone)
+    with Store(pg_url) as store:
+        updates = [r for r in store.iter(Run) if r.command == "update"]
+        harvests = [r for r in store.iter(Run) if r.command == "harvest"]
+    assert [r.outcome for r in updates] == ["ok", "ok"]
+    kept = sum(r.counts.get("demo.kept", 0) for r in harvests)
+    assert kept == len(stored["docs"])  # each document harvested once (one worker at a time harvests)

@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from livemed.config import UpdateConfig
+from livemed.errors import StageBusyError
 from livemed.records import Case, Run, Usage
 from livemed.runs import settle, settle_stages, track_run
 from livemed.store import Store
@@ -161,15 +162,21 @@ class _Steps:
         return summary
 
     def harvest(self) -> StageSummary:
-        from livemed.sources.run import harvest_source
-
         tools = self.tools
         if not tools.sources:
             return StageSummary("harvest", skipped="no sources: set [update] sources or add [sources.NAME]")
         names = [s.name for s in tools.sources]
         settings = {"update": self.update_id, "sources": names, "until": tools.until.isoformat()}
+        try:
+            return self._harvest(tools, settings)
+        except StageBusyError:  # PostgreSQL: another update worker harvests; this one curates what is stored
+            return StageSummary("harvest", skipped="another worker on this store is harvesting")
+
+    def _harvest(self, tools: Tools, settings: dict[str, Any]) -> StageSummary:
+        from livemed.sources.run import harvest_source
+
         summary, errors, unreadable = StageSummary("harvest"), [], 0
-        with track_run(self.store, "harvest", settings=settings) as run:
+        with track_run(self.store, "harvest", settings=settings, lease="harvest") as run:
             tools.prefilters.load(self.store)
             for source in tools.sources:
                 report = asyncio.run(
