@@ -148,6 +148,20 @@ class ImportConfig(BaseModel):
     )
 
 
+class ExecutorConfig(BaseModel):
+    """`[executor]`: where `curate`, `answer`, `grade`, `eval` and `update` run their items
+    (`livemed.executors`; `--executor` overrides `kind`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["inprocess", "ray"] = "inprocess"
+    address: str | None = Field(
+        default=None, description='Ray cluster: "auto", "ray://HOST:10001", or unset for a local instance'
+    )
+    workers: int = Field(default=2, ge=1, le=1024, description="Ray workers, each one livemed process")
+    cpus_per_worker: float = Field(default=1.0, gt=0)
+
+
 class UpdateConfig(BaseModel):
     """`[update]`: what each `livemed update` (and `livemed schedule`) runs, only for what is new."""
 
@@ -180,6 +194,7 @@ class Config(BaseModel):
     prefilter: PrefilterConfig = Field(default_factory=PrefilterConfig)
     imports: ImportConfig = Field(default_factory=ImportConfig, alias="import")  # `import` is a keyword
     update: UpdateConfig = Field(default_factory=UpdateConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:

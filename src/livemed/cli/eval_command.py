@@ -21,8 +21,9 @@ from rich.markup import escape
 from livemed.cli import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
-from livemed.cli.grading_commands import CACHE_RO, LIMIT, MAX_COST, NO_CACHE, print_result, resolve
+from livemed.cli.grading_commands import CACHE_RO, EXECUTOR, LIMIT, MAX_COST, NO_CACHE, print_result, resolve
 from livemed.errors import ConfigError, RunError, UserError
+from livemed.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.grading.stream import StreamResult
@@ -64,9 +65,13 @@ def eval_command(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    executor: str | None = EXECUTOR,
 ) -> None:
     """Answer with each --model, grade every answer as soon as it exists, then score (one process)."""
     from livemed.models import Settings
+
+    if run_elsewhere(ctx, executor):
+        return
 
     _check(mode, convention, json_out, fmt)
     models = list(dict.fromkeys(models))
