@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from typing import TYPE_CHECKING, Any
 
 from livemed.errors import ConfigError, ExecutorError, MissingDependencyError
@@ -24,6 +25,7 @@ from livemed.executors.ratelimit import Reservations
 if TYPE_CHECKING:
     from livemed.config import ExecutorConfig
 
+CONNECT_TIMEOUT_S = 10.0
 TASK_RETRIES = 2  # a worker process that dies is run again (its claims are taken over)
 
 
@@ -107,6 +109,7 @@ def _connect(settings: ExecutorConfig) -> Any:
     except ImportError:
         raise MissingDependencyError("ray", "ray") from None
     where = settings.address or "a new local instance"
+    _reachable(settings.address)
     try:
         ray.init(
             address=settings.address,
@@ -119,6 +122,21 @@ def _connect(settings: ExecutorConfig) -> Any:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ExecutorError(f"cannot reach the Ray cluster at {where}: {first[:300]}") from None
     return ray
+
+
+def _reachable(address: str | None) -> None:
+    """A cluster address that does not answer is one line at once (Ray itself would retry for minutes)."""
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except ValueError:
+        shape = '"auto", "HOST:PORT" or "ray://HOST:PORT"'
+        raise ConfigError(f"[executor] address must be {shape}, got {address!r}") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise ExecutorError(f"cannot reach the Ray cluster at {address}: {reason.lower()}") from None
 
 
 def _print(console: Any, results: list[WorkerResult], booked: int, settings: ExecutorConfig) -> None:

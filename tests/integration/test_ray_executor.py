@@ -1,0 +1,97 @@
+"""The Ray executor on a local Ray instance: the same records and scores as the default executor,
+each call sent once, and one request rate for all workers (measured at the local fake server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from livemed.records import Grade, Score
+from livemed.store import Store
+from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
+from tests.grading.test_eval import CANDIDATE, CRITERIA, JUDGE, healthbench_file
+from tests.integration import test_scale_out
+from tests.integration.test_scale_out import run_all, sent, start, stored
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.ray, pytest.mark.postgres]
+EXAMPLES = 15
+RAY = ["[executor]", 'kind = "ray"', "workers = 2"]
+pg_url = test_scale_out.pg_url  # the fixture: a fresh PostgreSQL database
+
+
+def project(folder: Path, store_url: str, server_url: str, *, judge_rpm: float | None = None) -> Path:
+    from tests.integration.test_scale_out import project as base
+
+    extra = [f"requests_per_minute = {judge_rpm}"] if judge_rpm else []
+    config = base(folder, store_url, server_url, *extra)
+    config.write_text(config.read_text(encoding="utf-8") + "\n".join(RAY) + "\n", encoding="utf-8")
+    return config
+
+
+def scores(url: str) -> list[tuple[str, float | None]]:
+    with Store(url) as store:
+        return sorted((s.id, s.score) for s in store.iter(Score))
+
+
+def test_ray_workers_write_what_the_default_executor_writes(tmp_path: Path, pg_url: str) -> None:
+    from tests.conftest import _fresh_postgres, _postgres_url
+
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    steps = [["answer", "--model", CANDIDATE], ["grade", "--judge", JUDGE], ["scores", "--judge", JUDGE]]
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        config = project(tmp_path / "ray", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        outputs = [run_all(config, 1, *step)[0] for step in steps]
+        calls = sent(server)
+    assert "ray (local instance): 2 worker(s)" in outputs[1]
+    assert set(calls.values()) == {1}
+    assert len(calls) == EXAMPLES * (1 + CRITERIA)
+    base = _postgres_url()
+    assert base is not None
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        for other in _fresh_postgres(base):
+            default = project(tmp_path / "default", other.url, server.base_url)
+            run_all(default, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+            for step in steps:
+                run_all(default, 1, *step, *(["--executor", "inprocess"] if step[0] != "scores" else []))
+            expected, expected_scores = stored(other.url), scores(other.url)
+    assert stored(pg_url) == expected
+    assert scores(pg_url) == expected_scores
+    assert len(expected_scores) == EXAMPLES
+    with Store(pg_url) as store:
+        assert {g.id for g in store.iter(Grade)} == {g[0] for g in expected["grades"]}
+        assert store.state_items("claim") == {}
+
+
+def test_the_request_rate_of_a_model_holds_for_all_ray_workers(tmp_path: Path, pg_url: str) -> None:
+    rpm = 600.0  # 10 a second, bursts of 10: 60 calls take at least 5 s whatever the workers
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    with FakeOpenAIServer(responder=judge_responder()) as server:
+        config = project(tmp_path / "p", pg_url, server.base_url, judge_rpm=rpm)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        run_all(config, 1, "answer", "--model", CANDIDATE, "--executor", "inprocess")
+        answered = len(server.chat_requests)
+        [output] = run_all(config, 1, "grade", "--judge", JUDGE)
+        times = sorted(r.received_at for r in server.chat_requests[answered:])
+    assert len(times) == EXAMPLES * CRITERIA
+    assert f"{EXAMPLES * CRITERIA} request(s) booked on the shared rate" in output
+    workers = [line for line in output.splitlines() if line.startswith("--- worker")]
+    assert len(workers) == 2
+    per_second = rpm / 60
+    assert times[-1] - times[0] >= (len(times) - per_second) / per_second * 0.9
+    busiest = max(sum(1 for t in times if start_ <= t < start_ + 1.0) for start_ in times)
+    assert busiest <= 2 * per_second + 2  # a burst and one second's worth, never two workers' worth
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path: Path, pg_url: str) -> None:
+    config = project(tmp_path / "p", pg_url, "http://127.0.0.1:9/v1")
+    text = config.read_text(encoding="utf-8").replace('kind = "ray"', 'kind = "ray"\naddress = "127.0.0.1:9"')
+    config.write_text(text, encoding="utf-8")
+    process = start(config, "grade", "--judge", JUDGE)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, out + err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: cannot reach the Ray cluster at 127.0.0.1:9: ")
+    assert "refused" in lines[-1]
