@@ -188,3 +188,17 @@ def test_two_update_workers_on_postgresql_store_what_one_update_stores(tmp_path:
     assert [r.outcome for r in updates] == ["ok", "ok"]
     kept = sum(r.counts.get("demo.kept", 0) for r in harvests)
     assert kept == len(stored["docs"])  # each document harvested once (one worker at a time harvests)
+
+
+def test_two_eval_workers_each_end_with_every_answer_graded(tmp_path: Path, pg_url: str) -> None:
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.05)) as server:
+        config = project(tmp_path / "p", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        outputs = run_all(config, 2, "eval", "-m", CANDIDATE, "--judge", JUDGE)  # each exits 0: all graded
+        calls = sent(server)
+    assert set(calls.values()) == {1}
+    assert len(calls) == EXAMPLES * (1 + CRITERIA)
+    assert all(CANDIDATE in out for out in outputs)  # both print the ranked leaderboard
+    with Store(pg_url) as store:
+        assert sum(1 for _ in store.iter(Grade)) == EXAMPLES * CRITERIA

@@ -25,6 +25,7 @@ class WorkerResult:
     seconds: float
     host: str
     pid: int
+    cpu_s: float = 0.0  # CPU time of this process while the command ran
 
     @property
     def last_line(self) -> str:
@@ -36,7 +37,7 @@ def run_worker(argv: list[str], cwd: str | None = None) -> WorkerResult:
     """Run `livemed ARGV` in this process (in `cwd` when it exists here) and capture what it prints."""
     from livemed.cli.application import run
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     out, err = io.StringIO(), io.StringIO()
     code = 0
     with contextlib.ExitStack() as stack:
@@ -48,8 +49,9 @@ def run_worker(argv: list[str], cwd: str | None = None) -> WorkerResult:
             run(argv)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    seconds = time.perf_counter() - started
-    return WorkerResult(code, out.getvalue(), err.getvalue(), seconds, socket.gethostname(), os.getpid())
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    host, pid = socket.gethostname(), os.getpid()
+    return WorkerResult(code, out.getvalue(), err.getvalue(), seconds, host, pid, cpu)
 
 
 __all__ = ["WorkerResult", "run_worker"]

@@ -143,7 +143,8 @@ def _print(console: Any, results: list[WorkerResult], booked: int, settings: Exe
     where = settings.address or "local instance"
     console.print(f"ray ({where}): {len(results)} worker(s); {booked} request(s) booked on the shared rate")
     for n, result in enumerate(results, 1):
-        where = f"pid {result.pid} on {result.host}, {result.seconds:.1f} s, exit {result.exit_code}"
+        where = f"pid {result.pid} on {result.host}, {result.seconds:.1f} s, {result.cpu_s:.1f} s CPU"
+        where += f", exit {result.exit_code}"
         console.print(f"--- worker {n} ({where})", markup=False)
         console.print(result.stdout.rstrip(), markup=False, highlight=False)
 
