@@ -9,7 +9,8 @@ resumed by the next one without paying a finished call twice (records, the respo
 
 Each stage is a `Run` of its own (command `harvest`, `curate`, `rubrics`, `eval`, `scores`, with
 setting `update` = the update's run id) holding that stage's lease; the update is one more `Run`
-(command `update`) holding the lease `update`, the store lock against overlapping updates. Each stage
+(command `update`) holding the lease `update`, the store lock against overlapping updates (SQLite; on
+PostgreSQL several updates share the stages by claims, `store.claims`, and one at a time harvests). Each stage
 gets a fresh engine, so a stage's Run carries exactly its own usage; the update's Run carries the
 sum, per model and per stage.
 
