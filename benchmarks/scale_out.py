@@ -160,13 +160,13 @@ def main() -> None:
             runs = [one_run(args.postgres, server, args, workers, ray) for _ in range(args.repeat)]
             if workers == 1 and not ray:
                 single = runs
-            bound = workers * args.concurrency / args.latency
+            bound = (1 + CRITERIA) / CRITERIA * workers * args.concurrency / args.latency  # grader-bound
             repeats = [r.calls - r.records for r in runs]
             print(
                 f"{label:16} wall {spread([r.wall_s for r in runs], '.1f')} s; "
                 f"calls {runs[0].calls} for {runs[0].records} records (repeats {max(repeats)}); "
                 f"{spread([r.calls / r.wall_s for r in runs], '.0f')} calls/s "
-                f"(bound {bound:.0f}: workers x concurrency / latency); "
+                f"(bound {bound:.0f}: grader calls at workers x concurrency / latency); "
                 f"model-wait share {spread([r.wait_share for r in runs], '.2f')}; "
                 f"CPU {spread([1000 * r.cpu_s / r.calls for r in runs], '.1f')} ms/call",
                 flush=True,

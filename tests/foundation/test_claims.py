@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from livemed.pipeline import run_stage
+from livemed.pipeline import StageResult, run_stage
 from livemed.records import Record, Rejection, utcnow
 from livemed.store import Store, naive_utc
 from livemed.store.claims import NAMESPACE, Claims
@@ -100,6 +100,14 @@ def _item_work(calls: Counter[str], lock: threading.Lock):  # type: ignore[no-un
     return work
 
 
+def _stage(store: Store, items: list[str], calls: Counter[str]) -> StageResult:
+    """One worker's stage over `items` (output: a Rejection `test:<item>` each), counting its calls."""
+    work = _item_work(calls, threading.Lock())
+    return asyncio.run(
+        run_stage(store, items, work, output_id=lambda item: f"test:{item}", output_kinds=["rejection"])
+    )
+
+
 def test_two_workers_on_postgresql_run_every_item_once(pg_store: Store) -> None:
     items = [f"doc:{i}" for i in range(200)]
     calls: Counter[str] = Counter()
@@ -146,15 +154,7 @@ def test_a_worker_takes_over_the_claims_of_a_dead_one(pg_store: Store) -> None:
     for key in keys:
         _age(pg_store, "rejection", key, 0, pid=dead_pid(), host=dead.host)  # killed on this host
     calls: Counter[str] = Counter()
-    result = asyncio.run(
-        run_stage(
-            pg_store,
-            items,
-            _item_work(calls, threading.Lock()),
-            output_id=lambda item: f"test:{item}",
-            output_kinds=["rejection"],
-        )
-    )
+    result = _stage(pg_store, items, calls)
     assert result.processed == 20
     assert set(calls.values()) == {1}
     assert pg_store.state_items(NAMESPACE) == {}
@@ -179,15 +179,7 @@ def test_a_live_workers_items_are_waited_for_not_done_twice(pg_store: Store) -> 
     thread = threading.Thread(target=finish_them)
     thread.start()
     calls: Counter[str] = Counter()
-    result = asyncio.run(
-        run_stage(
-            pg_store,
-            items,
-            _item_work(calls, threading.Lock()),
-            output_id=lambda item: f"test:{item}",
-            output_kinds=["rejection"],
-        )
-    )
+    result = _stage(pg_store, items, calls)
     thread.join()
     assert set(calls) == set(items[2:])
     assert (result.processed, result.skipped, result.elsewhere) == (4, 2, 2)
