@@ -318,6 +318,15 @@ answer_leak = 0.6
 # input = 0.15
 # output = 0.60
 
+# `livemed update` (and `livemed schedule`): what each incremental pass runs (docs/live.md).
+# [update]
+# sources = ["europepmc"]              # default: every source above
+# curator = "offline/curate-baseline"
+# writer = "offline/rules"             # none: rubrics are skipped
+# models = ["openai/gpt-4o-mini"]      # none: answers, grades and scores are skipped
+# judge = "openai/gpt-4o"
+# max_cost = 20.0
+
 # Limits of import-healthbench and import-kqa: a longer line, or more rubric items, is refused alone.
 # [import]
 # max_record_bytes = 5000000

@@ -132,4 +132,19 @@ def every_record() -> list[Record]:
             category="CNIF",
             rationale="missed the patient's renal function",
         ),
+        *release_records(criterion),
     ]
+
+
+def release_records(criterion: Criterion) -> list[Record]:
+    """A release of one case with its frozen item, and a retirement (`livemed.records.releases`)."""
+    from datetime import date
+
+    from livemed.records import Release, ReleaseItem, Retirement
+
+    rubric = Rubric(case_id="case:demo:1", criteria=[criterion], themes=["safety"])
+    item = ReleaseItem(release="r1", case=case(), rubric=rubric, licence="CC0-1.0", content_hash="a" * 64)
+    release = Release(
+        name="r1", until=date(2026, 1, 1), release_hash="b" * 64, manifest={"case:demo:1": "a" * 64}
+    )
+    return [item, release, Retirement(case_id="case:demo:1", reason="leaked")]

@@ -8,14 +8,14 @@ import json
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from livemed.errors import StageBusyError
 from livemed.records import Run, utcnow
 from livemed.store import Store, leases
-from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_reply, judge_responder
+from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
+from tests.grading.test_eval import HoldAfter  # answers n requests, then holds the rest open
 from tests.live.helpers import cli, contents, program, program_args, project
 
 
@@ -116,21 +116,6 @@ def test_a_source_that_fails_fails_the_update_with_one_line_and_the_rest_goes_on
 # --------------------------------------------------------------------------- kill -9 and run again
 
 ANSWERED = 10  # replies the server gives before it holds every later request open
-
-
-class HoldAfter:
-    """Answers like the judge responder for the first `n` requests, then holds them open."""
-
-    def __init__(self, n: int) -> None:
-        self.left = n
-        self.hold = True
-
-    def __call__(self, body: dict[str, Any]) -> Behavior:
-        if self.left <= 0 and self.hold:
-            return Behavior(hang=True)
-        self.left -= 1
-        users = [m["content"] for m in body["messages"] if m.get("role") == "user"]
-        return Behavior(text=judge_reply(users[-1]))
 
 
 def request_keys(server: FakeOpenAIServer) -> list[str]:

@@ -24,6 +24,7 @@ from livemed.cli.analysis_views import (
     trends_table,
 )
 from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE, report_window, windowed_scores
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
@@ -113,6 +114,14 @@ def leaderboard_command(
     seed: int | None = SEED,
     resamples: int | None = RESAMPLES,
     allow_incomplete: bool = ALLOW_INCOMPLETE,
+    min_date: str | None = MIN_DATE,
+    max_date: str | None = MAX_DATE,
+    after_cutoff: bool = AFTER_CUTOFF,
+    release: str | None = typer.Option(None, "--release", help="Only the cases of this release."),
+    by_cutoff: bool = typer.Option(
+        False, "--by-cutoff", help="Also show all cases and post-cutoff only side by side (cutoff registry)."
+    ),
+    cutoffs: Path | None = CUTOFFS,
 ) -> None:
     """Mean score per model with a 95% bootstrap interval, per axis, coverage, harm and failures.
 
@@ -126,6 +135,8 @@ def leaderboard_command(
     app_state = state(ctx)
     s = _settings(app_state, seed, resamples, convention)
     scored = _scores(app_state, judge, convention, policy)
+    window = (min_date, max_date, after_cutoff, release, cutoffs)
+    scored, by_cutoff_rows = windowed_scores(app_state, scored, window, by_cutoff, s, allow_incomplete)
     ranked, left_out = scored.ranked(allow_incomplete)
     rows = leaderboard(
         ranked,
@@ -139,6 +150,11 @@ def leaderboard_command(
     console.print(leaderboard_table(rows))
     paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=scored.context())
     paths += _grading_tables(_out_dir(app_state, out), scored)
+    if by_cutoff_rows:
+        from livemed.cli.window_options import by_cutoff_table
+
+        console.print(by_cutoff_table(by_cutoff_rows))
+        paths += write_table(_out_dir(app_state, out), "leaderboard-by-cutoff", by_cutoff_rows)
     if compare:
         if len(compare) != 2:
             raise UserError("--compare takes exactly two models: --compare A --compare B")
@@ -232,6 +248,9 @@ def report_command(
     seed: int | None = SEED,
     resamples: int | None = RESAMPLES,
     allow_incomplete: bool = ALLOW_INCOMPLETE,
+    min_date: str | None = MIN_DATE,
+    max_date: str | None = MAX_DATE,
+    after_cutoff: bool = AFTER_CUTOFF,
 ) -> None:
     """Write ONE self-contained HTML report (opens offline) and every table as CSV/JSON beside it."""
     from livemed.reports.build import build_report
@@ -252,6 +271,7 @@ def report_command(
         max_cases=max_cases,
         title=title,
         allow_incomplete=allow_incomplete,
+        window=report_window(app_state, min_date, max_date, after_cutoff, cutoffs),
     )
     console.print(leaderboard_table(data.leaderboard))
     console.print(contamination_table(data.contamination))

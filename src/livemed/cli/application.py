@@ -72,6 +72,7 @@ from livemed.cli import (  # noqa: E402,F401
     grading_commands,
     harvest,
     models_commands,
+    release_commands,
     store_commands,
     update_commands,
 )

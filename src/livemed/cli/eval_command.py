@@ -22,6 +22,7 @@ from livemed.cli import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, EXECUTOR, LIMIT, MAX_COST, NO_CACHE, print_result, resolve
+from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.errors import ConfigError, RunError, UserError
 from livemed.executors import run_elsewhere
 
@@ -65,6 +66,9 @@ def eval_command(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    min_date: str | None = MIN_DATE,
+    max_date: str | None = MAX_DATE,
+    after_cutoff: bool = AFTER_CUTOFF,
     executor: str | None = EXECUTOR,
 ) -> None:
     """Answer with each --model, grade every answer as soon as it exists, then score (one process)."""
@@ -85,7 +89,8 @@ def eval_command(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     plan = Plan(models, judge, mode, samples, Settings(temperature=temperature, max_tokens=max_tokens))
     run = _stream(app_state, engine, cases, plan)
-    _finish(app_state, run, plan, convention, seed, json_out, allow_incomplete)
+    window = (min_date, max_date, after_cutoff)
+    _finish(app_state, run, plan, convention, seed, json_out, allow_incomplete, window)
     if bad:
         raise RunError(f"{bad} bad line(s) of {file} were skipped (listed above); the rest was evaluated")
 
@@ -179,16 +184,18 @@ def _finish(
     seed: int,
     json_out: Path | None,
     allow_incomplete: bool,
+    window: tuple[str | None, str | None, bool] = (None, None, False),
 ) -> None:
     """Score the candidates' fully graded answers, print the leaderboard, write --json; exit 1 when
     calls failed (the failure rules) or a model could not be ranked."""
     from livemed.analysis.completeness import not_ranked_line
-    from livemed.cli.score_commands import print_scores, ranked_rows
+    from livemed.cli.score_commands import print_scores, ranked_rows, windowed
     from livemed.errors import RunError
     from livemed.grading.runs import score_all
     from livemed.runs import raise_for_calls
 
     scored = score_all(app_state.store, plan.judge, convention=convention, models=plan.models)  # type: ignore[arg-type]
+    scored = windowed(app_state, scored, *window)  # --min-date/--max-date/--after-cutoff: what is ranked
     rows, ranked, left_out = ranked_rows(scored, convention, seed=seed, allow_incomplete=allow_incomplete)
     print_scores(rows, f"scores by {plan.judge} · convention: {convention} · failed verdicts: not-met")
     for reason, n in sorted(scored.excluded.items()):

@@ -13,8 +13,9 @@ from rich.table import Table
 
 from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
-from livemed.cli.context import console, err_console, state
+from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import judges_app, resolve
+from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -44,6 +45,9 @@ def scores(
     allow_incomplete: bool = typer.Option(
         False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked)."
     ),
+    min_date: str | None = MIN_DATE,
+    max_date: str | None = MAX_DATE,
+    after_cutoff: bool = AFTER_CUTOFF,
 ) -> None:
     """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs.
 
@@ -76,6 +80,7 @@ def scores(
     with track_run(store, "scores", settings=settings) as record:
         run = score_all(store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
         record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}
+    run = windowed(state(ctx), run, min_date, max_date, after_cutoff)
     rows, ranked, left_out = ranked_rows(
         run, convention, seed=seed, resamples=analysis.resamples, allow_incomplete=allow_incomplete
     )
@@ -102,6 +107,19 @@ def scores(
         console.print(f"wrote {json_out}")
     if left_out:
         raise RunError(not_ranked_line(left_out, judge))
+
+
+def windowed(
+    app_state: AppState, run: ScoreRun, min_date: str | None, max_date: str | None, after_cutoff: bool
+) -> ScoreRun:
+    """The scoring run narrowed to --min-date/--max-date/--after-cutoff (every score stays stored)."""
+    from livemed.analysis.window import window_run
+    from livemed.cli.window_options import build_window, print_window
+
+    models = set(run.answers) | {s.model for s in run.scores}
+    window = build_window(app_state, min_date, max_date, after_cutoff, models)
+    print_window(window, models)
+    return window_run(app_state.existing_store, run, window)
 
 
 def ranked_rows(

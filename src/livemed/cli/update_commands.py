@@ -44,6 +44,62 @@ def update_command(
     fail_for(run)
 
 
+@app.command("schedule")
+def schedule_command(
+    ctx: typer.Context,
+    every: str = typer.Option("7d", "--every", help="Cadence: a number and s, m, h, d or w (e.g. 7d)."),
+    runs: int | None = typer.Option(
+        None, "--runs", min=1, help="Stop after this many updates (default: never)."
+    ),
+    show_history: bool = typer.Option(
+        False, "--history", help="Print the last 20 scheduled updates and exit."
+    ),
+) -> None:
+    """Run `livemed update` every --every, under the store lock, keeping a short history in the store.
+
+    A tick that finds another update running is recorded as busy; the schedule goes on. Stop it with
+    Ctrl-C or SIGTERM (an update in progress is interrupted and resumed by the next one)."""
+    from livemed.live.schedule import history, parse_every, run_schedule
+
+    app_state = state(ctx)
+    if show_history:
+        print_history(history(app_state.store))
+        return
+    cadence = parse_every(every)
+    console.print(f"updating every {every} ({cadence}); Ctrl-C to stop", markup=False)
+    done = run_schedule(
+        app_state.store,
+        lambda: update_once(app_state, None, wait=0.0, max_cost=None),
+        cadence,
+        runs=runs,
+        on_tick=print_tick,
+    )
+    last = done[-1] if done else None
+    if last is not None and last["outcome"] in ("failed", "partial"):
+        raise RunError(
+            f"the last scheduled update ({last['run_id'] or '-'}) {last['outcome']}: {last['error']}"
+        )
+
+
+def print_tick(item: dict[str, Any]) -> None:
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    line = f"{when} update {item['run_id'] or '-'}: {item['outcome']} in {item['seconds']:.1f} s"
+    console.print(line + (f" — {item['error']}" if item.get("error") else ""), markup=False)
+
+
+def print_history(items: list[tuple[str, dict[str, Any]]]) -> None:
+    table = Table(title="scheduled updates (latest last)")
+    for column in ("started", "update", "outcome", "seconds", "new", "cost $"):
+        table.add_column(column, justify="right" if column in ("seconds", "cost $") else "left")
+    for started, item in items:
+        new = ", ".join(f"{k} {v}" for k, v in (item.get("new") or {}).items()) or "-"
+        table.add_row(
+            started[:19], item.get("run_id") or "-", item["outcome"], f"{item['seconds']:.1f}", new,
+            f"{item.get('cost_usd', 0.0):.4f}",
+        )  # fmt: skip
+    console.print(table)
+
+
 def update_once(app_state: AppState, until: str | None, *, wait: float, max_cost: float | None) -> Run:
     """One update under the store lock, waiting up to `wait` seconds for another update to end."""
     from livemed.live.update import run_update

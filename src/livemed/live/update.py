@@ -281,7 +281,7 @@ class _Steps:
                     cases,
                     answerers,
                     grader,
-                    settings=Settings(),
+                    settings=Settings(temperature=0.0),  # as `livemed answer` and `eval` by default
                     samples=plan.samples,
                     mode=plan.mode,
                 )
@@ -307,10 +307,7 @@ class _Steps:
                 "score": len(scored.scores),
                 **{f"excluded: {k}": v for k, v in scored.excluded.items()},
             }
-        new = {
-            "scores": sum(1 for s in scored.scores if s.id not in before),
-            "total scores": len(scored.scores),
-        }
+        new = {"scores": sum(1 for s in scored.scores if s.id not in before)}
         return self._done(StageSummary("scores", new=new), run, None)
 
 

@@ -30,12 +30,13 @@ from livemed.records.grading import (
     Score,
 )
 from livemed.records.harvest import Doc, Rejection, Reply, ReplyRole, is_call_failure
+from livemed.records.releases import Release, ReleaseItem, Retirement
 from livemed.records.runs import Run, Usage
 
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.kind: cls
     for cls in (Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run, ErrorLabel)
-}
+} | {cls.kind: cls for cls in (Release, ReleaseItem, Retirement)}
 
 
 def is_failed_call(record: Record) -> bool:
@@ -74,8 +75,11 @@ __all__ = [
     "Provenance",
     "Record",
     "Rejection",
+    "Release",
+    "ReleaseItem",
     "Reply",
     "ReplyRole",
+    "Retirement",
     "Rubric",
     "Run",
     "Score",

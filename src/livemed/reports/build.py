@@ -18,6 +18,7 @@ from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison, compa
 from livemed.analysis.provenance import PromptRow, RunRow, UsageRow, prompt_hashes, runs_table, usage_by_model
 from livemed.analysis.taxonomy import CriterionResult, DistributionRow, criterion_results, distribution
 from livemed.analysis.trends import TrendRow, monthly
+from livemed.analysis.window import Window, window_scoreset
 from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, Score, utcnow
 from livemed.reports.charts import (
     Chart,
@@ -89,6 +90,7 @@ def build_report(
     max_cases: int = 100,
     title: str = "livemed report",
     allow_incomplete: bool = False,
+    window: Window | None = None,
 ) -> ReportData:
     """Everything the HTML report shows, computed by the analysis functions from the store.
 
@@ -96,6 +98,8 @@ def build_report(
     (`not_ranked`) unless `allow_incomplete`."""
     s = (settings or AnalysisSettings()).model_copy(update={"convention": convention})
     scored = load_scores(store, judge=judge, convention=convention, policy=policy)
+    if window is not None:  # --min-date/--max-date/--after-cutoff
+        scored = window_scoreset(store, scored, window)
     cases = {case.id: case for case in store.iter(Case)}
     ranked, not_ranked = scored.ranked(allow_incomplete)
     board = leaderboard(

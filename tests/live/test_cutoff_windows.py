@@ -1,0 +1,137 @@
+"""Evaluate by cutoff: `--min-date/--max-date` and `--after-cutoff` on scores, leaderboard, eval and
+report; the leaderboard's all-cases and post-cutoff columns side by side; `--release`."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from livemed.analysis.window import Window
+from livemed.records import Case
+from livemed.store import Store
+from tests.live.helpers import cli
+
+JUDGE = "offline/lexical"
+MODEL = "offline/reference"
+
+
+def ok(config: Path, *argv: str) -> Any:
+    result = cli(config, *argv)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def case_days(config: Path) -> list[date]:
+    with Store(config.parent / "livemed.db") as store:
+        return sorted(c.published.astimezone(UTC).date() for c in store.iter(Case))
+
+
+def with_cutoff(config: Path, cutoff: date) -> None:
+    (config.parent / "cutoffs.toml").write_text(
+        f'[models."{MODEL}"]\ncutoff = {cutoff.isoformat()}\nsource = "test: a declared cutoff"\n',
+        encoding="utf-8",
+    )
+    with config.open("a", encoding="utf-8") as handle:
+        handle.write('[analysis]\ncutoffs = "cutoffs.toml"\n')
+
+
+def n_of(path: Path, model: str = MODEL) -> int:
+    rows = json.loads(path.read_text(encoding="utf-8"))["models"]
+    return int(next(r["n"] for r in rows if r["model"] == model))
+
+
+def test_a_window_keeps_dates_inclusively_and_each_model_after_its_own_cutoff() -> None:
+    day = datetime(2025, 3, 10, 23, 30, tzinfo=UTC)
+    assert Window(min_date=date(2025, 3, 10), max_date=date(2025, 3, 10)).keeps("m", "c", day)
+    assert not Window(min_date=date(2025, 3, 11)).keeps("m", "c", day)
+    assert not Window(max_date=date(2025, 3, 9)).keeps("m", "c", day)
+    after = Window(cutoffs={"a": date(2025, 3, 9), "b": date(2025, 3, 10), "c": None})
+    assert after.keeps("a", "x", day)
+    assert not after.keeps("b", "x", day)  # published on the cutoff day: not after it
+    assert not after.keeps("c", "x", day)  # no cutoff known: no post-cutoff cases
+    assert after.no_cutoff(["a", "c", "d"]) == ["c", "d"]
+    assert not Window(min_date=date(2020, 1, 1)).keeps("m", "c", None)  # undated
+    assert Window().keeps("m", "c", None)
+    assert not Window(case_ids=frozenset({"c1"})).keeps("m", "c2", day)
+
+
+def test_scores_with_min_and_max_date_rank_only_those_cases(config: Path, tmp_path: Path) -> None:
+    days = case_days(config)
+    low, high = days[2], days[-3]
+    out = tmp_path / "s.json"
+    ok(
+        config,
+        "scores",
+        "--judge",
+        JUDGE,
+        "--min-date",
+        str(low),
+        "--max-date",
+        str(high),
+        "--json",
+        str(out),
+    )
+    assert n_of(out) == sum(1 for d in days if low <= d <= high) < len(days)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["not_ranked"] == []  # completeness counted over the same cases
+
+
+def test_scores_after_cutoff_and_a_model_without_a_cutoff(config: Path, tmp_path: Path) -> None:
+    days = case_days(config)
+    cutoff = days[len(days) // 2]
+    with_cutoff(config, cutoff)
+    out = tmp_path / "s.json"
+    shown = ok(config, "scores", "--judge", JUDGE, "--after-cutoff", "--json", str(out))
+    assert n_of(out) == sum(1 for d in days if d > cutoff) > 0
+    assert "each model after its own training cutoff" in shown.output
+    (config.parent / "cutoffs.toml").write_text(
+        '[models."someone/else"]\ncutoff = 2024-01-01\nsource = "test"\n', encoding="utf-8"
+    )
+    none = ok(config, "scores", "--judge", JUDGE, "--after-cutoff", "--json", str(out))
+    assert f"no training cutoff in the registry for {MODEL}" in none.output
+    assert json.loads(out.read_text(encoding="utf-8"))["models"] == []
+
+
+def test_the_leaderboard_shows_all_cases_and_post_cutoff_side_by_side(config: Path, tmp_path: Path) -> None:
+    days = case_days(config)
+    cutoff = days[len(days) // 2]
+    with_cutoff(config, cutoff)
+    shown = ok(config, "leaderboard", "--by-cutoff", "--out", str(tmp_path))
+    assert "all cases vs post-cutoff only" in shown.output
+    rows = json.loads((tmp_path / "leaderboard-by-cutoff.json").read_text(encoding="utf-8"))["rows"]
+    (row,) = [r for r in rows if r["model"] == MODEL]
+    assert row["all_cases"] == len(days)
+    assert row["post_cases"] == sum(1 for d in days if d > cutoff)
+    assert row["cutoff"] == cutoff.isoformat()
+    assert row["difference"] == pytest.approx(row["post_mean"] - row["all_mean"])
+    board = json.loads((tmp_path / "leaderboard.json").read_text(encoding="utf-8"))["rows"]
+    assert board[0]["n_cases"] == len(days)  # without --after-cutoff the ranking is on every case
+    ok(config, "leaderboard", "--after-cutoff", "--out", str(tmp_path / "after"))
+    after = json.loads((tmp_path / "after" / "leaderboard.json").read_text(encoding="utf-8"))["rows"]
+    assert after[0]["n_cases"] == row["post_cases"]
+
+
+def test_the_leaderboard_of_one_release(config: Path, tmp_path: Path) -> None:
+    days = case_days(config)
+    ok(config, "release", "create", "early", "--until", str(days[3]))
+    ok(config, "leaderboard", "--release", "early", "--out", str(tmp_path))
+    board = json.loads((tmp_path / "leaderboard.json").read_text(encoding="utf-8"))["rows"]
+    assert board[0]["n_cases"] == sum(1 for d in days if d <= days[3]) < len(days)
+
+
+def test_eval_and_report_take_the_same_window(config: Path, tmp_path: Path) -> None:
+    days = case_days(config)
+    low = days[len(days) // 2]
+    result = ok(config, "eval", "-m", MODEL, "--judge", JUDGE, "--min-date", str(low))
+    expected = sum(1 for d in days if d >= low)
+    assert f"published {low} → …" in result.output
+    row = next(line for line in result.output.splitlines() if line.startswith("│ " + MODEL))
+    assert f" {expected} " in row
+    report = tmp_path / "r.html"
+    ok(config, "report", "--out", str(report), "--max-date", str(low))
+    tables = json.loads((tmp_path / "r-tables" / "leaderboard.json").read_text(encoding="utf-8"))["rows"]
+    assert tables[0]["n_cases"] == sum(1 for d in days if d <= low)
