@@ -8,7 +8,8 @@ answered and graded by W processes of the installed `livemed eval` started toget
 worker has `max_concurrency` calls in flight per model.
 
 Printed per configuration (median and range over `--repeat` runs): wall time of the workers (process
-start to the last exit); calls the server received and records written (answers + grades: equal when
+start to the last exit); the model span (the server's first request to its last reply: the answer and
+grade stages without start-up, imports and scoring) and calls per second over each; calls the server received and records written (answers + grades: equal when
 no call was repeated); throughput; the model-wait share (1 - worker CPU / (workers x wall): how much of
 the workers' time went to waiting on the model, the rest being livemed's CPU); client CPU ms per call;
 and, from the single worker's figures, the per-call costs behind the 10-node estimate in
@@ -52,6 +53,7 @@ class Measured:
     records: int
     cpu_s: float
     workers: int
+    span_s: float  # the server's first request to its last reply: the model-bound part alone
 
     @property
     def wait_share(self) -> float:
@@ -124,7 +126,9 @@ def one_run(base: str, server: Server, args: argparse.Namespace, workers: int, r
                 cpu += sum(float(m) for m in re.findall(r", ([0-9.]+) s CPU,", outputs[0][0]))
             with Store(url) as store:
                 records = sum(1 for _ in store.iter(Answer)) + sum(1 for _ in store.iter(Grade))
-            return Measured(wall, server.requests(), records, cpu, workers)
+            stats = server.stats()
+            span = float(stats["last_done_at"]) - float(stats["first_at"])
+            return Measured(wall, int(stats["requests"]), records, cpu, workers, span)
     finally:
         with admin.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -165,7 +169,9 @@ def main() -> None:
             print(
                 f"{label:16} wall {spread([r.wall_s for r in runs], '.1f')} s; "
                 f"calls {runs[0].calls} for {runs[0].records} records (repeats {max(repeats)}); "
-                f"{spread([r.calls / r.wall_s for r in runs], '.0f')} calls/s "
+                f"{spread([r.calls / r.wall_s for r in runs], '.0f')} calls/s over the wall, "
+                f"{spread([r.calls / r.span_s for r in runs], '.0f')} over the model span "
+                f"{spread([r.span_s for r in runs], '.1f')} s "
                 f"(bound {bound:.0f}: grader calls at workers x concurrency / latency); "
                 f"model-wait share {spread([r.wait_share for r in runs], '.2f')}; "
                 f"CPU {spread([1000 * r.cpu_s / r.calls for r in runs], '.1f')} ms/call",
