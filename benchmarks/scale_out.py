@@ -9,7 +9,8 @@ worker has `max_concurrency` calls in flight per model.
 
 Printed per configuration (median and range over `--repeat` runs): wall time of the workers (process
 start to the last exit); the model span (the server's first request to its last reply: the answer and
-grade stages without start-up, imports and scoring) and calls per second over each; calls the server received and records written (answers + grades: equal when
+grade stages without start-up, imports and scoring) and calls per second over each; calls the server
+received and records written (answers + grades: equal when
 no call was repeated); throughput; the model-wait share (1 - worker CPU / (workers x wall): how much of
 the workers' time went to waiting on the model, the rest being livemed's CPU); client CPU ms per call;
 and, from the single worker's figures, the per-call costs behind the 10-node estimate in

@@ -95,3 +95,52 @@ def test_an_unreachable_cluster_is_one_line(tmp_path: Path, pg_url: str) -> None
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines[-1].startswith("error: cannot reach the Ray cluster at 127.0.0.1:9: ")
     assert "refused" in lines[-1]
+
+
+def _ray_workers_below(pid: int) -> list[int]:
+    """The pids of the Ray task processes running our `worker` among the descendants of `pid`."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            try:
+                if b"ray::worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    found.append(child)
+            except OSError:
+                continue
+    return found
+
+
+def test_a_killed_ray_worker_is_run_again_and_nothing_is_lost(tmp_path: Path, pg_url: str) -> None:
+    import os
+    import signal
+    import time
+
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    total = EXAMPLES * CRITERIA
+    with FakeOpenAIServer(responder=judge_responder(latency=0.3)) as server:
+        config = project(tmp_path / "p", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        run_all(config, 1, "answer", "--model", CANDIDATE, "--executor", "inprocess")
+        driver = start(config, "grade", "--judge", JUDGE)
+        deadline = time.monotonic() + 120
+        with Store(pg_url) as store:
+            while next(store.ids("grade"), None) is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+        victims = _ray_workers_below(driver.pid)
+        assert victims, "no Ray worker process found"
+        os.kill(victims[0], signal.SIGKILL)
+        out, err = driver.communicate(timeout=300)
+        calls = sent(server)
+    assert driver.returncode == 0, out + err
+    assert out.count("--- worker") == 2
+    found = stored(pg_url)
+    assert len(found["grades"]) == total  # nothing lost
+    assert sum(n - 1 for n in calls.values()) <= 8  # at most the killed worker's calls in flight again
