@@ -209,3 +209,22 @@ def test_case_hash_changes_with_the_content_only(config: Path) -> None:
     )
     assert case_hash(later, rubric) == case_hash(case, rubric)
     assert case_hash(case.model_copy(update={"query": "Other?"}), rubric) != case_hash(case, rubric)
+
+
+def test_verify_recomputes_an_export_and_finds_a_changed_row(config: Path, tmp_path: Path) -> None:
+    ok(config, "release", "create", "r1", "--until", UNTIL)
+    out = tmp_path / "out"
+    ok(config, "release", "export", "r1", "--format", "hf", "--out", str(out))
+    good = ok(config, "release", "verify", str(out)).output
+    n = len(release(config, "r1").manifest)
+    assert f"{n} row(s) match the manifest; {n} rehashed from their content" in good
+    data = out / "data" / "test.jsonl"
+    lines = data.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[0])
+    case = json.loads(row["case_json"])
+    case["query"] += " (edited)"
+    row["case_json"] = canonical(case)
+    data.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n", encoding="utf-8")
+    bad = cli(config, "release", "verify", str(out))
+    assert "1 mismatch(es)" in str(bad.exception)
+    assert f"test.jsonl:1 ({row['id']}): its content does not hash" in bad.output

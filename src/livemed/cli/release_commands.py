@@ -150,3 +150,21 @@ def export_command(
         )
     for path in result.files:
         console.print(f"  wrote {path}", markup=False)
+
+
+@release_app.command("verify")
+def verify_command(
+    folder: Path = typer.Argument(..., help="A jsonl or hf export (with its manifest.json)."),
+) -> None:
+    """Recompute an export's hashes from its rows: exit 1 with what does not match."""
+    from livemed.errors import RunError
+    from livemed.releases.exports.rows import verify
+
+    by_content, rows, problems = verify(folder)
+    for problem in problems:
+        console.print(f"[red]mismatch[/] {problem}", highlight=False)
+    if problems:
+        raise RunError(f"{folder}: {len(problems)} mismatch(es) against its manifest")
+    console.print(
+        f"{folder}: {rows} row(s) match the manifest; {by_content} rehashed from their content", markup=False
+    )

@@ -19,12 +19,14 @@ from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
+from livemed.errors import UserError
 from livemed.records import Release, ReleaseItem
 from livemed.releases.licences import licence_of, redistributable
 from livemed.releases.manifest import canonical, content, items, release_hash
 from livemed.store import Store
 
 MANIFEST_FILE = "manifest.json"
+ROW_FILES = ("cases.jsonl", "data/test.jsonl")  # the jsonl and hf exports' rows
 
 
 @dataclass
@@ -128,3 +130,36 @@ def write_jsonl(path: Path, records: Iterator[dict[str, Any]]) -> int:
             handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
     return count
+
+
+def verify(folder: Path) -> tuple[int, int, list[str]]:
+    """Check an exported folder against its manifest: every row's content hash recomputed from its
+    `case_json`/`rubric_json` (rows with text), every row listed in the manifest with that hash, and
+    the export hash over the manifest's hashes. Returns (rows checked by content, rows, problems)."""
+    from livemed.releases.manifest import sha256
+
+    manifest_path = folder / MANIFEST_FILE
+    try:
+        found = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{manifest_path}: cannot read the manifest ({exc})") from None
+    hashes: dict[str, str] = found.get("hashes", {})
+    data = next((folder / name for name in ROW_FILES if (folder / name).exists()), None)
+    if data is None:
+        raise UserError(f"{folder}: no {' or '.join(ROW_FILES)} to verify")
+    problems, by_content, count = [], 0, 0
+    for number, line in enumerate(data.read_text(encoding="utf-8").splitlines(), start=1):
+        row, count = json.loads(line), count + 1
+        where = f"{data.name}:{number} ({row.get('id')})"
+        if hashes.get(row["id"]) != row["content_hash"]:
+            problems.append(f"{where}: not in the manifest with this hash")
+        if row.get("case_json") is not None:
+            content_of = {"case": json.loads(row["case_json"]), "rubric": json.loads(row["rubric_json"])}
+            by_content += 1
+            if sha256(canonical(content_of)) != row["content_hash"]:
+                problems.append(f"{where}: its content does not hash to its content_hash")
+    if count != len(hashes):
+        problems.append(f"{data.name}: {count} row(s), the manifest lists {len(hashes)}")
+    if release_hash(hashes) != found.get("export_hash"):
+        problems.append(f"{MANIFEST_FILE}: export_hash does not match its hashes")
+    return by_content, count, problems
