@@ -144,3 +144,20 @@ def test_a_killed_ray_worker_is_run_again_and_nothing_is_lost(tmp_path: Path, pg
     found = stored(pg_url)
     assert len(found["grades"]) == total  # nothing lost
     assert sum(n - 1 for n in calls.values()) <= 8  # at most the killed worker's calls in flight again
+
+
+def test_workers_whose_calls_failed_fail_the_command_with_one_line(tmp_path: Path, pg_url: str) -> None:
+    data = healthbench_file(tmp_path / "hb.jsonl", 3)
+    with FakeOpenAIServer(responder=judge_responder()) as server:
+        config = project(tmp_path / "p", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        run_all(config, 1, "answer", "--model", CANDIDATE, "--executor", "inprocess")
+    text = config.read_text(encoding="utf-8").replace(server.base_url, "http://127.0.0.1:9/v1")
+    config.write_text(text, encoding="utf-8")  # the grader's endpoint is gone now
+    process = start(config, "grade", "--judge", JUDGE)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 1, out + err
+    line = [line for line in err.splitlines() if line.strip()][-1]
+    assert line.startswith("error: ")
+    assert "of 2 Ray workers failed; first: error: " in line
+    assert "failed: " in line  # the worker's own one-line failure (its criteria's calls failed)
