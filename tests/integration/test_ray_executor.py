@@ -81,8 +81,10 @@ def test_the_request_rate_of_a_model_holds_for_all_ray_workers(tmp_path: Path, p
     assert len(workers) == 2
     per_second = rpm / 60
     assert times[-1] - times[0] >= (len(times) - per_second) / per_second * 0.9
-    busiest = max(sum(1 for t in times if start_ <= t < start_ + 1.0) for start_ in times)
-    assert busiest <= 2 * per_second + 2  # a burst and one second's worth, never two workers' worth
+    # never ahead of one schedule: the k-th call no earlier than its slot (bursts of one second's worth);
+    # a loaded machine may delay calls (they then arrive late, together), never bring one forward
+    ahead = [k for k, t in enumerate(times) if t - times[0] < (k - per_second) / per_second - 1.0]
+    assert ahead == []
 
 
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path, pg_url: str) -> None:
