@@ -13,7 +13,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from livemed.errors import ConfigError
 
@@ -26,7 +26,9 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str | None = None
+    base_url: str | list[str] | None = Field(
+        default=None, description="the endpoint, or a list of replicas serving this model (balanced)"
+    )
     api_key_env: str | None = Field(default=None, description="name of the environment variable with the key")
     max_concurrency: int = Field(default=16, ge=1)
     requests_per_minute: float | None = Field(default=None, gt=0)
@@ -35,6 +37,13 @@ class ModelConfig(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=20)
     json_schema: bool | None = Field(default=None, description="does the endpoint accept JSON-schema output?")
     extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _some_replica(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and not value:
+            raise ValueError("a list of base URLs needs at least one")
+        return value
 
 
 class Price(BaseModel):
@@ -139,6 +148,20 @@ class ImportConfig(BaseModel):
     )
 
 
+class ExecutorConfig(BaseModel):
+    """`[executor]`: where `curate`, `answer`, `grade`, `eval` and `update` run their items
+    (`livemed.executors`; `--executor` overrides `kind`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["inprocess", "ray"] = "inprocess"
+    address: str | None = Field(
+        default=None, description='Ray cluster: "auto", "ray://HOST:10001", or unset for a local instance'
+    )
+    workers: int = Field(default=2, ge=1, le=1024, description="Ray workers, each one livemed process")
+    cpus_per_worker: float = Field(default=1.0, gt=0)
+
+
 class UpdateConfig(BaseModel):
     """`[update]`: what each `livemed update` (and `livemed schedule`) runs, only for what is new."""
 
@@ -171,6 +194,7 @@ class Config(BaseModel):
     prefilter: PrefilterConfig = Field(default_factory=PrefilterConfig)
     imports: ImportConfig = Field(default_factory=ImportConfig, alias="import")  # `import` is a keyword
     update: UpdateConfig = Field(default_factory=UpdateConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:

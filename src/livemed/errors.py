@@ -126,3 +126,7 @@ class BudgetExceededError(RunError):
 
 class CallsFailedError(RunError):
     """Items ended as call failures: stored as such and retried by the next run; the command exits 1."""
+
+
+class ExecutorError(RunError):
+    """The executor could not run the command: a cluster that cannot be reached, a worker that failed."""

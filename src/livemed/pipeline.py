@@ -15,6 +15,7 @@ receives the number of items finished or found already done so far; the CLI's pr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections import Counter, deque
@@ -28,6 +29,7 @@ from livemed.records import Record, Rejection, is_failed_call
 
 if TYPE_CHECKING:
     from livemed.store import Store
+    from livemed.store.claims import Claims
 
 T = TypeVar("T")
 
@@ -47,6 +49,7 @@ class StageResult:
     examples: dict[str, str] = field(default_factory=dict)  # reason -> "record id: detail" of the first one
     call_failed: int = 0  # items whose outputs include a failed call (not done; retried next run)
     causes: Counter[str] = field(default_factory=Counter)  # why those calls failed, by detail
+    elsewhere: int = 0  # of `skipped`: items another worker on the store did while this one ran
 
     def merge(self, other: StageResult) -> None:
         self.seen += other.seen
@@ -58,6 +61,7 @@ class StageResult:
             self.examples.setdefault(reason, example)
         self.call_failed += other.call_failed
         self.causes.update(other.causes)
+        self.elsewhere += other.elsewhere
 
     def failure_line(self, unit: str) -> str | None:
         """`12 of 12 answers failed: <cause>; run again to retry them`, or None when no call failed."""
@@ -118,6 +122,7 @@ async def run_stage(
     redo: bool = False,
     on_item: Callable[[T, Sequence[Record]], None] | None = None,
     on_batch: Callable[[list[tuple[T, Sequence[Record]]]], None] | None = None,
+    claim_scope: str | None = None,
 ) -> StageResult:
     """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet.
 
@@ -127,14 +132,25 @@ async def run_stage(
     written every `batch_size` results (or `WRITE_EVERY_S`) in one transaction, then `on_item` is told
     of each and `on_batch` of all of them. If an item raises, what finished before is written first.
     `items` may be a `Feed` another stage fills while this one runs.
+
+    On PostgreSQL several workers may run the same stage on one store: each batch of pending items is
+    claimed first (`store.claims`, scope `claim_scope`, default the first output kind, keyed by the
+    item's first output id), an item another worker holds is left to it and looked at again at the
+    end (done by then, or re-claimed when that worker is gone), and claims are given back once the
+    outputs are written. On SQLite the stage lease keeps one process, and nothing is claimed.
     """
     result = StageResult()
     running = _Window(store, result, on_item, on_batch, batch_size, window or batch_size)
+    scope = claim_scope or (output_kinds[0] if output_kinds else None)
+    claimer = _Claimer.open(store, scope, result, output_id, output_kinds, redo)
+    running.claimer = claimer
 
     async def submit(batch: list[T]) -> None:
         result.seen += len(batch)
         todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
         result.skipped += len(batch) - len(todo)
+        if claimer is not None:
+            todo = claimer.claim(todo)
         running.progress()
         for item in todo:
             await running.submit(item, work)
@@ -146,11 +162,95 @@ async def run_stage(
         else:
             for batch in batched(items, batch_size):
                 await submit(batch)
+        if claimer is not None:
+            await claimer.finish(running, work)
         await running.drain()
         running.progress()
     finally:
         await running.cancel()
+        if claimer is not None:
+            claimer.close()
     return result
+
+
+class _Claimer(Generic[T]):
+    """`run_stage`'s claims on a PostgreSQL store: which items this worker runs, which it leaves."""
+
+    def __init__(
+        self,
+        claims: Claims,
+        result: StageResult,
+        output_id: Callable[[T], str | Sequence[str]],
+        output_kinds: Sequence[str],
+        redo: bool,
+    ) -> None:
+        self.claims, self.result, self.output_id, self.output_kinds = claims, result, output_id, output_kinds
+        self.redo = redo
+        self.deferred: list[T] = []  # pending items another worker held when this one looked
+        self.poll_s = min(1.0, claims.ttl_s / 10)
+        self._beating = claims.beating()
+        self._beating.__enter__()
+
+    @classmethod
+    def open(
+        cls,
+        store: Store,
+        scope: str | None,
+        result: StageResult,
+        output_id: Callable[[T], str | Sequence[str]],
+        output_kinds: Sequence[str],
+        redo: bool,
+    ) -> _Claimer[T] | None:
+        if scope is None or store.dialect != "postgresql":
+            return None
+        from livemed.store.claims import Claims
+
+        return cls(Claims(store, scope), result, output_id, output_kinds, redo)
+
+    def key(self, item: T) -> str:
+        return _as_list(self.output_id(item))[0]
+
+    def claim(self, todo: list[T]) -> list[T]:
+        """The items of `todo` this worker now holds and that are still not done; the rest wait."""
+        mine = self.claims.take([self.key(item) for item in todo])
+        self.deferred.extend(item for item in todo if self.key(item) not in mine)
+        ours = [item for item in todo if self.key(item) in mine]
+        if self.redo or not ours:
+            return ours
+        still = _not_done(self.claims.store, ours, self.output_id, self.output_kinds)  # done meanwhile?
+        left = {self.key(item) for item in still}
+        done = [key for item in ours if (key := self.key(item)) not in left]
+        if done:
+            self.claims.release(done)
+            self.result.skipped += len(done)
+            self.result.elsewhere += len(done)
+        return still
+
+    def retry(self) -> list[T]:
+        """The deferred items to run now: not done, and free (given back, or their holder is gone)."""
+        deferred, self.deferred = self.deferred, []
+        if self.redo:  # a given-back claim means its holder did the item
+            held = self.claims.held_elsewhere([self.key(item) for item in deferred])
+            pending = [item for item in deferred if self.key(item) in held]
+        else:
+            pending = _not_done(self.claims.store, deferred, self.output_id, self.output_kinds)
+        self.result.skipped += len(deferred) - len(pending)
+        self.result.elsewhere += len(deferred) - len(pending)
+        return self.claim(pending)
+
+    async def finish(self, running: _Window[T], work: Callable[[T], Awaitable[Sequence[Record]]]) -> None:
+        """Until no deferred item is left: drop those done elsewhere, run those whose claim is free."""
+        while self.deferred:
+            for item in self.retry():
+                await running.submit(item, work)
+            if self.deferred:
+                await running.pause(self.poll_s)
+
+    def written(self, items: Sequence[T]) -> None:
+        self.claims.release([self.key(item) for item in items])
+
+    def close(self) -> None:
+        self._beating.__exit__(None, None, None)
 
 
 class _Window(Generic[T]):
@@ -176,6 +276,7 @@ class _Window(Generic[T]):
         self.changed = asyncio.Event()
         self.report = item_progress.get()
         self.last_write = time.monotonic()
+        self.claimer: _Claimer[T] | None = None
 
     def progress(self) -> None:
         """Tell the progress bar how many items are finished or were already done."""
@@ -201,6 +302,13 @@ class _Window(Generic[T]):
                     waiter.cancel()
             self._settle()
         return batch
+
+    async def pause(self, seconds: float) -> None:
+        """Wait `seconds` (or until an item finishes), writing what is due."""
+        self.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.changed.wait(), seconds)
+        self._settle()
 
     async def drain(self) -> None:
         while self.running:
@@ -238,6 +346,8 @@ class _Window(Generic[T]):
         self.last_write = time.monotonic()
         records = [record for _, produced in finished for record in produced]
         self.store.put(records)
+        if self.claimer is not None and finished:
+            self.claimer.written([item for item, _ in finished])
         self.result.processed += len(finished)
         for _, produced in finished:
             failed = [record for record in produced if is_failed_call(record)]

@@ -14,7 +14,9 @@ raise_for_calls(run)                          # exit 1 with that one line, after
   process gone from this host, or silent for longer than the lease timeout) and marks it
   `interrupted`.
 - With `lease=NAME` it also holds that lease (`store.leases`): a second live process asking for
-  the same lease stops with one line before doing anything.
+  the same lease stops with one line before doing anything. On PostgreSQL only the `harvest` lease is
+  taken: several workers share every other stage and partition its items by claims (`store.claims`,
+  through `run_stage`).
 - Outcomes: `ok`; `partial` (it finished, but some items ended as failed calls); `failed` (it raised,
   or every item it processed ended as a failed call, or the body set `run.error`); `interrupted`
   (Ctrl-C, a signal, or found dead later).
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("livemed.runs")
 
 HEARTBEAT_S = float(os.environ.get("LIVEMED_HEARTBEAT_S", leases.HEARTBEAT_S))
+EXCLUSIVE_ON_POSTGRES = ("harvest",)  # leases still held alone on PostgreSQL (not partitioned by claims)
 UNTRACKED_STALE_S = 6 * 3600.0  # a running Run from a livemed without heartbeats: dead after this long
 
 
@@ -75,6 +78,8 @@ def track_run(
     mark_dead_runs(store)
     holder = leases.Holder.here(run.run_id, command)
     names = [lease] if isinstance(lease, str) else list(lease or ())
+    if store.dialect == "postgresql":  # workers share the stage: run_stage claims its items
+        names = [name for name in names if name.startswith(EXCLUSIVE_ON_POSTGRES)]
     taken: list[str] = []
     try:
         for name in names:

@@ -74,7 +74,8 @@ def test_two_processes_racing_for_one_lease_get_it_once(any_store: Store) -> Non
     assert sum(won) == 1
 
 
-def test_track_run_holds_the_lease_and_gives_it_back(any_store: Store) -> None:
+def test_track_run_holds_the_lease_and_gives_it_back(sqlite_store: Store) -> None:
+    any_store = sqlite_store  # PostgreSQL: no lease, workers claim items (tests/foundation/test_claims.py)
     with track_run(any_store, "grade", lease="grade:j") as run:
         with pytest.raises(StageBusyError), track_run(any_store, "grade", lease="grade:j"):
             pass

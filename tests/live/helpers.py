@@ -82,9 +82,9 @@ def program(config: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, cwd=config.parent)
 
 
-def contents(config: Path) -> dict[str, Any]:
+def contents(config: Path, store_url: str | None = None) -> dict[str, Any]:
     """What the pipeline stored, without times and run ids (equal for equal work)."""
-    with Store(config.parent / "livemed.db") as store:
+    with Store(store_url or config.parent / "livemed.db") as store:
         return {
             "docs": sorted(d.id for d in store.iter(Doc)),
             "rejections": sorted(r.id for r in store.iter(Rejection)),

@@ -10,6 +10,8 @@ import typer
 
 from livemed.cli import app
 from livemed.cli.context import AppState, console, err_console, state
+from livemed.executors import HELP as EXECUTOR_HELP
+from livemed.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain, Funnel
@@ -46,10 +48,14 @@ def curate(
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only replay cached responses."),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
+    executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
     from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
     from livemed.runs import raise_for_calls, settle, track_run
+
+    if run_elsewhere(ctx, executor):
+        return
 
     app_state = state(ctx)
     settings = app_state.config.curate

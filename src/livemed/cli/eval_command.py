@@ -23,6 +23,7 @@ from livemed.cli.common import engine_progress, make_engine, print_usage, stage_
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import (
     CACHE_RO,
+    EXECUTOR,
     GRADER_TEMPLATE,
     LIMIT,
     MAX_COST,
@@ -33,6 +34,7 @@ from livemed.cli.grading_commands import (
 )
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.errors import ConfigError, RunError, UserError
+from livemed.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.grading.stream import StreamResult
@@ -78,9 +80,13 @@ def eval_command(
     min_date: str | None = MIN_DATE,
     max_date: str | None = MAX_DATE,
     after_cutoff: bool = AFTER_CUTOFF,
+    executor: str | None = EXECUTOR,
 ) -> None:
     """Answer with each --model, grade every answer as soon as it exists, then score (one process)."""
     from livemed.models import Settings
+
+    if run_elsewhere(ctx, executor):
+        return
 
     _check(mode, convention, json_out, fmt)
     models = list(dict.fromkeys(models))

@@ -14,6 +14,8 @@ from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import AppState, console, counted, err_console, state
 from livemed.errors import ConfigError, UserError
+from livemed.executors import HELP as EXECUTOR_HELP
+from livemed.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.curate.evidence.corpus import Passage
@@ -29,6 +31,7 @@ NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the resp
 CACHE_RO = typer.Option(False, "--cache-read-only", help="Only use cached responses; never call a model.")
 MAX_COST = typer.Option(None, "--max-cost", help="Stop before spending more than this many US dollars.")
 LIMIT = typer.Option(None, "--limit", min=1, help="Process at most this many cases.")
+EXECUTOR = typer.Option(None, "--executor", help=EXECUTOR_HELP)
 
 
 def resolve(app_state: AppState, engine: Engine, model_id: str, stage: str, need: type, **kwargs: Any) -> Any:
@@ -256,8 +259,11 @@ def answer(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    executor: str | None = EXECUTOR,
 ) -> None:
     """Run a candidate model on every case: an Answer per sample, or a Rejection (retried next run)."""
+    if run_elsewhere(ctx, executor):
+        return
     from livemed.grading.answer import OfflineAnswerer
     from livemed.grading.runs import answer_all
     from livemed.models import Settings
@@ -308,8 +314,11 @@ def grade(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    executor: str | None = EXECUTOR,
 ) -> None:
     """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
+    if run_elsewhere(ctx, executor):
+        return
     from livemed.grading.judge import MODES
     from livemed.grading.runs import grade_all, plan_targets
     from livemed.records import Answer

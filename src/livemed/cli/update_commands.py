@@ -12,6 +12,8 @@ from rich.table import Table
 from livemed.cli import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.errors import RunError, StageBusyError
+from livemed.executors import HELP as EXECUTOR_HELP
+from livemed.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.live.update import StageSummary, Tools, UpdateSummary
@@ -30,11 +32,14 @@ def update_command(
     until: str | None = UNTIL,
     wait: float = WAIT,
     max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit (default: [update])."),
+    executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
 ) -> None:
     """Harvest from the watermarks, then curate, write rubrics, answer, grade and score what is new.
 
     Models come from `[update]` in livemed.toml; a stage with no model configured is skipped (said
     so). Idempotent and resumable: what is done is never done (or paid for) again."""
+    if run_elsewhere(ctx, executor):
+        return
     run = update_once(state(ctx), until, wait=wait, max_cost=max_cost)
     fail_for(run)
 

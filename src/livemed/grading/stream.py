@@ -6,7 +6,9 @@ an answer stage writes is handed to the grader right after it is stored (so a gr
 an answer the store lacks, even after a kill), and answers stored before (an interrupted `eval`, an
 earlier `livemed answer`) are graded too. Records, ids, skips, the cache and failures are exactly
 those of `livemed answer` followed by `livemed grade`; calls of one model share its limits whatever
-stage makes them.
+stage makes them. With several workers on one PostgreSQL store, the answers the others wrote are
+handed to the grader too once the answer stages end, so every worker ends with every answer graded
+(the claims decide who grades what).
 
 ```python
 result = await answer_and_grade(store, cases, [llm_a, llm_b], judge, settings=Settings())
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from livemed.grading.answer import OfflineAnswerer, answer_id
@@ -56,9 +58,12 @@ async def answer_and_grade(
     job = GradeJob(store, judge, mode)
     feed: Feed[Item] = Feed()
 
+    handed: set[str] = set()
+
     def hand_over(answered: list[tuple[Case, Answer]]) -> None:
         targets = []
         for case, answer in answered:
+            handed.add(answer.id)
             rubric = rubrics.get(case.id)
             if rubric is None:
                 out.not_graded["no rubric"] += 1
@@ -84,17 +89,28 @@ async def answer_and_grade(
         )
         for a in answerers
     }
-    await _together(list(answering.values()), grading, feed)
+
+    def the_rest() -> None:  # PostgreSQL: answers other workers on the store wrote meanwhile, graded here too
+        if store.dialect != "postgresql":
+            return
+        rest = _stored_answers(store, cases, answerers, samples)
+        hand_over([(case, answer) for case, answer in rest if answer.id not in handed])
+
+    await _together(list(answering.values()), grading, feed, the_rest)
     out.answers = {model: task.result() for model, task in answering.items()}
     out.grades = job.finish(grading.result())
     return out
 
 
 async def _together(
-    answering: list[asyncio.Future[StageResult]], grading: asyncio.Future[StageResult], feed: Feed[Item]
+    answering: list[asyncio.Future[StageResult]],
+    grading: asyncio.Future[StageResult],
+    feed: Feed[Item],
+    before_close: Callable[[], None],
 ) -> None:
-    """Wait for every stage; the feed closes when the last answer stage ends. If one stage raises
-    (a budget stop, an interrupt), the others are cancelled and awaited, and that error is raised."""
+    """Wait for every stage; the feed closes when the last answer stage ends (after `before_close`).
+    If one stage raises (a budget stop, an interrupt), the others are cancelled and awaited, and that
+    error is raised."""
     pending: set[asyncio.Future[StageResult]] = {*answering, grading}
     try:
         while pending:
@@ -104,7 +120,8 @@ async def _together(
                     raise asyncio.CancelledError()
                 if (error := task.exception()) is not None:
                     raise error
-            if all(task.done() for task in answering):
+            if all(task.done() for task in answering) and not feed.closed:
+                before_close()
                 feed.close()
     finally:
         for task in pending:

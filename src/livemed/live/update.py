@@ -9,7 +9,8 @@ resumed by the next one without paying a finished call twice (records, the respo
 
 Each stage is a `Run` of its own (command `harvest`, `curate`, `rubrics`, `eval`, `scores`, with
 setting `update` = the update's run id) holding that stage's lease; the update is one more `Run`
-(command `update`) holding the lease `update`, the store lock against overlapping updates. Each stage
+(command `update`) holding the lease `update`, the store lock against overlapping updates (SQLite; on
+PostgreSQL several updates share the stages by claims, `store.claims`, and one at a time harvests). Each stage
 gets a fresh engine, so a stage's Run carries exactly its own usage; the update's Run carries the
 sum, per model and per stage.
 
@@ -28,6 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from livemed.config import UpdateConfig
+from livemed.errors import StageBusyError
 from livemed.records import Case, Run, Usage
 from livemed.runs import settle, settle_stages, track_run
 from livemed.store import Store
@@ -161,15 +163,21 @@ class _Steps:
         return summary
 
     def harvest(self) -> StageSummary:
-        from livemed.sources.run import harvest_source
-
         tools = self.tools
         if not tools.sources:
             return StageSummary("harvest", skipped="no sources: set [update] sources or add [sources.NAME]")
         names = [s.name for s in tools.sources]
         settings = {"update": self.update_id, "sources": names, "until": tools.until.isoformat()}
+        try:
+            return self._harvest(tools, settings)
+        except StageBusyError:  # PostgreSQL: another update worker harvests; this one curates what is stored
+            return StageSummary("harvest", skipped="another worker on this store is harvesting")
+
+    def _harvest(self, tools: Tools, settings: dict[str, Any]) -> StageSummary:
+        from livemed.sources.run import harvest_source
+
         summary, errors, unreadable = StageSummary("harvest"), [], 0
-        with track_run(self.store, "harvest", settings=settings) as run:
+        with track_run(self.store, "harvest", settings=settings, lease="harvest") as run:
             tools.prefilters.load(self.store)
             for source in tools.sources:
                 report = asyncio.run(

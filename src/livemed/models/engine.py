@@ -236,6 +236,7 @@ class Engine(Budget):
         limits = self._limits.get(model.id)
         if limits is None:
             limits = self._limits[model.id] = ModelLimits.from_config(self.config.model_settings(model.id))
+            limits.key = model.id  # the shared rate limit (`limits.SHARED_RATE`) is per model id
             self._models[model.id] = model
         return limits.for_loop(asyncio.get_running_loop())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
+from typing import Protocol
 
 from aiolimiter import AsyncLimiter
 
@@ -40,6 +41,15 @@ def estimate_tokens(messages: list[Message]) -> int:
     return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages)
 
 
+class SharedRate(Protocol):
+    """A request- and token-rate limit shared by several worker processes (one per model id)."""
+
+    async def wait(self, key: str, rpm: float | None, tpm: float | None, tokens: int) -> None: ...
+
+
+SHARED_RATE: SharedRate | None = None  # set in a worker process whose limits are cluster-wide
+
+
 @dataclass
 class ModelLimits:
     """Live limiters for one model, plus why it is disabled (after a model-wide fatal error)."""
@@ -59,6 +69,7 @@ class ModelLimits:
             self.prompt_ratio = max(self.prompt_ratio, prompt_tokens / estimated_prompt)
 
     loop: asyncio.AbstractEventLoop | None = None
+    key: str = ""  # the model id (set by the engine): the shared rate limit's key
 
     @classmethod
     def from_config(cls, config: ModelConfig) -> ModelLimits:
@@ -79,7 +90,12 @@ class ModelLimits:
         return self
 
     async def acquire_rate(self, estimated_tokens: int) -> None:
-        """Wait for a request slot and for `estimated_tokens` of token budget in the rate windows."""
+        """Wait for a request slot and for `estimated_tokens` of token budget in the rate windows
+        (those of every worker together when `SHARED_RATE` is set: `livemed.executors`)."""
+        rpm, tpm = self.config.requests_per_minute, self.config.tokens_per_minute
+        if SHARED_RATE is not None and (rpm or tpm):
+            await SHARED_RATE.wait(self.key, rpm, tpm, estimated_tokens)
+            return
         if self.requests is not None:
             await self.requests.acquire()
         if self.tokens is not None:

@@ -84,13 +84,20 @@ class OpenAICompatibleModel:
         env_url = os.environ.get(BASE_URL_ENV, "").strip() if provider == "openai" else ""
         # livemed.toml wins over $OPENAI_BASE_URL (as the SDK reads it), which wins over the preset.
         self.base_url_source = "config" if self.config.base_url else BASE_URL_ENV if env_url else "preset"
-        self.base_url = (self.config.base_url or env_url or preset.base_url).rstrip("/")
+        configured = self.config.base_url
+        urls = [configured] if isinstance(configured, str) else list(configured or [])
+        if not urls:
+            urls = [env_url or preset.base_url]
+        # Several replicas behind one model id: requests are balanced (`Replicas`); the first one names
+        # the endpoint (in the response-cache key and in messages), so adding a replica keeps the cache.
+        self.base_urls = [url.rstrip("/") for url in urls]
+        self.base_url = self.base_urls[0]
         self.api_key_env = self.config.api_key_env or preset.api_key_env
         json_schema = self.config.json_schema
         self._json_schema = preset.json_schema if json_schema is None else json_schema
         official = provider == "openai" and self.base_url == preset.base_url
         self._max_tokens_field = preset.max_tokens_field if official else "max_tokens"
-        self._client: Transport | None = None
+        self._client: Replicas | None = None
         self._key: str | None = None
 
     # ------------------------------------------------------------------ Model protocol
@@ -118,21 +125,24 @@ class OpenAICompatibleModel:
         client = await self._client_for_loop()
         started = time.perf_counter()
         body = json.dumps(self.request_body(messages, settings)).encode()
+        replica = client.pick()
+        url = self.base_urls[replica]
         try:
-            status, headers, raw = await client.post(body)
+            status, headers, raw = await client.post(replica, body)
         except Truncated:
-            raise TransientModelError(self._malformed()) from None
+            raise TransientModelError(self._malformed(url)) from None
         except Unreachable as exc:
+            client.mark_down(replica)
             cause = self.redact(str(exc))[:200]
-            raise TransientModelError(f"{self.id}: cannot reach {self.base_url}: {cause}") from None
+            raise TransientModelError(f"{self.id}: cannot reach {url}: {cause}") from None
         except TimeoutError:
-            raise TransientModelError(f"{self.id}: no answer from {self.base_url} in time") from None
+            raise TransientModelError(f"{self.id}: no answer from {url} in time") from None
         if status >= 400:
-            raise self._status_error(status, headers, raw)
+            raise self._status_error(status, headers, raw, url)
         try:
             data = json.loads(raw)
         except ValueError:
-            raise TransientModelError(self._malformed()) from None
+            raise TransientModelError(self._malformed(url)) from None
         if not self._may_echo_key(raw):  # nothing to scrub: the body is not encoded again to look
             return self._parse(data, time.perf_counter() - started, estimate_tokens(messages))
         return self.parse_response(data, time.perf_counter() - started, estimate_tokens(messages))
@@ -181,7 +191,7 @@ class OpenAICompatibleModel:
 
     # ------------------------------------------------------------------ client and key
 
-    async def _client_for_loop(self) -> Transport:
+    async def _client_for_loop(self) -> Replicas:
         from livemed.models.http import Transport
 
         loop = asyncio.get_running_loop()
@@ -189,11 +199,16 @@ class OpenAICompatibleModel:
             self._key = self._api_key()
             headers = {"Authorization": f"Bearer {self._key}"}
             headers.update({h: v for h, env in _HEADER_ENV.items() if (v := os.environ.get(env, "").strip())})
-            url = f"{self.base_url}/chat/completions"
-            client = Transport(
-                url, headers, concurrency=self.config.max_concurrency, timeout_s=self.config.timeout_s
-            )
-            self._client = await client.start()
+            transports = [
+                await Transport(
+                    f"{base}/chat/completions",
+                    headers,
+                    concurrency=self.config.max_concurrency,
+                    timeout_s=self.config.timeout_s,
+                ).start()
+                for base in self.base_urls
+            ]
+            self._client = Replicas(transports)
         return self._client
 
     def _api_key(self) -> str:
@@ -233,8 +248,10 @@ class OpenAICompatibleModel:
         redacted: dict[str, Any] = json.loads(dumped.replace(key, REDACTED))
         return redacted
 
-    def _status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> Exception:
-        where = f"{self.id}: HTTP {status} from {self.base_url}"
+    def _status_error(
+        self, status: int, headers: Mapping[str, str], raw: bytes, url: str | None = None
+    ) -> Exception:
+        where = f"{self.id}: HTTP {status} from {url or self.base_url}"
         text = raw.decode("utf-8", errors="replace").strip()
         try:
             body: object = json.loads(text)
@@ -247,8 +264,48 @@ class OpenAICompatibleModel:
         message = error_message(body, f"Error code: {status} - {body}", self.redact)
         return classify(status, where, message, retry_after=retry_after, key_hint=hint)
 
-    def _malformed(self) -> str:
-        return f"{self.id}: malformed/truncated response body from {self.base_url} (not complete JSON)"
+    def _malformed(self, url: str | None = None) -> str:
+        return f"{self.id}: malformed/truncated response body from {url or self.base_url} (not complete JSON)"
+
+
+REPLICA_DOWN_S = 5.0  # a replica that could not be reached gets no request for this long (if others can)
+
+
+class Replicas:
+    """One HTTP transport per base URL of a model; each request goes to the replica with the fewest
+    requests in flight (ties in turn), skipping for `REPLICA_DOWN_S` one that could not be reached."""
+
+    def __init__(self, transports: list[Transport]) -> None:
+        self.transports = transports
+        self.loop = transports[0].loop
+        self.in_flight = [0] * len(transports)
+        self.sent = [0] * len(transports)
+        self.down_until = [0.0] * len(transports)
+        self._turn = 0
+
+    def pick(self) -> int:
+        n, now = len(self.transports), time.monotonic()
+        up = [i for i in range(n) if self.down_until[i] <= now] or list(range(n))
+        turn, self._turn = self._turn, (self._turn + 1) % n
+        return min(up, key=lambda i: (self.in_flight[i], (i - turn) % n))
+
+    def mark_down(self, replica: int) -> None:
+        self.down_until[replica] = time.monotonic() + REPLICA_DOWN_S
+
+    async def post(self, replica: int, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        self.in_flight[replica] += 1
+        self.sent[replica] += 1
+        try:
+            return await self.transports[replica].post(body)
+        finally:
+            self.in_flight[replica] -= 1
+
+    def is_closed(self) -> bool:
+        return all(transport.is_closed() for transport in self.transports)
+
+    async def close(self) -> None:
+        for transport in self.transports:
+            await transport.close()
 
 
 def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,57 @@
+"""The in-process executor (the default): a command runs its stages in this process.
+
+`run_worker(argv)` runs one `livemed` command line here with its output captured; it is what each
+worker of another executor (`executors.ray`) runs, and it imports nothing of Ray.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """How one worker's command ended."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+    host: str
+    pid: int
+    cpu_s: float = 0.0  # CPU time of this process while the command ran
+
+    @property
+    def last_line(self) -> str:
+        lines = [line for line in (self.stderr or self.stdout).splitlines() if line.strip()]
+        return lines[-1].strip() if lines else f"exit code {self.exit_code}"
+
+
+def run_worker(argv: list[str], cwd: str | None = None) -> WorkerResult:
+    """Run `livemed ARGV` in this process (in `cwd` when it exists here) and capture what it prints."""
+    from livemed.cli.application import run
+
+    started, cpu = time.perf_counter(), time.process_time()
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.ExitStack() as stack:
+        if cwd is not None and Path(cwd).is_dir():
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        try:
+            run(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    host, pid = socket.gethostname(), os.getpid()
+    return WorkerResult(code, out.getvalue(), err.getvalue(), seconds, host, pid, cpu)
+
+
+__all__ = ["WorkerResult", "run_worker"]

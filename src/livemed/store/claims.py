@@ -1,0 +1,195 @@
+"""Work-item claims: several workers on one PostgreSQL store partition a stage's items.
+
+A claim is a `run_state` row (namespace `claim`, key `<scope>|<item id>`) naming the worker that holds
+it (a random id, its pid and host); its `updated_at` is the holder's last heartbeat. `run_stage`
+claims each batch of pending items before it runs them and gives the claims back once their outputs
+are written, so N `livemed grade` / `answer` / `curate` / `eval` processes on one store run every
+item once. Claiming is one transaction:
+
+1. `SELECT … FOR UPDATE SKIP LOCKED` the existing claims of the batch: rows another worker is taking
+   at this moment are skipped, not waited for;
+2. those whose holder is gone (heartbeat older than `ttl_s`, or its process dead on this host) are
+   taken over, with an `UPDATE`;
+3. the items nobody claimed are inserted (`ON CONFLICT DO NOTHING`, in key order so two workers never
+   deadlock); the ones inserted are ours.
+
+A heartbeat thread renews the holder's claims every `ttl_s / 6` seconds, so a worker killed with
+`kill -9` leaves claims that expire after `ttl_s` (at once for a process gone from this host) and
+another worker re-claims them. On SQLite the stage lease (`store.leases`) keeps one process per stage
+and model, so `run_stage` claims nothing there.
+
+```python
+claims = Claims(store, "grade")
+with claims.beating():
+    mine = claims.take(["grade:a", "grade:b"])      # the keys this worker holds now
+    ...                                            # run them, write the outputs
+    claims.release(mine)
+```
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from livemed.records.base import utcnow
+from livemed.store.connect import naive_utc
+from livemed.store.leases import pid_alive, this_host
+from livemed.store.schema import state_table
+
+if TYPE_CHECKING:
+    from livemed.store import Store
+
+log = logging.getLogger("livemed.claims")
+
+NAMESPACE = "claim"
+CLAIM_TTL_S = float(os.environ.get("LIVEMED_CLAIM_TTL_S", "60"))  # a claim not renewed this long is free
+
+
+class Claims:
+    """One worker's claims on the items of one stage scope (e.g. `grade`, `answer`, `case`)."""
+
+    def __init__(self, store: Store, scope: str, *, ttl_s: float = CLAIM_TTL_S) -> None:
+        self.store, self.scope, self.ttl_s = store, scope, ttl_s
+        self.holder = uuid.uuid4().hex[:16]
+        self.pid, self.host = os.getpid(), this_host()
+        self.value = json.dumps({"holder": self.holder, "pid": self.pid, "host": self.host})
+        self.taken_over = 0  # claims taken from a gone holder (a killed worker's items)
+
+    def _key(self, item: str) -> str:
+        return f"{self.scope}|{item}"
+
+    def take(self, items: Sequence[str]) -> set[str]:
+        """Claim `items`; returns those this worker holds now (free, taken from a gone holder, or its own)."""
+        if not items:
+            return set()
+        keys = {self._key(item): item for item in items}
+        now = utcnow().replace(tzinfo=None)  # naive UTC, as the store keeps times
+        found = sa.select(state_table.c.key, state_table.c.value, state_table.c.updated_at).where(
+            state_table.c.namespace == NAMESPACE, state_table.c.key.in_(sorted(keys))
+        )
+        if self.store.dialect == "postgresql":
+            found = found.with_for_update(skip_locked=True)
+        mine: set[str] = set()
+        with self.store._write() as conn:
+            rows = conn.execute(found).all()
+            existing = {row.key for row in rows}
+            takeable = sorted(row.key for row in rows if self._free(row.value, row.updated_at, now))
+            if takeable:
+                conn.execute(
+                    state_table.update()
+                    .where(state_table.c.namespace == NAMESPACE, state_table.c.key.in_(takeable))
+                    .values(value=self.value, updated_at=now)
+                )
+                mine.update(takeable)
+                self.taken_over += sum(1 for row in rows if row.key in takeable and not self._ours(row.value))
+            fresh = [
+                {"namespace": NAMESPACE, "key": key, "updated_at": now, "value": self.value}
+                for key in sorted(keys)
+                if key not in existing
+            ]
+            if fresh:
+                insert = (postgresql.insert if self.store.dialect == "postgresql" else sqlite.insert)(
+                    state_table
+                )
+                statement = insert.on_conflict_do_nothing(index_elements=["namespace", "key"])
+                conn.execute(statement, fresh)
+                inserted = sa.select(state_table.c.key).where(
+                    state_table.c.namespace == NAMESPACE,
+                    state_table.c.key.in_([row["key"] for row in fresh]),
+                    state_table.c.value == self.value,
+                )
+                mine.update(conn.execute(inserted).scalars())
+        return {keys[key] for key in mine}
+
+    def release(self, items: Sequence[str]) -> None:
+        """Give back this worker's claims on `items` (after their outputs are written, or unfinished)."""
+        keys = [self._key(item) for item in items]
+        with self.store._write() as conn:
+            for start in range(0, len(keys), 500):
+                conn.execute(
+                    state_table.delete().where(
+                        state_table.c.namespace == NAMESPACE,
+                        state_table.c.key.in_(keys[start : start + 500]),
+                        state_table.c.value == self.value,
+                    )
+                )
+
+    def beat(self) -> int:
+        """Renew every claim this worker holds; returns how many."""
+        with self.store._write() as conn:
+            result = conn.execute(
+                state_table.update()
+                .where(state_table.c.namespace == NAMESPACE, state_table.c.value == self.value)
+                .values(updated_at=naive_utc(utcnow()))
+            )
+        return int(result.rowcount or 0)
+
+    def held_elsewhere(self, items: Sequence[str]) -> set[str]:
+        """Those of `items` that another worker claims now (alive or not yet found gone)."""
+        keys = {self._key(item): item for item in items}
+        query = sa.select(state_table.c.key).where(
+            state_table.c.namespace == NAMESPACE,
+            state_table.c.key.in_(list(keys)),
+            state_table.c.value != self.value,
+        )
+        with self.store.engine.connect() as conn:
+            return {keys[key] for key in conn.execute(query).scalars()}
+
+    @contextmanager
+    def beating(self) -> Iterator[Claims]:
+        """Renew the claims from a thread while the body runs; give back what is still held at the end."""
+        stop = threading.Event()
+        thread = threading.Thread(target=self._beat_until, args=(stop,), daemon=True, name="livemed-claims")
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join(timeout=self.ttl_s)
+            try:
+                self._release_all()
+            except Exception as exc:  # the store is gone: the claims expire on their own
+                log.warning("could not give back the claims of %s: %s", self.scope, exc)
+
+    def _beat_until(self, stop: threading.Event) -> None:
+        while not stop.wait(self.ttl_s / 6):
+            try:
+                self.beat()
+            except Exception as exc:  # a busy store must not stop the worker: the next beat tries again
+                log.debug("claim heartbeat failed: %s", exc)
+
+    def _release_all(self) -> None:
+        with self.store._write() as conn:
+            conn.execute(
+                state_table.delete().where(
+                    state_table.c.namespace == NAMESPACE, state_table.c.value == self.value
+                )
+            )
+
+    def _ours(self, value: str) -> bool:
+        return value == self.value
+
+    def _free(self, value: str, updated_at: datetime | None, now: datetime) -> bool:
+        """Whether a claim may be taken: ours, silent for `ttl_s`, or its process gone from this host."""
+        if self._ours(value) or updated_at is None or now - updated_at > timedelta(seconds=self.ttl_s):
+            return True
+        try:
+            holder = json.loads(value)
+            pid, host = int(holder["pid"]), str(holder["host"])
+        except (TypeError, ValueError, KeyError):
+            return True  # not a claim this livemed wrote
+        return host == self.host and pid != self.pid and not pid_alive(pid)
+
+
+__all__ = ["CLAIM_TTL_S", "NAMESPACE", "Claims"]

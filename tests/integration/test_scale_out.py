@@ -1,0 +1,204 @@
+"""Several `livemed` processes on one PostgreSQL store partition the work: the same records as one
+process, every call sent once (counted at the local fake server), and a killed worker's claims taken
+over by another so that nothing is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from livemed.records import Answer, Grade, GradeFailure, Run
+from livemed.store import Store
+from tests.conftest import _fresh_postgres, _postgres_url
+from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
+from tests.grading.test_eval import CANDIDATE, CRITERIA, JUDGE, KEY_ENV, healthbench_file
+from tests.live.helpers import KEY_ENV as LIVE_KEY_ENV
+
+PROGRAM = Path(sys.executable).with_name("livemed")
+EXAMPLES = 24
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    base = _postgres_url()
+    if not base:
+        pytest.skip("PostgreSQL not configured (set LIVEMED_TEST_POSTGRES_URL; .ci/run does)")
+    if not PROGRAM.exists():
+        pytest.skip("the livemed program is not installed in this environment")
+    for store in _fresh_postgres(base):
+        yield store.url
+
+
+def project(folder: Path, store_url: str, server_url: str, *extra: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"store = {json.dumps(store_url)}"]
+    for model in (CANDIDATE, JUDGE):
+        lines += [
+            f'[models."{model}"]',
+            f'base_url = "{server_url}"',
+            f'api_key_env = "{KEY_ENV}"',
+            "max_concurrency = 4",
+            "max_retries = 0",
+            *extra,
+            f'[prices."{model}"]',
+            "input = 0.15",
+            "output = 0.6",
+        ]
+    config = folder / "livemed.toml"
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return config
+
+
+def start(config: Path, *argv: str) -> subprocess.Popen[str]:
+    env = {**os.environ, KEY_ENV: "sk-test-not-real", LIVE_KEY_ENV: "sk-test-not-real", "COLUMNS": "200"}
+    command = [str(PROGRAM), "--config", str(config), *argv]
+    pipe = subprocess.PIPE
+    return subprocess.Popen(command, env=env, stdout=pipe, stderr=pipe, text=True, cwd=config.parent)
+
+
+def run_all(config: Path, workers: int, *argv: str) -> list[str]:
+    processes = [start(config, *argv) for _ in range(workers)]
+    outputs = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, out + err
+        outputs.append(out)
+    return outputs
+
+
+def stored(url: str) -> dict[str, Any]:
+    with Store(url) as store:
+        return {
+            "answers": sorted((a.id, a.text) for a in store.iter(Answer)),
+            "grades": sorted((g.id, g.met, g.explanation) for g in store.iter(Grade)),
+            "failures": sorted(f.id for f in store.iter(GradeFailure)),
+        }
+
+
+def sent(server: FakeOpenAIServer) -> Counter[str]:
+    """How often each distinct request body reached the server."""
+    return Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests)
+
+
+def one_process_records(tmp_path: Path, data: Path) -> dict[str, Any]:
+    base = _postgres_url()
+    assert base is not None
+    with FakeOpenAIServer(responder=judge_responder()) as server:
+        for store in _fresh_postgres(base):
+            url = store.url
+            config = project(tmp_path / "one", url, server.base_url)
+            run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+            run_all(config, 1, "answer", "--model", CANDIDATE)
+            run_all(config, 1, "grade", "--judge", JUDGE)
+            return stored(url)
+    raise AssertionError("no store")
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_n_workers_on_one_postgresql_store_send_each_call_once(
+    tmp_path: Path, pg_url: str, workers: int
+) -> None:
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.05)) as server:
+        config = project(tmp_path / "many", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        answered = run_all(config, workers, "answer", "--model", CANDIDATE)
+        graded = run_all(config, workers, "grade", "--judge", JUDGE)
+        calls = sent(server)
+    assert len(calls) == EXAMPLES + EXAMPLES * CRITERIA
+    assert set(calls.values()) == {1}  # no call sent twice
+    found = stored(pg_url)
+    assert found == one_process_records(tmp_path, data)
+    assert len(found["grades"]) == EXAMPLES * CRITERIA
+    assert all("answers by" in out for out in answered)
+    assert all("grades by" in out for out in graded)
+    with Store(pg_url) as store:
+        runs = [r for r in store.iter(Run) if r.command == "grade"]
+        assert store.state_items("claim") == {}  # every claim given back
+    assert len(runs) == workers
+    assert {r.outcome for r in runs} == {"ok"}
+    shares = [r.counts.get("grade", 0) for r in runs]
+    assert sum(shares) == EXAMPLES * CRITERIA  # each grade written by one worker
+    assert len([n for n in shares if n > 0]) >= 2  # the work was shared, not done by one of them
+
+
+def test_a_killed_worker_loses_its_claims_to_the_next_and_nothing_is_lost(
+    tmp_path: Path, pg_url: str
+) -> None:
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    total = EXAMPLES * CRITERIA
+    with FakeOpenAIServer(responder=judge_responder(latency=0.3)) as server:
+        config = project(tmp_path / "p", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        run_all(config, 1, "answer", "--model", CANDIDATE)
+        victim = start(config, "grade", "--judge", JUDGE)
+        with Store(pg_url) as store:
+            deadline = time.monotonic() + 60
+            while next(store.ids("grade"), None) is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert store.state_items("claim"), "the worker holds claims while it grades"
+            victim.send_signal(signal.SIGKILL)
+            victim.communicate(timeout=30)
+            orphaned = len(store.state_items("claim"))
+            before = len(list(store.iter(Grade)))
+        assert 0 < before < total
+        assert orphaned > 0  # the killed worker's claims are still there
+        run_all(config, 1, "grade", "--judge", JUDGE)
+        calls = sent(server)
+    found = stored(pg_url)
+    assert len(found["grades"]) == total  # nothing lost
+    assert found["failures"] == []
+    assert len(calls) == EXAMPLES + total
+    repeated = sum(n - 1 for n in calls.values())
+    assert repeated <= 8  # at most what was in flight when it died (2 x max_concurrency); never a written one
+    with Store(pg_url) as store:
+        assert store.state_items("claim") == {}
+
+
+def test_two_update_workers_on_postgresql_store_what_one_update_stores(tmp_path: Path, pg_url: str) -> None:
+    from tests.live.helpers import contents
+    from tests.live.helpers import project as live_project
+
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        alone = live_project(tmp_path / "alone", docs=10, url=server.base_url)
+        run_all(alone, 1, "update")  # one process, on the project's SQLite store
+        one = sent(server)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        shared = live_project(tmp_path / "shared", docs=10, url=server.base_url)
+        run_all(shared, 2, "--store", pg_url, "update")
+        two = sent(server)
+    assert set(two.values()) == {1}  # no call sent twice
+    assert two == one  # the same calls
+    stored = contents(shared, pg_url)
+    assert stored == contents(alone)
+    with Store(pg_url) as store:
+        updates = [r for r in store.iter(Run) if r.command == "update"]
+        harvests = [r for r in store.iter(Run) if r.command == "harvest"]
+    assert [r.outcome for r in updates] == ["ok", "ok"]
+    kept = sum(r.counts.get("demo.kept", 0) for r in harvests)
+    assert kept == len(stored["docs"])  # each document harvested once (one worker at a time harvests)
+
+
+def test_two_eval_workers_each_end_with_every_answer_graded(tmp_path: Path, pg_url: str) -> None:
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.05)) as server:
+        config = project(tmp_path / "p", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        outputs = run_all(config, 2, "eval", "-m", CANDIDATE, "--judge", JUDGE)  # each exits 0: all graded
+        calls = sent(server)
+    assert set(calls.values()) == {1}
+    assert len(calls) == EXAMPLES * (1 + CRITERIA)
+    assert all(CANDIDATE in out for out in outputs)  # both print the ranked leaderboard
+    with Store(pg_url) as store:
+        assert sum(1 for _ in store.iter(Grade)) == EXAMPLES * CRITERIA
