@@ -178,7 +178,7 @@ def _finish(
     """Score the candidates' fully graded answers, print the leaderboard, write --json; exit 1 when
     calls failed (the failure rules) or a model could not be ranked."""
     from livemed.analysis.completeness import not_ranked_line
-    from livemed.cli.score_commands import print_scores, ranked_rows
+    from livemed.cli.score_commands import print_scores, ranked_rows, warn_bimodal
     from livemed.errors import RunError
     from livemed.grading.runs import score_all
     from livemed.runs import raise_for_calls
@@ -188,6 +188,7 @@ def _finish(
     print_scores(rows, f"scores by {plan.judge} · convention: {convention} · failed verdicts: not-met")
     for reason, n in sorted(scored.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
+    warn_bimodal(scored.scores)
     if json_out is not None:
         _write_json(json_out, ranked, plan.models, seed)
     raise_for_calls(run)

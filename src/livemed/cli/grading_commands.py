@@ -11,7 +11,7 @@ import typer
 
 from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
-from livemed.cli.context import AppState, console, counted, err_console, state
+from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
 from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ def rubrics(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    domain: str | None = DOMAIN,
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
     from livemed.pipeline import run_stage
@@ -86,7 +87,8 @@ def rubrics(
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    model = resolve(app_state, engine, writer, "rubrics", OfflineWriter)
+    pack = app_state.pack(domain)
+    model = resolve(app_state, engine, writer, "rubrics", OfflineWriter, pack=pack)
     cases = list(select_cases(app_state, status, limit))
     rejected = set() if retry_rejected else _rejected_rubrics(store, [rejection_id(c.id) for c in cases])
     todo = [case for case in cases if rejection_id(case.id) not in rejected]
@@ -99,7 +101,7 @@ def rubrics(
         track_run(
             store,
             "rubrics",
-            settings={"writer": writer},
+            settings={"writer": writer, "domain": pack.name},
             models=[writer],
             engine=engine,
             lease=f"rubrics:{writer}",
@@ -231,6 +233,7 @@ def answer(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    domain: str | None = DOMAIN,
 ) -> None:
     """Run a candidate model on every case: an Answer per sample, or a Rejection (retried next run)."""
     from livemed.grading.answer import OfflineAnswerer
@@ -244,7 +247,9 @@ def answer(
     extra = _retrieval_corpus(app_state, evidence, cases, samples, model) if model in RETRIEVING else {}
     if model == "offline/memorised":
         extra["cutoff"] = _declared_cutoff(app_state, model)
-    answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, **extra)
+    answerer = resolve(
+        app_state, engine, model, "answer", OfflineAnswerer, pack=app_state.pack(domain), **extra
+    )
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
     if samples > 1 and temperature == 0:

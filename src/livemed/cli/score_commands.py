@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from livemed.cli.grading_commands import judges_app, resolve
 from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
+    from livemed.analysis.bimodality import BimodalityRow
     from livemed.analysis.completeness import Grading
     from livemed.grading.runs import ScoreRun
     from livemed.records import Score
@@ -87,6 +89,7 @@ def scores(
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
+    distribution = warn_bimodal(run.scores)
     if json_out is not None:
         payload = {
             "judge": judge,
@@ -97,11 +100,23 @@ def scores(
             "excluded": dict(run.excluded),
             "grading": [g.model_dump() for g in grading.values()],
             "not_ranked": [g.model for g in left_out],
+            "score_distribution": [asdict(row) for row in distribution],
         }
         json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
     if left_out:
         raise RunError(not_ranked_line(left_out, judge))
+
+
+def warn_bimodal(scores: list[Score]) -> list[BimodalityRow]:
+    """The score-distribution check per model; a warning line for each model whose scores pile up at
+    0 and 1 (`analysis.bimodality`)."""
+    from livemed.analysis.bimodality import score_distribution, warnings
+
+    rows = score_distribution(scores)
+    for line in warnings(rows):
+        err_console.print(f"[yellow]warning:[/] {escape(line)}")
+    return rows
 
 
 def ranked_rows(

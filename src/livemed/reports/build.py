@@ -9,6 +9,7 @@ from datetime import datetime
 from itertools import chain
 
 from livemed import __version__
+from livemed.analysis.bimodality import BimodalityRow, score_distribution
 from livemed.analysis.collect import ScoreSet, load_scores
 from livemed.analysis.completeness import Grading
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
@@ -72,6 +73,7 @@ class ReportData:
     policy: str = "not-met"
     grading: list[Grading] = field(default_factory=list)
     not_ranked: list[Grading] = field(default_factory=list)
+    score_distribution: list[BimodalityRow] = field(default_factory=list)
 
     @property
     def total_cost(self) -> float:
@@ -130,6 +132,7 @@ def build_report(
         funnel=funnel_rows, reasons=reasons, runs=runs_table(runs), usage=usage_by_model(runs),
         prompts=_prompts(store), cases=_case_views(store, cases, scored, labels, max_cases),
         n_cases=len(cases), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
+        score_distribution=score_distribution(scored.scores),
     )  # fmt: skip
     data.charts = _charts(data)
     return data
