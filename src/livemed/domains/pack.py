@@ -137,13 +137,23 @@ class OfflineSpec(Strict):
     hazards: list[str] = Field(default_factory=lambda: list(HAZARD_DETECTORS))
     hazard_weights: dict[str, int] = Field(default_factory=dict)
     pattern_hazards: list[PatternHazard] = Field(default_factory=list)
+    narrative_cues: dict[str, str] = Field(default_factory=dict, description="slot → regex (curation)")
+    fallback_slot: str = "symptoms"
+    fallback_cues: str = ""
     general_theme: str = "general advice"
     harm_theme: str = "harm avoidance"
 
-    @field_validator("urgent_cues")
+    @field_validator("urgent_cues", "fallback_cues")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        return _regex(value, "urgent_cues")
+        return _regex(value, "offline cues")
+
+    @field_validator("narrative_cues")
+    @classmethod
+    def _cues_compile(cls, value: dict[str, str]) -> dict[str, str]:
+        for slot, pattern in value.items():
+            _regex(pattern, f"narrative_cues.{slot}")
+        return value
 
     @field_validator("hazards")
     @classmethod
@@ -184,6 +194,9 @@ class DomainPack(Strict):
     themes: list[ThemeSpec] = Field(default_factory=list)
     narrative: dict[str, str] = Field(default_factory=dict, description="narrative slot → what it holds here")
     checklists: dict[str, list[str]] = Field(default_factory=dict)
+    checklist_fields: dict[str, str] = Field(
+        default_factory=dict, description="checklist item → the narrative slot that answers it (baselines)"
+    )
     vocabulary: VocabularySpec = Field(default_factory=VocabularySpec)
     offline: OfflineSpec = Field(default_factory=OfflineSpec)
     evidence: EvidenceSpec = Field(default_factory=EvidenceSpec)
@@ -198,7 +211,8 @@ class DomainPack(Strict):
         names = [a.name for a in self.axes]
         if len(set(names)) != len(names):
             raise ValueError(f"axes named twice: {names}")
-        bad_slots = sorted(set(self.narrative) - set(NARRATIVE_SLOTS))
+        slots = {*self.narrative, *self.checklist_fields.values(), *self.offline.narrative_cues}
+        bad_slots = sorted((slots | {self.offline.fallback_slot}) - set(NARRATIVE_SLOTS))
         if bad_slots:
             raise ValueError(f"unknown narrative slot(s) {bad_slots} (slots: {', '.join(NARRATIVE_SLOTS)})")
         offline = self.offline
@@ -231,8 +245,26 @@ class DomainPack(Strict):
     def theme_patterns(self) -> dict[str, re.Pattern[str]]:
         return {t.name: re.compile(t.cues, re.IGNORECASE) for t in self.themes if t.cues}
 
+    @cached_property
+    def narrative_patterns(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        """The offline curation baseline's (slot, cues) pairs, ties to the earlier slot."""
+        return tuple((slot, re.compile(p, re.IGNORECASE)) for slot, p in self.offline.narrative_cues.items())
+
+    @cached_property
+    def fallback_pattern(self) -> re.Pattern[str] | None:
+        cues = self.offline.fallback_cues
+        return re.compile(cues, re.IGNORECASE) if cues else None
+
     def checklist(self, doc_type: str) -> list[str]:
         return self.checklists.get(doc_type) or self.checklists.get("default") or []
+
+    def evidence_corpus(self) -> str | None:
+        """The default evidence corpus: a name such as "medquad" as it is, a relative path against the
+        pack's folder."""
+        corpus = self.evidence.corpus
+        if not corpus or corpus == "medquad" or self.folder is None or Path(corpus).is_absolute():
+            return corpus or None
+        return str(self.folder / corpus)
 
     def prompt(self, name: str) -> str:
         """The text of `prompts/<name>.txt`; a pack without it is an error naming both."""
