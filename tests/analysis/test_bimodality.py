@@ -19,7 +19,8 @@ from tests.analysis.builders import make_case
 
 def test_mass_at_0_and_1_is_flagged_with_a_warning_naming_the_model() -> None:
     row = check([0.0] * 30 + [1.0] * 30 + [0.5] * 5, "fake/extreme")
-    assert row.judged and row.bimodal
+    assert row.judged
+    assert row.bimodal
     assert row.share_low == pytest.approx(30 / 65)
     assert row.share_high == pytest.approx(30 / 65)
     assert row.share_middle == pytest.approx(5 / 65)
@@ -27,7 +28,8 @@ def test_mass_at_0_and_1_is_flagged_with_a_warning_naming_the_model() -> None:
     assert warning is not None
     assert warning.startswith("fake/extreme: scores pile up at 0 and 1 (46% of 65 answers")
     assert "criterion weights may be too extreme" in warning
-    assert row.coefficient is not None and row.coefficient > 5 / 9
+    assert row.coefficient is not None
+    assert row.coefficient > 5 / 9
 
 
 @pytest.mark.parametrize(
@@ -50,7 +52,8 @@ def test_other_distributions_are_not_flagged(values: list[float]) -> None:
 
 def test_too_few_answers_are_not_judged() -> None:
     row = check([0.0, 1.0] * ((MIN_N - 1) // 2), "m")
-    assert not row.judged and not row.bimodal
+    assert not row.judged
+    assert not row.bimodal
     assert row.warning() is None
 
 
@@ -130,7 +133,8 @@ def test_the_report_shows_the_warning_and_the_distribution(tmp_path: Path) -> No
         score_all(store, "fake/judge")
         data = build_report(store, {}, max_cases=5)
         rows = {row.model: row for row in data.score_distribution}
-        assert rows["fake/extreme"].bimodal and not rows["fake/graded"].bimodal
+        assert rows["fake/extreme"].bimodal
+        assert not rows["fake/graded"].bimodal
         assert warnings(score_distribution(store.iter(Score))) == [rows["fake/extreme"].warning()]
         html = render_html(data)
     finally:

@@ -190,6 +190,7 @@ class DomainPack(Strict):
     name: str = Field(min_length=1)
     description: str = ""
     subject: str = Field(min_length=1, description="the adjective prompts use: 'a medical case'")
+    person: str = Field(default="the patient", min_length=1, description="who the advice is for")
     axes: list[AxisSpec] = Field(min_length=1)
     themes: list[ThemeSpec] = Field(default_factory=list)
     narrative: dict[str, str] = Field(default_factory=dict, description="narrative slot → what it holds here")

@@ -83,8 +83,9 @@ def _urgent(pack: DomainPack) -> re.Pattern[str] | None:
 
 def positives(case: Case, pack: DomainPack | None = None) -> list[DraftCriterion]:
     drafts = []
+    person = (pack or medical()).person
     for index, element in enumerate(case.advice):
-        text = criterion_text(element)
+        text = criterion_text(element, person)
         axis, weight, theme = axis_and_weight(element, text, case, pack)
         drafts.append(
             DraftCriterion(
