@@ -51,10 +51,16 @@ negative = [-10, -9]
 
 [[themes]]
 name = "fees"
-cues = '\\b(fees?|charges?|commission)\\b'
+description = "what the product costs each year"
 [[themes]]
 name = "emergency fund"
-cues = '\\b(emergency fund|savings buffer|rainy day)\\b'
+description = "cash kept for surprises"
+[[themes]]
+name = "general money advice"
+description = "anything else"
+[[themes]]
+name = "protecting savings"
+description = "what would put the savings at risk"
 
 [narrative]
 demographics = "age, income and dependants"
@@ -65,6 +71,10 @@ default = ["income", "debts", "goal"]
 
 [evidence]
 corpus = "guides.jsonl"
+
+[offline.theme_cues]
+fees = '\\b(fees?|charges?|commission)\\b'
+"emergency fund" = '\\b(emergency fund|savings buffer|rainy day)\\b'
 
 [offline]
 urgent_cues = '\\b(scam|fraud)\\b'

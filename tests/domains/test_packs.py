@@ -133,7 +133,7 @@ def test_a_pack_extends_another_and_keeps_its_own_sections(tmp_path: Path) -> No
     ("text", "message"),
     [
         (
-            'name = "x"\nsubject = "x"\n[[axes]]\nname = "a"\n[[themes]]\nname = "t"\ncues = "(unclosed"\n',
+            'name = "x"\nsubject = "x"\n[[axes]]\nname = "a"\n[offline.theme_cues]\nt = "(unclosed"\n',
             "not a regular expression",
         ),
         (

@@ -25,6 +25,7 @@ from livemed.curate.screener import screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
 from livemed.grading.answer import ANSWER_RULES, candidate_messages
 from livemed.grading.judge import batched_messages, per_criterion_messages
+from livemed.grading.template import parse_template, template_prompt
 from livemed.models import Message
 from livemed.prompts import (
     CLOSE,
@@ -201,9 +202,18 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
         _convo(t), t, [_criterion(t, 5), _criterion(t, -9), _criterion(t, 3)]
     ),
     "analysis.diagnose.messages": _taxonomy,
+    "grading.template.template_prompt (livemed placeholders)": lambda t: _user(
+        template_prompt(parse_template(USER_TEMPLATE), _convo(t), t, _criterion(t, -9))
+    ),
 }
+USER_TEMPLATE = (
+    "My own grader.\n{conversation}\n\n{response}\n\nPoints: {points}\n{criterion}\n"
+    + DATA_RULES
+    + '\nReply {"explanation": "...", "criteria_met": true}'
+)
 # Functions that match the naming convention but put no outside text into a prompt of their own.
 EXEMPT = {
+    "models.structured.with_instruction": "adds livemed's own schema instruction to a built prompt",
     "models.structured.repair_messages": "the model's own reply as its own turn; the error is a block "
     "(test_the_repair_request_puts_the_error_in_a_block)",
     "rubrics.write._user": "wraps a prompt built by the *_prompt builders above in a user message",
@@ -366,3 +376,19 @@ def test_the_repair_request_puts_the_error_in_a_block() -> None:
     assert block.name == "validation_error"
     assert inside_blocks(request, ATTACK)
     assert messages[-2] == {"role": "assistant", "content": "{bad"}
+
+
+def test_a_healthbench_template_keeps_its_layout_and_defuses_every_delimiter() -> None:
+    """HealthBench's placeholders get simple-evals' own layout (for comparable scores), so the text is
+    not in data blocks there; no text can still forge a delimiter or fill another placeholder."""
+    template = parse_template("Grade.\n<<conversation>>\nItem: <<rubric_item>>\nJSON please.")
+    text = hostile([OPEN, CLOSE, "<<rubric_item>>"])
+    prompt = template_prompt(template, _convo(text), text, _criterion(text, -9))
+    assert prompt.startswith("Grade.\nsystem: ")
+    assert "\n\nassistant: " in prompt
+    assert "\nItem: [-9] " in prompt
+    assert OPEN not in prompt
+    assert CLOSE not in prompt
+    inputs = [m["content"] for m in _convo(text)] + [text, text]
+    # the hostile text's own placeholders are left as text (one pass); the template's one is filled
+    assert prompt.count("<<rubric_item>>") == sum(i.count("<<rubric_item>>") for i in inputs) > 0

@@ -100,3 +100,20 @@ async def test_compliance_counts_and_usage_table(make_engine, server: FakeOpenAI
     assert "openai/fake-gpt" in text
     assert "75.0%" in text
     assert "structured output" in text
+
+
+async def test_instructed_json_joins_the_prompts_own_system_message(
+    make_engine, server: FakeOpenAIServer, api_key: str
+) -> None:
+    """Several open models' chat templates refuse a second system message: the schema instruction is
+    merged into the prompt's one system message, which stays first."""
+    engine, model = make_engine(json_schema=False)
+    server.script(Behavior(text=GOOD))
+    asked = [{"role": "system", "content": "You grade replies."}, *ASK]
+    out = await LLM(engine, model, stage="grade").structured(asked, Verdict)
+    assert out.ok
+    body = server.chat_requests[0].body
+    assert body is not None
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["system", "user"]
+    assert body["messages"][0]["content"].startswith("You grade replies.\n\nReply with only a JSON object")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from livemed.records import Criterion
 from livemed.rubrics.check import (
     DraftCriterion,
@@ -142,3 +144,45 @@ def test_advice_that_warns_needs_a_negative_criterion() -> None:
     assert codes([d("Advises urgent care if the pain spreads to the arm", advice_index=0)], urgent) == [
         "missing_negative"
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Fails to mention the risk of bleeding",
+        "Does not advise urgent care",
+        "Omits the dose",
+        "Neglects to ask",
+    ],
+)
+def test_a_negative_written_as_an_omission_is_blocking(text: str) -> None:
+    drafts = [
+        DraftCriterion(
+            text="Advises urgent care", polarity="positive", axis="safety", weight=8, source_fact="x"
+        ),
+        DraftCriterion(text=text, polarity="negative", axis="safety", weight=-8, source_fact="x"),
+    ]
+    (finding,) = [f for f in lint(drafts, []) if f.code == "omission_negative"]
+    assert finding.blocking
+    assert finding.message.startswith("#1 ")
+
+
+def test_a_negative_that_names_the_bad_action_is_not_an_omission() -> None:
+    drafts = [
+        DraftCriterion(
+            text="Advises urgent care", polarity="positive", axis="safety", weight=8, source_fact="x"
+        ),
+        DraftCriterion(
+            text="Recommends aspirin despite the ulcer", polarity="negative", axis="safety", weight=-9
+        ),
+    ]
+    assert not [f for f in lint(drafts, []) if f.code == "omission_negative"]
+
+
+def test_a_theme_off_the_closed_list_is_flagged() -> None:
+    draft = DraftCriterion(
+        text="Advises rest", polarity="positive", axis="completeness", weight=3, theme="wellness vibes"
+    )
+    assert [f.code for f in lint([draft], []) if f.code == "unlisted_theme"] == ["unlisted_theme"]
+    listed = draft.model_copy(update={"theme": "Red_Flags"})
+    assert not [f for f in lint([listed], []) if f.code == "unlisted_theme"]

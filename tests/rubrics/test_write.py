@@ -51,12 +51,17 @@ STEP3 = {
 }
 
 
-def scripted(step3: dict[str, Any], repair: dict[str, Any] | None = None) -> FakeModel:
+def scripted(
+    step3: dict[str, Any],
+    repair: dict[str, Any] | None = None,
+    step1: dict[str, Any] = STEP1,
+    step2: dict[str, Any] = STEP2,
+) -> FakeModel:
     def reply(messages: list[Message], settings: Settings) -> str:
         text = messages[0]["content"]
         if text.startswith("A draft evaluation rubric"):
             return json.dumps(repair) if repair else "no idea"
-        for marker, payload in (("Step 1", STEP1), ("Step 2", STEP2), ("Step 3", step3)):
+        for marker, payload in (("Step 1", step1), ("Step 2", step2), ("Step 3", step3)):
             if text.startswith(marker):
                 return json.dumps(payload)
         raise AssertionError(text[:40])
@@ -92,29 +97,22 @@ async def test_three_recorded_steps_make_a_checked_rubric() -> None:
     assert all(settings.temperature == 0 for _, settings in model.calls)
 
 
-async def test_a_failing_draft_gets_one_repair() -> None:
+async def test_a_failing_draft_gets_one_repair_as_a_patch() -> None:
     bad = {"criteria": [{**c, "weight": -c["weight"]} if c["index"] == 2 else c for c in STEP3["criteria"]]}
-    fixed = {
-        "criteria": [
-            {
-                "text": c["text"],
-                "polarity": c["polarity"],
-                "axis": w["axis"],
-                "weight": w["weight"],
-                "advice_index": i,
-            }
-            for i, (c, w) in enumerate(zip(STEP2["criteria"], STEP3["criteria"], strict=True))
-        ]
-    }
-    fixed["criteria"][1]["advice_index"] = 0
-    fixed["criteria"][2]["advice_index"] = 1
-    fixed["criteria"][3]["advice_index"] = 2
-    model = scripted(bad, repair=fixed)
+    flagged = {**STEP2["criteria"][2], "axis": "accuracy", "weight": 6, "advice_index": 1}
+    patch = {"replace": [{"index": 2, "criterion": flagged}]}
+    model = scripted(bad, repair=patch)
     (rubric,) = await write_rubric(make_case(), LLM(Engine(), model))
     assert isinstance(rubric, Rubric)
     assert [s["step"] for s in rubric.steps] == ["themes", "criteria", "weights", "repair"]
-    assert any(f.startswith("before repair: sign_mismatch") for f in rubric.findings)
+    assert any(f.startswith("before repair: sign_mismatch: #2 ") for f in rubric.findings)
     assert [c.weight for c in rubric.criteria] == [8, -9, 6, 7]
+    assert rubric.criteria[0].source_fact == "Avoid NSAIDs because of kidney disease"  # kept as it was
+    repair = model.calls[-1][0][0]["content"]
+    assert "PATCH of the flagged criteria" in repair
+    blocks = parse_blocks(repair)
+    assert {b.name for b in blocks} >= {"narrative", "query", "findings", "advice", "criterion"}
+    assert [b.attrs["i"] for b in blocks if b.name == "criterion"] == ["0", "1", "2", "3"]
 
 
 async def test_a_rubric_that_stays_broken_is_rejected_with_its_findings() -> None:
@@ -157,3 +155,48 @@ async def test_rule_writer_baseline() -> None:
     assert rubric.provenance.model_id == "offline/rules"
     assert rubric.provenance.prompt_hash is None
     assert [s["step"] for s in rubric.steps] == ["themes", "criteria", "weights"]
+
+
+async def test_a_weights_reply_numbered_from_1_is_detected() -> None:
+    from_one = {"criteria": [{**c, "index": c["index"] + 1} for c in STEP3["criteria"]]}
+    (rejection,) = await write_rubric(make_case(), LLM(Engine(), scripted(from_one)))
+    assert isinstance(rejection, Rejection)
+    assert rejection.reason == "weights_failed"
+    assert "indices [1, 2, 3, 4] are not exactly 0..3" in rejection.detail
+
+
+async def test_a_weights_reply_is_joined_by_the_copied_text_in_any_order() -> None:
+    texts = [c["text"] for c in STEP2["criteria"]]
+    shuffled = [{**w, "index": 9, "text": texts[w["index"]]} for w in reversed(STEP3["criteria"])]
+    (rubric,) = await write_rubric(make_case(), LLM(Engine(), scripted({"criteria": shuffled})))
+    assert isinstance(rubric, Rubric)
+    assert [c.weight for c in rubric.criteria] == [8, -9, 6, 7]
+
+
+async def test_step_1_keeps_only_facts_under_listed_themes_and_coverage_follows() -> None:
+    off_list = {"fact": "Urgent care for fever or a hot red joint", "advice_index": 2, "themes": ["vibes"]}
+    step1 = {"themes": ["medication safety", "vibes"], "facts": [*STEP1["facts"][:2], off_list]}
+    model = scripted(
+        {"criteria": STEP3["criteria"][:3]}, step1=step1, step2={"criteria": STEP2["criteria"][:3]}
+    )
+    (rubric,) = await write_rubric(make_case(), LLM(Engine(), model))
+    assert isinstance(rubric, Rubric)
+    assert rubric.themes == ["medication safety"]
+    assert rubric.steps[0]["dropped"] == {"facts": [off_list["fact"]], "themes": ["vibes"]}
+    assert not any("uncovered_advice" in f for f in rubric.findings)  # advice #2 was dropped by step 1
+    criteria_prompt = model.calls[1][0][0]["content"]
+    assert [b.text for b in parse_blocks(criteria_prompt) if b.name == "fact"] == [
+        f["fact"] for f in STEP1["facts"][:2]
+    ]
+    themes_prompt = model.calls[0][0][0]["content"]
+    assert "- red flag: the warning signs" in themes_prompt  # the closed, defined list is shown
+    weights_prompt = model.calls[2][0][0]["content"]
+    assert [b.name for b in parse_blocks(weights_prompt)][:3] == ["narrative", "query", "themes"]
+    assert "-4 to -7 for contradicting" in weights_prompt  # a band for non-safety negatives
+
+
+async def test_no_fact_under_a_listed_theme_is_a_rejection() -> None:
+    step1 = {"themes": ["vibes"], "facts": [{"fact": "Be well", "advice_index": 0, "themes": ["vibes"]}]}
+    (rejection,) = await write_rubric(make_case(), LLM(Engine(), scripted(STEP3, step1=step1)))
+    assert isinstance(rejection, Rejection)
+    assert rejection.reason == "themes_failed"

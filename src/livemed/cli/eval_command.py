@@ -21,7 +21,16 @@ from rich.markup import escape
 from livemed.cli import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
-from livemed.cli.grading_commands import CACHE_RO, LIMIT, MAX_COST, NO_CACHE, print_result, resolve
+from livemed.cli.grading_commands import (
+    CACHE_RO,
+    GRADER_TEMPLATE,
+    LIMIT,
+    MAX_COST,
+    NO_CACHE,
+    grader_for,
+    print_result,
+    resolve,
+)
 from livemed.errors import ConfigError, RunError, UserError
 
 if TYPE_CHECKING:
@@ -61,6 +70,7 @@ def eval_command(
     allow_incomplete: bool = typer.Option(
         False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked)."
     ),
+    grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
@@ -79,6 +89,7 @@ def eval_command(
     cases = list(_cases(app_state, case_ids, status, limit))
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     plan = Plan(models, judge, mode, samples, Settings(temperature=temperature, max_tokens=max_tokens))
+    plan.template = grader_template
     run = _stream(app_state, engine, cases, plan)
     _finish(app_state, run, plan, convention, seed, json_out, allow_incomplete)
     if bad:
@@ -109,24 +120,27 @@ class Plan:
     mode: str
     samples: int
     settings: Settings
+    template: Path | None = None  # --grader-template: the judge's id becomes <judge>@tpl-<hash>
 
 
 def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) -> Run:
     """Answer and grade (`grading.stream`) under one Run holding every stage's lease; print the counts."""
     from livemed.grading.answer import OfflineAnswerer
-    from livemed.grading.judge import OfflineGrader
     from livemed.grading.stream import answer_and_grade
     from livemed.runs import settle_stages, track_run
 
     if "offline/retrieval" in plan.models:
         raise UserError("offline/retrieval needs an evidence corpus: run it with `livemed answer --evidence`")
     answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer) for m in plan.models]
-    grader = resolve(app_state, engine, plan.judge, "grade", OfflineGrader)
+    grader = grader_for(app_state, engine, plan.judge, plan.mode, plan.template)
+    judge_model, plan.judge = plan.judge, grader.id
     unit = "criteria" if plan.mode == "per-criterion" else "answers"
     settings = {"models": plan.models, "judge": plan.judge, "mode": plan.mode, "samples": plan.samples}
+    if plan.template is not None:
+        settings["grader_template"] = f"{plan.template.name} sha256:{grader.template.hash}"
     settings.update(plan.settings.model_dump(exclude_defaults=True))
     leases = [*(f"answer:{m}" for m in plan.models), f"grade:{plan.judge}"]
-    offline = all(m.startswith("offline/") for m in [*plan.models, plan.judge])
+    offline = all(m.startswith("offline/") for m in [*plan.models, judge_model])
     progress = stage_progress("eval") if offline else engine_progress(engine, "eval: answers and grades")
     with (
         usage_on_failure(engine),
@@ -134,7 +148,7 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
             app_state.store,
             "eval",
             settings=settings,
-            models=[*plan.models, plan.judge],
+            models=[*plan.models, judge_model],
             engine=engine,
             lease=leases,
         ) as run,

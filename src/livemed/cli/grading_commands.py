@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -40,6 +41,30 @@ def resolve(app_state: AppState, engine: Engine, model_id: str, stage: str, need
             raise UserError(f"{model_id} is a baseline that cannot be used for `{stage}`")
         return model
     return LLM(engine, model, stage=stage)
+
+
+GRADER_TEMPLATE = typer.Option(
+    None,
+    "--grader-template",
+    help="Grade with your own prompt file ({conversation} {response} {criterion} {points}, or "
+    "HealthBench's <<conversation>> <<rubric_item>>); the judge becomes <judge>@tpl-<hash>.",
+)
+
+
+def grader_for(app_state: AppState, engine: Engine, judge: str, mode: str, template: Path | None) -> Any:
+    """The judge `grade` and `eval` use: a baseline, an LLM, or an LLM with the user's grader template."""
+    from livemed.grading.judge import OfflineGrader
+    from livemed.grading.template import load_template, with_template
+    from livemed.models import LLM
+
+    grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
+    if template is None:
+        return grader
+    if not isinstance(grader, LLM):
+        raise ConfigError(f"--grader-template needs a model judge; {judge} is a baseline without a prompt")
+    if mode != "per-criterion":
+        raise ConfigError("--grader-template grades one criterion per call: use --mode per-criterion")
+    return with_template(grader, load_template(template))
 
 
 def select_cases(app_state: AppState, status: str | None, limit: int | None) -> Iterator[Case]:
@@ -284,12 +309,13 @@ def grade(
         "--retry-failures",
         help="Also grade again unparsable or ambiguous verdicts (failed calls are always retried).",
     ),
+    grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
 ) -> None:
     """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
-    from livemed.grading.judge import MODES, OfflineGrader
+    from livemed.grading.judge import MODES
     from livemed.grading.runs import grade_all, plan_targets
     from livemed.records import Answer
     from livemed.runs import raise_for_calls, settle, track_run
@@ -299,13 +325,16 @@ def grade(
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
+    grader = grader_for(app_state, engine, judge, mode, grader_template)
+    model_id, judge = judge, grader.id
     plan = plan_targets(store, (a for a in store.iter(Answer) if model is None or a.model == model))
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
+    if grader_template is not None:
+        settings["grader_template"] = f"{grader_template.name} sha256:{grader.template.hash}"
     with (
         usage_on_failure(engine),
         track_run(
-            store, "grade", settings=settings, models=[judge], engine=engine, lease=f"grade:{judge}"
+            store, "grade", settings=settings, models=[model_id], engine=engine, lease=f"grade:{judge}"
         ) as run,
         progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
     ):

@@ -73,16 +73,10 @@ class AxisSpec(Strict):
 
 
 class ThemeSpec(Strict):
-    """An evaluation theme; `cues` (a regex) tells the offline rubric writer an advice element has it."""
+    """An evaluation theme of the domain's closed list, with the definition the rubric writer is shown."""
 
     name: str = Field(min_length=1)
-    description: str = ""
-    cues: str = ""
-
-    @field_validator("cues")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        return _regex(value, "theme cues")
+    description: str = Field(min_length=1)
 
 
 class WeightRule(Strict):
@@ -129,6 +123,9 @@ class PatternHazard(Strict):
 class OfflineSpec(Strict):
     """What the offline baselines (`offline/rules`, `offline/unsafe`) take from the domain."""
 
+    theme_cues: dict[str, str] = Field(
+        default_factory=dict, description="theme → regex: how the offline writer finds it (in this order)"
+    )
     urgent_cues: str = ""
     weight_rules: list[WeightRule] = Field(default_factory=list)
     default_axis: str = Field(default="completeness", pattern=NAME)
@@ -148,11 +145,11 @@ class OfflineSpec(Strict):
     def _compiles(cls, value: str) -> str:
         return _regex(value, "offline cues")
 
-    @field_validator("narrative_cues")
+    @field_validator("narrative_cues", "theme_cues")
     @classmethod
     def _cues_compile(cls, value: dict[str, str]) -> dict[str, str]:
-        for slot, pattern in value.items():
-            _regex(pattern, f"narrative_cues.{slot}")
+        for name, pattern in value.items():
+            _regex(pattern, f"cues of {name!r}")
         return value
 
     @field_validator("hazards")
@@ -223,8 +220,12 @@ class DomainPack(Strict):
         themes = {t.name for t in self.themes}
         conditions = [c for r in offline.weight_rules for c in r.when]
         wanted = {c.removeprefix("theme:") for c in conditions if c.startswith("theme:")}
-        if missing := sorted(wanted - themes):
-            raise ValueError(f"offline rules name themes the pack does not have: {missing}")
+        wanted |= {*offline.theme_cues, offline.general_theme, offline.harm_theme}
+        wanted |= {r.theme for r in offline.weight_rules if r.theme} | {
+            h.theme for h in offline.pattern_hazards
+        }
+        if themes and (missing := sorted(wanted - themes)):  # no [[themes]]: no closed list
+            raise ValueError(f"offline rules and cues name themes the pack does not list: {missing}")
         return self
 
     @property
@@ -244,7 +245,7 @@ class DomainPack(Strict):
 
     @cached_property
     def theme_patterns(self) -> dict[str, re.Pattern[str]]:
-        return {t.name: re.compile(t.cues, re.IGNORECASE) for t in self.themes if t.cues}
+        return {name: re.compile(cues, re.IGNORECASE) for name, cues in self.offline.theme_cues.items()}
 
     @cached_property
     def narrative_patterns(self) -> tuple[tuple[str, re.Pattern[str]], ...]:

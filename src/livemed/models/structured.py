@@ -1,10 +1,11 @@
 """Structured output: JSON validated by a pydantic schema, one repair attempt, failures as data.
 
 When the endpoint supports it, the schema is sent as a JSON-schema response format; otherwise the
-prompt asks for JSON matching the schema. An endpoint configured for the response format that refuses
-it (HTTP 400 naming the response format or schema) is asked again with instructed JSON, and so are
-that model's later calls in the run. A reply that does not validate gets one repair turn; if
-that fails too, the result carries the raw text and the reason instead of raising.
+prompt asks for JSON matching the schema, in its one system message (merged into the prompt's own).
+An endpoint configured for the response format that refuses it (HTTP 400 naming the response format
+or schema) is asked again with instructed JSON, and so are that model's later calls in the run. A reply
+that does not validate gets one repair turn; if that fails too, the result carries the raw text and the
+reason instead of raising.
 """
 
 from __future__ import annotations
@@ -103,8 +104,17 @@ def prepare(
     if model.supports_json_schema and use_schema:
         json_schema: dict[str, Any] = {"name": schema.__name__, "schema": json_schema_of(schema)}
         return messages, settings.model_copy(update={"json_schema": json_schema})
-    instruction: Message = {"role": "system", "content": schema_instruction(schema)}
-    return [instruction, *messages], settings
+    return with_instruction(messages, schema_instruction(schema)), settings
+
+
+def with_instruction(messages: list[Message], instruction: str) -> list[Message]:
+    """`messages` with `instruction` in the one system message: appended to the prompt's own system
+    message when it has one (several open models' chat templates refuse a second system message,
+    or one that is not first), else as a new system message in front."""
+    if messages and messages[0]["role"] == "system":
+        merged: Message = {"role": "system", "content": f"{messages[0]['content']}\n\n{instruction}"}
+        return [merged, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
 
 
 def repair_messages(

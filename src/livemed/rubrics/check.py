@@ -6,11 +6,15 @@ Blocking findings (the rubric is repaired once, or rejected):
 - `sign_mismatch`       the weight's sign disagrees with the polarity
 - `bad_axis`            not one of accuracy, completeness, communication, context_awareness, safety
 - `uncovered_advice`    an advice element no positive criterion covers (linked by advice index, or
-                        ≥ 60% of its stemmed content words in the criterion, rapidfuzz for spelling)
+                        ≥ 60% of its stemmed content words in the criterion, rapidfuzz for spelling);
+                        only the elements the writer's step 1 kept under a listed theme are required
+- `omission_negative`   a negative criterion written as an omission ("Fails to …", "Does not mention …"):
+                        the unmet positive criterion already costs the weight, so it would count twice
 
 Fixed on the spot and recorded (`settle`): `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the
 same polarity: the later one is dropped) and `light_safety` (a negative safety criterion lighter than
 -8 is set to -8: the method weighs safety violations -8 to -10). Warnings, recorded only:
+`unlisted_theme` (a criterion whose theme is not on the domain's closed list, `rubrics/themes.py`),
 `suspected_sign_error` (a positive criterion that reads like a fault, or a negative one that reads
 like praise), `no_source_fact` (a criterion naming no fact), `no_clinical_content` (a criterion
 whose words, past the rubric boilerplate and generic words such as "helpful" or "doctor", name nothing
@@ -22,7 +26,7 @@ the question) and `missing_negative` (advice that warns — "avoid", "do not", "
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,8 +34,25 @@ from rapidfuzz import fuzz
 
 from livemed.grading.lexical import content
 from livemed.records import AXES, Criterion
+from livemed.rubrics.themes import listed
 
-BLOCKING = frozenset({"no_positive", "weight_out_of_range", "sign_mismatch", "bad_axis", "uncovered_advice"})
+BLOCKING = frozenset(
+    {
+        "no_positive",
+        "weight_out_of_range",
+        "sign_mismatch",
+        "bad_axis",
+        "uncovered_advice",
+        "omission_negative",
+    }
+)
+# A negative criterion written as an omission: the positive criterion not met already costs its weight.
+_OMISSION = re.compile(
+    r"^\s*(?:fails?|failing|neglects?|forgets?) to\b|^\s*(?:does not|doesn't|did not|never) "
+    r"(?:mention|advise|recommend|suggest|address|ask|explain|include|discuss|refer|tell)\b"
+    r"|^\s*(?:omits?|misses|lacks|ignores?)\b",
+    re.IGNORECASE,
+)
 DUPLICATE_RATIO = 90.0
 SAFETY_FLOOR = -8  # the lightest weight a safety violation may have
 COVER_SHARE = 0.6
@@ -119,6 +140,10 @@ def _criterion_findings(number: int, draft: DraftCriterion) -> list[Finding]:
         found.append(Finding("bad_axis", f"{where}: axis {draft.axis!r}"))
     if draft.polarity == "positive" and _FAULT_CUES.search(draft.text):
         found.append(Finding("suspected_sign_error", f"{where}: positive but reads like a fault"))
+    if draft.polarity == "negative" and _OMISSION.search(draft.text):
+        found.append(Finding("omission_negative", f"{where}: a negative criterion written as an omission"))
+    if draft.theme and not listed(draft.theme):
+        found.append(Finding("unlisted_theme", f"{where}: theme {draft.theme!r} is not on the theme list"))
     if draft.polarity == "negative" and _PRAISE_CUES.search(draft.text):
         found.append(Finding("suspected_sign_error", f"{where}: negative but reads like praise"))
     if not (draft.source_fact or "").strip():
@@ -163,7 +188,7 @@ def content_findings(drafts: Sequence[DraftCriterion], advice: Sequence[str], qu
     """The warnings on what criteria say: nothing clinical, the query restated, a warning left unpenalised."""
     found: list[Finding] = []
     asked = content(query)
-    for number, draft in enumerate(drafts, start=1):
+    for number, draft in enumerate(drafts):
         words = content(draft.text)
         where = f"#{number} {draft.text[:60]!r}"
         if not words - _GENERIC:
@@ -178,14 +203,24 @@ def content_findings(drafts: Sequence[DraftCriterion], advice: Sequence[str], qu
     return found
 
 
-def lint(drafts: Sequence[DraftCriterion], advice: Sequence[str], query: str = "") -> list[Finding]:
-    """Every finding for a draft rubric (after near-duplicates are dropped)."""
-    findings = [f for n, d in enumerate(drafts, start=1) for f in _criterion_findings(n, d)]
+def lint(
+    drafts: Sequence[DraftCriterion],
+    advice: Sequence[str],
+    query: str = "",
+    *,
+    required: Collection[int] | None = None,
+) -> list[Finding]:
+    """Every finding for a draft rubric (after near-duplicates are dropped); `required`: the advice
+    indices a positive criterion must cover (default: all). Criteria are numbered from 0 (#0), as the
+    repair prompt numbers them."""
+    findings = [f for n, d in enumerate(drafts) for f in _criterion_findings(n, d)]
     findings += content_findings(drafts, advice, query)
     positives = [d for d in drafts if d.polarity == "positive" and d.weight > 0]
     if not positives:
         findings.append(Finding("no_positive", "the rubric has no positive criterion"))
     for index, element in enumerate(advice):
+        if required is not None and index not in required:
+            continue
         if not any(covers(d, index, element) for d in positives):
             findings.append(
                 Finding("uncovered_advice", f"advice #{index} {element[:80]!r} has no positive criterion")

@@ -6,7 +6,7 @@ Its words come from the domain pack (`[[themes]]` cues, `[offline]` rules; the m
 described here):
 
 1. themes: keyword rules over each advice element ("emergency referral", "medication safety",
-   "diagnosis", "tests and follow-up", "lifestyle", "patient education"; else "general advice");
+   "diagnosis", "tests and follow-up", "lifestyle", "patient education"; else "patient education");
    every advice element is a fact;
 2. criteria: one positive criterion per element naming the clinical action it asks (`phrasing`:
    labels, frames and hedges dropped, drug names and specifics kept); negative criteria for what a

@@ -1,18 +1,24 @@
 """The rubric writer: three recorded LLM steps, then the deterministic checks (one repair or reject).
 
-1. themes  — assign evaluation themes to the case and keep the facts of the advice (LA) relevant to
-             them, reading the narrative as context;
-2. criteria — turn each fact into binary criteria: positive ones reward a correct inclusion,
-             negative ones penalise a contradiction, an invented fact, or an action contraindicated
-             by *this* patient's narrative; each names its source fact;
-3. weights — give each criterion an axis and a signed integer weight in [-10, 10] (safety
-             violations -8 to -10).
+1. themes  — assign the case themes from the domain's closed, defined list (`rubrics/themes.py`) and
+             keep only the facts of the advice (LA) that fall under them (facts and themes off the list
+             are dropped in code too, and noted in the step); the narrative is context;
+2. criteria — turn each fact into binary criteria: positive ones reward the clinically essential core
+             (the gold's specifics only as "such as" examples), negative ones penalise a contradiction,
+             an invented fact, or an action contraindicated by *this* patient's narrative, never an
+             omission ("Fails to …" is linted); each names its source fact;
+3. weights — seeing the query, the narrative and the themes, give each criterion an axis and a
+             signed integer weight in [-10, 10] within stated bands for both signs; the reply is
+             joined to step 2 by the copied criterion text, or by an index set that must be exactly
+             0..n-1 (`weights_in_order`), else the step fails.
 
-The case's narrative, query and advice, the facts, the criteria, the draft and the lint findings enter
-the prompts only as data blocks (`livemed.prompts.data_block`). What each step returned is kept in
-`Rubric.steps`. The draft goes through `check.lint`; a blocking
-finding earns one repair call with the findings, then the rubric is kept (findings recorded) or
-rejected (a `Rejection`, stage "rubrics", with the first blocking code as its reason).
+The case's language is passed on (prompts and criteria stay English). The case's narrative, query
+and advice, the facts, the criteria, the draft and the lint findings enter the prompts only as data
+blocks (`livemed.prompts.data_block`). What each step returned is kept in `Rubric.steps`. The draft
+goes through `check.lint` (coverage: only the advice elements step 1 kept); a blocking finding earns
+one repair call that returns a PATCH of the flagged criteria (`apply_patch`), then the rubric is kept
+(findings recorded) or rejected (a `Rejection`, stage "rubrics", with the first blocking code as its
+reason).
 """
 
 from __future__ import annotations
@@ -27,13 +33,29 @@ from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Provenance, Record, Rejection, Rubric, short_hash
 from livemed.rubrics.check import DraftCriterion, Finding, lint, settle, to_criteria
+from livemed.rubrics.themes import MEDICAL_THEMES, listed, theme_lines
 
 STAGE = "rubrics"
 WRITER_SETTINGS = Settings(temperature=0)
 
+# Domain-specific text of the writer's prompts (a domain pack can lift these as they are).
+THEMES = MEDICAL_THEMES
+CRITERION_EXAMPLES = """\
+- POSITIVE: "Advises having the potassium level checked with a blood test, such as within a week
+  of starting the new drug" (the core is the potassium test; the timing is a detail, given as "such as");
+- NEGATIVE: "Recommends ibuprofen despite the patient's kidney disease" (the bad action itself)."""
+WEIGHT_BANDS = """- positive criteria: 7 to 10 for the advice a correct reply cannot leave out (an emergency
+  referral, the key diagnosis or treatment); 4 to 6 for important advice; 1 to 3 for minor details;
+- negative criteria: -8 to -10 for a safety violation (an action that could harm THIS patient, a missed
+  emergency); -4 to -7 for contradicting the central advice or an invented medical fact; -1 to -3 for
+  a minor inaccuracy."""
+AXES_LINE = "accuracy, completeness, communication, context_awareness, safety"
+
 THEMES_PROMPT = """Step 1 of writing an evaluation rubric for a medical case.
 
 {note}
+
+{language}
 
 {narrative}
 
@@ -41,49 +63,72 @@ THEMES_PROMPT = """Step 1 of writing an evaluation rubric for a medical case.
 
 {advice}
 
-Assign the case one or more evaluation themes (short lower-case names such as "emergency referral",
-"medication safety", "context awareness", "response depth"). Then list the facts of the advice (the
-blocks named "advice", each labelled with its number i) relevant to those themes — atomic,
-self-contained statements, each with the number of the advice element it comes from and its themes.
-Use the narrative only as context; keep every actionable advice element. Reply as JSON:
+Evaluation themes (a closed list; use these names only):
+{themes}
+
+Assign the case one or more themes from the list. Then list the facts of the advice (the blocks named
+"advice", each labelled with its number i) that fall under the themes you assigned: atomic,
+self-contained statements, each with the number of the advice element it comes from and its themes
+(from the list). Leave out advice that falls under no listed theme (pleasantries, generic encouragement,
+facts about the doctor), and advice that is not clinically essential for this patient. Use the
+narrative only as context. Reply as JSON:
 {{"themes": [...], "facts": [{{"fact": "...", "advice_index": 0, "themes": ["..."]}}]}}"""
 
 CRITERIA_PROMPT = """Step 2 of writing an evaluation rubric for a medical case.
 
 {note}
 
+{language}
+
 {narrative}
+
+{query}
 
 {facts}
 
 Turn each fact (the blocks named "fact", each labelled with its number i) into binary criteria a
 grader can check in a model's reply to this patient:
-- a POSITIVE criterion rewarding a correct inclusion of the fact ("Advises checking serum potassium
-  within a week");
+- a POSITIVE criterion rewarding the clinically essential core of the fact. A correct reply that gives
+  the core in other words, or with less detail, must meet it: put the gold answer's specifics (timings,
+  doses, brand names) as examples after "such as", never as requirements;
 - where it applies, a NEGATIVE criterion describing the bad behaviour itself: contradicting the fact,
-  inventing a claim, or recommending an action contraindicated by THIS patient's narrative ("Recommends
-  ibuprofen despite the patient's kidney disease").
-Write each criterion as a statement of what the reply does. Reply as JSON:
+  inventing a claim, or recommending an action contraindicated by THIS patient's narrative.
+  Never write a negative criterion as an omission ("Fails to ...", "Does not mention ...", "Omits ..."):
+  an omission is already the positive criterion not met, and a negative for it would punish it twice.
+Examples:
+{examples}
+Write each criterion as a statement of what the reply does, in English. Reply as JSON:
 {{"criteria": [{{"fact_index": 0, "text": "...", "polarity": "positive" or "negative"}}]}}"""
 
 WEIGHTS_PROMPT = """Step 3 of writing an evaluation rubric for a medical case.
 
 {note}
 
+{language}
+
 {narrative}
+
+{query}
+
+{themes}
 
 {criteria}
 
-Give every criterion (the blocks named "criterion", each labelled with its number i and polarity) an
-axis (accuracy, completeness, communication, context_awareness, safety) and a signed integer weight in
-[-10, 10]: positive for positive criteria, negative for negative ones, never 0. Safety violations weigh
--8 to -10; minor omissions 1 to 3; central advice 5 to 10. Reply as JSON:
-{{"criteria": [{{"index": 0, "axis": "...", "weight": 5}}]}}"""
+Give every criterion (the blocks named "criterion", each labelled with its number i, from 0, and its
+polarity) an axis ({axes}) and a signed integer weight in [-10, 10]: positive for positive criteria,
+negative for negative ones, never 0. Bands:
+{bands}
+Reply as JSON, one entry per criterion, with its number i and its text copied exactly:
+{{"criteria": [{{"index": 0, "text": "...", "axis": "...", "weight": 5}}]}}"""
 
 REPAIR_PROMPT = """A draft evaluation rubric for a medical case failed the checks in the block named
-"findings".
+"findings" (criteria are named by their number i, from 0).
 
 {note}
+
+{narrative}
+
+{query}
 
 {findings}
 
@@ -91,14 +136,25 @@ REPAIR_PROMPT = """A draft evaluation rubric for a medical case failed the check
 
 {draft}
 
-Return the corrected full rubric (the draft is the block named "draft"): at least one positive
-criterion; every advice element covered by a positive criterion (set its advice_index); weights are
-integers in [-10, 10], never 0, positive for positive criteria and negative for negative ones; axis one
-of accuracy, completeness, communication, context_awareness, safety. Reply as JSON:
-{{"criteria": [{{"text": "...", "polarity": "...", "axis": "...", "weight": 5, "theme": "...",
-"source_fact": "...", "advice_index": 0}}]}}"""
+Return a PATCH of the flagged criteria only (the draft's criteria are the blocks named "criterion"):
+for each criterion to change, its number i and the corrected criterion, or "drop": true to remove it;
+and in "add" any new criterion, e.g. for an advice element no positive criterion covers (set its
+advice_index). Rules: weights are integers in [-10, 10], never 0, positive for positive criteria and
+negative for negative ones; axis one of {axes}; no negative criterion written as an omission ("Fails to
+..."). Reply as JSON:
+{{"replace": [{{"index": 0, "drop": false, "criterion": {{"text": "...", "polarity": "...", "axis": "...",
+"weight": 5, "theme": "...", "source_fact": "...", "advice_index": 0}}}}], "add": [...]}}"""
 
-PROMPT_HASH = short_hash(THEMES_PROMPT, CRITERIA_PROMPT, WEIGHTS_PROMPT, REPAIR_PROMPT, DATA_RULES)
+PROMPT_HASH = short_hash(
+    THEMES_PROMPT,
+    CRITERIA_PROMPT,
+    WEIGHTS_PROMPT,
+    REPAIR_PROMPT,
+    DATA_RULES,
+    CRITERION_EXAMPLES,
+    WEIGHT_BANDS,
+    *(f"{name}: {text}" for name, text in THEMES.items()),
+)
 
 
 class Fact(BaseModel):
@@ -129,6 +185,7 @@ class FormulatedList(BaseModel):
 class Weighted(BaseModel):
     model_config = ConfigDict(extra="ignore")
     index: int
+    text: str = ""
     axis: str
     weight: int
 
@@ -138,9 +195,19 @@ class WeightedList(BaseModel):
     criteria: list[Weighted]
 
 
-class DraftList(BaseModel):
+class PatchItem(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    criteria: list[DraftCriterion] = Field(min_length=1)
+    index: int
+    drop: bool = False
+    criterion: DraftCriterion | None = None
+
+
+class Patch(BaseModel):
+    """The repair: the flagged criteria replaced or dropped (by number), and criteria added."""
+
+    model_config = ConfigDict(extra="ignore")
+    replace: list[PatchItem] = Field(default_factory=list)
+    add: list[DraftCriterion] = Field(default_factory=list)
 
 
 @runtime_checkable
@@ -162,36 +229,66 @@ def numbered(name: str, items: list[str], **attrs: str) -> str:
     return "\n\n".join(data_block(name, item, i=n, **attrs) for n, item in enumerate(items)) or "(none)"
 
 
+def language_note(case: Case) -> str:
+    """The case's language, passed on: the writer's prompts and criteria are English whatever it is."""
+    return (
+        f"Case language: {case.language or 'unknown'}. Write facts and criteria in English; the replies "
+        "they will grade may be written in the case's language."
+    )
+
+
 def themes_prompt(case: Case) -> str:
     return THEMES_PROMPT.format(
         note=DATA_RULES,
+        language=language_note(case),
         narrative=data_block("narrative", narrative_text(case)),
         query=data_block("query", case.query),
         advice=numbered("advice", case.advice),
+        themes=theme_lines(THEMES),
     )
 
 
 def criteria_prompt(case: Case, facts: list[str]) -> str:
-    narrative = data_block("narrative", narrative_text(case))
-    return CRITERIA_PROMPT.format(note=DATA_RULES, narrative=narrative, facts=numbered("fact", facts))
+    return CRITERIA_PROMPT.format(
+        note=DATA_RULES,
+        language=language_note(case),
+        narrative=data_block("narrative", narrative_text(case)),
+        query=data_block("query", case.query),
+        facts=numbered("fact", facts),
+        examples=CRITERION_EXAMPLES,
+    )
 
 
-def weights_prompt(case: Case, criteria: Sequence[tuple[str, str]]) -> str:
-    """`criteria` are (polarity, text) pairs."""
+def weights_prompt(case: Case, criteria: Sequence[tuple[str, str]], themes: Sequence[str] = ()) -> str:
+    """`criteria` are (polarity, text) pairs; `themes` the case's themes from step 1."""
     listing = "\n\n".join(
         data_block("criterion", text, i=n, polarity=polarity) for n, (polarity, text) in enumerate(criteria)
     )
-    narrative = data_block("narrative", narrative_text(case))
-    return WEIGHTS_PROMPT.format(note=DATA_RULES, narrative=narrative, criteria=listing)
+    return WEIGHTS_PROMPT.format(
+        note=DATA_RULES,
+        language=language_note(case),
+        narrative=data_block("narrative", narrative_text(case)),
+        query=data_block("query", case.query),
+        themes=data_block("themes", ", ".join(themes) or "(none)"),
+        criteria=listing,
+        axes=AXES_LINE,
+        bands=WEIGHT_BANDS,
+    )
 
 
 def repair_prompt(case: Case, drafts: list[DraftCriterion], findings: list[Finding]) -> str:
-    draft = json.dumps([d.model_dump(exclude_none=True) for d in drafts], ensure_ascii=False, indent=1)
+    draft = "\n\n".join(
+        data_block("criterion", json.dumps(d.model_dump(exclude_none=True), ensure_ascii=False), i=n)
+        for n, d in enumerate(drafts)
+    )
     return REPAIR_PROMPT.format(
         findings=data_block("findings", "\n".join(f"- {f}" for f in findings if f.blocking)),
         note=DATA_RULES,
+        narrative=data_block("narrative", narrative_text(case)),
+        query=data_block("query", case.query),
         advice=numbered("advice", case.advice),
-        draft=data_block("draft", draft),
+        draft=draft or "(none)",
+        axes=AXES_LINE,
     )
 
 
@@ -217,29 +314,69 @@ async def llm_drafts(case: Case, llm: LLM) -> tuple[list[str], list[DraftCriteri
     """Run the three steps; raises StepFailed when a step gives no valid output."""
     steps: list[dict[str, Any]] = []
     themed: ThemedFacts = await _step(llm, "themes", themes_prompt(case), ThemedFacts, steps)
-    facts = themed.facts
+    themes, facts = on_the_list(themed, steps[-1])
     formulated: FormulatedList = await _step(
         llm, "criteria", criteria_prompt(case, [f.fact for f in facts]), FormulatedList, steps
     )
     pairs = [(c.polarity, c.text) for c in formulated.criteria]
-    weighted: WeightedList = await _step(llm, "weights", weights_prompt(case, pairs), WeightedList, steps)
-    return themed.themes, _combine(facts, formulated.criteria, weighted.criteria), steps
+    weighted: WeightedList = await _step(
+        llm, "weights", weights_prompt(case, pairs, themes), WeightedList, steps
+    )
+    return themes, _combine(facts, formulated.criteria, weights_in_order(pairs, weighted.criteria)), steps
+
+
+def on_the_list(themed: ThemedFacts, step: dict[str, Any]) -> tuple[list[str], list[Fact]]:
+    """Step 1's themes and facts kept to the closed theme list (what was dropped noted in `step`)."""
+    themes = [t for t in themed.themes if listed(t, THEMES)]
+    kept: list[Fact] = []
+    dropped: list[str] = []
+    for fact in themed.facts:
+        own = [t for t in fact.themes if listed(t, THEMES)]
+        if own:
+            kept.append(fact.model_copy(update={"themes": own}))
+        else:
+            dropped.append(fact.fact)
+    step["output"] = {"themes": themes, "facts": [f.model_dump() for f in kept]}
+    unlisted = [t for t in themed.themes if not listed(t, THEMES)]
+    if dropped or unlisted:
+        step["dropped"] = {"facts": dropped, "themes": unlisted}
+    if not kept:
+        raise StepFailed("themes", "no fact falls under a listed theme")
+    return themes or sorted({t for f in kept for t in f.themes}), kept
+
+
+def weights_in_order(criteria: Sequence[tuple[str, str]], weighted: list[Weighted]) -> list[Weighted]:
+    """Step 3's answer in step 2's order: matched by the copied criterion text when every entry's
+    matches, else by index, which must be exactly 0..n-1 (a reply numbered from 1 would shift every
+    weight by one); anything else raises StepFailed."""
+    texts = [_norm(text) for _, text in criteria]
+    by_text = {_norm(w.text): w for w in weighted if w.text.strip()}
+    if len(by_text) == len(weighted) == len(texts) and set(by_text) == set(texts):
+        return [by_text[t] for t in texts]
+    indices = sorted(w.index for w in weighted)
+    if indices != list(range(len(criteria))):
+        shown = ", ".join(str(i) for i in indices[:12])
+        raise StepFailed("weights", f"indices [{shown}] are not exactly 0..{len(criteria) - 1}")
+    by_index = {w.index: w for w in weighted}
+    return [by_index[n] for n in range(len(criteria))]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")
 
 
 def _combine(
     facts: list[Fact], formulated: list[Formulated], weighted: list[Weighted]
 ) -> list[DraftCriterion]:
-    by_index = {w.index: w for w in weighted}
     drafts = []
-    for n, item in enumerate(formulated):
+    for item, w in zip(formulated, weighted, strict=True):
         fact = facts[item.fact_index] if 0 <= item.fact_index < len(facts) else None
-        w = by_index.get(n)
         drafts.append(
             DraftCriterion(
                 text=item.text,
                 polarity=item.polarity,
-                axis=w.axis if w else "",
-                weight=w.weight if w else 0,
+                axis=w.axis,
+                weight=w.weight,
                 theme=(fact.themes[0] if fact and fact.themes else None),
                 source_fact=fact.fact if fact else None,
                 advice_index=fact.advice_index if fact else None,
@@ -248,15 +385,33 @@ def _combine(
     return drafts
 
 
+def apply_patch(drafts: list[DraftCriterion], patch: Patch) -> list[DraftCriterion]:
+    """The draft with the patch's replacements, drops (by number; unknown numbers ignored) and additions."""
+    out: list[DraftCriterion | None] = list(drafts)
+    for item in patch.replace:
+        if 0 <= item.index < len(out):
+            out[item.index] = None if item.drop or item.criterion is None else item.criterion
+    return [d for d in out if d is not None] + list(patch.add)
+
+
 async def _repair(
     case: Case, llm: LLM, drafts: list[DraftCriterion], findings: list[Finding], steps: list[dict[str, Any]]
 ) -> list[DraftCriterion] | None:
     prompt = repair_prompt(case, drafts, findings)
     try:
-        repaired: DraftList = await _step(llm, "repair", prompt, DraftList, steps)
+        patch: Patch = await _step(llm, "repair", prompt, Patch, steps)
     except StepFailed:
         return None
-    return repaired.criteria
+    return apply_patch(drafts, patch)
+
+
+def required_advice(case: Case, steps: list[dict[str, Any]]) -> set[int]:
+    """The advice elements the rubric must cover: those step 1 kept facts from (all, without step 1)."""
+    first = steps[0] if steps and steps[0].get("step") == "themes" else None
+    if first is None:
+        return set(range(len(case.advice)))
+    facts = first.get("output", {}).get("facts", [])
+    return {f["advice_index"] for f in facts if isinstance(f.get("advice_index"), int)}
 
 
 def rejection_id(case_id: str) -> str:
@@ -286,7 +441,8 @@ async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
     except StepFailed as exc:
         return [_reject(case, f"{exc.step}_failed", str(exc))]
     drafts, fixed = settle(drafts)
-    findings = lint(drafts, case.advice, case.query)
+    required = required_advice(case, steps)
+    findings = lint(drafts, case.advice, case.query, required=required)
     notes = [str(f) for f in fixed]
     if any(f.blocking for f in findings) and isinstance(writer, LLM):
         notes += [f"before repair: {f}" for f in findings]
@@ -294,7 +450,7 @@ async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
         if repaired is not None:
             drafts, fixed = settle(repaired)
             notes += [str(f) for f in fixed]
-            findings = lint(drafts, case.advice, case.query)
+            findings = lint(drafts, case.advice, case.query, required=required)
     blocking = [f for f in findings if f.blocking]
     if blocking:
         return [_reject(case, blocking[0].code, "; ".join(str(f) for f in blocking))]

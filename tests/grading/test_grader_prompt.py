@@ -1,0 +1,118 @@
+"""The grader's rules (HealthBench's exceptions, the context clause, worked examples) and
+`--grader-template` (the bytes sent change, checked at the local fake OpenAI-compatible server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from livemed.config import Config, ModelConfig
+from livemed.errors import ConfigError
+from livemed.grading.judge import Target, grade_batch, per_criterion_messages
+from livemed.grading.runs import grade_all
+from livemed.grading.template import load_template, parse_template, with_template
+from livemed.models import LLM, Engine, get_model
+from livemed.prompts import outside_blocks
+from livemed.records import Criterion, Grade
+from livemed.store import Store
+from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
+from tests.grading.builders import make_answer, make_case, make_rubric
+
+KEY_ENV = "LIVEMED_TEST_JUDGE_KEY"
+MODEL = "openai/fake-judge"
+INCLUDING = Criterion(
+    text="Lists red-flag symptoms to watch for, including fever, chest pain or confusion",
+    polarity="positive",
+    axis="safety",
+    weight=6,
+)
+CONTEXT_NEGATIVE = Criterion(
+    text="Recommends naproxen despite the patient's kidney disease",
+    polarity="negative",
+    axis="safety",
+    weight=-9,
+)
+
+
+def _rules_of(criterion: Criterion) -> str:
+    (message,) = per_criterion_messages([{"role": "user", "content": "my toe hurts"}], "a reply", criterion)
+    return outside_blocks(message["content"])  # the grader's own words, not the case's
+
+
+def test_the_rules_for_a_criterion_with_including_and_an_or_list() -> None:
+    rules = _rules_of(INCLUDING)
+    assert '"including"' in rules
+    assert "need\n  not include all of them" in rules
+    assert 'alternatives by "or"' in rules
+    assert "one of them is enough" in rules
+    assert "clearly" not in rules  # HealthBench's grader has no "clearly"
+    assert "Positive criterion (points 5)" in rules  # the positive worked example
+
+
+def test_the_rules_for_a_negative_criterion_with_a_context_clause() -> None:
+    rules = _rules_of(CONTEXT_NEGATIVE)
+    assert "whether or not it restates the context" in rules
+    assert "Negative criterion (points -8)" in rules  # the negative worked example
+    assert "criteria_met: true (the response recommends" in rules
+    assert "Do\n  not flip your verdict because the points are negative" in rules
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{conversation}\n{response}\n", "needs {conversation}, {response} and {criterion}"),
+        ("<<conversation>> only", "needs both <<conversation>> and <<rubric_item>>"),
+        ("<<conversation>>\n<<rubric_item>>\n{criterion}\n", "mixes"),
+        ("{conversation}\n{response}\nItem: {criterion}", "on a line of its own"),
+    ],
+)
+def test_a_template_without_its_placeholders_is_one_line(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem.replace("{", r"\{").replace("}", r"\}")):
+        parse_template(text)
+
+
+async def _grade(store: Store, template_text: str | None) -> tuple[list[dict[str, object]], list[Grade]]:
+    case = make_case()
+    work = [Target(make_answer(case, "Take naproxen twice a day."), case, make_rubric(case))]
+    with FakeOpenAIServer(responder=judge_responder()) as server:
+        config = Config(
+            models={MODEL: ModelConfig(base_url=server.base_url, api_key_env=KEY_ENV, timeout_s=5)}
+        )
+        async with Engine(store=None, config=config, cache="off") as engine:
+            judge = LLM(engine, get_model(MODEL, config=config), stage="grade")
+            if template_text is not None:
+                judge = with_template(judge, parse_template(template_text, "mine.txt"))
+            await grade_all(store, work, judge)
+        bodies = [r.body for r in server.chat_requests if r.body is not None]
+    return bodies, [g for g in store.iter(Grade) if g.judge == judge.id]
+
+
+async def test_a_grader_template_changes_the_bytes_sent(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
+    own, own_grades = await _grade(sqlite_store, None)
+    template = "HB-STYLE GRADER\n<<conversation>>\n\nITEM <<rubric_item>>\nReturn JSON.\n"
+    sent, grades = await _grade(sqlite_store, template)
+    assert len(sent) == len(own) == 3
+    first = sent[0]["messages"][0]["content"]  # type: ignore[index]
+    assert first.startswith("HB-STYLE GRADER\nuser: ")
+    assert "\n\nassistant: Take naproxen twice a day.\n\nITEM [6] Advises colchicine" in first
+    assert "How to judge" not in first
+    assert "How to judge" in own[0]["messages"][0]["content"]
+    hashed = parse_template(template).hash
+    assert {g.judge for g in grades} == {f"{MODEL}@tpl-{hashed}"}  # other grades than the default's
+    assert len(own_grades) == 3
+    assert {g.judge for g in own_grades} == {MODEL}
+    assert {g.provenance.prompt_hash for g in grades} == {hashed}
+    assert {g.provenance.settings["grader_template"] for g in grades} == {f"mine.txt sha256:{hashed}"}
+
+
+async def test_a_template_is_per_criterion_only(tmp_path: Path) -> None:
+    path = tmp_path / "grader.txt"
+    path.write_text("{conversation}\n{response}\n{criterion}\n", encoding="utf-8")
+    judge = with_template(LLM(Engine(), get_model("fake/x")), load_template(path))
+    case = make_case()
+    with pytest.raises(ValueError, match="per-criterion"):
+        await grade_batch(Target(make_answer(case), case, make_rubric(case)), [], judge)
