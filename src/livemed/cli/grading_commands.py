@@ -137,7 +137,7 @@ def rubrics(
             run_stage(
                 store,
                 todo,
-                lambda case: write_rubric(case, model),
+                lambda case: write_rubric(case, model, pack),
                 output_id=lambda case: f"rubric:{case.id}",
                 output_kinds=["rubric"],
                 batch_size=16,

@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from livemed.domains import DomainPack
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Provenance, Record, Rejection, Rubric, short_hash
@@ -431,8 +432,11 @@ def _reject(case: Case, reason: str, detail: str) -> Rejection:
     )
 
 
-async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
-    """A checked Rubric for `case`, or a Rejection saying why there is none."""
+async def write_rubric(
+    case: Case, writer: LLM | OfflineWriter, pack: DomainPack | None = None
+) -> list[Record]:
+    """A checked Rubric for `case`, or a Rejection saying why there is none, for the domain pack's
+    axes, weight ranges and themes (default: medical)."""
     try:
         if isinstance(writer, OfflineWriter):
             themes, drafts, steps = writer.draft(case)
@@ -440,17 +444,17 @@ async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
             themes, drafts, steps = await llm_drafts(case, writer)
     except StepFailed as exc:
         return [_reject(case, f"{exc.step}_failed", str(exc))]
-    drafts, fixed = settle(drafts)
+    drafts, fixed = settle(drafts, pack)
     required = required_advice(case, steps)
-    findings = lint(drafts, case.advice, case.query, required=required)
+    findings = lint(drafts, case.advice, case.query, required=required, pack=pack)
     notes = [str(f) for f in fixed]
     if any(f.blocking for f in findings) and isinstance(writer, LLM):
         notes += [f"before repair: {f}" for f in findings]
         repaired = await _repair(case, writer, drafts, findings, steps)
         if repaired is not None:
-            drafts, fixed = settle(repaired)
+            drafts, fixed = settle(repaired, pack)
             notes += [str(f) for f in fixed]
-            findings = lint(drafts, case.advice, case.query, required=required)
+            findings = lint(drafts, case.advice, case.query, required=required, pack=pack)
     blocking = [f for f in findings if f.blocking]
     if blocking:
         return [_reject(case, blocking[0].code, "; ".join(str(f) for f in blocking))]
