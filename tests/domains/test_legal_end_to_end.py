@@ -37,9 +37,9 @@ THREADS = [
         "date": "2025-04-11T08:30:00+00:00",
         "title": "Landlord kept my deposit",
         "post": "I rent a flat in Wales as a private tenant. I moved out on 2 March. My landlord kept my "
-        "whole security deposit. The tenancy agreement says the deposit must be protected and returned. I have photos of the flat on the "
-        "day I left and the emails I sent him. I wrote to him twice but got no answer. What can I do to "
-        "get my deposit back?",
+        "whole security deposit. The tenancy agreement says the deposit must be protected and returned. "
+        "I have photos of the flat on the day I left and the emails I sent him. "
+        "I wrote to him twice but got no answer. What can I do to get my deposit back?",
         "replies": [
             {
                 "role": "verified",
@@ -56,8 +56,8 @@ MEDICAL_THREAD = {
     "id": "m1",
     "date": "2025-04-20T08:30:00+00:00",
     "title": "Headache and nausea",
-    "post": "I have had a headache and nausea for three days, and my doctor prescribed ibuprofen. I also feel "
-    "dizzy when I stand up and my stomach hurts after meals. Should I worry about the dizziness?",
+    "post": "I have had a headache and nausea for three days, and my doctor prescribed ibuprofen. "
+    "I also feel dizzy when I stand up and my stomach hurts after meals. Should I worry about the dizziness?",
     "replies": [{"role": "physician", "text": "You should see your doctor if the headache gets worse."}],
 }
 GUIDANCE = [
