@@ -176,3 +176,13 @@ def test_the_domain_option_wins_over_the_project_file_which_wins_over_medical(tm
     assert resolve_domain(None, None, config_path).name == "medical"
     assert resolve_domain(None, "packs/finance", config_path).name == "finance"  # relative to livemed.toml
     assert resolve_domain("legal", "packs/finance", config_path).name == "legal"
+
+
+def test_the_pack_in_docs_domains_md_loads_as_written(tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "domains.md").read_text(encoding="utf-8")
+    block = text.split("```toml\nname = ", 1)[1].split("```", 1)[0]
+    (tmp_path / "pack.toml").write_text("name = " + block, encoding="utf-8")
+    pack = load_pack(tmp_path)
+    assert (pack.name, pack.person, pack.safety_axes) == ("finance", "the saver", ("risk",))
+    assert pack.vocabulary.terms[:2] == ["pension", "mortgage"]
+    assert pack.offline.pattern_hazards[0].weight == -10
