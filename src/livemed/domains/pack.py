@@ -273,5 +273,21 @@ class DomainPack(Strict):
         from livemed.errors import ConfigError
 
         if name not in self.prompts:
-            raise ConfigError(f"domain pack {self.name!r} has no prompt {name!r} (prompts/{name}.txt)")
+            raise ConfigError(
+                f"domain pack {self.name!r} has no prompt {name!r}: write prompts/{name}.txt in its folder, "
+                'or add extends = "medical" to its pack.toml'
+            )
         return self.prompts[name]
+
+    def render(self, name: str, **parts: str) -> str:
+        """Prompt `name` with each `{part}` filled in one pass: text put in is never scanned again, so
+        a data block that happens to contain "{query}" stays as it is. Unknown `{words}` stay too."""
+        return fill(self.prompt(name), **parts)
+
+
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+
+def fill(template: str, **parts: str) -> str:
+    """`template` with every `{name}` given in `parts` replaced, in a single pass."""
+    return _PLACEHOLDER.sub(lambda m: parts.get(m.group(1), m.group(0)), template)
