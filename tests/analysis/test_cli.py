@@ -161,6 +161,8 @@ def test_report_writes_html_and_tables(project: Path) -> None:
     out = invoke(project, "report", "--out", str(project / "site" / "index.html"), "--max-cases", "5")
     html = (project / "site" / "index.html").read_text(encoding="utf-8")
     assert "<h2>Leaderboard</h2>" in html
+    assert "<h2>Answer length and score</h2>" in html
+    assert "Spearman rho" in html
     assert html.count('class="case"') == 5
     assert (project / "site" / "index-tables" / "contamination.csv").exists()
     assert "open it in a browser" in out

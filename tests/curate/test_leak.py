@@ -12,13 +12,14 @@ from livemed.curate import curate_store
 from livemed.curate.leak import audit, candidate_text, check, element_leak, tokens
 from livemed.records import Case, Narrative, Rejection
 from livemed.store import Store
-from tests.curate.conftest import make_chain, thread
+from tests.curate.conftest import POST, make_chain, thread
 from tests.curate.fakes import GOOD_SCREEN, fake_curator
 
 LEAKY_SCREEN = copy.deepcopy(GOOD_SCREEN)
-# an LLM Screener that copied the physician's advice into the narrative: grounded (the reply says it),
-# but the candidate would be shown the answer
-LEAKY_SCREEN["narrative"]["timeline"] = ["Take paracetamol for the pain and fever."]
+# an LLM Screener that put into the narrative what the asker was told to do: grounded (the post says
+# it; the Controller grounds narrative facts only in the post), but the candidate would be shown the answer
+LEAKY_SCREEN["narrative"]["timeline"] = ["The pharmacist said to take paracetamol for the pain and fever."]
+LEAKY_POST = POST + " The pharmacist said to take paracetamol for the pain and fever."
 
 
 def _case(narrative: Narrative, advice: list[str], query: str = "What should I do?") -> Case:
@@ -79,7 +80,7 @@ def test_check_rejects_over_the_threshold_and_keeps_at_or_below_it() -> None:
 
 async def test_an_llm_curated_case_that_states_its_advice_is_rejected_and_counted(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
-    store.put([thread("leaky")])
+    store.put([thread("leaky", post=LEAKY_POST)])
     await curate_store(store, make_chain(fake_curator(screen=LEAKY_SCREEN)))
     store.put([thread("clean")])
     await curate_store(store, make_chain(fake_curator()))
@@ -95,5 +96,5 @@ async def test_an_llm_curated_case_that_states_its_advice_is_rejected_and_counte
 
 async def test_the_threshold_is_configurable() -> None:
     chain = make_chain(fake_curator(screen=LEAKY_SCREEN), thresholds=Thresholds(answer_leak=1.0))
-    assert isinstance(await chain(thread()), Case)
+    assert isinstance(await chain(thread(post=LEAKY_POST)), Case)
     assert Thresholds().answer_leak == 0.6

@@ -23,7 +23,7 @@ from livemed.analysis.taxonomy import TaxonomyItem, criterion_results
 from livemed.curate.controller import audit_messages
 from livemed.curate.screener import screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
-from livemed.grading.answer import ANSWER_RULES, candidate_messages
+from livemed.grading.answer import ANSWER_RULES, CONSULT_RULES, candidate_messages
 from livemed.grading.judge import batched_messages, per_criterion_messages
 from livemed.grading.template import parse_template, template_prompt
 from livemed.models import Message
@@ -197,6 +197,9 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
         repair_prompt(_case(t), [_draft(t), _draft(t)], [Finding("uncovered_advice", t)])
     ),
     "grading.answer.candidate_messages": lambda t: candidate_messages(_case(t)),
+    "grading.answer.candidate_messages (derived, de)": lambda t: candidate_messages(
+        _case(t).model_copy(update={"query_derived": True, "language": "de"})
+    ),
     "grading.judge.per_criterion_messages": lambda t: per_criterion_messages(_convo(t), t, _criterion(t, -9)),
     "grading.judge.batched_messages": lambda t: batched_messages(
         _convo(t), t, [_criterion(t, 5), _criterion(t, -9), _criterion(t, 3)]
@@ -243,7 +246,9 @@ def test_outside_text_never_adds_or_moves_a_delimiter(name: str) -> None:
         assert all("<<<" not in b.text and ">>>" not in b.text for b in blocks)  # defused
         assert inside_blocks(prompt, ATTACK)
     assert any(ATTACK in p for p in attacked), "the outside text never reached the prompt"
-    assert any(DATA_RULES in p or ANSWER_RULES in p for p in plain), "the prompt must say the blocks are data"
+    assert any(DATA_RULES in p or ANSWER_RULES in p or CONSULT_RULES in p for p in plain), (
+        "the prompt must say the blocks are data"
+    )
     assert any("fine." in b.text for p in attacked for b in parse_blocks(p))
 
 

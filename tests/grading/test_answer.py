@@ -11,6 +11,7 @@ from livemed.curate.evidence.corpus import Passage
 from livemed.errors import UnknownNameError
 from livemed.grading.answer import (
     ANSWER_RULES,
+    CONSULT_RULES,
     answer_case,
     candidate_messages,
     conversation,
@@ -182,3 +183,25 @@ def test_lexical_grader_explains_itself() -> None:
     assert met
     assert "colchicine" in why
     assert match("anything", "the response mentions it") == (False, "criterion has no content words to match")
+
+
+def test_a_derived_query_is_put_as_a_clinicians_consult() -> None:
+    case = make_case(query_derived=True, query="What is the most likely diagnosis?")
+    [message] = candidate_messages(case)
+    assert message["content"].startswith(CONSULT_RULES)
+    [block] = parse_blocks(message["content"])
+    assert block.name == "consult_message"
+    assert block.text.startswith(
+        "A colleague would like your opinion on a patient.\n\nPatient: 58-year-old man."
+    )
+    assert "Past medical history: chronic kidney disease stage 3." in block.text
+    assert block.text.endswith("Question: What is the most likely diagnosis?")
+    assert "Hello doctor" not in message["content"]
+    assert "Hello doctor" in candidate_messages(make_case())[0]["content"]  # a patient's own question
+
+
+def test_the_case_language_is_passed_on_and_english_adds_nothing() -> None:
+    [german] = candidate_messages(make_case(language="de"))
+    assert "written in the language with the code de: reply in that language." in german["content"]
+    [english] = candidate_messages(make_case(language="en"))
+    assert "reply in that language" not in english["content"]

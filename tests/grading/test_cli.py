@@ -26,22 +26,6 @@ def run(store: Path, *args: str, code: int = 0) -> str:
     return " ".join(result.output.split())  # rich wraps long lines
 
 
-@pytest.fixture
-def kqa_store(tmp_path: Path, shared_data: Path) -> Path:
-    store = tmp_path / "s.db"
-    out = run(
-        store,
-        "import-kqa",
-        str(shared_data / "k-qa" / "questions_w_answers.jsonl"),
-        "--published",
-        "2024-01-01",
-        "--limit",
-        "6",
-    )
-    assert "imported 6 case(s)" in out
-    return store
-
-
 def evidence_file(tmp_path: Path, shared_data: Path, lines: int = 1500) -> Path:
     path = tmp_path / "evidence.jsonl"
     with (
@@ -78,6 +62,11 @@ def test_offline_pipeline_orders_reference_retrieval_empty(
         >= rows["offline/empty"]["score"]
     )
     assert rows["offline/empty"]["score"] == 0.0
+    length = {row["model"]: row for row in json.loads(board.read_text())["length"]}
+    assert length["offline/empty"]["median_words"] == 0.0  # empty answers: no length, constant
+    assert length["offline/empty"]["rho"] is None
+    assert length["offline/reference"]["n"] == rows["offline/reference"]["n"]
+    assert "answer length vs score, offline/reference: Spearman rho" in out
     assert rows["offline/reference"]["n"] == 6
     assert rows["offline/reference"]["convention"] == "livemed"
     with Store(kqa_store) as store:

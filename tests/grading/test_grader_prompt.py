@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from livemed.cli import app
 from livemed.config import Config, ModelConfig
 from livemed.errors import ConfigError
 from livemed.grading.judge import Target, grade_batch, per_criterion_messages
@@ -116,3 +118,34 @@ async def test_a_template_is_per_criterion_only(tmp_path: Path) -> None:
     case = make_case()
     with pytest.raises(ValueError, match="per-criterion"):
         await grade_batch(Target(make_answer(case), case, make_rubric(case)), [], judge)
+
+
+def test_grade_with_a_grader_template_through_the_cli(
+    kqa_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed.models.registry import PROVIDERS
+    from livemed.records import Run
+    from tests.grading.test_cli import run
+
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_cli:scripted_judge")
+    run(kqa_store, "rubrics", "--writer", "offline/rules", "--limit", "1")
+    run(kqa_store, "answer", "--model", "offline/reference", "--limit", "1")
+    template = tmp_path / "grader.txt"
+    template.write_text("Mine.\n{conversation}\n{response}\n{criterion}\nJSON.\n", encoding="utf-8")
+    hashed = parse_template(template.read_text(encoding="utf-8")).hash
+    out = run(kqa_store, "grade", "--judge", "fake/judge", "--grader-template", str(template))
+    assert f"grades by fake/judge@tpl-{hashed} (per-criterion)" in out
+    board = run(kqa_store, "scores", "--judge", f"fake/judge@tpl-{hashed}")
+    assert "offline/reference │ 1.000" in board
+    with Store(kqa_store) as store:
+        (graded,) = [r for r in store.iter(Run) if r.command == "grade"]
+        assert graded.settings["grader_template"] == f"grader.txt sha256:{hashed}"
+    for args, problem in (
+        (["--judge", "offline/lexical"], "needs a model judge"),
+        (["--judge", "fake/judge", "--mode", "batched"], "use --mode per-criterion"),
+    ):
+        result = CliRunner().invoke(
+            app, ["--store", str(kqa_store), "grade", *args, "--grader-template", str(template)]
+        )
+        assert isinstance(result.exception, ConfigError)
+        assert problem in str(result.exception)

@@ -12,7 +12,8 @@ tables turn it into `None` (`finite_or_none`), which the CLI and the report show
   all-equal values give the zero-width interval every resample agrees on;
 - a permutation p-value needs two values in each sample; when every value is equal (or, paired, every
   difference is 0) no rearrangement differs from the observed one and p = 1;
-- the Mann–Whitney p-value and Cliff's delta need one value in each sample (exact for tiny samples).
+- the Mann–Whitney p-value and Cliff's delta need one value in each sample (exact for tiny samples);
+- Spearman's correlation needs three pairs and two distinct values on each side.
 """
 
 from __future__ import annotations
@@ -277,6 +278,17 @@ def cliffs_delta(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArra
     greater = int(np.sum(a[:, None] > b[None, :]))
     less = int(np.sum(a[:, None] < b[None, :]))
     return (greater - less) / (a.size * b.size)
+
+
+def spearman(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> tuple[float, float]:
+    """Spearman's rank correlation of paired samples and its two-sided p-value.
+
+    Not computable (nan, nan): fewer than three pairs, or either sample constant (no ranks to order)."""
+    a, b = as_array(x), as_array(y)
+    if a.size < 3 or a.size != b.size or _constant(a) or _constant(b):
+        return math.nan, math.nan
+    result = stats.spearmanr(a, b)
+    return float(result.statistic), float(result.pvalue)
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:

@@ -1,14 +1,19 @@
 """Error taxonomy: why did a model's lowest-scoring answers fail?
 
-Four root causes (LiveMedBench method, step 9):
+Four root causes (LiveMedBench method, step 9), defined to be disjoint, with a precedence rule when
+more than one applies (MHME, then GOPR, then CNIF, then KGOC):
 
-- CNIF contextual neglect: the model knows the medicine but does not tailor it to this patient;
-- GOPR guideline overgeneralization: applies a general guideline without case-specific adaptation;
-- MHME hallucination: fabricates medical information;
-- KGOC knowledge gap: lacks the required factual knowledge.
+- MHME hallucination: states something medically false or invented (a drug, dose, finding or fact);
+- GOPR guideline overgeneralization: nothing false, but applies a general guideline or standard
+  pathway that this case's specifics make wrong;
+- CNIF contextual neglect: nothing false, sound in general, but ignores this patient's specifics;
+- KGOC knowledge gap: nothing false and nothing misapplied; omits knowledge the case requires.
 
-Knowledge-based failures are those about the facts themselves (KGOC: missing them, MHME: inventing
-them); reasoning-based failures are about applying correct knowledge to the case (CNIF, GOPR).
+A fifth label, NCE (no clinical error: the answer is clinically sound and the low score comes from
+the rubric or the grader's strictness), is not a root cause: `distribution` counts it apart, so it
+never inflates the knowledge-gap share. Knowledge-based failures are those about the facts
+themselves (KGOC: missing them, MHME: inventing them); reasoning-based failures are about applying
+correct knowledge to the case (CNIF, GOPR).
 
 `heuristic_label` is an offline baseline that reads only the pattern of missed and violated rubric
 criteria; it is labelled `method="heuristic"` and is no substitute for the LLM classifier in
@@ -29,11 +34,23 @@ from livemed.records import Answer, Case, Criterion, ErrorLabel, Grade, Rubric, 
 
 Category = Literal["CNIF", "GOPR", "MHME", "KGOC"]
 CATEGORIES: dict[str, str] = {
-    "CNIF": "contextual neglect: knows the medicine but ignores patient-specific constraints",
-    "GOPR": "guideline overgeneralization: applies a general guideline without adapting it to the case",
-    "MHME": "hallucination: fabricates or misstates medical information",
-    "KGOC": "knowledge gap: lacks the factual knowledge the case requires",
+    "CNIF": "contextual neglect: states nothing false and is sound in general, but ignores this patient's "
+    "specifics (age, pregnancy, comorbidities, medications, allergies, timeline)",
+    "GOPR": "guideline overgeneralization: states nothing false, but applies a general guideline or "
+    "standard pathway that this case's specifics make wrong",
+    "MHME": "hallucination: states a medical fact, drug, dose or finding that is false or invented",
+    "KGOC": "knowledge gap: states nothing false and misapplies nothing, but omits knowledge the case "
+    "requires",
 }
+NO_CLINICAL_ERROR = "NCE"
+NO_CLINICAL_ERROR_TEXT = (
+    "no clinical error: the answer is clinically sound; the low score comes from the rubric (a criterion "
+    "asks for something this case does not need) or from the grader's strictness"
+)
+PRECEDENCE_RULE = (
+    "When more than one root cause applies, choose the first in this order: MHME, GOPR, CNIF, KGOC. "
+    "Choose NCE only when none applies."
+)
 KNOWLEDGE: tuple[Category, ...] = ("KGOC", "MHME")
 REASONING: tuple[Category, ...] = ("CNIF", "GOPR")
 HEURISTIC_ID = "offline/heuristic"
@@ -157,31 +174,38 @@ def heuristic_label(item: TaxonomyItem) -> ErrorLabel:
 class DistributionRow(BaseModel):
     model: str
     classifier: str
-    n: int
+    n: int  # answers with a root cause (the four categories)
     counts: dict[str, int]
-    shares: dict[str, float]
+    shares: dict[str, float]  # of n
     knowledge_share: float
     reasoning_share: float
+    no_clinical_error: int = 0  # answers labelled NCE, counted apart from n
 
 
 def distribution(labels: Iterable[ErrorLabel]) -> list[DistributionRow]:
-    """Per (model, classifier): the count and share of each category, knowledge vs reasoning share."""
+    """Per (model, classifier): the count and share of each root cause, knowledge vs reasoning share;
+    answers labelled NCE (no clinical error) are counted apart and are in no share."""
     groups: dict[tuple[str, str], list[ErrorLabel]] = defaultdict(list)
     for label in labels:
         groups[(label.model, label.classifier)].append(label)
     out = []
     for (model, classifier), group in sorted(groups.items()):
         counts: Counter[str] = Counter(label.category for label in group)
-        n = len(group)
+        n = len(group) - counts[NO_CLINICAL_ERROR]
         out.append(
             DistributionRow(
                 model=model,
                 classifier=classifier,
                 n=n,
                 counts={cat: counts[cat] for cat in CATEGORIES},
-                shares={cat: counts[cat] / n for cat in CATEGORIES},
-                knowledge_share=sum(counts[c] for c in KNOWLEDGE) / n,
-                reasoning_share=sum(counts[c] for c in REASONING) / n,
+                shares={cat: _share(counts[cat], n) for cat in CATEGORIES},
+                knowledge_share=_share(sum(counts[c] for c in KNOWLEDGE), n),
+                reasoning_share=_share(sum(counts[c] for c in REASONING), n),
+                no_clinical_error=counts[NO_CLINICAL_ERROR],
             )
         )
     return out
+
+
+def _share(count: int, n: int) -> float:
+    return count / n if n else 0.0

@@ -171,10 +171,11 @@ def reasons_table(rows: Sequence[ReasonRow]) -> Table:
 
 
 def taxonomy_table(rows: Sequence[DistributionRow]) -> Table:
-    table = _table("error taxonomy", ["model", "classifier", "n", *CATEGORIES, "knowledge", "reasoning"], 2)
+    columns = ["model", "classifier", "n", *CATEGORIES, "knowledge", "reasoning", "no clinical error"]
+    table = _table("error taxonomy", columns, 2)
     for r in rows:
         table.add_row(
             r.model, r.classifier, str(r.n), *(str(r.counts[c]) for c in CATEGORIES),
-            f"{r.knowledge_share:.0%}", f"{r.reasoning_share:.0%}",
+            f"{r.knowledge_share:.0%}", f"{r.reasoning_share:.0%}", str(r.no_clinical_error),
         )  # fmt: skip
     return table

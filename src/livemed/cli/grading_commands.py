@@ -349,4 +349,4 @@ def grade(
 
 # The score, agreement and import/export commands live beside these; registering them here keeps
 # one import line in cli/application.py.
-from livemed.cli import interop_commands, score_commands  # noqa: E402,F401
+from livemed.cli import interop_commands, judge_modes, score_commands  # noqa: E402,F401

@@ -21,8 +21,10 @@ from livemed.errors import CallsFailedError, ConfigError, UserError
 if TYPE_CHECKING:
     from livemed.analysis.bimodality import BimodalityRow
     from livemed.analysis.completeness import Grading
+    from livemed.analysis.length import LengthRow
     from livemed.grading.runs import ScoreRun
     from livemed.records import Score
+    from livemed.store import Store
 
 
 @app.command()
@@ -90,6 +92,7 @@ def scores(
     for reason, n in sorted(run.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
     distribution = warn_bimodal(run.scores)
+    lengths = _print_length(store, run.scores)
     if json_out is not None:
         payload = {
             "judge": judge,
@@ -101,6 +104,7 @@ def scores(
             "grading": [g.model_dump() for g in grading.values()],
             "not_ranked": [g.model for g in left_out],
             "score_distribution": [asdict(row) for row in distribution],
+            "length": [row.model_dump() for row in lengths],
         }
         json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
@@ -116,6 +120,24 @@ def warn_bimodal(scores: list[Score]) -> list[BimodalityRow]:
     rows = score_distribution(scores)
     for line in warnings(rows):
         err_console.print(f"[yellow]warning:[/] {escape(line)}")
+    return rows
+
+
+def _print_length(store: Store, scores: list[Score]) -> list[LengthRow]:
+    """One line per model: answer length (words) against score (Spearman), `analysis.length`."""
+    from livemed.analysis.length import length_bias
+    from livemed.records import Answer
+
+    wanted = {s.answer_id for s in scores}
+    rows = length_bias((a for a in store.iter(Answer) if a.id in wanted), scores)
+    for row in rows:
+        rho = "—" if row.rho is None else f"{row.rho:+.2f}"
+        p = "" if row.p_value is None else f", p {row.p_value:.3g}"
+        console.print(
+            f"answer length vs score, {row.model}: Spearman rho {rho}{p} "
+            f"(n {row.n}, median {row.median_words:g} words)",
+            markup=False,
+        )
     return rows
 
 

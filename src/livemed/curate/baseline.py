@@ -41,7 +41,7 @@ ELY = {  # Ely categories by keyword; the first match names the query type
     r"|get (?:it |this )?checked"
     r"|see a|go to)\b",
     "prognosis": r"\b(?:serious|dangerous|worr\w*|go away|normal|how long|permanent|risk|safe)\b",
-    "test": r"\b(?:tests?|scan|x-?ray|results?|levels?|blood work|mri)\b",
+    "test_interpretation": r"\b(?:tests?|scan|x-?ray|results?|levels?|blood work|mri)\b",
 }
 _STOPWORDS = (
     "the and for you your with that this are not but can will should would could have has had been "
@@ -85,11 +85,15 @@ def check_query(prompt: str, pack: DomainPack | None = None) -> QueryCheck:
         Narrative.model_validate_json(blocks["narrative"].text) if "narrative" in blocks else Narrative()
     )
     line = re.search(r"^Checklist: (.*)$", prompt, re.MULTILINE)
-    items = [i.strip() for i in line.group(1).split(";")] if line else []
+    items = [re.sub(r"^\d+\.\s*", "", i.strip()) for i in line.group(1).split(";")] if line else []
+    clinical = bool(kinds) and (derived or "?" in query)
     return QueryCheck(
-        s_cc=bool(kinds) and (derived or "?" in query),
-        query_type=kinds[0] if kinds else "non_clinical",
-        items=[ItemCheck(item=item, present=item_present(item, narrative, pack)) for item in items],
+        query_type=kinds[0] if clinical else "non_clinical",
+        s_cc=clinical,
+        items=[
+            ItemCheck(index=n, item=item, present=item_present(item, narrative, pack))
+            for n, item in enumerate(items)
+        ],
     )
 
 

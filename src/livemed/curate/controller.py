@@ -1,12 +1,14 @@
 """The Controller: a grounding audit of every narrative entity and advice element. It never rewrites.
 
-Each element must be traceable to explicit text in the source: narrative entities in the document
-(title, post or report, and for threads the eligible replies), advice in the replies it may come from
-(physician, verified or accepted answers for threads; the report for case reports). The deterministic
-audit matches each element (rapidfuzz, normalised text; see `grounding.locate`) and stores the matched
-source span. An optional LLM audit then
-looks at the elements the fuzzy match missed (paraphrases): the model must quote the supporting source
-text, and the quote itself must be found in the source. Any element still ungrounded rejects the case.
+Each element must be traceable to explicit text in the source: narrative entities in the title and
+the asker's post (threads; never the replies) or the report's presentation (case reports: not its
+management, outcome or discussion sections), advice in the replies it may come from (physician,
+verified or accepted answers for threads; the report for case reports). The deterministic audit
+matches each element (rapidfuzz, normalised text; see `grounding.locate`) and stores the matched source
+span. An optional LLM audit then looks at the elements the fuzzy match missed (paraphrases): the model
+must quote the supporting source text, the quote must be found in the source, and the source span
+found must state the element (`states`: most of its content words), checked deterministically before
+it is accepted. Any element still ungrounded rejects the case (refused quotes named in the detail).
 """
 
 from __future__ import annotations
@@ -15,12 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.curate.grounding import Normalised, locate, normalise
 from livemed.curate.screener import advice_texts, is_thread, reject
+from livemed.curate.sections import HELD_BACK, sections
+from livemed.grading.lexical import content
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
+from livemed.rubrics.check import overlap
 
 STAGE = "controller"
 DEFAULT_MIN_SCORE = 90.0
+QUOTE_SUPPORT = 0.25  # the share of an element's content words its quote must hold
 
 AUDIT_PROMPT = f"""\
 You are the Controller of a medical benchmark curation pipeline. For each numbered element, decide
@@ -47,9 +53,23 @@ class AuditOutput(BaseModel):
 
 
 def narrative_source(doc: Doc) -> str:
-    """The document itself, plus the replies advice may come from (a physician may restate findings)."""
-    parts = [doc.title, doc.text, *(advice_texts(doc) if is_thread(doc) else [])]
-    return "\n\n".join(part for part in parts if part)
+    """Where narrative facts may come from: the title and the asker's post (never the replies), or a
+    case report's presentation (its management, outcome, follow-up and discussion sections left out,
+    `sections.HELD_BACK`)."""
+    if is_thread(doc):
+        return "\n\n".join(part for part in (doc.title, doc.text) if part)
+    presentation = [" ".join(s.sentences) for s in sections(doc.text) if s.heading not in HELD_BACK]
+    return "\n\n".join(part for part in (doc.title, *presentation) if part)
+
+
+def states(quote: str, element: str) -> bool:
+    """Does the quote state the element? A lexical floor: at least `QUOTE_SUPPORT` of the element's
+    content words, and two of them (all, when it has fewer), are in the quote (stemmed, spelling
+    variants allowed: `rubrics.check.overlap`). It refuses a real quote about something else; it
+    cannot tell a subtle misstatement from a paraphrase."""
+    want = len(content(element))
+    share = overlap(element, quote)
+    return share >= QUOTE_SUPPORT and round(share * want) >= min(2, want)
 
 
 def advice_source(doc: Doc) -> str:
@@ -77,6 +97,7 @@ class Controller:
             (advice_source(doc), [("advice", text) for text in case.advice]),
         ]
         spans: list[GroundedSpan] = []
+        refused: list[str] = []  # quotes found in the source that do not state their element
         method = "fuzzy"
         for source, elements in groups:
             found = self.fuzzy(source, elements)
@@ -84,12 +105,14 @@ class Controller:
                 audited = await self.llm_audit(source, found)
                 if audited is None:  # the call failed: no verdict, so the document is tried again
                     return reject(doc, "controller_failed", "the grounding audit call failed", stage=STAGE)
-                found, method = audited, "fuzzy+llm"
+                (found, refusals), method = audited, "fuzzy+llm"
+                refused += refusals
             spans.extend(found)
         ungrounded = [f"{s.field}: {s.element}" for s in spans if s.source_span is None]
         audit = GroundingAudit(passed=not ungrounded, method=method, spans=spans, ungrounded=ungrounded)
         if ungrounded:
-            return reject(doc, "ungrounded", "; ".join(ungrounded), stage=STAGE)
+            detail = "; ".join(ungrounded + [f"refused {r}" for r in refused])
+            return reject(doc, "ungrounded", detail, stage=STAGE)
         return case.model_copy(update={"grounding": audit, "status": "accepted"})
 
     def fuzzy(self, source: str, elements: list[tuple[str, str]]) -> list[GroundedSpan]:
@@ -108,8 +131,11 @@ class Controller:
             score=round(match.score, 2),
         )
 
-    async def llm_audit(self, source: str, spans: list[GroundedSpan]) -> list[GroundedSpan] | None:
-        """`spans` with the ones the model grounds by a verified quote filled in; None if the call failed."""
+    async def llm_audit(
+        self, source: str, spans: list[GroundedSpan]
+    ) -> tuple[list[GroundedSpan], list[str]] | None:
+        """`spans` with the ones the model grounds by a verified quote filled in, and the quotes refused
+        (found, but not stating their element); None if the call failed."""
         assert self.llm is not None
         todo = [(i, s.element) for i, s in enumerate(spans) if s.source_span is None]
         result = await self.llm.structured(audit_messages(source, todo), AuditOutput, Settings(temperature=0))
@@ -117,10 +143,15 @@ class Controller:
             return None
         hay = normalise(source)
         updated = list(spans)
+        refused: list[str] = []
         for verdict in result.value.elements:
             if verdict.grounded and verdict.quote.strip() and 0 <= verdict.index < len(spans):
                 span = updated[verdict.index]
                 quoted = self._span(span.field, verdict.quote, source, hay)
-                if quoted.source_span is not None and span.source_span is None:
+                if quoted.source_span is None or span.source_span is not None:
+                    continue
+                if states(quoted.source_span, span.element):  # the source's words, not the model's
                     updated[verdict.index] = quoted.model_copy(update={"element": span.element})
-        return updated
+                else:
+                    refused.append(f"{span.field}: quote {verdict.quote[:80]!r} does not state it")
+        return updated, refused

@@ -1,9 +1,16 @@
 """The Validator: scores a draft case and rejects weak ones.
 
-- s_cc: is Q a clinically meaningful question (Ely's taxonomy of clinical questions in the prompt);
-- s_inf: the fraction of a checklist of narrative items that are present (configurable per case type);
-- s_align: each advice element is checked against retrieved evidence — 1.0 supported, 0.5 partially,
-  0.0 unsupported; an element with no evidence retrieved scores 0.0 without asking the model; the mean.
+- s_cc: is Q a clinically meaningful question (Ely's taxonomy of clinical questions in the prompt); the
+  reply gives the query type first, and an s_cc that contradicts it is taken as False (`clinical`),
+  with a finding;
+- s_inf: the fraction of a checklist of narrative items that are present (configurable per case type):
+  the checklist is shown numbered, and the reply's items are matched by normalised name, the
+  narrative's own keys ("onset_duration"), or number (`present_items`); an item matching none is a
+  finding on the case;
+- s_align: each advice element is checked against retrieved evidence — 1.0 supported, 0.5 partially
+  (defined in the prompt), 0.0 unsupported, contradicting evidence recorded apart (`contradicted`); the
+  elements shown are numbered 0..m-1 whatever their positions; an element with no evidence retrieved
+  scores 0.0 without asking the model; the mean.
 
 A case is kept only when s_cc is true and s_inf and s_align are strictly above their thresholds.
 """
@@ -12,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -45,22 +54,65 @@ condition? can this drug cause this finding?), history and physical findings, te
 and non-clinical questions (administrative, legal, personal). A question is clinically meaningful
 when it belongs to one of the clinical categories and is about this patient's problem."""
 
+QUERY_TYPES = (
+    "diagnosis",
+    "treatment",
+    "management",
+    "epidemiology",
+    "prognosis",
+    "etiology",
+    "history_physical",
+    "test_interpretation",
+    "non_clinical",
+)
+QueryType = Literal[
+    "diagnosis",
+    "treatment",
+    "management",
+    "epidemiology",
+    "prognosis",
+    "etiology",
+    "history_physical",
+    "test_interpretation",
+    "non_clinical",
+]
+# How each checklist item may come back besides its own name (the narrative's own keys)
+ITEM_ALIASES = {
+    "chief complaint": ("chief_complaint", "complaint"),
+    "onset/duration": ("onset_duration", "onset", "duration"),
+    "symptom characteristics": ("symptoms", "symptom"),
+    "relevant history": ("history", "medical history", "past medical history"),
+    "sex": ("gender",),
+    "exam/labs": ("exam_labs", "exam", "labs"),
+}
+SUPPORT_LEVELS = """\
+- 1.0 supported: the evidence states the element's recommendation, for a patient like this one;
+- 0.5 partially supported: the evidence supports the element's main recommendation but not all of
+  it (a dose, a timing, a condition or a group it adds is not in the evidence), or supports it only
+  in general terms;
+- 0.0 unsupported: the evidence does not address the element. When the evidence states the
+  opposite (the element is contradicted), score 0.0 and set contradicted to true."""
+
 QUERY_PROMPT = f"""\
 You are the Validator of a medical benchmark curation pipeline.
 
-1. s_cc: decide whether the query is a clinically meaningful question about the patient.
+1. query_type: classify the query.
 {ELY_TAXONOMY}
-   Set query_type to the matching category (or "non_clinical").
-2. For each checklist item, say whether the narrative states it (present true/false).
+   Set query_type to the matching category, or "non_clinical".
+2. s_cc: true only when query_type is a clinical category and the query is about this patient's
+   problem (so s_cc is false whenever query_type is "non_clinical"). A query marked derived=true was
+   written from a case report by design: judge it as the report's clinical question.
+3. For each checklist item (numbered from 0), say whether the narrative states it: reply with its
+   number as index, its name as given, and present true/false.
 
 {DATA_RULES}
 """
 
 ALIGN_PROMPT = f"""\
-You are the Validator of a medical benchmark curation pipeline. For each advice element, judge it
-against the evidence passages shown with it: score 1.0 when the evidence supports it, 0.5 when the
-evidence partially supports it, 0.0 when the evidence does not support it or contradicts it. Use only
-the evidence shown, not your own knowledge.
+You are the Validator of a medical benchmark curation pipeline. For each advice element (numbered
+from 0), judge it against the evidence passages shown with it:
+{SUPPORT_LEVELS}
+Use only the evidence shown, not your own knowledge. Reply with one score per element, by its number.
 
 {DATA_RULES}
 """
@@ -69,15 +121,16 @@ the evidence shown, not your own knowledge.
 class ItemCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    item: str
+    index: int | None = None
+    item: str = ""
     present: bool
 
 
 class QueryCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    query_type: QueryType = "non_clinical"
     s_cc: bool
-    query_type: str = ""
     items: list[ItemCheck] = Field(default_factory=list)
 
 
@@ -86,6 +139,7 @@ class AlignmentScore(BaseModel):
 
     advice_index: int = Field(ge=0)
     score: float = Field(json_schema_extra={"enum": [0.0, 0.5, 1.0]})
+    contradicted: bool = False
     rationale: str = ""
 
     @field_validator("score")
@@ -102,11 +156,38 @@ class AlignmentOutput(BaseModel):
     scores: list[AlignmentScore] = Field(default_factory=list)
 
 
+def _key(name: str) -> str:
+    """A checklist name normalised: lower case, no numbering ("1. Age:"), `_` and spaces folded."""
+    name = re.sub(r"^\s*(?:\d+[.):]?|[-*•])\s*", "", name.lower())
+    return " ".join(name.replace("_", " ").strip(" :.").split())
+
+
+def present_items(checklist: Sequence[str], items: Sequence[ItemCheck]) -> tuple[set[int], list[str]]:
+    """The checklist indices the reply marks present, matched by index (when the reply's name does not
+    point elsewhere) or by normalised name and alias; and one finding per reply item matching none."""
+    names = {_key(item): n for n, item in enumerate(checklist)}
+    for k, item in enumerate(checklist):
+        names.update({_key(alias): k for alias in ITEM_ALIASES.get(item.lower(), ())})
+    present: set[int] = set()
+    misses: list[str] = []
+    for check in items:
+        by_name = names.get(_key(check.item)) if check.item.strip() else None
+        by_index = check.index if check.index is not None and 0 <= check.index < len(checklist) else None
+        n: int | None = by_name if by_name is not None else by_index
+        if n is None:
+            misses.append(
+                f"validator: checklist reply item {check.item!r} (index {check.index}) matched no item"
+            )
+        elif check.present:
+            present.add(n)
+    return present, misses
+
+
 def query_messages(case: Case, checklist: Sequence[str]) -> list[Message]:
     narrative = json.dumps(case.narrative.model_dump(), ensure_ascii=False, indent=1)
     user = (
         "Checklist: "
-        + "; ".join(checklist)
+        + "; ".join(f"{n}. {item}" for n, item in enumerate(checklist))
         + "\n\n"
         + data_block("query", case.query, derived=str(case.query_derived).lower())
         + "\n\n"
@@ -116,10 +197,13 @@ def query_messages(case: Case, checklist: Sequence[str]) -> list[Message]:
 
 
 def align_messages(advice: Mapping[int, str], evidence: Mapping[int, list[EvidenceRef]]) -> list[Message]:
+    """The elements shown numbered 0..m-1 in order, whatever their positions in the case's advice
+    (numbers that skip would shift every score of a model that numbers from 0); `Validator.align`
+    maps the numbers back."""
     blocks = []
-    for index, text in advice.items():
-        blocks.append(data_block("advice", text, i=index))
-        blocks.extend(data_block("evidence", ref.snippet, i=index, id=ref.id) for ref in evidence[index])
+    for shown, (index, text) in enumerate(advice.items()):
+        blocks.append(data_block("advice", text, i=shown))
+        blocks.extend(data_block("evidence", ref.snippet, i=shown, id=ref.id) for ref in evidence[index])
     user = "\n\n".join(blocks)
     return [{"role": "system", "content": ALIGN_PROMPT}, {"role": "user", "content": user}]
 
@@ -154,17 +238,19 @@ class Validator:
             return reject(doc, "retrieval_failed", str(exc), stage=STAGE)
         if advice_checks is None:
             return reject(doc, "validator_failed", "the alignment call failed", stage=STAGE)
-        present = {c.item.strip().lower() for c in checked.value.items if c.present}
-        missing = [item for item in checklist if item.lower() not in present]
+        present, findings = present_items(checklist, checked.value.items)
+        missing = [item for n, item in enumerate(checklist) if n not in present]
+        s_cc, contradiction = clinical(checked.value)
         validation = Validation(
-            s_cc=checked.value.s_cc,
+            s_cc=s_cc,
             s_inf=round((len(checklist) - len(missing)) / len(checklist), 4),
             s_align=round(sum(c.score for c in advice_checks) / len(advice_checks), 4),
-            query_type=checked.value.query_type or None,
+            query_type=checked.value.query_type,
             missing_items=missing,
             advice_checks=advice_checks,
         )
-        return verdict(case, doc, validation, thresholds)
+        noted = case.model_copy(update={"findings": [*case.findings, *findings, *contradiction]})
+        return verdict(noted, doc, validation, thresholds)
 
     async def align(self, advice: list[str], retriever: Retriever) -> list[AdviceCheck] | None:
         evidence = dict(enumerate(await search_all(retriever, advice, self.k)))
@@ -176,7 +262,10 @@ class Validator:
             )
             if result.value is None:
                 return None
-            scores = {s.advice_index: s for s in result.value.scores if s.advice_index in with_evidence}
+            positions = list(with_evidence)  # shown number -> position in the advice
+            scores = {
+                positions[s.advice_index]: s for s in result.value.scores if s.advice_index < len(positions)
+            }
         return [_check(i, scores.get(i), evidence[i]) for i in range(len(advice))]
 
 
@@ -199,7 +288,23 @@ def _check(index: int, score: AlignmentScore | None, evidence: list[EvidenceRef]
         return AdviceCheck(advice_index=index, score=0.0, rationale="no evidence retrieved")
     if score is None:
         return AdviceCheck(advice_index=index, score=0.0, rationale="not scored", evidence=evidence)
-    return AdviceCheck(advice_index=index, score=score.score, rationale=score.rationale, evidence=evidence)
+    return AdviceCheck(
+        advice_index=index,
+        score=0.0 if score.contradicted else score.score,
+        contradicted=score.contradicted,
+        rationale=score.rationale,
+        evidence=evidence,
+    )
+
+
+def clinical(check: QueryCheck) -> tuple[bool, list[str]]:
+    """s_cc checked against the query type: a clinical verdict with a non-clinical type is taken as not
+    clinical; either contradiction is noted (one finding)."""
+    typed = check.query_type != "non_clinical"
+    if check.s_cc == typed:
+        return check.s_cc, []
+    note = f"validator: s_cc={check.s_cc} contradicts query_type {check.query_type!r}; s_cc taken as False"
+    return False, [note]
 
 
 def verdict(case: Case, doc: Doc, validation: Validation, thresholds: Thresholds) -> Case | Rejection:

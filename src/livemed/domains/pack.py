@@ -23,6 +23,8 @@ NARRATIVE_SLOTS = (
     "symptoms",
     "onset_duration",
     "history",
+    "family_history",
+    "social_history",
     "medications",
     "allergies",
     "exam_labs",

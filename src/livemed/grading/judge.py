@@ -60,7 +60,8 @@ RULE_TEXT = """How to judge:
 - A negative criterion's context ("despite the patient's kidney disease", "in this pregnant
   patient") describes the patient in the conversation, not something the response must say: judge
   whether the response does the bad thing to this patient, whether or not it restates the context.
-- Judge what the response says, not how long it is."""
+- Judge what the response says, not how long it is. The conversation and the response may be in
+  another language than the criterion: judge what they mean."""
 
 EXAMPLES = """Worked examples (not this case):
 - Positive criterion (points 5): "Advises checking blood pressure at home, such as twice daily for a

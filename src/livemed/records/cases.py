@@ -20,6 +20,8 @@ class Narrative(BaseModel):
     symptoms: list[str] = Field(default_factory=list)
     onset_duration: list[str] = Field(default_factory=list)
     history: list[str] = Field(default_factory=list)
+    family_history: list[str] = Field(default_factory=list)
+    social_history: list[str] = Field(default_factory=list)
     medications: list[str] = Field(default_factory=list)
     allergies: list[str] = Field(default_factory=list)
     exam_labs: list[str] = Field(default_factory=list)
@@ -49,6 +51,7 @@ class AdviceCheck(BaseModel):
 
     advice_index: int = Field(ge=0)
     score: float = Field(description="1.0 supported, 0.5 partially supported, 0.0 unsupported")
+    contradicted: bool = False  # the evidence states the opposite (0.0 too, but recorded apart)
     rationale: str = ""
     evidence: list[EvidenceRef] = Field(default_factory=list)
 

@@ -237,7 +237,7 @@ class ErrorLabel(Record):
     model: str = Field(min_length=1)
     classifier: str = Field(min_length=1, description="a model id, or 'offline/heuristic'")
     method: Literal["llm", "heuristic"] = "llm"
-    category: Literal["CNIF", "GOPR", "MHME", "KGOC"]
+    category: Literal["CNIF", "GOPR", "MHME", "KGOC", "NCE"]  # NCE: no clinical error (reported apart)
     rationale: str = ""
     score: float | None = None
 

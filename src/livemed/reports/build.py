@@ -16,6 +16,7 @@ from livemed.analysis.contamination import AnalysisSettings, ContaminationResult
 from livemed.analysis.cutoffs import CutoffEntry
 from livemed.analysis.funnel import FunnelRow, ReasonRow, store_funnel
 from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison, compare, leaderboard
+from livemed.analysis.length import LengthRow, length_bias
 from livemed.analysis.provenance import PromptRow, RunRow, UsageRow, prompt_hashes, runs_table, usage_by_model
 from livemed.analysis.taxonomy import CriterionResult, DistributionRow, criterion_results, distribution
 from livemed.analysis.trends import TrendRow, monthly
@@ -74,6 +75,7 @@ class ReportData:
     grading: list[Grading] = field(default_factory=list)
     not_ranked: list[Grading] = field(default_factory=list)
     score_distribution: list[BimodalityRow] = field(default_factory=list)
+    length: list[LengthRow] = field(default_factory=list)  # answer length vs score, per model
 
     @property
     def total_cost(self) -> float:
@@ -134,6 +136,10 @@ def build_report(
         n_cases=len(cases), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
         score_distribution=score_distribution(scored.scores),
     )  # fmt: skip
+    models = {row.model for row in ranked}
+    scores = [score for score in scored.scores if score.model in models]
+    wanted = {score.answer_id for score in scores}
+    data.length = length_bias((a for a in store.iter(Answer) if a.id in wanted), scores)
     data.charts = _charts(data)
     return data
 
