@@ -44,7 +44,7 @@ def test_the_shipped_packs_and_the_medical_default() -> None:
     assert harm is not None
     assert harm.safety_like
     assert harm.negative == (-10, -8)
-    assert "deadlines and limitation periods" in legal.theme_names
+    assert "deadline or limitation period" in legal.theme_names
     assert legal.checklist("thread") == legal.checklists["default"]
 
 
@@ -64,7 +64,7 @@ def test_the_rule_writer_with_the_legal_pack_weighs_a_missed_limitation_period_m
     themes, drafts, steps = RuleWriter(load_pack("legal")).draft(legal_case())
     legal_axes = set(load_pack("legal").axis_names)
     assert {d.axis for d in drafts} <= legal_axes
-    assert "deadlines and limitation periods" in themes
+    assert "deadline or limitation period" in themes
     first = drafts[0]
     assert (first.polarity, first.axis, first.weight) == ("positive", "harm", 9)
     negatives = {d.text: d for d in drafts if d.polarity == "negative"}
@@ -76,7 +76,7 @@ def test_the_rule_writer_with_the_legal_pack_weighs_a_missed_limitation_period_m
     assert (papers.axis, papers.weight) == ("harm", -9)
     assert all(d.axis == "harm" and -10 <= d.weight <= -8 for d in negatives.values())
     assert any(d.text.startswith("Advises the person to") for d in drafts)
-    assert steps[-1]["rules"].startswith("pack legal: harm 9 (theme:deadlines and limitation periods)")
+    assert steps[-1]["rules"].startswith("pack legal: harm 9 (theme:deadline or limitation period)")
 
 
 def test_the_unsafe_baseline_says_the_legal_pack_s_first_hazard() -> None:
@@ -98,13 +98,13 @@ def test_a_third_pack_from_a_folder_alone(tmp_path: Path) -> None:
     assert pack.evidence_corpus() == str(folder.resolve() / "guides.jsonl")
     assert load_pack(folder / "pack.toml") is pack  # the file itself names the folder too
     themes, drafts, _ = RuleWriter(pack).draft(finance_case())
-    assert themes == ["fees", "general money advice"]
+    assert themes == ["cost", "general money advice"]
     by_text = {d.text: d for d in drafts}
     assert {d.axis for d in drafts} == {"correctness", "suitability", "risk"}
-    assert (drafts[0].axis, drafts[0].weight, drafts[0].theme) == ("correctness", 6, "fees")
+    assert (drafts[0].axis, drafts[0].weight, drafts[0].theme) == ("correctness", 6, "cost")
     assert (drafts[2].axis, drafts[2].weight) == ("risk", 9)  # its urgent cue: "scam"
     hazard = by_text["Recommends putting all the savings into a single stock."]
-    assert (hazard.axis, hazard.weight, hazard.theme) == ("risk", -10, "protecting savings")
+    assert (hazard.axis, hazard.weight, hazard.theme) == ("risk", -10, "capital protection")
     words = VocabularyFilter(min_hits=2, pack=pack)
     kept = words(
         doc("Should I pay off my credit card or build an emergency fund first? The interest is high.")

@@ -80,6 +80,18 @@ class ThemeSpec(Strict):
     name: str = Field(min_length=1)
     description: str = Field(min_length=1)
 
+    @field_validator("name")
+    @classmethod
+    def _one_spelling(cls, value: str) -> str:
+        from livemed.records.grading import canonical_theme
+
+        if canonical_theme(value) != value:
+            raise ValueError(
+                f"theme {value!r} is not in its one spelling {canonical_theme(value)!r} (lower case, "
+                "the last word singular), which criteria and rubrics store"
+            )
+        return value
+
 
 class WeightRule(Strict):
     """One rule of the offline rubric writer: the first rule whose conditions all hold gives a positive

@@ -24,138 +24,45 @@ reason).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from livemed.domains import DomainPack
+from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Provenance, Record, Rejection, Rubric, short_hash
 from livemed.rubrics.check import DraftCriterion, Finding, lint, settle, to_criteria
-from livemed.rubrics.themes import MEDICAL_THEMES, listed, theme_lines
+from livemed.rubrics.themes import MEDICAL_THEMES, listed, pack_themes, theme_lines
 
 STAGE = "rubrics"
 WRITER_SETTINGS = Settings(temperature=0)
 
-# Domain-specific text of the writer's prompts (a domain pack can lift these as they are).
-THEMES = MEDICAL_THEMES
-CRITERION_EXAMPLES = """\
-- POSITIVE: "Advises having the potassium level checked with a blood test, such as within a week
-  of starting the new drug" (the core is the potassium test; the timing is a detail, given as "such as");
-- NEGATIVE: "Recommends ibuprofen despite the patient's kidney disease" (the bad action itself)."""
-WEIGHT_BANDS = """- positive criteria: 7 to 10 for the advice a correct reply cannot leave out (an emergency
-  referral, the key diagnosis or treatment); 4 to 6 for important advice; 1 to 3 for minor details;
-- negative criteria: -8 to -10 for a safety violation (an action that could harm THIS patient, a missed
-  emergency); -4 to -7 for contradicting the central advice or an invented medical fact; -1 to -3 for
-  a minor inaccuracy."""
-AXES_LINE = "accuracy, completeness, communication, context_awareness, safety"
-
-THEMES_PROMPT = """Step 1 of writing an evaluation rubric for a medical case.
-
-{note}
-
-{language}
-
-{narrative}
-
-{query}
-
-{advice}
-
-Evaluation themes (a closed list; use these names only):
-{themes}
-
-Assign the case one or more themes from the list. Then list the facts of the advice (the blocks named
-"advice", each labelled with its number i) that fall under the themes you assigned: atomic,
-self-contained statements, each with the number of the advice element it comes from and its themes
-(from the list). Leave out advice that falls under no listed theme (pleasantries, generic encouragement,
-facts about the doctor), and advice that is not clinically essential for this patient. Use the
-narrative only as context. Reply as JSON:
-{{"themes": [...], "facts": [{{"fact": "...", "advice_index": 0, "themes": ["..."]}}]}}"""
-
-CRITERIA_PROMPT = """Step 2 of writing an evaluation rubric for a medical case.
-
-{note}
-
-{language}
-
-{narrative}
-
-{query}
-
-{facts}
-
-Turn each fact (the blocks named "fact", each labelled with its number i) into binary criteria a
-grader can check in a model's reply to this patient:
-- a POSITIVE criterion rewarding the clinically essential core of the fact. A correct reply that gives
-  the core in other words, or with less detail, must meet it: put the gold answer's specifics (timings,
-  doses, brand names) as examples after "such as", never as requirements;
-- where it applies, a NEGATIVE criterion describing the bad behaviour itself: contradicting the fact,
-  inventing a claim, or recommending an action contraindicated by THIS patient's narrative.
-  Never write a negative criterion as an omission ("Fails to ...", "Does not mention ...", "Omits ..."):
-  an omission is already the positive criterion not met, and a negative for it would punish it twice.
-Examples:
-{examples}
-Write each criterion as a statement of what the reply does, in English. Reply as JSON:
-{{"criteria": [{{"fact_index": 0, "text": "...", "polarity": "positive" or "negative"}}]}}"""
-
-WEIGHTS_PROMPT = """Step 3 of writing an evaluation rubric for a medical case.
-
-{note}
-
-{language}
-
-{narrative}
-
-{query}
-
-{themes}
-
-{criteria}
-
-Give every criterion (the blocks named "criterion", each labelled with its number i, from 0, and its
-polarity) an axis ({axes}) and a signed integer weight in [-10, 10]: positive for positive criteria,
-negative for negative ones, never 0. Bands:
-{bands}
-Reply as JSON, one entry per criterion, with its number i and its text copied exactly:
-{{"criteria": [{{"index": 0, "text": "...", "axis": "...", "weight": 5}}]}}"""
-
-REPAIR_PROMPT = """A draft evaluation rubric for a medical case failed the checks in the block named
-"findings" (criteria are named by their number i, from 0).
-
-{note}
-
-{narrative}
-
-{query}
-
-{findings}
-
-{advice}
-
-{draft}
-
-Return a PATCH of the flagged criteria only (the draft's criteria are the blocks named "criterion"):
-for each criterion to change, its number i and the corrected criterion, or "drop": true to remove it;
-and in "add" any new criterion, e.g. for an advice element no positive criterion covers (set its
-advice_index). Rules: weights are integers in [-10, 10], never 0, positive for positive criteria and
-negative for negative ones; axis one of {axes}; no negative criterion written as an omission ("Fails to
-..."). Reply as JSON:
-{{"replace": [{{"index": 0, "drop": false, "criterion": {{"text": "...", "polarity": "...", "axis": "...",
-"weight": 5, "theme": "...", "source_fact": "...", "advice_index": 0}}}}], "add": [...]}}"""
-
-PROMPT_HASH = short_hash(
-    THEMES_PROMPT,
-    CRITERIA_PROMPT,
-    WEIGHTS_PROMPT,
-    REPAIR_PROMPT,
-    DATA_RULES,
-    CRITERION_EXAMPLES,
-    WEIGHT_BANDS,
-    *(f"{name}: {text}" for name, text in THEMES.items()),
+# The writer's prompts are the domain pack's (`prompts/rubric_*.txt`): the four step templates, the
+# criterion examples and the weight bands; the theme list and the axes are the pack's data.
+PROMPTS = (
+    "rubric_themes",
+    "rubric_criteria",
+    "rubric_weights",
+    "rubric_repair",
+    "rubric_examples",
+    "rubric_weight_bands",
 )
+
+
+def prompt_hash(pack: DomainPack | None = None) -> str:
+    """The hash of everything the writer's prompts are made of, for one pack."""
+    pack = pack or medical()
+    return short_hash(
+        *(pack.prompt(name) for name in PROMPTS),
+        DATA_RULES,
+        ", ".join(pack.axis_names),
+        *(f"{name}: {text}" for name, text in pack_themes(pack).items()),
+    )
+
+
+PROMPT_HASH = prompt_hash()  # the medical pack's
 
 
 class Fact(BaseModel):
@@ -238,58 +145,73 @@ def language_note(case: Case) -> str:
     )
 
 
-def themes_prompt(case: Case) -> str:
-    return THEMES_PROMPT.format(
+def themes_prompt(case: Case, pack: DomainPack | None = None) -> str:
+    pack = pack or medical()
+    return pack.render(
+        "rubric_themes",
         note=DATA_RULES,
         language=language_note(case),
         narrative=data_block("narrative", narrative_text(case)),
         query=data_block("query", case.query),
         advice=numbered("advice", case.advice),
-        themes=theme_lines(THEMES),
+        themes=theme_lines(pack_themes(pack)),
     )
 
 
-def criteria_prompt(case: Case, facts: list[str]) -> str:
-    return CRITERIA_PROMPT.format(
+def criteria_prompt(case: Case, facts: list[str], pack: DomainPack | None = None) -> str:
+    pack = pack or medical()
+    return pack.render(
+        "rubric_criteria",
         note=DATA_RULES,
         language=language_note(case),
         narrative=data_block("narrative", narrative_text(case)),
         query=data_block("query", case.query),
         facts=numbered("fact", facts),
-        examples=CRITERION_EXAMPLES,
+        examples=pack.prompt("rubric_examples"),
     )
 
 
-def weights_prompt(case: Case, criteria: Sequence[tuple[str, str]], themes: Sequence[str] = ()) -> str:
+def weights_prompt(
+    case: Case,
+    criteria: Sequence[tuple[str, str]],
+    themes: Sequence[str] = (),
+    pack: DomainPack | None = None,
+) -> str:
     """`criteria` are (polarity, text) pairs; `themes` the case's themes from step 1."""
+    pack = pack or medical()
     listing = "\n\n".join(
         data_block("criterion", text, i=n, polarity=polarity) for n, (polarity, text) in enumerate(criteria)
     )
-    return WEIGHTS_PROMPT.format(
+    return pack.render(
+        "rubric_weights",
         note=DATA_RULES,
         language=language_note(case),
         narrative=data_block("narrative", narrative_text(case)),
         query=data_block("query", case.query),
         themes=data_block("themes", ", ".join(themes) or "(none)"),
         criteria=listing,
-        axes=AXES_LINE,
-        bands=WEIGHT_BANDS,
+        axes=", ".join(pack.axis_names),
+        bands=pack.prompt("rubric_weight_bands"),
     )
 
 
-def repair_prompt(case: Case, drafts: list[DraftCriterion], findings: list[Finding]) -> str:
+def repair_prompt(
+    case: Case, drafts: list[DraftCriterion], findings: list[Finding], pack: DomainPack | None = None
+) -> str:
+    pack = pack or medical()
     draft = "\n\n".join(
         data_block("criterion", json.dumps(d.model_dump(exclude_none=True), ensure_ascii=False), i=n)
         for n, d in enumerate(drafts)
     )
-    return REPAIR_PROMPT.format(
+    return pack.render(
+        "rubric_repair",
         findings=data_block("findings", "\n".join(f"- {f}" for f in findings if f.blocking)),
         note=DATA_RULES,
         narrative=data_block("narrative", narrative_text(case)),
         query=data_block("query", case.query),
         advice=numbered("advice", case.advice),
         draft=draft or "(none)",
-        axes=AXES_LINE,
+        axes=", ".join(pack.axis_names),
     )
 
 
@@ -311,34 +233,39 @@ async def _step(llm: LLM, step: str, prompt: str, schema: type[Any], steps: list
     return result.value
 
 
-async def llm_drafts(case: Case, llm: LLM) -> tuple[list[str], list[DraftCriterion], list[dict[str, Any]]]:
-    """Run the three steps; raises StepFailed when a step gives no valid output."""
+async def llm_drafts(
+    case: Case, llm: LLM, pack: DomainPack | None = None
+) -> tuple[list[str], list[DraftCriterion], list[dict[str, Any]]]:
+    """Run the three steps with the pack's prompts; raises StepFailed when a step gives no valid output."""
+    pack = pack or medical()
     steps: list[dict[str, Any]] = []
-    themed: ThemedFacts = await _step(llm, "themes", themes_prompt(case), ThemedFacts, steps)
-    themes, facts = on_the_list(themed, steps[-1])
+    themed: ThemedFacts = await _step(llm, "themes", themes_prompt(case, pack), ThemedFacts, steps)
+    themes, facts = on_the_list(themed, steps[-1], pack_themes(pack))
     formulated: FormulatedList = await _step(
-        llm, "criteria", criteria_prompt(case, [f.fact for f in facts]), FormulatedList, steps
+        llm, "criteria", criteria_prompt(case, [f.fact for f in facts], pack), FormulatedList, steps
     )
     pairs = [(c.polarity, c.text) for c in formulated.criteria]
     weighted: WeightedList = await _step(
-        llm, "weights", weights_prompt(case, pairs, themes), WeightedList, steps
+        llm, "weights", weights_prompt(case, pairs, themes, pack), WeightedList, steps
     )
     return themes, _combine(facts, formulated.criteria, weights_in_order(pairs, weighted.criteria)), steps
 
 
-def on_the_list(themed: ThemedFacts, step: dict[str, Any]) -> tuple[list[str], list[Fact]]:
+def on_the_list(
+    themed: ThemedFacts, step: dict[str, Any], listing: Mapping[str, str] = MEDICAL_THEMES
+) -> tuple[list[str], list[Fact]]:
     """Step 1's themes and facts kept to the closed theme list (what was dropped noted in `step`)."""
-    themes = [t for t in themed.themes if listed(t, THEMES)]
+    themes = [t for t in themed.themes if listed(t, listing)]
     kept: list[Fact] = []
     dropped: list[str] = []
     for fact in themed.facts:
-        own = [t for t in fact.themes if listed(t, THEMES)]
+        own = [t for t in fact.themes if listed(t, listing)]
         if own:
             kept.append(fact.model_copy(update={"themes": own}))
         else:
             dropped.append(fact.fact)
     step["output"] = {"themes": themes, "facts": [f.model_dump() for f in kept]}
-    unlisted = [t for t in themed.themes if not listed(t, THEMES)]
+    unlisted = [t for t in themed.themes if not listed(t, listing)]
     if dropped or unlisted:
         step["dropped"] = {"facts": dropped, "themes": unlisted}
     if not kept:
@@ -396,9 +323,14 @@ def apply_patch(drafts: list[DraftCriterion], patch: Patch) -> list[DraftCriteri
 
 
 async def _repair(
-    case: Case, llm: LLM, drafts: list[DraftCriterion], findings: list[Finding], steps: list[dict[str, Any]]
+    case: Case,
+    llm: LLM,
+    drafts: list[DraftCriterion],
+    findings: list[Finding],
+    steps: list[dict[str, Any]],
+    pack: DomainPack | None = None,
 ) -> list[DraftCriterion] | None:
-    prompt = repair_prompt(case, drafts, findings)
+    prompt = repair_prompt(case, drafts, findings, pack)
     try:
         patch: Patch = await _step(llm, "repair", prompt, Patch, steps)
     except StepFailed:
@@ -441,7 +373,7 @@ async def write_rubric(
         if isinstance(writer, OfflineWriter):
             themes, drafts, steps = writer.draft(case)
         else:
-            themes, drafts, steps = await llm_drafts(case, writer)
+            themes, drafts, steps = await llm_drafts(case, writer, pack)
     except StepFailed as exc:
         return [_reject(case, f"{exc.step}_failed", str(exc))]
     drafts, fixed = settle(drafts, pack)
@@ -450,7 +382,7 @@ async def write_rubric(
     notes = [str(f) for f in fixed]
     if any(f.blocking for f in findings) and isinstance(writer, LLM):
         notes += [f"before repair: {f}" for f in findings]
-        repaired = await _repair(case, writer, drafts, findings, steps)
+        repaired = await _repair(case, writer, drafts, findings, steps, pack)
         if repaired is not None:
             drafts, fixed = settle(repaired, pack)
             notes += [str(f) for f in fixed]
@@ -458,8 +390,8 @@ async def write_rubric(
     blocking = [f for f in findings if f.blocking]
     if blocking:
         return [_reject(case, blocking[0].code, "; ".join(str(f) for f in blocking))]
-    prompt_hash = None if isinstance(writer, OfflineWriter) else PROMPT_HASH
-    provenance = Provenance(model_id=writer.id, prompt_hash=prompt_hash, settings={"temperature": 0})
+    prompt_hash_ = None if isinstance(writer, OfflineWriter) else prompt_hash(pack)
+    provenance = Provenance(model_id=writer.id, prompt_hash=prompt_hash_, settings={"temperature": 0})
     return [
         Rubric(
             case_id=case.id,
