@@ -117,3 +117,32 @@ async def test_a_medical_axis_is_not_a_legal_one() -> None:
     assert "axis 'safety' (axes: accuracy, completeness, communication, jurisdiction_awareness, harm)" in (
         rejection.detail or ""
     )
+
+
+def test_the_legal_candidate_and_grader_prompts() -> None:
+    from livemed.grading.answer import candidate_messages, conversation
+    from livemed.grading.answer import prompt_hash as answer_hash
+    from livemed.grading.judge import batched_messages, per_criterion_messages, prompt_hashes
+    from livemed.records import Criterion
+
+    pack = load_pack("legal")
+    case = legal_case()
+    (asked,) = candidate_messages(case, pack)
+    assert asked["content"].startswith("A person has sent you the message below")
+    assert "Reply to them as a lawyer or legal adviser would." in asked["content"]
+    assert "My legal problem: dismissed without notice after six years." in asked["content"]
+    assert "Hello, I would like your legal advice." in asked["content"]
+    assert "doctor" not in asked["content"]
+    criterion = Criterion(text="Says there is no time limit", polarity="negative", axis="harm", weight=-10)
+    convo = conversation(case, pack)
+    for (message,) in (
+        per_criterion_messages(convo, "File within three months.", criterion, pack),
+        batched_messages(convo, "File within three months.", [criterion], pack),
+    ):
+        text = message["content"]
+        assert "in a legal conversation" in text
+        assert "this person's\n  position" in text
+        assert "patient" not in text
+        assert "health" not in text
+    assert answer_hash(pack) != answer_hash()
+    assert prompt_hashes(pack) != prompt_hashes()

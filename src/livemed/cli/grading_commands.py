@@ -272,9 +272,8 @@ def answer(
     extra = _retrieval_corpus(app_state, evidence, cases, samples, model) if model in RETRIEVING else {}
     if model == "offline/memorised":
         extra["cutoff"] = _declared_cutoff(app_state, model)
-    answerer = resolve(
-        app_state, engine, model, "answer", OfflineAnswerer, pack=app_state.pack(domain), **extra
-    )
+    pack = app_state.pack(domain)
+    answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, pack=pack, **extra)
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
     if samples > 1 and temperature == 0:
@@ -291,7 +290,9 @@ def answer(
         ) as run,
         progress_for(engine, model, f"answers by {model}", total=len(cases) * samples),
     ):
-        result = asyncio.run(answer_all(app_state.store, cases, answerer, settings=settings, samples=samples))
+        result = asyncio.run(
+            answer_all(app_state.store, cases, answerer, settings=settings, samples=samples, pack=pack)
+        )
         settle(run, result, "answers")
     print_result(f"answers by {model}", result)
     print_usage(engine)
@@ -313,6 +314,7 @@ def grade(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    domain: str | None = DOMAIN,
 ) -> None:
     """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
     from livemed.grading.judge import MODES
@@ -327,8 +329,11 @@ def grade(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     grader = grader_for(app_state, engine, judge, mode, grader_template)
     model_id, judge = judge, grader.id
-    plan = plan_targets(store, (a for a in store.iter(Answer) if model is None or a.model == model))
+    pack = app_state.pack(domain)
+    answers = (a for a in store.iter(Answer) if model is None or a.model == model)
+    plan = plan_targets(store, answers, pack)
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
+    settings["domain"] = pack.name
     if grader_template is not None:
         settings["grader_template"] = f"{grader_template.name} sha256:{grader.template.hash}"
     with (

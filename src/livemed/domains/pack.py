@@ -209,6 +209,8 @@ class DomainPack(Strict):
     checklist_fields: dict[str, str] = Field(
         default_factory=dict, description="checklist item → the narrative slot that answers it (baselines)"
     )
+    answer_labels: dict[str, str] = Field(default_factory=dict, description="slot → label, patient message")
+    consult_labels: dict[str, str] = Field(default_factory=dict, description="slot → label, consult")
     vocabulary: VocabularySpec = Field(default_factory=VocabularySpec)
     offline: OfflineSpec = Field(default_factory=OfflineSpec)
     evidence: EvidenceSpec = Field(default_factory=EvidenceSpec)
@@ -224,6 +226,7 @@ class DomainPack(Strict):
         if len(set(names)) != len(names):
             raise ValueError(f"axes named twice: {names}")
         slots = {*self.narrative, *self.checklist_fields.values(), *self.offline.narrative_cues}
+        slots |= {*self.answer_labels, *self.consult_labels}
         bad_slots = sorted((slots | {self.offline.fallback_slot}) - set(NARRATIVE_SLOTS))
         if bad_slots:
             raise ValueError(f"unknown narrative slot(s) {bad_slots} (slots: {', '.join(NARRATIVE_SLOTS)})")

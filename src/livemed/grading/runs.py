@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.models import LLM, Settings
@@ -49,6 +50,7 @@ async def answer_all(
     batch_size: int = 64,
     window: int | None = None,
     on_answers: Callable[[list[tuple[Case, Answer]]], None] | None = None,
+    pack: DomainPack | None = None,
 ) -> StageResult:
     """Every (case, sample) without an answer from this model gets one (or a Rejection).
 
@@ -58,7 +60,7 @@ async def answer_all(
     keys = [(case, n) for case in cases for n in range(samples)]
 
     async def work(item: tuple[Case, int]) -> list[Record]:
-        return await answer_case(item[0], answerer, settings=settings, sample=item[1])
+        return await answer_case(item[0], answerer, settings=settings, sample=item[1], pack=pack)
 
     def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
         if on_answers is not None:
@@ -101,8 +103,9 @@ class GradePlan:
         return sum(len(t.rubric.criteria) for t in self.targets) if mode == "per-criterion" else None
 
 
-def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
-    """Pair each answer with its case and rubric; answers without one are counted, not graded."""
+def plan_targets(store: Store, answers: Iterable[Answer], pack: DomainPack | None = None) -> GradePlan:
+    """Pair each answer with its case and rubric; answers without one are counted, not graded. The
+    targets are graded with `pack`'s prompts (default: medical)."""
     plan = GradePlan()
     cases: dict[str, Case | None] = {}
     rubrics: dict[str, Rubric | None] = {}
@@ -116,7 +119,7 @@ def plan_targets(store: Store, answers: Iterable[Answer]) -> GradePlan:
         elif rubric is None:
             plan.skipped["no rubric"] += 1
         else:
-            plan.targets.append(Target(answer, case, rubric))
+            plan.targets.append(Target(answer, case, rubric, pack))
     return plan
 
 
