@@ -140,13 +140,14 @@ def _chain(
         europepmc=source_settings("europepmc", config),  # type: ignore[arg-type]
     )
     return Chain(
-        screener=Screener(LLM(engine, model, stage="screener")),
+        screener=Screener(LLM(engine, model, stage="screener"), pack),
         validator=Validator(
             LLM(engine, model, stage="validator"),
-            checklists=settings.checklists or pack.checklists,
+            checklists=settings.checklists,
             k=settings.evidence_k,
+            pack=pack,
         ),
-        controller=Controller(audit_llm, min_score=settings.grounding_min_score),
+        controller=Controller(audit_llm, min_score=settings.grounding_min_score, pack=pack),
         retriever=retriever,
         thresholds=config.thresholds,
     )

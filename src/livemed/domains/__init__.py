@@ -88,7 +88,8 @@ def _read(folder: Path) -> tuple[dict[str, Any], dict[str, str]]:
     prompts = {}
     for file in sorted((folder / PROMPTS_DIR).glob("*.txt")):
         try:
-            prompts[file.stem] = file.read_text(encoding="utf-8").rstrip("\n")
+            text = file.read_text(encoding="utf-8")
+            prompts[file.stem] = text[:-1] if text.endswith("\n") else text  # the file's last newline
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"domain pack {folder}: cannot read {file.name}: {exc}") from None
     return data, prompts

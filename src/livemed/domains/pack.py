@@ -206,6 +206,9 @@ class DomainPack(Strict):
     themes: list[ThemeSpec] = Field(default_factory=list)
     narrative: dict[str, str] = Field(default_factory=dict, description="narrative slot → what it holds here")
     checklists: dict[str, list[str]] = Field(default_factory=dict)
+    checklist_aliases: dict[str, list[str]] = Field(
+        default_factory=dict, description="checklist item → other names a reply may give it"
+    )
     checklist_fields: dict[str, str] = Field(
         default_factory=dict, description="checklist item → the narrative slot that answers it (baselines)"
     )
