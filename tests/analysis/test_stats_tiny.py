@@ -116,6 +116,11 @@ CASES: list[Case] = [
     ("cliffs_delta", lambda: stats.cliffs_delta([0.5], [0.5]), 0.0),
     ("cliffs_delta", lambda: stats.cliffs_delta([0.9, 0.1], [0.5, 0.5]), 0.0),
     ("cliffs_delta", lambda: stats.cliffs_delta([0.9, 0.8], [0.2, 0.1]), 1.0),
+    # spearman: three pairs, two distinct values on each side
+    ("spearman", lambda: stats.spearman([1, 2], [1, 2]), (NAN, NAN)),
+    ("spearman", lambda: stats.spearman([1, 2, 3], [0.5, 0.5, 0.5]), (NAN, NAN)),
+    ("spearman", lambda: stats.spearman([1, 2, 3], [1, 2]), (NAN, NAN)),
+    ("spearman", lambda: stats.spearman([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4])[0], 1.0),
     # benjamini_hochberg
     ("benjamini_hochberg", lambda: stats.benjamini_hochberg([]), []),
     ("benjamini_hochberg", lambda: stats.benjamini_hochberg([0.04]), [0.04]),

@@ -10,7 +10,8 @@ from livemed.domains import load_pack
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.records import Rubric
-from livemed.rubrics.write import PROMPT_HASH, prompt_hash, write_rubric
+from livemed.rubrics.prompts import PROMPT_HASH, prompt_hash
+from livemed.rubrics.write import write_rubric
 from tests.domains.helpers import legal_case
 
 STEP1 = {

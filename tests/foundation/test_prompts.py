@@ -52,7 +52,7 @@ from livemed.records import (
     Score,
 )
 from livemed.rubrics.check import DraftCriterion, Finding
-from livemed.rubrics.write import criteria_prompt, repair_prompt, themes_prompt, weights_prompt
+from livemed.rubrics.prompts import criteria_prompt, repair_prompt, themes_prompt, weights_prompt
 
 # The markers the wave-1 builders used around outside text (the grader's and the rubric writer's own
 # delimiters), and the markers a chat prompt or a document commonly uses to fake structure.
@@ -188,12 +188,12 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
         {0: t, 1: t}, {0: [EvidenceRef(id="e1", snippet=t)], 1: [EvidenceRef(id="e2", snippet=t)]}
     ),
     "curate.controller.audit_messages": lambda t: audit_messages(t, [(0, t), (3, t)]),
-    "rubrics.write.themes_prompt": lambda t: _user(themes_prompt(_case(t))),
-    "rubrics.write.criteria_prompt": lambda t: _user(criteria_prompt(_case(t), [t, t])),
-    "rubrics.write.weights_prompt": lambda t: _user(
+    "rubrics.prompts.themes_prompt": lambda t: _user(themes_prompt(_case(t))),
+    "rubrics.prompts.criteria_prompt": lambda t: _user(criteria_prompt(_case(t), [t, t])),
+    "rubrics.prompts.weights_prompt": lambda t: _user(
         weights_prompt(_case(t), [("positive", t), ("negative", t)])
     ),
-    "rubrics.write.repair_prompt": lambda t: _user(
+    "rubrics.prompts.repair_prompt": lambda t: _user(
         repair_prompt(_case(t), [_draft(t), _draft(t)], [Finding("uncovered_advice", t)])
     ),
     "grading.answer.candidate_messages": lambda t: candidate_messages(_case(t)),

@@ -251,3 +251,33 @@ def test_several_models_get_one_results_file_each() -> None:
 
     assert results_path(Path("out/r.json"), "openai/gpt-4.1", False) == Path("out/r.json")
     assert results_path(Path("out/r.json"), "openai/gpt-4.1", True) == Path("out/r_openai_gpt-4.1.json")
+
+
+def test_eval_with_a_healthbench_style_grader_template(
+    tmp_path: Path, judge_server: FakeOpenAIServer
+) -> None:
+    """HealthBench imports graded with a HealthBench-style template: simple-evals' layout reaches the
+    judge, the grades are the template's judge's (`<judge>@tpl-<hash>`), and eval scores them."""
+    from livemed.grading.template import parse_template
+
+    data = healthbench_file(tmp_path / "hb.jsonl", n=2)
+    template = tmp_path / "hb-grader.txt"
+    template.write_text(
+        "Score the last turn.\n# Conversation\n<<conversation>>\n\n# Rubric item\n<<rubric_item>>\n"
+    )
+    judge = f"{JUDGE}@tpl-{parse_template(template.read_text()).hash}"
+    config = project(tmp_path / "p", judge_server.base_url, judge_server.base_url)
+    args = ["eval", str(data), "-m", CANDIDATE, "--judge", JUDGE, "--grader-template", str(template)]
+    result = cli(config, *args, "--published", "2025-01-01", "--convention", "healthbench")
+    assert result.exit_code == 0, result.output
+    prompts = [r.body["messages"][-1]["content"] for r in judge_server.chat_requests if r.body]
+    graded = [p for p in prompts if p.startswith("Score the last turn.")]
+    assert len(graded) == 2 * CRITERIA
+    assert any("\nuser: I have had a cough for 1 days. What should I do?\n\nassistant: " in p for p in graded)
+    assert any(p.endswith("# Rubric item\n[-4] Recommends antibiotics without indication\n") for p in graded)
+    assert f"scores by {judge}" in " ".join(result.output.split())
+    with Store(config.parent / "livemed.db") as store:
+        assert {g.judge for g in store.iter(Grade)} == {judge}
+        assert {s.judge for s in store.iter(Score)} == {judge}
+        [run] = [r for r in store.iter(Run) if r.command == "eval"]
+    assert run.settings["grader_template"].startswith("hb-grader.txt sha256:")

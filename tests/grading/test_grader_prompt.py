@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,24 @@ def test_grade_with_a_grader_template_through_the_cli(
         )
         assert isinstance(result.exception, ConfigError)
         assert problem in str(result.exception)
+
+
+def test_judges_agreement_measures_a_grader_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same human labels, graded through the user's template: the prompt sent is the template's."""
+    from livemed.models.registry import PROVIDERS
+    from tests.grading.test_cli import run
+
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_cli:scripted_judge")
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"response": "Take colchicine.", "criterion": "Advises colchicine", "label": True},
+        {"response": "", "criterion": "Advises colchicine", "label": False},
+    ]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    template = tmp_path / "grader.txt"
+    template.write_text("Mine.\n{conversation}\n{response}\n{criterion}\n", encoding="utf-8")
+    hashed = parse_template(template.read_text(encoding="utf-8")).hash
+    args = ["judges", "agreement", "--labels", str(labels), "--grader", "fake/judge"]
+    out = run(tmp_path / "s.db", *args, "--grader-template", str(template))
+    assert f"fake/judge@tpl-{hashed}" in out
+    assert "macro-F1 1.000" in out

@@ -31,7 +31,7 @@ from livemed.grading.judge import batched_messages, per_criterion_messages
 from livemed.models import LLM, Engine, Message
 from livemed.records import Answer, Case, Criterion, Doc, EvidenceRef, Grade, Rubric, Score
 from livemed.rubrics.check import DraftCriterion, Finding
-from livemed.rubrics.write import criteria_prompt, repair_prompt, themes_prompt, weights_prompt
+from livemed.rubrics.prompts import criteria_prompt, repair_prompt, themes_prompt, weights_prompt
 
 HERE = Path(__file__).parent
 SNAPSHOTS = HERE / "snapshots"

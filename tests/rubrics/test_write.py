@@ -9,8 +9,9 @@ from livemed.models import LLM, Engine, Message, Settings, get_model
 from livemed.models.fake import FakeModel
 from livemed.prompts import DATA_RULES, parse_blocks
 from livemed.records import Rejection, Rubric
+from livemed.rubrics.prompts import PROMPT_HASH
 from livemed.rubrics.rules import RuleWriter
-from livemed.rubrics.write import PROMPT_HASH, write_rubric
+from livemed.rubrics.write import write_rubric
 from tests.grading.builders import make_case
 
 STEP1 = {

@@ -15,7 +15,7 @@ from rich.table import Table
 from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import console, err_console, state
-from livemed.cli.grading_commands import judges_app, resolve
+from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
 from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -208,6 +208,7 @@ def agreement(
     grader: str = typer.Option(..., "--grader", help="Grader model, or offline/lexical."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Use at most this many labelled items."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the metrics as JSON."),
+    grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only use cached responses."),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit in US dollars."),
@@ -231,13 +232,17 @@ def agreement(
     if not items:
         raise UserError(f"{labels}: no usable labelled items")
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    judge = resolve(app_state, engine, grader, "judges", OfflineGrader)
+    judge = (
+        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        if grader_template is None
+        else grader_for(app_state, engine, grader, "per-criterion", grader_template)
+    )
     with (
         usage_on_failure(engine),
         track_run(
             app_state.store,
             "judges agreement",
-            settings={"labels": str(labels)},
+            settings={"labels": str(labels), "grader": judge.id},
             models=[grader],
             engine=engine,
         ) as run,
@@ -249,7 +254,7 @@ def agreement(
         print_usage(engine)
         raise CallsFailedError(f"{len(items)} of {len(items)} items failed: no verdict to measure")
     result = metrics([h for h, _ in graded], [p for _, p in graded], failures=sum(reasons.values()))
-    _print_agreement(grader, labels, result.as_dict() | {"failure_reasons": reasons})
+    _print_agreement(judge.id, labels, result.as_dict() | {"failure_reasons": reasons})
     if json_out is not None:
         json_out.write_text(json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2), "utf-8")
     print_usage(engine)

@@ -21,7 +21,7 @@ import asyncio
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -57,17 +57,6 @@ condition? can this drug cause this finding?), history and physical findings, te
 and non-clinical questions (administrative, legal, personal). A question is clinically meaningful
 when it belongs to one of the clinical categories and is about this patient's problem."""
 
-QUERY_TYPES = (
-    "diagnosis",
-    "treatment",
-    "management",
-    "epidemiology",
-    "prognosis",
-    "etiology",
-    "history_physical",
-    "test_interpretation",
-    "non_clinical",
-)
 QueryType = Literal[
     "diagnosis",
     "treatment",
@@ -79,6 +68,7 @@ QueryType = Literal[
     "test_interpretation",
     "non_clinical",
 ]
+QUERY_TYPES: tuple[str, ...] = get_args(QueryType)
 # How each checklist item may come back besides its own name (the narrative's own keys): the medical
 # pack's `checklist_aliases`.
 ITEM_ALIASES: Mapping[str, tuple[str, ...]] = {
@@ -102,7 +92,8 @@ def item_aliases(pack: DomainPack) -> dict[str, list[str]]:
 
 
 def query_prompt(pack: DomainPack | None = None) -> str:
-    return (pack or medical()).render("validator_query", data_rules=DATA_RULES)
+    types = ", ".join(QUERY_TYPES)
+    return (pack or medical()).render("validator_query", data_rules=DATA_RULES, query_types=types)
 
 
 def align_prompt(pack: DomainPack | None = None) -> str:
@@ -124,7 +115,7 @@ class ItemCheck(BaseModel):
 class QueryCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query_type: QueryType = "non_clinical"
+    query_type: QueryType
     s_cc: bool
     items: list[ItemCheck] = Field(default_factory=list)
 

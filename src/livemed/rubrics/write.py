@@ -23,7 +23,6 @@ reason).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -31,38 +30,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
-from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Provenance, Record, Rejection, Rubric, short_hash
 from livemed.rubrics.check import DraftCriterion, Finding, lint, settle, to_criteria
-from livemed.rubrics.themes import MEDICAL_THEMES, listed, pack_themes, theme_lines
+from livemed.rubrics.prompts import (
+    THEMES,
+    criteria_prompt,
+    prompt_hash,
+    repair_prompt,
+    themes_prompt,
+    weights_prompt,
+)
+from livemed.rubrics.themes import listed, pack_themes
 
 STAGE = "rubrics"
 WRITER_SETTINGS = Settings(temperature=0)
-
-# The writer's prompts are the domain pack's (`prompts/rubric_*.txt`): the four step templates, the
-# criterion examples and the weight bands; the theme list and the axes are the pack's data.
-PROMPTS = (
-    "rubric_themes",
-    "rubric_criteria",
-    "rubric_weights",
-    "rubric_repair",
-    "rubric_examples",
-    "rubric_weight_bands",
-)
-
-
-def prompt_hash(pack: DomainPack | None = None) -> str:
-    """The hash of everything the writer's prompts are made of, for one pack."""
-    pack = pack or medical()
-    return short_hash(
-        *(pack.prompt(name) for name in PROMPTS),
-        DATA_RULES,
-        ", ".join(pack.axis_names),
-        *(f"{name}: {text}" for name, text in pack_themes(pack).items()),
-    )
-
-
-PROMPT_HASH = prompt_hash()  # the medical pack's
 
 
 class Fact(BaseModel):
@@ -128,93 +109,6 @@ class OfflineWriter(Protocol):
     def draft(self, case: Case) -> tuple[list[str], list[DraftCriterion], list[dict[str, Any]]]: ...
 
 
-def narrative_text(case: Case) -> str:
-    return "\n".join(f"{name}: {fact}" for name, fact in case.narrative.entities()) or "(none)"
-
-
-def numbered(name: str, items: list[str], **attrs: str) -> str:
-    """One data block per item, labelled with its number `i` (from 0)."""
-    return "\n\n".join(data_block(name, item, i=n, **attrs) for n, item in enumerate(items)) or "(none)"
-
-
-def language_note(case: Case) -> str:
-    """The case's language, passed on: the writer's prompts and criteria are English whatever it is."""
-    return (
-        f"Case language: {case.language or 'unknown'}. Write facts and criteria in English; the replies "
-        "they will grade may be written in the case's language."
-    )
-
-
-def themes_prompt(case: Case, pack: DomainPack | None = None) -> str:
-    pack = pack or medical()
-    return pack.render(
-        "rubric_themes",
-        note=DATA_RULES,
-        language=language_note(case),
-        narrative=data_block("narrative", narrative_text(case)),
-        query=data_block("query", case.query),
-        advice=numbered("advice", case.advice),
-        themes=theme_lines(pack_themes(pack)),
-    )
-
-
-def criteria_prompt(case: Case, facts: list[str], pack: DomainPack | None = None) -> str:
-    pack = pack or medical()
-    return pack.render(
-        "rubric_criteria",
-        note=DATA_RULES,
-        language=language_note(case),
-        narrative=data_block("narrative", narrative_text(case)),
-        query=data_block("query", case.query),
-        facts=numbered("fact", facts),
-        examples=pack.prompt("rubric_examples"),
-    )
-
-
-def weights_prompt(
-    case: Case,
-    criteria: Sequence[tuple[str, str]],
-    themes: Sequence[str] = (),
-    pack: DomainPack | None = None,
-) -> str:
-    """`criteria` are (polarity, text) pairs; `themes` the case's themes from step 1."""
-    pack = pack or medical()
-    listing = "\n\n".join(
-        data_block("criterion", text, i=n, polarity=polarity) for n, (polarity, text) in enumerate(criteria)
-    )
-    return pack.render(
-        "rubric_weights",
-        note=DATA_RULES,
-        language=language_note(case),
-        narrative=data_block("narrative", narrative_text(case)),
-        query=data_block("query", case.query),
-        themes=data_block("themes", ", ".join(themes) or "(none)"),
-        criteria=listing,
-        axes=", ".join(pack.axis_names),
-        bands=pack.prompt("rubric_weight_bands"),
-    )
-
-
-def repair_prompt(
-    case: Case, drafts: list[DraftCriterion], findings: list[Finding], pack: DomainPack | None = None
-) -> str:
-    pack = pack or medical()
-    draft = "\n\n".join(
-        data_block("criterion", json.dumps(d.model_dump(exclude_none=True), ensure_ascii=False), i=n)
-        for n, d in enumerate(drafts)
-    )
-    return pack.render(
-        "rubric_repair",
-        findings=data_block("findings", "\n".join(f"- {f}" for f in findings if f.blocking)),
-        note=DATA_RULES,
-        narrative=data_block("narrative", narrative_text(case)),
-        query=data_block("query", case.query),
-        advice=numbered("advice", case.advice),
-        draft=draft or "(none)",
-        axes=", ".join(pack.axis_names),
-    )
-
-
 def _user(prompt: str) -> list[Message]:
     return [{"role": "user", "content": prompt}]
 
@@ -252,7 +146,7 @@ async def llm_drafts(
 
 
 def on_the_list(
-    themed: ThemedFacts, step: dict[str, Any], listing: Mapping[str, str] = MEDICAL_THEMES
+    themed: ThemedFacts, step: dict[str, Any], listing: Mapping[str, str] = THEMES
 ) -> tuple[list[str], list[Fact]]:
     """Step 1's themes and facts kept to the closed theme list (what was dropped noted in `step`)."""
     themes = [t for t in themed.themes if listed(t, listing)]
