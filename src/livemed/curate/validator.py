@@ -45,18 +45,9 @@ DEFAULT_CHECKLIST = (
     "allergies",
 )
 
-# The prompts are the domain pack's (`prompts/validator_query.txt`, `validator_align.txt`); so are the
-# checklist and its aliases (`checklists`, `checklist_aliases`). These texts are the medical pack's.
-ELY_TAXONOMY = """\
-Ely's taxonomy of clinical questions (Ely et al., BMJ 2000) groups the questions clinicians and
-patients ask into: diagnosis (what is the cause of this finding? what test is indicated?),
-treatment and prescribing (what is the drug of choice? what dose? is this treatment effective?),
-management (how should this condition be managed? what is the next step? should I see a specialist?),
-epidemiology, prognosis (what is the course or outcome? is this serious?), etiology (what causes this
-condition? can this drug cause this finding?), history and physical findings, test interpretation,
-and non-clinical questions (administrative, legal, personal). A question is clinically meaningful
-when it belongs to one of the clinical categories and is about this patient's problem."""
-
+# The prompts are the domain pack's (`prompts/validator_query.txt` with Ely's taxonomy for medicine,
+# `validator_align.txt` with the three support levels); so are the checklist and its aliases
+# (`checklists`, `checklist_aliases`). The query types are the schema's, filled into the prompt.
 QueryType = Literal[
     "diagnosis",
     "treatment",
@@ -74,13 +65,6 @@ QUERY_TYPES: tuple[str, ...] = get_args(QueryType)
 ITEM_ALIASES: Mapping[str, tuple[str, ...]] = {
     item: tuple(names) for item, names in medical().checklist_aliases.items()
 }
-SUPPORT_LEVELS = """\
-- 1.0 supported: the evidence states the element's recommendation, for a patient like this one;
-- 0.5 partially supported: the evidence supports the element's main recommendation but not all of
-  it (a dose, a timing, a condition or a group it adds is not in the evidence), or supports it only
-  in general terms;
-- 0.0 unsupported: the evidence does not address the element. When the evidence states the
-  opposite (the element is contradicted), score 0.0 and set contradicted to true."""
 
 
 def item_aliases(pack: DomainPack) -> dict[str, list[str]]:
