@@ -7,8 +7,8 @@ answers with rules —
 - Screener: labelled sections and sentence cues (age/sex regexes, the domain pack's narrative cues —
   medical: symptom and history words —, question sentences from the asker, recommendation cues in
   the replies);
-- Validator: Ely categories by keyword for s_cc, the checklist from the narrative fields for s_inf,
-  and lexical overlap between each advice element and its retrieved evidence for s_align
+- Validator: query types by keyword for s_cc (the pack's; medical: Ely's categories), the checklist
+  from the narrative fields for s_inf, and lexical overlap between each advice element and its retrieved evidence for s_align
   (≥ 50% of the advice's content words in the evidence → 1.0, ≥ 25% → 0.5, else 0.0);
 - Controller: it never vouches for a paraphrase, so only the deterministic fuzzy audit counts.
 """
@@ -30,19 +30,9 @@ from livemed.models.base import Completion, FatalModelError, Message, Settings
 from livemed.prompts import Block, parse_blocks
 from livemed.records import Narrative
 
-ELY = {  # Ely categories by keyword; the first match names the query type
-    "diagnosis": r"\b(?:what (?:could|might|is|can) (?:this|it|be)|caus\w*|diagnos\w*|could (?:this|it) be"
-    r"|is (?:this|it) (?:a|an)|what is (?:this|wrong)|why)\b",
-    "treatment": r"\b(?:treat\w*|medications?|medicines?|drugs?|antibiotics?|creams?|pills?|take|dose"
-    r"|dosage|cure|therapy|relieve"
-    r"|get rid|help|stop|prevent|heal|calm|soothe|ease)\b",
-    "management": r"\b(?:what should i do|should i|i should|do i need|manage\w*|next step"
-    r"|how (?:can|do|should) i|what can i (?:do|use|take)|can i (?:wait|keep|continue|still|go|use|take)"
-    r"|get (?:it |this )?checked"
-    r"|see a|go to)\b",
-    "prognosis": r"\b(?:serious|dangerous|worr\w*|go away|normal|how long|permanent|risk|safe)\b",
-    "test_interpretation": r"\b(?:tests?|scan|x-?ray|results?|levels?|blood work|mri)\b",
-}
+# Query types by keyword (the first match names the type): the domain pack's `[offline.query_cues]`;
+# the medical pack's are Ely's categories.
+ELY = medical().offline.query_cues
 _STOPWORDS = (
     "the and for you your with that this are not but can will should would could have has had been "
     "from they them their its also any all some more most very much may might must please make sure "
@@ -80,7 +70,8 @@ def check_query(prompt: str, pack: DomainPack | None = None) -> QueryCheck:
     blocks = {b.name: b for b in parse_blocks(prompt)}
     query = blocks["query"].text if "query" in blocks else ""
     derived = "query" in blocks and blocks["query"].attrs.get("derived") == "true"
-    kinds = [kind for kind, pattern in ELY.items() if re.search(pattern, query, re.IGNORECASE)]
+    cues = (pack or medical()).offline.query_cues
+    kinds = [kind for kind, pattern in cues.items() if re.search(pattern, query, re.IGNORECASE)]
     narrative = (
         Narrative.model_validate_json(blocks["narrative"].text) if "narrative" in blocks else Narrative()
     )

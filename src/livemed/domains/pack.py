@@ -149,6 +149,9 @@ class OfflineSpec(Strict):
     hazard_weights: dict[str, int] = Field(default_factory=dict)
     pattern_hazards: list[PatternHazard] = Field(default_factory=list)
     narrative_cues: dict[str, str] = Field(default_factory=dict, description="slot → regex (curation)")
+    query_cues: dict[str, str] = Field(
+        default_factory=dict, description="query type → regex: the curation baseline's s_cc (first match)"
+    )
     fallback_slot: str = "symptoms"
     fallback_cues: str = ""
     general_theme: str = "general advice"
@@ -159,7 +162,7 @@ class OfflineSpec(Strict):
     def _compiles(cls, value: str) -> str:
         return _regex(value, "offline cues")
 
-    @field_validator("narrative_cues", "theme_cues")
+    @field_validator("narrative_cues", "theme_cues", "query_cues")
     @classmethod
     def _cues_compile(cls, value: dict[str, str]) -> dict[str, str]:
         for name, pattern in value.items():
