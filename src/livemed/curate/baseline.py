@@ -9,7 +9,8 @@ answers with rules —
   the replies);
 - Validator: query types by keyword for s_cc (the pack's; medical: Ely's categories), the checklist
   from the narrative fields for s_inf, and lexical overlap between each advice element and its
-  retrieved evidence for s_align (≥ 50% of the advice's content words in the evidence → 1.0, ≥ 25% → 0.5, else 0.0);
+  retrieved evidence for s_align (≥ 50% of the advice's content words in the evidence → 1.0,
+  ≥ 25% → 0.5, else 0.0);
 - Controller: it never vouches for a paraphrase, so only the deterministic fuzzy audit counts.
 """
 
