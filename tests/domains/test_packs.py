@@ -186,3 +186,42 @@ def test_the_pack_in_docs_domains_md_loads_as_written(tmp_path: Path) -> None:
     assert (pack.name, pack.person, pack.safety_axes) == ("finance", "the saver", ("risk",))
     assert pack.vocabulary.terms[:2] == ["pension", "mortgage"]
     assert pack.offline.pattern_hazards[0].weight == -10
+
+
+def test_a_pack_without_a_prompt_says_so_and_extends_borrows_them(tmp_path: Path) -> None:
+    finance = load_pack(write_finance_pack(tmp_path / "finance"))
+    with pytest.raises(ConfigError) as info:
+        finance.prompt("rubric_themes")
+    assert str(info.value) == (
+        "domain pack 'finance' has no prompt 'rubric_themes': write prompts/rubric_themes.txt in its "
+        'folder, or add extends = "medical" to its pack.toml'
+    )
+    borrowed = tmp_path / "borrowed"
+    borrowed.mkdir()
+    (borrowed / "pack.toml").write_text('name = "borrowed"\nextends = "legal"\n', encoding="utf-8")
+    (borrowed / "prompts").mkdir()
+    (borrowed / "prompts" / "grader_examples.txt").write_text("Our own examples.\n", encoding="utf-8")
+    pack = load_pack(borrowed)
+    assert pack.prompt("grader_examples") == "Our own examples."  # its own file wins
+    assert pack.prompt("screener") == load_pack("legal").prompt("screener")  # the rest is the legal pack's
+
+
+def test_every_shipped_pack_has_every_prompt_the_stages_render() -> None:
+    from livemed.grading.answer import PROMPTS as ANSWER
+    from livemed.grading.judge import PROMPTS as GRADER
+    from livemed.rubrics.prompts import PROMPTS as WRITER
+
+    curation = ("screener", "screener_kind_thread", "screener_kind_report", "validator_query")
+    curation += ("validator_align", "controller_audit")
+    for name in bundled():
+        pack = load_pack(name)
+        assert set(pack.prompts) == {*ANSWER, *GRADER, *WRITER, *curation}, name
+        assert pack.answer_labels
+        assert pack.consult_labels
+
+
+def test_a_prompt_is_filled_in_one_pass() -> None:
+    from livemed.domains.pack import fill
+
+    filled = fill('{narrative} then {query}; {"json": 1} and {unknown}', narrative="says {query}", query="Q")
+    assert filled == 'says {query} then Q; {"json": 1} and {unknown}'
