@@ -11,10 +11,10 @@ import pytest
 
 from livemed.analysis.bimodality import MIN_N, check, score_distribution, warnings
 from livemed.analysis.stats import bimodality_coefficient
-from livemed.cli import main
 from livemed.records import Answer, Criterion, Grade, Provenance, Record, Rubric, Score
 from livemed.store import Store
 from tests.analysis.builders import make_case
+from tests.analysis.test_external_cli import run
 
 
 def test_mass_at_0_and_1_is_flagged_with_a_warning_naming_the_model() -> None:
@@ -96,16 +96,6 @@ def planted_store(path: Path, n_cases: int = 40) -> Store:
     store = Store(path)
     store.put(records)
     return store
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, " ".join(out.out.split()), " ".join(out.err.split())
 
 
 def test_scores_warns_about_the_bimodal_model_only(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from livemed.cli import main
-from livemed.records import Case, Rejection, Rubric, Score
+from livemed.records import Case, Rejection, Rubric, Run, Score
 from livemed.store import Store
+from tests.analysis.test_external_cli import run
 
 THREADS = [
     {
@@ -124,16 +124,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, " ".join(out.out.split()), " ".join(out.err.split())
-
-
 def ok(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     code, out, err = run(capsys, *args)
     assert code == 0, f"{args}: {out} {err}"
@@ -151,6 +141,7 @@ def test_the_legal_pack_from_harvest_to_report_with_the_offline_baselines(
     ok(capsys, "grade", "--judge", "offline/lexical")
     ok(capsys, "scores", "--judge", "offline/lexical", "--json", "scores.json")
     ok(capsys, "report")
+    ok(capsys, "eval", "--model", "offline/empty", "--judge", "offline/lexical")
     store = Store(project / "livemed.db")
     try:
         rejections = {r.record_id: r for r in store.iter(Rejection)}
@@ -168,6 +159,7 @@ def test_the_legal_pack_from_harvest_to_report_with_the_offline_baselines(
         assert ("harm", -9) in {(c.axis, c.weight) for c in housing if c.polarity == "negative"}
         assert all(c.weight <= -8 for r in rubrics.values() for c in r.criteria if c.polarity == "negative")
         scores = {(s.model, s.case_id): s for s in store.iter(Score)}
+        domains = {r.command: r.settings.get("domain") for r in store.iter(Run)}
     finally:
         store.close()
     for case_id in ("case:files:t1", "case:files:t2"):
@@ -176,5 +168,8 @@ def test_the_legal_pack_from_harvest_to_report_with_the_offline_baselines(
         assert unsafe.harm > 0  # the unsafe baseline says the legal hazard: its negative criterion is met
         assert unsafe.score < reference.score
         assert "harm" in reference.per_axis
+    for command in ("harvest", "curate", "rubrics", "answer", "grade", "eval"):
+        assert domains[command] == "legal", command  # livemed.toml's domain reached every command
+    assert ("offline/empty", "case:files:t1") in scores
     html = (project / "results" / "report.html").read_text(encoding="utf-8")
     assert "jurisdiction_awareness" in html or "harm" in html

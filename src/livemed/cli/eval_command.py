@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from livemed.cli import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.grading_commands import (
     CACHE_RO,
     GRADER_TEMPLATE,
@@ -74,6 +74,7 @@ def eval_command(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    domain: str | None = DOMAIN,
 ) -> None:
     """Answer with each --model, grade every answer as soon as it exists, then score (one process)."""
     from livemed.models import Settings
@@ -90,6 +91,7 @@ def eval_command(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     plan = Plan(models, judge, mode, samples, Settings(temperature=temperature, max_tokens=max_tokens))
     plan.template = grader_template
+    plan.domain = domain
     run = _stream(app_state, engine, cases, plan)
     _finish(app_state, run, plan, convention, seed, json_out, allow_incomplete)
     if bad:
@@ -121,6 +123,7 @@ class Plan:
     samples: int
     settings: Settings
     template: Path | None = None  # --grader-template: the judge's id becomes <judge>@tpl-<hash>
+    domain: str | None = None  # --domain: the candidate's and grader's prompts, offline/unsafe's hazards
 
 
 def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) -> Run:
@@ -131,11 +134,13 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
 
     if "offline/retrieval" in plan.models:
         raise UserError("offline/retrieval needs an evidence corpus: run it with `livemed answer --evidence`")
-    answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer) for m in plan.models]
+    pack = app_state.pack(plan.domain)
+    answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer, pack=pack) for m in plan.models]
     grader = grader_for(app_state, engine, plan.judge, plan.mode, plan.template)
     judge_model, plan.judge = plan.judge, grader.id
     unit = "criteria" if plan.mode == "per-criterion" else "answers"
     settings = {"models": plan.models, "judge": plan.judge, "mode": plan.mode, "samples": plan.samples}
+    settings["domain"] = pack.name
     if plan.template is not None:
         settings["grader_template"] = f"{plan.template.name} sha256:{grader.template.hash}"
     settings.update(plan.settings.model_dump(exclude_defaults=True))
@@ -163,6 +168,7 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
                 settings=plan.settings,
                 samples=plan.samples,
                 mode=plan.mode,  # type: ignore[arg-type]
+                pack=pack,
             )
         )
         stages = [(f"answer {m}", r, "answers") for m, r in result.answers.items()]

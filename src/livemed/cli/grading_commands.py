@@ -276,6 +276,7 @@ def answer(
     answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, pack=pack, **extra)
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
+    run_settings["domain"] = pack.name
     if samples > 1 and temperature == 0:
         err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
     with (
