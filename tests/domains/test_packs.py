@@ -170,8 +170,12 @@ def test_unknown_names_and_missing_folders() -> None:
         load_pack("some/where/else")
 
 
-def test_the_domain_option_wins_over_the_project_file_which_wins_over_medical(tmp_path: Path) -> None:
+def test_the_domain_option_wins_over_the_project_file_which_wins_over_medical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_finance_pack(tmp_path / "packs" / "finance")
+    monkeypatch.chdir(tmp_path)
+    assert resolve_domain("packs/finance", "legal", None).name == "finance"  # relative to the working folder
     config_path = tmp_path / "livemed.toml"
     assert resolve_domain(None, None, config_path).name == "medical"
     assert resolve_domain(None, "packs/finance", config_path).name == "finance"  # relative to livemed.toml
