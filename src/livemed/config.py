@@ -184,6 +184,9 @@ class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     store: str | None = None
+    domain: str | None = Field(
+        default=None, description='domain pack: "medical" (the default), "legal", or a pack folder'
+    )
     cutoff: date | None = Field(default=None, description="keep only documents published after this date")
     sources: dict[str, dict[str, Any]] = Field(default_factory=dict)
     models: dict[str, ModelConfig] = Field(default_factory=dict)
@@ -261,6 +264,10 @@ STARTER = """\
 # Where records are kept: a SQLite file (relative to this file) or a PostgreSQL URL such as
 # "postgresql+psycopg://user@localhost/livemed". $LIVEMED_STORE and --store override it.
 store = "livemed.db"
+
+# The domain pack: "medical" (the default), "legal", or the folder of your own pack (docs/domains.md).
+# --domain overrides it.
+# domain = "medical"
 
 # Keep only documents published after this date: it is what makes the benchmark contamination-resistant.
 cutoff = {cutoff}

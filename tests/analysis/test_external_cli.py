@@ -220,3 +220,20 @@ def test_a_csv_cutoff_file_with_a_bad_date_names_the_line(
     code, _, err = run(capsys, "contamination", "--scores", scores.name, "--cutoffs", "bad.csv")
     assert code == 2
     assert err.startswith("error: bad.csv:2: cutoff must be a date like 2023-10-31, got 'July 2024'")
+
+
+def test_too_few_post_cutoff_items_is_insufficient_data_not_a_verdict(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scores = write_csv(folder / "scores.csv", generated_rows(100))  # 8 items after the cutoff, < 50
+    code, _, err = run(capsys, "contamination", "--scores", scores.name, "--cutoffs", "cutoffs.csv")
+    assert code == 0, err
+    data = json.loads((folder / "results" / "contamination.json").read_text(encoding="utf-8"))
+    rows = {r["model"]: r for r in data["rows"]}
+    assert {m: r["status"] for m, r in rows.items()} == {
+        "flat": "insufficient data",
+        "planted": "insufficient data",
+    }
+    assert all(r["verdict"] is None and r["significant"] is None for r in rows.values())
+    assert rows["planted"]["n_post"] == 8  # items every 2 days up to 2024-07-17
+    assert data["summary"]["n_tested"] == 0

@@ -23,6 +23,12 @@ def _interval(estimate: float, low: float, high: float) -> tuple[float, float, f
 
 
 CASES: list[Case] = [
+    # bimodality_coefficient: needs four values, not all equal; [0, 0, 1, 1]: skewness 0, bias-corrected
+    # excess kurtosis ((n+1)(−2) + 6)(n−1)/((n−2)(n−3)) = −6 → 1 / (−6 + 3·9/2) = 2/15
+    ("bimodality_coefficient", lambda: stats.bimodality_coefficient([]), NAN),
+    ("bimodality_coefficient", lambda: stats.bimodality_coefficient([0.0, 1.0, 1.0]), NAN),
+    ("bimodality_coefficient", lambda: stats.bimodality_coefficient([0.4] * 4), NAN),
+    ("bimodality_coefficient", lambda: stats.bimodality_coefficient([0.0, 0.0, 1.0, 1.0]), 2 / 15),
     # bootstrap_mean: estimate needs 1 value, bounds 2; constant → zero width
     ("bootstrap_mean", lambda: stats.bootstrap_mean([]), _interval(NAN, NAN, NAN)),
     ("bootstrap_mean", lambda: stats.bootstrap_mean([0.7]), _interval(0.7, NAN, NAN)),

@@ -236,6 +236,12 @@ EXEMPT = {
     "rubrics.write._user": "wraps a prompt built by the *_prompt builders above in a user message",
     "grading.answer.conversation": "the case's conversation as data for the grader, not a prompt",
     "interop.healthbench._messages": "reads an imported HealthBench prompt (a parser, not a prompt)",
+    # a domain pack's system prompts: the pack's text and DATA_RULES, no outside text (the *_messages
+    # builders above put the outside text beside them, and are rendered with every delimiter)
+    "curate.screener.screener_prompt": "the pack's system prompt, no outside text",
+    "curate.validator.query_prompt": "the pack's system prompt, no outside text",
+    "curate.validator.align_prompt": "the pack's system prompt, no outside text",
+    "curate.controller.audit_prompt": "the pack's system prompt, no outside text",
 }
 
 

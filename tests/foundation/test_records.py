@@ -59,11 +59,14 @@ def test_criterion_weight_must_match_polarity_and_range(weight: int, polarity: s
     assert "weight" in str(info.value) or str(weight) in str(info.value)
 
 
-def test_unknown_axis_is_refused_with_the_value() -> None:
+def test_a_malformed_axis_is_refused_with_the_value() -> None:
+    """Axes are the domain pack's names (the rubric checks hold them to the pack): a record takes any
+    lower-case name, and refuses anything else."""
+    assert Criterion(text="x", polarity="positive", axis="jurisdiction_awareness", weight=3).axis
     with pytest.raises(ValidationError) as info:
-        Criterion(text="x", polarity="positive", axis="empathy", weight=3)  # type: ignore[arg-type]
+        Criterion(text="x", polarity="positive", axis="Empathy!", weight=3)
     assert "axis" in str(info.value)
-    assert "empathy" in str(info.value)
+    assert "Empathy!" in str(info.value)
 
 
 def test_advice_alignment_has_three_levels() -> None:

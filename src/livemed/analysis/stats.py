@@ -357,3 +357,18 @@ def _percentile_ci(
     )
     ci = result.confidence_interval
     return float(ci.low), float(ci.high)
+
+
+def bimodality_coefficient(values: Sequence[float] | FloatArray) -> float:
+    """Sarle's bimodality coefficient (g² + 1) / (k + 3(n−1)²/((n−2)(n−3))), with the sample skewness g
+    and excess kurtosis k (bias-corrected, scipy); above 5/9 (a uniform distribution's value) suggests
+    two modes. Not computable (nan): fewer than four values, or all of them equal."""
+    x = as_array(values)
+    n = x.size
+    if n < 4 or _constant(x):
+        return math.nan
+    from scipy import stats as sp
+
+    g = float(sp.skew(x, bias=False))
+    k = float(sp.kurtosis(x, bias=False))
+    return (g * g + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))

@@ -14,8 +14,15 @@ from livemed.config import Config, load_config, store_location
 from livemed.errors import StoreOpenError
 
 if TYPE_CHECKING:
+    from livemed.domains import DomainPack
     from livemed.store import Store
 
+DOMAIN = typer.Option(
+    None,
+    "--domain",
+    help='Domain pack: "medical", "legal" or a pack folder (default: `domain` in livemed.toml, '
+    "else medical).",
+)
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -71,6 +78,12 @@ class AppState:
                     "(or point --store at one)"
                 )
         return self.store
+
+    def pack(self, option: str | None = None) -> DomainPack:
+        """The domain pack: `--domain`, else livemed.toml's `domain`, else the medical pack."""
+        from livemed.domains import resolve_domain
+
+        return resolve_domain(option, self.config.domain, self.config.path)
 
     def close(self) -> None:
         """Close the store if this invocation opened it (PostgreSQL connections are not left to the GC)."""

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from livemed.cli import app
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.executors import HELP as EXECUTOR_HELP
 from livemed.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain, Funnel
+    from livemed.domains import DomainPack
     from livemed.models import Engine
     from livemed.store import Store
 
@@ -49,6 +50,7 @@ def curate(
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only replay cached responses."),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    domain: str | None = DOMAIN,
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
     from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
@@ -68,7 +70,9 @@ def curate(
     engine = make_engine(
         app_state, no_cache=no_cache or offline, cache_read_only=cache_read_only, max_cost=max_cost
     )
-    chain = _chain(app_state, engine, model, kind, evidence, index_dir, llm_audit)
+    pack = app_state.pack(domain)
+    evidence = evidence or settings.evidence or pack.evidence_corpus()
+    chain = _chain(app_state, engine, model, kind, evidence, index_dir, llm_audit, pack)
     if offline:
         console.print(f"[dim]curating with {model}: a rule-based baseline, not an LLM[/]")
     store = app_state.store
@@ -76,7 +80,8 @@ def curate(
         "limit": limit,
         "redo": redo,
         "retriever": kind,
-        "evidence": evidence or settings.evidence,
+        "evidence": evidence,
+        "domain": pack.name,
     }
     with (
         usage_on_failure(engine),
@@ -118,6 +123,7 @@ def _chain(
     evidence: str | None,
     index_dir: Path | None,
     llm_audit: bool | None,
+    pack: DomainPack,
 ) -> Chain:
     from livemed.curate import Chain, Controller, Screener, Validator
     from livemed.curate.evidence.factory import build_retriever, default_index_dir
@@ -126,25 +132,28 @@ def _chain(
 
     config = app_state.config
     settings = config.curate
-    model = get_model(model_id, config=config)
+    model = get_model(model_id, config=config, pack=pack)
     audit = settings.llm_audit if llm_audit is None else llm_audit
     audit_llm = (
         LLM(engine, model, stage="controller") if audit and not model_id.startswith("offline/") else None
     )
     retriever = build_retriever(
         kind,
-        evidence=evidence or settings.evidence,
+        evidence=evidence,
         evidence_format=settings.evidence_format,
         index_dir=index_dir or default_index_dir(settings.index_dir),
         dense_model=settings.dense_model,
         europepmc=source_settings("europepmc", config),  # type: ignore[arg-type]
     )
     return Chain(
-        screener=Screener(LLM(engine, model, stage="screener")),
+        screener=Screener(LLM(engine, model, stage="screener"), pack),
         validator=Validator(
-            LLM(engine, model, stage="validator"), checklists=settings.checklists, k=settings.evidence_k
+            LLM(engine, model, stage="validator"),
+            checklists=settings.checklists,
+            k=settings.evidence_k,
+            pack=pack,
         ),
-        controller=Controller(audit_llm, min_score=settings.grounding_min_score),
+        controller=Controller(audit_llm, min_score=settings.grounding_min_score, pack=pack),
         retriever=retriever,
         thresholds=config.thresholds,
     )

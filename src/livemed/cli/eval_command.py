@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from livemed.cli import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.grading_commands import (
     CACHE_RO,
     EXECUTOR,
@@ -81,6 +81,7 @@ def eval_command(
     max_date: str | None = MAX_DATE,
     after_cutoff: bool = AFTER_CUTOFF,
     executor: str | None = EXECUTOR,
+    domain: str | None = DOMAIN,
 ) -> None:
     """Answer with each --model, grade every answer as soon as it exists, then score (one process)."""
     from livemed.models import Settings
@@ -100,6 +101,7 @@ def eval_command(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     plan = Plan(models, judge, mode, samples, Settings(temperature=temperature, max_tokens=max_tokens))
     plan.template = grader_template
+    plan.domain = domain
     run = _stream(app_state, engine, cases, plan)
     window = (min_date, max_date, after_cutoff)
     _finish(app_state, run, plan, convention, seed, json_out, allow_incomplete, window)
@@ -132,6 +134,7 @@ class Plan:
     samples: int
     settings: Settings
     template: Path | None = None  # --grader-template: the judge's id becomes <judge>@tpl-<hash>
+    domain: str | None = None  # --domain: the candidate's and grader's prompts, offline/unsafe's hazards
 
 
 def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) -> Run:
@@ -142,11 +145,13 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
 
     if "offline/retrieval" in plan.models:
         raise UserError("offline/retrieval needs an evidence corpus: run it with `livemed answer --evidence`")
-    answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer) for m in plan.models]
+    pack = app_state.pack(plan.domain)
+    answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer, pack=pack) for m in plan.models]
     grader = grader_for(app_state, engine, plan.judge, plan.mode, plan.template)
     judge_model, plan.judge = plan.judge, grader.id
     unit = "criteria" if plan.mode == "per-criterion" else "answers"
     settings = {"models": plan.models, "judge": plan.judge, "mode": plan.mode, "samples": plan.samples}
+    settings["domain"] = pack.name
     if plan.template is not None:
         settings["grader_template"] = f"{plan.template.name} sha256:{grader.template.hash}"
     settings.update(plan.settings.model_dump(exclude_defaults=True))
@@ -174,6 +179,7 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
                 settings=plan.settings,
                 samples=plan.samples,
                 mode=plan.mode,  # type: ignore[arg-type]
+                pack=pack,
             )
         )
         stages = [(f"answer {m}", r, "answers") for m, r in result.answers.items()]
@@ -204,7 +210,7 @@ def _finish(
     """Score the candidates' fully graded answers, print the leaderboard, write --json; exit 1 when
     calls failed (the failure rules) or a model could not be ranked."""
     from livemed.analysis.completeness import not_ranked_line
-    from livemed.cli.score_commands import print_scores, ranked_rows, windowed
+    from livemed.cli.score_commands import print_scores, ranked_rows, warn_bimodal, windowed
     from livemed.errors import RunError
     from livemed.grading.runs import score_all
     from livemed.judges.cards import card_line
@@ -217,6 +223,7 @@ def _finish(
     console.print(card_line(app_state.store, plan.judge), markup=False)
     for reason, n in sorted(scored.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
+    warn_bimodal(scored.scores)
     if json_out is not None:
         _write_json(json_out, ranked, plan.models, seed)
     raise_for_calls(run)

@@ -12,7 +12,7 @@ import typer
 
 from livemed.cli import app
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
-from livemed.cli.context import AppState, console, counted, err_console, state
+from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
 from livemed.errors import ConfigError, UserError
 from livemed.executors import HELP as EXECUTOR_HELP
 from livemed.executors import run_elsewhere
@@ -105,6 +105,7 @@ def rubrics(
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
+    domain: str | None = DOMAIN,
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
     from livemed.pipeline import run_stage
@@ -114,7 +115,8 @@ def rubrics(
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    model = resolve(app_state, engine, writer, "rubrics", OfflineWriter)
+    pack = app_state.pack(domain)
+    model = resolve(app_state, engine, writer, "rubrics", OfflineWriter, pack=pack)
     cases = list(select_cases(app_state, status, limit))
     rejected = set() if retry_rejected else _rejected_rubrics(store, [rejection_id(c.id) for c in cases])
     todo = [case for case in cases if rejection_id(case.id) not in rejected]
@@ -127,7 +129,7 @@ def rubrics(
         track_run(
             store,
             "rubrics",
-            settings={"writer": writer},
+            settings={"writer": writer, "domain": pack.name},
             models=[writer],
             engine=engine,
             lease=f"rubrics:{writer}",
@@ -138,7 +140,7 @@ def rubrics(
             run_stage(
                 store,
                 todo,
-                lambda case: write_rubric(case, model),
+                lambda case: write_rubric(case, model, pack),
                 output_id=lambda case: f"rubric:{case.id}",
                 output_kinds=["rubric"],
                 batch_size=16,
@@ -260,6 +262,7 @@ def answer(
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
     executor: str | None = EXECUTOR,
+    domain: str | None = DOMAIN,
 ) -> None:
     """Run a candidate model on every case: an Answer per sample, or a Rejection (retried next run)."""
     if run_elsewhere(ctx, executor):
@@ -275,9 +278,11 @@ def answer(
     extra = _retrieval_corpus(app_state, evidence, cases, samples, model) if model in RETRIEVING else {}
     if model == "offline/memorised":
         extra["cutoff"] = _declared_cutoff(app_state, model)
-    answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, **extra)
+    pack = app_state.pack(domain)
+    answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, pack=pack, **extra)
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
+    run_settings["domain"] = pack.name
     if samples > 1 and temperature == 0:
         err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
     with (
@@ -292,7 +297,9 @@ def answer(
         ) as run,
         progress_for(engine, model, f"answers by {model}", total=len(cases) * samples),
     ):
-        result = asyncio.run(answer_all(app_state.store, cases, answerer, settings=settings, samples=samples))
+        result = asyncio.run(
+            answer_all(app_state.store, cases, answerer, settings=settings, samples=samples, pack=pack)
+        )
         settle(run, result, "answers")
     print_result(f"answers by {model}", result)
     print_usage(engine)
@@ -315,6 +322,7 @@ def grade(
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
     executor: str | None = EXECUTOR,
+    domain: str | None = DOMAIN,
 ) -> None:
     """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
     if run_elsewhere(ctx, executor):
@@ -331,9 +339,11 @@ def grade(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     grader = grader_for(app_state, engine, judge, mode, grader_template)
     model_id, judge = judge, grader.id
+    pack = app_state.pack(domain)
     answers = (a for a in store.iter(Answer) if model is None or a.model == model)
-    plan = plan_targets(store, answers, judge=grader.id, retry_failures=retry_failures)
+    plan = plan_targets(store, answers, pack, judge=grader.id, retry_failures=retry_failures)
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
+    settings["domain"] = pack.name
     if grader_template is not None:
         settings["grader_template"] = f"{grader_template.name} sha256:{grader.template.hash}"
     with (

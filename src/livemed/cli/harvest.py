@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
-from livemed.cli.context import console, err_console, state
+from livemed.cli.context import DOMAIN, console, err_console, state
 from livemed.errors import ConfigError
 
 
@@ -64,6 +64,7 @@ def harvest_command(
     until: str | None = typer.Option(None, help="Last publication date to harvest (default: now)."),
     limit: int | None = typer.Option(None, min=1, help="At most this many new documents per source."),
     no_prefilter: bool = typer.Option(False, "--no-prefilter", help="Keep documents without pre-filters."),
+    domain: str | None = DOMAIN,
 ) -> None:
     """Harvest dated documents into the store, pre-filter them and log rejections."""
     import asyncio
@@ -78,8 +79,10 @@ def harvest_command(
     start, end = _date(since, "--since"), _date(until, "--until", end_of_day=True) or datetime.now(UTC)
     cutoff = _date(config.cutoff.isoformat(), "cutoff") if config.cutoff else None
     built = [build_source(name, config) for name in source]
-    prefilters = build_prefilters(config.prefilter, [] if no_prefilter else None)
+    pack = app_state.pack(domain)
+    prefilters = build_prefilters(config.prefilter, [] if no_prefilter else None, pack)
     settings: dict[str, Any] = {"sources": source, "since": since, "until": until, "limit": limit}
+    settings["domain"] = pack.name
     settings["prefilters"] = prefilters.names
     failed, unreadable = [], 0
     with track_run(store, "harvest", settings=settings) as run:

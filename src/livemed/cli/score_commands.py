@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
+    from livemed.analysis.bimodality import BimodalityRow
     from livemed.analysis.completeness import Grading
     from livemed.analysis.length import LengthRow
     from livemed.grading.runs import ScoreRun
@@ -97,6 +99,7 @@ def scores(
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
+    distribution = warn_bimodal(run.scores)
     lengths = _print_length(store, run.scores)
     if json_out is not None:
         payload = {
@@ -108,6 +111,7 @@ def scores(
             "excluded": dict(run.excluded),
             "grading": [g.model_dump() for g in grading.values()],
             "not_ranked": [g.model for g in left_out],
+            "score_distribution": [asdict(row) for row in distribution],
             "length": [row.model_dump() for row in lengths],
         }
         json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
@@ -127,6 +131,17 @@ def windowed(
     window = build_window(app_state, min_date, max_date, after_cutoff, models)
     print_window(window, models)
     return window_run(app_state.existing_store, run, window)
+
+
+def warn_bimodal(scores: list[Score]) -> list[BimodalityRow]:
+    """The score-distribution check per model; a warning line for each model whose scores pile up at
+    0 and 1 (`analysis.bimodality`)."""
+    from livemed.analysis.bimodality import score_distribution, warnings
+
+    rows = score_distribution(scores)
+    for line in warnings(rows):
+        err_console.print(f"[yellow]warning:[/] {escape(line)}")
+    return rows
 
 
 def _print_length(store: Store, scores: list[Score]) -> list[LengthRow]:

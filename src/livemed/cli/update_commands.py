@@ -11,7 +11,7 @@ from rich.table import Table
 
 from livemed.cli import app
 from livemed.cli.context import AppState, console, err_console, state
-from livemed.errors import RunError, StageBusyError
+from livemed.errors import ConfigError, RunError, StageBusyError
 from livemed.executors import HELP as EXECUTOR_HELP
 from livemed.executors import run_elsewhere
 
@@ -138,6 +138,12 @@ def build_tools(app_state: AppState, until: str | None) -> Tools:
     from livemed.sources import build_source
 
     config = app_state.config
+    pack = app_state.pack()
+    if pack.name != "medical":
+        raise ConfigError(
+            f"livemed update runs the medical pack only, and livemed.toml sets domain {pack.name!r}: "
+            "run harvest, curate, rubrics, answer and grade with --domain instead"
+        )
     plan = config.update
     names = list(config.sources) if plan.sources is None else plan.sources
     curate = config.curate
@@ -148,7 +154,8 @@ def build_tools(app_state: AppState, until: str | None) -> Tools:
         return make_engine(app_state, no_cache=no_cache, max_cost=budget)
 
     def chain(bound: Engine) -> Any:
-        return _chain(app_state, bound, plan.curator, curate.retriever, None, None, None)
+        evidence = curate.evidence or pack.evidence_corpus()
+        return _chain(app_state, bound, plan.curator, curate.retriever, evidence, None, None, pack)
 
     def bind(bound: Engine, model_id: str, stage: str) -> Any:
         return resolve(app_state, bound, model_id, stage, _offline_kind(stage))

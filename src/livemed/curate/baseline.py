@@ -4,11 +4,13 @@ It speaks the `Model` protocol so the chain runs unchanged (cache, accounting, p
 the task from the requested JSON schema's name and its inputs from the prompt's data blocks, and
 answers with rules —
 
-- Screener: labelled sections and sentence cues (age/sex regexes, symptom and history words,
-  question sentences from the asker, recommendation cues in physician replies);
-- Validator: Ely categories by keyword for s_cc, the checklist from the narrative fields for s_inf,
-  and lexical overlap between each advice element and its retrieved evidence for s_align
-  (≥ 50% of the advice's content words in the evidence → 1.0, ≥ 25% → 0.5, else 0.0);
+- Screener: labelled sections and sentence cues (age/sex regexes, the domain pack's narrative cues —
+  medical: symptom and history words —, question sentences from the asker, recommendation cues in
+  the replies);
+- Validator: query types by keyword for s_cc (the pack's; medical: Ely's categories), the checklist
+  from the narrative fields for s_inf, and lexical overlap between each advice element and its
+  retrieved evidence for s_align (≥ 50% of the advice's content words in the evidence → 1.0,
+  ≥ 25% → 0.5, else 0.0);
 - Controller: it never vouches for a paraphrase, so only the deterministic fuzzy audit counts.
 """
 
@@ -24,35 +26,14 @@ from livemed.curate import rules
 from livemed.curate.controller import AuditOutput
 from livemed.curate.screener import ScreenerOutput
 from livemed.curate.validator import AlignmentOutput, AlignmentScore, ItemCheck, QueryCheck
+from livemed.domains import DomainPack, medical
 from livemed.models.base import Completion, FatalModelError, Message, Settings
 from livemed.prompts import Block, parse_blocks
 from livemed.records import Narrative
 
-ELY = {  # Ely categories by keyword; the first match names the query type
-    "diagnosis": r"\b(?:what (?:could|might|is|can) (?:this|it|be)|caus\w*|diagnos\w*|could (?:this|it) be"
-    r"|is (?:this|it) (?:a|an)|what is (?:this|wrong)|why)\b",
-    "treatment": r"\b(?:treat\w*|medications?|medicines?|drugs?|antibiotics?|creams?|pills?|take|dose"
-    r"|dosage|cure|therapy|relieve"
-    r"|get rid|help|stop|prevent|heal|calm|soothe|ease)\b",
-    "management": r"\b(?:what should i do|should i|i should|do i need|manage\w*|next step"
-    r"|how (?:can|do|should) i|what can i (?:do|use|take)|can i (?:wait|keep|continue|still|go|use|take)"
-    r"|get (?:it |this )?checked"
-    r"|see a|go to)\b",
-    "prognosis": r"\b(?:serious|dangerous|worr\w*|go away|normal|how long|permanent|risk|safe)\b",
-    "test_interpretation": r"\b(?:tests?|scan|x-?ray|results?|levels?|blood work|mri)\b",
-}
-_ITEM_FIELDS = {
-    "chief complaint": "chief_complaint",
-    "onset/duration": "onset_duration",
-    "symptom characteristics": "symptoms",
-    "relevant history": "history",
-    "family history": "family_history",
-    "social history": "social_history",
-    "medications": "medications",
-    "allergies": "allergies",
-    "exam/labs": "exam_labs",
-    "timeline": "timeline",
-}
+# Query types by keyword (the first match names the type): the domain pack's `[offline.query_cues]`;
+# the medical pack's are Ely's categories.
+ELY = medical().offline.query_cues
 _STOPWORDS = (
     "the and for you your with that this are not but can will should would could have has had been "
     "from they them their its also any all some more most very much may might must please make sure "
@@ -66,13 +47,13 @@ def content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]{3,}", text.lower()) if w not in _STOP}
 
 
-def screen(prompt: str) -> ScreenerOutput:
+def screen(prompt: str, pack: DomainPack | None = None) -> ScreenerOutput:
     blocks = parse_blocks(prompt)
     text = {b.name: b.text for b in blocks}
     if "report" in text:
         report = text["report"]
         return ScreenerOutput(
-            narrative=rules.extract_narrative(report, report=True),
+            narrative=rules.extract_narrative(report, report=True, pack=pack),
             query=rules.derived_query(report),
             advice=rules.extract_advice(report, report=True),
         )
@@ -80,17 +61,18 @@ def screen(prompt: str) -> ScreenerOutput:
     questions = rules.extract_questions(post) or rules.extract_questions(text.get("title", ""))
     answers = "\n".join(b.text for b in blocks if b.name == "answer")
     return ScreenerOutput(
-        narrative=rules.extract_narrative(post),
+        narrative=rules.extract_narrative(post, pack=pack),
         query=" ".join(questions),
         advice=rules.extract_advice(answers),
     )
 
 
-def check_query(prompt: str) -> QueryCheck:
+def check_query(prompt: str, pack: DomainPack | None = None) -> QueryCheck:
     blocks = {b.name: b for b in parse_blocks(prompt)}
     query = blocks["query"].text if "query" in blocks else ""
     derived = "query" in blocks and blocks["query"].attrs.get("derived") == "true"
-    kinds = [kind for kind, pattern in ELY.items() if re.search(pattern, query, re.IGNORECASE)]
+    cues = (pack or medical()).offline.query_cues
+    kinds = [kind for kind, pattern in cues.items() if re.search(pattern, query, re.IGNORECASE)]
     narrative = (
         Narrative.model_validate_json(blocks["narrative"].text) if "narrative" in blocks else Narrative()
     )
@@ -101,20 +83,23 @@ def check_query(prompt: str) -> QueryCheck:
         query_type=kinds[0] if clinical else "non_clinical",
         s_cc=clinical,
         items=[
-            ItemCheck(index=n, item=item, present=item_present(item, narrative))
+            ItemCheck(index=n, item=item, present=item_present(item, narrative, pack))
             for n, item in enumerate(items)
         ],
     )
 
 
-def item_present(item: str, narrative: Narrative) -> bool:
+def item_present(item: str, narrative: Narrative, pack: DomainPack | None = None) -> bool:
+    """Does the narrative state a checklist item? Age and sex by pattern, an item the pack maps to a
+    narrative slot (`checklist_fields`) by that slot, anything else by shared content words."""
     key = item.lower()
+    fields = (pack or medical()).checklist_fields
     if key == "age":
         return any(rules.AGE.search(f) for f in narrative.demographics)
     if key in ("sex", "gender"):
         return any(rules.SEX.search(f) for f in narrative.demographics)
-    if key in _ITEM_FIELDS:
-        return bool(getattr(narrative, _ITEM_FIELDS[key]))
+    if key in fields:
+        return bool(getattr(narrative, fields[key]))
     words = content_words(item)
     return any(words & content_words(fact) for _, fact in narrative.entities())
 
@@ -142,29 +127,32 @@ def _lexical(index: int, advice: str, evidence: list[Block]) -> AlignmentScore:
     return AlignmentScore(advice_index=index, score=score, rationale=f"lexical overlap {best:.2f}")
 
 
-TASKS: dict[str, Callable[[str], BaseModel]] = {
+TASKS: dict[str, Callable[[str, DomainPack], BaseModel]] = {
     "ScreenerOutput": screen,
     "QueryCheck": check_query,
-    "AlignmentOutput": align,
-    "AuditOutput": lambda prompt: AuditOutput(),
+    "AlignmentOutput": lambda prompt, _: align(prompt),
+    "AuditOutput": lambda prompt, _: AuditOutput(),
 }
 
 
 class CurationBaseline:
-    """The rule-based offline curation baseline, as a `Model`."""
+    """The rule-based offline curation baseline, as a `Model`, for one domain pack (default medical)."""
 
     id = "offline/curate-baseline"
     endpoint = "in-process"
     supports_json_schema = True
+
+    def __init__(self, pack: DomainPack | None = None) -> None:
+        self.pack = pack or medical()
 
     async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
         task = (settings.json_schema or {}).get("name", "")
         if task not in TASKS:
             raise FatalModelError(f"{self.id} only answers the curation prompts (got schema {task!r})")
         prompt = "\n".join(m["content"] for m in messages if m["role"] == "user")
-        text = json.dumps(TASKS[task](prompt).model_dump(mode="json"))
+        text = json.dumps(TASKS[task](prompt, self.pack).model_dump(mode="json"))
         return Completion(text=text, finish_reason="stop", model=self.id)
 
 
-def curate_baseline() -> CurationBaseline:
-    return CurationBaseline()
+def curate_baseline(pack: DomainPack | None = None) -> CurationBaseline:
+    return CurationBaseline(pack)

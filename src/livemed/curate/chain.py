@@ -65,7 +65,7 @@ async def curate(
     audited = await controller.audit(validated, doc)
     if isinstance(audited, Rejection):
         return audited
-    accepted = leak.check(audited, doc, thresholds.answer_leak)
+    accepted = leak.check(audited, doc, thresholds.answer_leak, screener.pack)
     if isinstance(accepted, Rejection):
         return accepted
     settings: dict[str, Any] = {

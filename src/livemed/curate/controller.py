@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from livemed.curate.grounding import Normalised, locate, normalise
 from livemed.curate.screener import advice_texts, is_thread, reject
 from livemed.curate.sections import HELD_BACK, sections
+from livemed.domains import DomainPack, medical
 from livemed.grading.lexical import content
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
@@ -28,14 +29,13 @@ STAGE = "controller"
 DEFAULT_MIN_SCORE = 90.0
 QUOTE_SUPPORT = 0.25  # the share of an element's content words its quote must hold
 
-AUDIT_PROMPT = f"""\
-You are the Controller of a medical benchmark curation pipeline. For each numbered element, decide
-whether the source text states it explicitly (a faithful paraphrase counts; an inference, a
-generalisation or anything added does not). When it is grounded, quote the exact source words that
-state it. When it is not, set grounded to false and leave the quote empty.
 
-{DATA_RULES}
-"""
+def audit_prompt(pack: DomainPack | None = None) -> str:
+    """The LLM audit's prompt: the domain pack's `prompts/controller_audit.txt`."""
+    return (pack or medical()).render("controller_audit", data_rules=DATA_RULES)
+
+
+AUDIT_PROMPT = audit_prompt()  # the medical pack's
 
 
 class ElementVerdict(BaseModel):
@@ -76,20 +76,29 @@ def advice_source(doc: Doc) -> str:
     return "\n\n".join(advice_texts(doc))
 
 
-def audit_messages(source: str, elements: list[tuple[int, str]]) -> list[Message]:
+def audit_messages(
+    source: str, elements: list[tuple[int, str]], pack: DomainPack | None = None
+) -> list[Message]:
     blocks = [data_block("source", source)]
     blocks.extend(data_block("element", text, i=index) for index, text in elements)
-    return [{"role": "system", "content": AUDIT_PROMPT}, {"role": "user", "content": "\n\n".join(blocks)}]
+    user = "\n\n".join(blocks)
+    return [{"role": "system", "content": audit_prompt(pack)}, {"role": "user", "content": user}]
 
 
 class Controller:
     """Verifies grounding; `llm` (optional) audits the elements fuzzy matching missed."""
 
-    prompt = AUDIT_PROMPT
-
-    def __init__(self, llm: LLM | None = None, *, min_score: float = DEFAULT_MIN_SCORE) -> None:
+    def __init__(
+        self,
+        llm: LLM | None = None,
+        *,
+        min_score: float = DEFAULT_MIN_SCORE,
+        pack: DomainPack | None = None,
+    ) -> None:
         self.llm = llm
         self.min_score = min_score
+        self.pack = pack or medical()
+        self.prompt = audit_prompt(self.pack)
 
     async def audit(self, case: Case, doc: Doc) -> Case | Rejection:
         groups = [
@@ -138,7 +147,8 @@ class Controller:
         (found, but not stating their element); None if the call failed."""
         assert self.llm is not None
         todo = [(i, s.element) for i, s in enumerate(spans) if s.source_span is None]
-        result = await self.llm.structured(audit_messages(source, todo), AuditOutput, Settings(temperature=0))
+        messages = audit_messages(source, todo, self.pack)
+        result = await self.llm.structured(messages, AuditOutput, Settings(temperature=0))
         if result.value is None:
             return None
         hay = normalise(source)

@@ -19,7 +19,8 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from livemed.curate.screener import reject
-from livemed.grading.answer import PATIENT_LABELS, candidate_messages
+from livemed.domains import DomainPack
+from livemed.grading.answer import PATIENT_LABELS, candidate_messages, template_words
 from livemed.prompts import parse_blocks
 from livemed.records import Case, Doc, Rejection
 
@@ -54,15 +55,15 @@ def content(words: list[str]) -> set[str]:
     return {stem(w) for w in words if w not in _STOP}
 
 
-def candidate_text(case: Case) -> str:
+def candidate_text(case: Case, pack: DomainPack | None = None) -> str:
     """What the candidate model reads of the case: the outside text of `candidate_messages`, without
-    the patient template's labels."""
+    the patient template's labels (the domain pack's, default medical)."""
     parts: list[str] = []
-    for message in candidate_messages(case):
+    for message in candidate_messages(case, pack):
         blocks = parse_blocks(message["content"])
         parts.extend(b.text for b in blocks) if blocks else parts.append(message["content"])
     text = "\n".join(parts)
-    for label in PATIENT_LABELS:
+    for label in PATIENT_LABELS if pack is None else template_words(pack):
         text = text.replace(label, " ")
     return text
 
@@ -108,9 +109,9 @@ def element_leak(index: int, element: str, prompt_words: list[str]) -> ElementLe
     return ElementLeak(index, round(len(stated & wanted) / len(wanted), 4), spans)
 
 
-def audit(case: Case) -> list[ElementLeak]:
+def audit(case: Case, pack: DomainPack | None = None) -> list[ElementLeak]:
     """Every advice element's leak into what the candidate is shown, in advice order."""
-    prompt = tokens(candidate_text(case))
+    prompt = tokens(candidate_text(case, pack))
     return [element_leak(i, element, prompt) for i, element in enumerate(case.advice)]
 
 
@@ -118,10 +119,10 @@ def worst(leaks: list[ElementLeak]) -> ElementLeak | None:
     return max(leaks, key=lambda leak: leak.leak, default=None)
 
 
-def check(case: Case, doc: Doc, max_leak: float) -> Case | Rejection:
+def check(case: Case, doc: Doc, max_leak: float, pack: DomainPack | None = None) -> Case | Rejection:
     """The case, or an `answer_leak` rejection (the overlapping spans in its detail) when an advice
     element's leak is above `max_leak`."""
-    leaks = audit(case)
+    leaks = audit(case, pack)
     over = [leak.describe() for leak in leaks if leak.leak > max_leak]
     if not over:
         return case

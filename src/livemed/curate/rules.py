@@ -1,6 +1,8 @@
 """Rules behind the offline curation baseline: sections, sentence cues and regexes (no model).
 
-These are deliberately simple and transparent; they are a baseline, not a substitute for an LLM.
+These are deliberately simple and transparent; they are a baseline, not a substitute for an LLM. The
+cue words that put a fact under a narrative field come from the domain pack (`[offline.narrative_cues]`,
+`fallback_cues`); the medical pack's are the ones described in `baseline.py`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from livemed.curate.sections import (
     report_advice,
     sections,
 )
+from livemed.domains import DomainPack, medical
 from livemed.records import Narrative
 
 _SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
@@ -36,36 +39,6 @@ DURATION = re.compile(
     r"(?:\w+\s+)?(?:hours?|days?|weeks?|months?|years?)\b"
     r"|\b(?:\d+|a|an|one|two|three|few|several)\s+(?:hours?|days?|weeks?|months?|years?)\s+ago\b"
     r"|\bsince\s+(?:yesterday|last\s+\w+|this\s+\w+|\w+day)\b|\b(?:started|began)\b",
-    re.IGNORECASE,
-)
-_CUES: dict[str, re.Pattern[str]] = {
-    "allergies": re.compile(r"\ballerg", re.IGNORECASE),
-    "medications": re.compile(
-        r"\b(?:taking|take|took|prescribed|medications?|medicines?|meds|\d+\s?mg|tablets?|pills?|inhaler"
-        r"|supplements?|contraceptives?)\b",
-        re.IGNORECASE,
-    ),
-    "history": re.compile(
-        r"\b(?:history|diagnosed|surgery|operation|previously|in the past|chronic|otherwise healthy"
-        r"|medical (?:problems?|conditions?|issues)|born at term"
-        r"|healthy otherwise|had (?:a|an) \w+(?: \w+)? (?:\w+ )?(?:weeks?|months?|years?) ago"
-        r"|(?:have|had|with) (?:type \d |mild |severe )?(?:diabetes|asthma|hypertension|high blood pressure"
-        r"|copd|epilepsy|depression|anxiety|migraines?|arthritis|hypothyroidism|heart disease|cancer"
-        r"|kidney disease|eczema|ibs|reflux|gerd))\b",
-        re.IGNORECASE,
-    ),
-    "exam_labs": re.compile(
-        r"\b(?:blood (?:test|work|pressure)|labs?|x-?ray|ultrasound|mri|ct|scan|ecg|ekg|results?|levels?"
-        r"|temperature|biopsy|examination|exam|hba1c|tsh)\b",
-        re.IGNORECASE,
-    ),
-}
-SYMPTOM = re.compile(
-    r"\b(?:pain|ache|aches|aching|hurts?|sore|fever|cough|nausea|vomit\w*|rash|swell\w*|swollen|dizz\w*"
-    r"|headaches?|migraines?|fatigue|tired\w*|bleed\w*|itch\w*|numb\w*|tingl\w*|breath\w*|wheez\w*"
-    r"|diarrh\w*|constipat\w*|cramps?|burning|lump|discharge|palpitations?|insomnia|anxi\w*|weak\w*"
-    r"|stiff\w*|symptoms?|spots?|redness|sweat\w*|chills|faint\w*|blurr\w*|congest\w*|runny|sneez\w*"
-    r"|floaters?|flash\w*|vision|blocked|mucus|phlegm|sputum|drooping|droop\w*|palsy|wheeze)\b",
     re.IGNORECASE,
 )
 ADVICE = re.compile(
@@ -127,7 +100,6 @@ def is_asking(sentence: str) -> bool:
     return is_question(sentence) or bool(_ASKING.match(sentence.strip()))
 
 
-_FIELD_ORDER = ("allergies", "medications", "exam_labs", "history")  # ties go to the earlier field
 _HEADING_FIELDS = {"investigations": "exam_labs"}
 _CLAUSE = re.compile(
     r",\s+and\s+|;\s+|,\s+but\s+|\s+and\s+(?=(?:i|he|she|they|we|my|his|her|had|has|have|took|takes|take)\b)"
@@ -144,9 +116,11 @@ ONSET = re.compile(
 )
 
 
-def extract_narrative(text: str, *, report: bool = False) -> Narrative:
+def extract_narrative(text: str, *, report: bool = False, pack: DomainPack | None = None) -> Narrative:
     """Narrative facts from a post or report, each sentence (or clause) under the one field it fits
-    best; held-back sections and advice- or outcome-like sentences left out (`sections`)."""
+    best by the domain pack's cues (default: medical); held-back sections and advice- or outcome-like
+    sentences left out (`sections`)."""
+    pack = pack or medical()
     facts: dict[str, list[str]] = {name: [] for name in Narrative.model_fields}
     used = narrative_sentences(text, report=report)
     for heading, sentence in used:
@@ -156,8 +130,8 @@ def extract_narrative(text: str, *, report: bool = False) -> Narrative:
         if section and section.group(1).strip().lower() in _SECTION_FIELDS:
             facts[_SECTION_FIELDS[section.group(1).strip().lower()]].append(sentence)
             continue
-        for clause in _clauses(sentence):
-            if (field := _HEADING_FIELDS.get(heading or "") or best_field(clause)) is not None:
+        for clause in _clauses(sentence, pack):
+            if (field := _HEADING_FIELDS.get(heading or "") or best_field(clause, pack)) is not None:
                 facts[field].append(clause)
     if len(facts["symptoms"]) > 1 and not facts["chief_complaint"]:
         facts["chief_complaint"].append(facts["symptoms"].pop(0))
@@ -170,16 +144,19 @@ def extract_narrative(text: str, *, report: bool = False) -> Narrative:
     return Narrative(**{name: _unique(values) for name, values in facts.items()})
 
 
-def best_field(text: str) -> str | None:
-    """The narrative field a fact fits best: the most cue words, ties to the earlier field."""
-    hits = {f: len(_CUES[f].findall(text)) for f in _FIELD_ORDER}
-    top = max(hits.values())
+def best_field(text: str, pack: DomainPack | None = None) -> str | None:
+    """The narrative field a fact fits best by the pack's cues: the most cue words, ties to the earlier
+    field; else the pack's fallback field when a fallback cue is there."""
+    pack = pack or medical()
+    hits = [(slot, len(pattern.findall(text))) for slot, pattern in pack.narrative_patterns]
+    top = max((n for _, n in hits), default=0)
     if top:
-        return next(f for f in _FIELD_ORDER if hits[f] == top)
-    return "symptoms" if SYMPTOM.search(text) else None
+        return next(slot for slot, n in hits if n == top)
+    fallback = pack.fallback_pattern
+    return pack.offline.fallback_slot if fallback is not None and fallback.search(text) else None
 
 
-def _clauses(sentence: str) -> list[str]:
+def _clauses(sentence: str, pack: DomainPack) -> list[str]:
     """A sentence split into clauses when they fit different fields ("meds X, and no allergies"):
     a clause that fits no field stays with its neighbour; each clause is a slice of the sentence."""
     cuts = [0, *(m.end() for m in _CLAUSE.finditer(sentence)), len(sentence)]
@@ -187,7 +164,7 @@ def _clauses(sentence: str) -> list[str]:
     pieces = [(cuts[i], (starts[i] if i < len(starts) else len(sentence))) for i in range(len(cuts) - 1)]
     merged: list[tuple[int, int, str | None]] = []
     for lo, hi in pieces:
-        field = best_field(sentence[lo:hi])
+        field = best_field(sentence[lo:hi], pack)
         if merged and (field is None or field == merged[-1][2]):
             merged[-1] = (merged[-1][0], hi, merged[-1][2])
         elif merged and merged[-1][2] is None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.curate.sections import outcome_like
 from livemed.curate.tags import detect_language, specialties
+from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block, drop_instructions
 from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRole, short_hash
@@ -27,54 +28,15 @@ from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRo
 STAGE = "screener"
 ADVICE_ROLES = frozenset({ReplyRole.PHYSICIAN, ReplyRole.VERIFIED, ReplyRole.ACCEPTED})
 
-# Domain-specific text of the Screener's prompt (a domain pack can lift these as they are).
-NARRATIVE_FIELDS = """\
-  demographics (age, sex), chief_complaint, symptoms (with their characteristics), onset_duration,
-  history (the patient's own past illnesses and operations), family_history, social_history
-  (smoking, alcohol, work, living situation, travel), medications, allergies, exam_labs (findings and
-  results known when the question arises), timeline (what happened before the question arises)"""
-DECISION_POINT = """\
-  Cut the narrative at the decision point: the moment the question is asked. Never put in the
-  narrative the outcome, the final or confirmed diagnosis, the treatment given, the response to
-  treatment, the follow-up, or the discussion; for a case report, results that only arrive after
-  the diagnostic work-up (e.g. the biopsy that settles the diagnosis) are outcome too. These belong
-  in the advice or nowhere, never in the narrative."""
-THREAD_RULES = """\
-For a thread: narrative facts come ONLY from the asker's post (the block named "post") and the
-title, never from the replies. The query is the asker's own question. Advice comes ONLY from the
-blocks named "answer" (replies by physicians, verified or accepted answers)."""
-REPORT_RULES = """\
-For a case report: the narrative comes from the presentation (history, examination, first
-investigations). The query is DERIVED by design (the clinical question the report answers at its
-decision point: the diagnosis, the next step or the management); it is exempt from "do not infer",
-and a diagnostic query never names the diagnosis. Advice is the management the report describes or
-recommends, and its final diagnosis."""
+# The Screener's prompt is the domain pack's (`prompts/screener.txt`, with the document kinds in
+# `screener_kind_thread.txt` and `screener_kind_report.txt`).
 
-SCREENER_PROMPT = f"""\
-You are the Screener of a medical benchmark curation pipeline. Turn one harvested document into a
-SOAP-style triplet.
 
-- narrative: the patient's facts, in these fields:
-{NARRATIVE_FIELDS}.
-  Each fact goes in exactly one field, as a contiguous span copied from the text (a phrase or a
-  clause, not rewritten and never stitched together from several places); split a sentence only
-  where it holds facts for different fields. Do not paraphrase, infer or add anything. Leave a field
-  empty when the text says nothing about it.
-{DECISION_POINT}
-- query: the patient's primary clinical question.
-- assessment: the respondent's assessment or likely diagnosis, when they give one (gradable: it
-  goes with the advice, never in the narrative).
-- advice: the actionable recommendations, one atomic recommendation per item, copied from the text.
+def screener_prompt(pack: DomainPack | None = None) -> str:
+    return (pack or medical()).render("screener", data_rules=DATA_RULES)
 
-{THREAD_RULES}
 
-{REPORT_RULES}
-
-If the document has no clinical question, no patient narrative or no actionable advice, return the
-missing part as empty.
-
-{DATA_RULES}
-"""
+SCREENER_PROMPT = screener_prompt()  # the medical pack's
 # What a case report's narrative of the current episode must not give away (a Screener reply that
 # puts it there is caught: the fact is dropped from the narrative, with a finding): the outcome, the
 # treatment given and its effect, and the final diagnosis.
@@ -110,34 +72,36 @@ def advice_texts(doc: Doc) -> list[str]:
     return [reply.text for reply in doc.replies if reply.role in ADVICE_ROLES]
 
 
-def screener_messages(doc: Doc) -> list[Message]:
+def screener_messages(doc: Doc, pack: DomainPack | None = None) -> list[Message]:
+    pack = pack or medical()
     blocks: list[str] = []
     if doc.title:
         blocks.append(data_block("title", doc.title))
     if is_thread(doc):
-        kind = "thread (a patient's forum post with replies)"
+        kind = pack.prompt("screener_kind_thread")
         blocks.append(data_block("post", doc.text, role="asker"))
         for n, reply in enumerate(r for r in doc.replies if r.role in ADVICE_ROLES):
             blocks.append(data_block("answer", reply.text, role=reply.role.value, n=n))
     else:
-        kind = "case_report (a published clinical case report)"
+        kind = pack.prompt("screener_kind_report")
         blocks.append(data_block("report", doc.text))
     user = f"Document type: {kind}\nSource: {doc.source}\n\n" + "\n\n".join(blocks)
-    return [{"role": "system", "content": SCREENER_PROMPT}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": screener_prompt(pack)}, {"role": "user", "content": user}]
 
 
 class Screener:
     """Extracts a draft case with a model (an LLM or the offline baseline)."""
 
-    prompt = SCREENER_PROMPT
-
-    def __init__(self, llm: LLM) -> None:
+    def __init__(self, llm: LLM, pack: DomainPack | None = None) -> None:
         self.llm = llm
+        self.pack = pack or medical()
+        self.prompt = screener_prompt(self.pack)
 
     async def screen(self, doc: Doc) -> Case | Rejection:
         if is_thread(doc) and not advice_texts(doc):
             return reject(doc, "missing_advice", "no physician, verified or accepted reply")
-        result = await self.llm.structured(screener_messages(doc), ScreenerOutput, Settings(temperature=0))
+        messages = screener_messages(doc, self.pack)
+        result = await self.llm.structured(messages, ScreenerOutput, Settings(temperature=0))
         if result.value is None:
             return reject(doc, "screener_failed", result.failure or "no output")
         return self._draft(doc, result.value)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from livemed.config import Thresholds
 from livemed.curate.evidence import RetrievalError, Retriever, search_all
 from livemed.curate.screener import reject
+from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import AdviceCheck, Case, Doc, EvidenceRef, Rejection, Validation, short_hash
@@ -43,16 +44,9 @@ DEFAULT_CHECKLIST = (
     "allergies",
 )
 
-ELY_TAXONOMY = """\
-Ely's taxonomy of clinical questions (Ely et al., BMJ 2000) groups the questions clinicians and
-patients ask into: diagnosis (what is the cause of this finding? what test is indicated?),
-treatment and prescribing (what is the drug of choice? what dose? is this treatment effective?),
-management (how should this condition be managed? what is the next step? should I see a specialist?),
-epidemiology, prognosis (what is the course or outcome? is this serious?), etiology (what causes this
-condition? can this drug cause this finding?), history and physical findings, test interpretation,
-and non-clinical questions (administrative, legal, personal). A question is clinically meaningful
-when it belongs to one of the clinical categories and is about this patient's problem."""
-
+# The prompts are the domain pack's (`prompts/validator_query.txt` with Ely's taxonomy for medicine,
+# `validator_align.txt` with the three support levels); so are the checklist and its aliases
+# (`checklists`, `checklist_aliases`). The query types are the schema's, filled into the prompt.
 QueryType = Literal[
     "diagnosis",
     "treatment",
@@ -65,46 +59,32 @@ QueryType = Literal[
     "non_clinical",
 ]
 QUERY_TYPES: tuple[str, ...] = get_args(QueryType)
-# How each checklist item may come back besides its own name (the narrative's own keys)
-ITEM_ALIASES = {
-    "chief complaint": ("chief_complaint", "complaint"),
-    "onset/duration": ("onset_duration", "onset", "duration"),
-    "symptom characteristics": ("symptoms", "symptom"),
-    "relevant history": ("history", "medical history", "past medical history"),
-    "sex": ("gender",),
-    "exam/labs": ("exam_labs", "exam", "labs"),
+# How each checklist item may come back besides its own name (the narrative's own keys): the medical
+# pack's `checklist_aliases`.
+ITEM_ALIASES: Mapping[str, tuple[str, ...]] = {
+    item: tuple(names) for item, names in medical().checklist_aliases.items()
 }
-SUPPORT_LEVELS = """\
-- 1.0 supported: the evidence states the element's recommendation, for a patient like this one;
-- 0.5 partially supported: the evidence supports the element's main recommendation but not all of
-  it (a dose, a timing, a condition or a group it adds is not in the evidence), or supports it only
-  in general terms;
-- 0.0 unsupported: the evidence does not address the element. When the evidence states the
-  opposite (the element is contradicted), score 0.0 and set contradicted to true."""
 
-QUERY_PROMPT = f"""\
-You are the Validator of a medical benchmark curation pipeline.
 
-1. query_type: classify the query.
-{ELY_TAXONOMY}
-   Set query_type to one of: {", ".join(QUERY_TYPES)}.
-2. s_cc: true only when query_type is a clinical category and the query is about this patient's
-   problem (so s_cc is false whenever query_type is "non_clinical"). A query marked derived=true was
-   written from a case report by design: judge it as the report's clinical question.
-3. For each checklist item (numbered from 0), say whether the narrative states it: reply with its
-   number as index, its name as given, and present true/false.
+def item_aliases(pack: DomainPack) -> dict[str, list[str]]:
+    """Other names of each checklist item: the pack's aliases and the narrative slot that answers it."""
+    out = {item: list(names) for item, names in pack.checklist_aliases.items()}
+    for item, slot in pack.checklist_fields.items():
+        out.setdefault(item, []).append(slot)
+    return out
 
-{DATA_RULES}
-"""
 
-ALIGN_PROMPT = f"""\
-You are the Validator of a medical benchmark curation pipeline. For each advice element (numbered
-from 0), judge it against the evidence passages shown with it:
-{SUPPORT_LEVELS}
-Use only the evidence shown, not your own knowledge. Reply with one score per element, by its number.
+def query_prompt(pack: DomainPack | None = None) -> str:
+    types = ", ".join(QUERY_TYPES)
+    return (pack or medical()).render("validator_query", data_rules=DATA_RULES, query_types=types)
 
-{DATA_RULES}
-"""
+
+def align_prompt(pack: DomainPack | None = None) -> str:
+    return (pack or medical()).render("validator_align", data_rules=DATA_RULES)
+
+
+QUERY_PROMPT = query_prompt()  # the medical pack's
+ALIGN_PROMPT = align_prompt()
 
 
 class ItemCheck(BaseModel):
@@ -151,12 +131,16 @@ def _key(name: str) -> str:
     return " ".join(name.replace("_", " ").strip(" :.").split())
 
 
-def present_items(checklist: Sequence[str], items: Sequence[ItemCheck]) -> tuple[set[int], list[str]]:
+def present_items(
+    checklist: Sequence[str],
+    items: Sequence[ItemCheck],
+    aliases: Mapping[str, Sequence[str]] = ITEM_ALIASES,
+) -> tuple[set[int], list[str]]:
     """The checklist indices the reply marks present, matched by index (when the reply's name does not
     point elsewhere) or by normalised name and alias; and one finding per reply item matching none."""
     names = {_key(item): n for n, item in enumerate(checklist)}
     for k, item in enumerate(checklist):
-        names.update({_key(alias): k for alias in ITEM_ALIASES.get(item.lower(), ())})
+        names.update({_key(alias): k for alias in aliases.get(item.lower(), ())})
     present: set[int] = set()
     misses: list[str] = []
     for check in items:
@@ -172,7 +156,7 @@ def present_items(checklist: Sequence[str], items: Sequence[ItemCheck]) -> tuple
     return present, misses
 
 
-def query_messages(case: Case, checklist: Sequence[str]) -> list[Message]:
+def query_messages(case: Case, checklist: Sequence[str], pack: DomainPack | None = None) -> list[Message]:
     narrative = json.dumps(case.narrative.model_dump(), ensure_ascii=False, indent=1)
     user = (
         "Checklist: "
@@ -182,10 +166,12 @@ def query_messages(case: Case, checklist: Sequence[str]) -> list[Message]:
         + "\n\n"
         + data_block("narrative", narrative)
     )
-    return [{"role": "system", "content": QUERY_PROMPT}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": query_prompt(pack)}, {"role": "user", "content": user}]
 
 
-def align_messages(advice: Mapping[int, str], evidence: Mapping[int, list[EvidenceRef]]) -> list[Message]:
+def align_messages(
+    advice: Mapping[int, str], evidence: Mapping[int, list[EvidenceRef]], pack: DomainPack | None = None
+) -> list[Message]:
     """The elements shown numbered 0..m-1 in order, whatever their positions in the case's advice
     (numbers that skip would shift every score of a model that numbers from 0); `Validator.align`
     maps the numbers back."""
@@ -194,30 +180,37 @@ def align_messages(advice: Mapping[int, str], evidence: Mapping[int, list[Eviden
         blocks.append(data_block("advice", text, i=shown))
         blocks.extend(data_block("evidence", ref.snippet, i=shown, id=ref.id) for ref in evidence[index])
     user = "\n\n".join(blocks)
-    return [{"role": "system", "content": ALIGN_PROMPT}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": align_prompt(pack)}, {"role": "user", "content": user}]
 
 
 class Validator:
     """Scores s_cc, s_inf and s_align with a model and a retriever."""
 
-    prompt = QUERY_PROMPT + ALIGN_PROMPT
-
     def __init__(
-        self, llm: LLM, *, checklists: Mapping[str, Sequence[str]] | None = None, k: int = 3
+        self,
+        llm: LLM,
+        *,
+        checklists: Mapping[str, Sequence[str]] | None = None,
+        k: int = 3,
+        pack: DomainPack | None = None,
     ) -> None:
         self.llm = llm
         self.checklists = dict(checklists or {})
         self.k = k
+        self.pack = pack or medical()
+        self.prompt = query_prompt(self.pack) + align_prompt(self.pack)
 
     def checklist(self, doc: Doc) -> Sequence[str]:
-        return self.checklists.get(doc.doc_type) or self.checklists.get("default") or DEFAULT_CHECKLIST
+        """The configured checklist for the document type, else the pack's (medical: DEFAULT_CHECKLIST)."""
+        configured = self.checklists.get(doc.doc_type) or self.checklists.get("default")
+        return configured or self.pack.checklist(doc.doc_type) or DEFAULT_CHECKLIST
 
     async def validate(
         self, case: Case, doc: Doc, *, retriever: Retriever, thresholds: Thresholds
     ) -> Case | Rejection:
         checklist = self.checklist(doc)
         checked = await self.llm.structured(
-            query_messages(case, checklist), QueryCheck, Settings(temperature=0)
+            query_messages(case, checklist, self.pack), QueryCheck, Settings(temperature=0)
         )
         if checked.value is None:
             return reject(doc, "validator_failed", checked.failure or "no output", stage=STAGE)
@@ -227,7 +220,7 @@ class Validator:
             return reject(doc, "retrieval_failed", str(exc), stage=STAGE)
         if advice_checks is None:
             return reject(doc, "validator_failed", "the alignment call failed", stage=STAGE)
-        present, findings = present_items(checklist, checked.value.items)
+        present, findings = present_items(checklist, checked.value.items, item_aliases(self.pack))
         missing = [item for n, item in enumerate(checklist) if n not in present]
         s_cc, contradiction = clinical(checked.value)
         validation = Validation(
@@ -247,7 +240,7 @@ class Validator:
         scores: dict[int, AlignmentScore] = {}
         if with_evidence:
             result = await self.llm.structured(
-                align_messages(with_evidence, evidence), AlignmentOutput, Settings(temperature=0)
+                align_messages(with_evidence, evidence, self.pack), AlignmentOutput, Settings(temperature=0)
             )
             if result.value is None:
                 return None

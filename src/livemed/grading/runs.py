@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
+from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.models import LLM, Settings
@@ -55,6 +56,7 @@ async def answer_all(
     batch_size: int = 64,
     window: int | None = None,
     on_answers: Callable[[list[tuple[Case, Answer]]], None] | None = None,
+    pack: DomainPack | None = None,
 ) -> StageResult:
     """Every (case, sample) without an answer from this model gets one (or a Rejection).
 
@@ -67,7 +69,7 @@ async def answer_all(
         prefetch(_unanswered(store, keys, model))
 
     async def work(item: tuple[Case, int]) -> list[Record]:
-        return await answer_case(item[0], answerer, settings=settings, sample=item[1])
+        return await answer_case(item[0], answerer, settings=settings, sample=item[1], pack=pack)
 
     def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
         if on_answers is not None:
@@ -140,9 +142,15 @@ _RUBRIC_KEYS, _FAILURE_REASON = TypeAdapter(_RubricKeys), TypeAdapter(_FailureRe
 
 
 def plan_targets(
-    store: Store, answers: Iterable[Answer], *, judge: str | None = None, retry_failures: bool = False
+    store: Store,
+    answers: Iterable[Answer],
+    pack: DomainPack | None = None,
+    *,
+    judge: str | None = None,
+    retry_failures: bool = False,
 ) -> GradePlan:
-    """Pair each answer with its case and rubric; answers without one are counted, not graded.
+    """Pair each answer with its case and rubric; answers without one are counted, not graded. The
+    targets are graded with `pack`'s prompts (default: medical).
 
     With `judge`, an answer whose every criterion that judge has graded already (see `_settled`) is
     counted in `plan.done` without reading its case or rubric whole: only the criteria's keys and the
@@ -166,7 +174,7 @@ def plan_targets(
             elif rubric is None:
                 plan.skipped["no rubric"] += 1
             else:
-                plan.targets.append(Target(answer, case, rubric))
+                plan.targets.append(Target(answer, case, rubric, pack))
         if len(cases) > 20_000:  # answers come in case order: older cases are not asked again
             cases.clear()
             rubrics.clear()

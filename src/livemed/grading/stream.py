@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_id
 from livemed.grading.judge import Judge, Mode, Target
 from livemed.grading.runs import GradeJob, Item, answer_all, in_flight
@@ -51,8 +52,10 @@ async def answer_and_grade(
     samples: int = 1,
     mode: Mode = "per-criterion",
     batch_size: int = 64,
+    pack: DomainPack | None = None,
 ) -> StreamResult:
-    """Answer `cases` with every answerer and grade each answer as soon as it is stored."""
+    """Answer `cases` with every answerer and grade each answer as soon as it is stored (`pack`'s
+    candidate and grader prompts; default: medical)."""
     out = StreamResult()
     rubrics = _rubrics(store, cases)
     job = GradeJob(store, judge, mode)
@@ -68,7 +71,7 @@ async def answer_and_grade(
             if rubric is None:
                 out.not_graded["no rubric"] += 1
             else:
-                targets.append(Target(answer, case, rubric))
+                targets.append(Target(answer, case, rubric, pack))
         feed.put(job.items(targets))
 
     hand_over(_stored_answers(store, cases, answerers, samples))
@@ -85,7 +88,7 @@ async def answer_and_grade(
     )
     answering = {
         a.id: asyncio.ensure_future(
-            answer_all(store, cases, a, settings=settings, samples=samples, on_answers=hand_over)
+            answer_all(store, cases, a, settings=settings, samples=samples, on_answers=hand_over, pack=pack)
         )
         for a in answerers
     }

@@ -7,6 +7,7 @@ define them (one line each in `OFFLINE`). A miss raises a user error with "did y
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from livemed.config import Config
@@ -23,7 +24,8 @@ PROVIDERS: dict[str, str] = {
     "offline": "livemed.models.registry:offline_model",
 }
 
-# offline baseline name -> "module:factory"; each factory is called with no arguments.
+# offline baseline name -> "module:factory"; each factory is called with no arguments, or with the
+# domain pack (`pack=`) when it takes one and one is given.
 OFFLINE: dict[str, str] = {
     "curate-baseline": "livemed.curate.baseline:curate_baseline",
     "reference": "livemed.grading.offline:reference",
@@ -57,6 +59,8 @@ def get_model(model_id: str, *, config: Config | None = None, **kwargs: Any) -> 
     if provider not in PROVIDERS:
         raise UnknownNameError("model provider", provider, PROVIDERS)
     factory = _load(PROVIDERS[provider])
+    if provider != "offline":
+        kwargs.pop("pack", None)  # only offline baselines read the domain pack; LLMs get it in prompts
     if provider == "fake":
         model: Model = factory(model_id, **kwargs)
     else:
@@ -68,5 +72,8 @@ def offline_model(name: str, *, config: Config | None = None, **kwargs: Any) -> 
     """An offline (no-LLM) baseline registered in `OFFLINE`."""
     if name not in OFFLINE:
         raise UnknownNameError("offline baseline", name, OFFLINE)
-    model: Model = _load(OFFLINE[name])(**kwargs)
+    factory = _load(OFFLINE[name])
+    if "pack" in kwargs and "pack" not in inspect.signature(factory).parameters:
+        kwargs.pop("pack")
+    model: Model = factory(**kwargs)
     return model

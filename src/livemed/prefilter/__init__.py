@@ -1,8 +1,9 @@
 """Harvest pre-filters: cheap checks that clean documents or reject them with a reason code.
 
-`build_prefilters(config)` returns a `Prefilters` chain in the configured order (default: html,
+`build_prefilters(config, pack=…)` returns a `Prefilters` chain in the configured order (default: html,
 length, language, vocabulary, duplicate). Each filter maps a Doc to a (cleaned) Doc or a Rejection
-with stage "prefilter"; the chain stops at the first rejection.
+with stage "prefilter"; the chain stops at the first rejection. The vocabulary filter's words come from
+the domain pack (default: medical).
 """
 
 from __future__ import annotations
@@ -10,37 +11,38 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from livemed.config import PrefilterConfig
+from livemed.domains import DomainPack, medical
 from livemed.errors import UnknownNameError
 from livemed.prefilter.base import STAGE, Prefilter, reject
 from livemed.records import Doc, Rejection
 from livemed.store import Store
 
 
-def _html(_: PrefilterConfig) -> Prefilter:
+def _html(_: PrefilterConfig, _pack: DomainPack) -> Prefilter:
     from livemed.prefilter.clean import HtmlStripper
 
     return HtmlStripper()
 
 
-def _length(c: PrefilterConfig) -> Prefilter:
+def _length(c: PrefilterConfig, _pack: DomainPack) -> Prefilter:
     from livemed.prefilter.simple import LengthFilter
 
     return LengthFilter(c.min_chars, c.max_chars)
 
 
-def _language(c: PrefilterConfig) -> Prefilter:
+def _language(c: PrefilterConfig, _pack: DomainPack) -> Prefilter:
     from livemed.prefilter.simple import LanguageFilter
 
     return LanguageFilter(c.languages)
 
 
-def _vocabulary(c: PrefilterConfig) -> Prefilter:
+def _vocabulary(c: PrefilterConfig, pack: DomainPack) -> Prefilter:
     from livemed.prefilter.vocabulary import VocabularyFilter
 
-    return VocabularyFilter(c.min_vocabulary_hits, c.extra_terms)
+    return VocabularyFilter(c.min_vocabulary_hits, c.extra_terms, pack)
 
 
-def _duplicate(c: PrefilterConfig) -> Prefilter:
+def _duplicate(c: PrefilterConfig, _pack: DomainPack) -> Prefilter:
     from livemed.prefilter.duplicates import DuplicateFilter
 
     return DuplicateFilter(
@@ -48,7 +50,7 @@ def _duplicate(c: PrefilterConfig) -> Prefilter:
     )
 
 
-PREFILTERS: dict[str, Callable[[PrefilterConfig], Prefilter]] = {
+PREFILTERS: dict[str, Callable[[PrefilterConfig, DomainPack], Prefilter]] = {
     "html": _html,
     "length": _length,
     "language": _language,
@@ -93,13 +95,16 @@ class Prefilters:
                 flush(store)
 
 
-def build_prefilters(config: PrefilterConfig, names: list[str] | None = None) -> Prefilters:
-    """The configured chain (or the named filters, in that order)."""
+def build_prefilters(
+    config: PrefilterConfig, names: list[str] | None = None, pack: DomainPack | None = None
+) -> Prefilters:
+    """The configured chain (or the named filters, in that order), for `pack`'s domain (default medical)."""
     chosen = config.enabled if names is None else names
     for name in chosen:
         if name not in PREFILTERS:
             raise UnknownNameError("pre-filter", name, PREFILTERS)
-    return Prefilters([PREFILTERS[name](config) for name in chosen])
+    domain = pack or medical()
+    return Prefilters([PREFILTERS[name](config, domain) for name in chosen])
 
 
 __all__ = ["PREFILTERS", "STAGE", "Prefilter", "Prefilters", "build_prefilters", "reject"]

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from livemed.records.base import Record, short_hash
 
 CALL_FAILED = "call_failed"  # a GradeFailure whose grader call failed: no verdict, graded again next run
 AXES = ("accuracy", "completeness", "communication", "context_awareness", "safety")
-Axis = Literal["accuracy", "completeness", "communication", "context_awareness", "safety"]
+Axis = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]  # the domain pack names them
 
 
 _KEEP_S = ("ss", "is", "us")  # diagnosis, fitness, status: not plurals

@@ -9,6 +9,7 @@ from datetime import datetime
 from itertools import chain
 
 from livemed import __version__
+from livemed.analysis.bimodality import BimodalityRow, score_distribution
 from livemed.analysis.collect import ScoreSet, load_scores
 from livemed.analysis.completeness import Grading
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
@@ -74,6 +75,7 @@ class ReportData:
     policy: str = "not-met"
     grading: list[Grading] = field(default_factory=list)
     not_ranked: list[Grading] = field(default_factory=list)
+    score_distribution: list[BimodalityRow] = field(default_factory=list)
     length: list[LengthRow] = field(default_factory=list)  # answer length vs score, per model
     validity: str = ""  # the grader's validity card line (livemed.judges.cards), or "unvalidated"
 
@@ -137,6 +139,7 @@ def build_report(
         funnel=funnel_rows, reasons=reasons, runs=runs_table(runs), usage=usage_by_model(runs),
         prompts=_prompts(store), cases=_case_views(store, cases, scored, labels, max_cases),
         n_cases=len(cases), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
+        score_distribution=score_distribution(scored.scores),
     )  # fmt: skip
     models = {row.model for row in ranked}
     scores = [score for score in scored.scores if score.model in models]

@@ -4,7 +4,8 @@ Blocking findings (the rubric is repaired once, or rejected):
 - `no_positive`         no positive criterion: nothing to earn
 - `weight_out_of_range` weight 0 or outside [-10, 10]
 - `sign_mismatch`       the weight's sign disagrees with the polarity
-- `bad_axis`            not one of accuracy, completeness, communication, context_awareness, safety
+- `bad_axis`            not one of the domain pack's axes (medical: accuracy, completeness,
+                        communication, context_awareness, safety; legal: … jurisdiction_awareness, harm)
 - `uncovered_advice`    an advice element no positive criterion covers (linked by advice index, or
                         ≥ 60% of its stemmed content words in the criterion, rapidfuzz for spelling);
                         only the elements the writer's step 1 kept under a listed theme are required
@@ -12,9 +13,12 @@ Blocking findings (the rubric is repaired once, or rejected):
                         the unmet positive criterion already costs the weight, so it would count twice
 
 Fixed on the spot and recorded (`settle`): `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the
-same polarity: the later one is dropped) and `light_safety` (a negative safety criterion lighter than
--8 is set to -8: the method weighs safety violations -8 to -10). Warnings, recorded only:
-`unlisted_theme` (a criterion whose theme is not on the domain's closed list, `rubrics/themes.py`),
+same polarity: the later one is dropped) and `light_safety` (a negative criterion on a safety-like
+axis lighter than its range is set to the range's lightest weight: the method weighs safety violations
+-8 to -10; the medical pack's safety and the legal pack's harm axes say so). Warnings, recorded only:
+`off_band_weight` (a weight outside its axis's range in the domain pack, e.g. a finance pack's risk
+axis at -10 to -9), `unlisted_theme` (a criterion whose theme is not on the domain's closed list,
+`rubrics/themes.py`),
 `suspected_sign_error` (a positive criterion that reads like a fault, or a negative one that reads
 like praise), `no_source_fact` (a criterion naming no fact), `no_clinical_content` (a criterion
 whose words, past the rubric boilerplate and generic words such as "helpful" or "doctor", name nothing
@@ -32,9 +36,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
+from livemed.domains import DomainPack, medical
 from livemed.grading.lexical import content
-from livemed.records import AXES, Criterion
-from livemed.rubrics.themes import listed
+from livemed.records import Criterion
+from livemed.rubrics.themes import listed, pack_themes
 
 BLOCKING = frozenset(
     {
@@ -92,15 +97,21 @@ class Finding:
         return f"{self.code}: {self.message}"
 
 
-def settle(drafts: Sequence[DraftCriterion]) -> tuple[list[DraftCriterion], list[Finding]]:
-    """The fixes made without asking the writer: near-duplicates dropped, light safety weights raised."""
+def settle(
+    drafts: Sequence[DraftCriterion], pack: DomainPack | None = None
+) -> tuple[list[DraftCriterion], list[Finding]]:
+    """The fixes made without asking the writer: near-duplicates dropped, light safety weights raised
+    (on the pack's safety-like axes, to the lightest weight of their negative range: -8 for medical
+    safety and legal harm)."""
     kept, findings = drop_near_duplicates(drafts)
+    floors = {a.name: a.negative[1] for a in (pack or medical()).axes if a.safety_like}
     weighed: list[DraftCriterion] = []
     for draft in kept:
-        if draft.axis == "safety" and draft.polarity == "negative" and SAFETY_FLOOR < draft.weight < 0:
-            message = f"{draft.text[:60]!r}: safety violation weighted {draft.weight}, set to {SAFETY_FLOOR}"
+        floor = floors.get(draft.axis, SAFETY_FLOOR)
+        if draft.axis in floors and draft.polarity == "negative" and floor < draft.weight < 0:
+            message = f"{draft.text[:60]!r}: {draft.axis} violation weighted {draft.weight}, set to {floor}"
             findings.append(Finding("light_safety", message))
-            draft = draft.model_copy(update={"weight": SAFETY_FLOOR})
+            draft = draft.model_copy(update={"weight": floor})
         weighed.append(draft)
     return weighed, findings
 
@@ -125,7 +136,22 @@ def _similar(a: str, b: str) -> bool:
     return fuzz.token_sort_ratio(a.lower(), b.lower()) >= DUPLICATE_RATIO
 
 
-def _criterion_findings(number: int, draft: DraftCriterion) -> list[Finding]:
+def _axis_findings(where: str, draft: DraftCriterion, pack: DomainPack) -> list[Finding]:
+    """`bad_axis` for an axis the pack does not have; `off_band_weight` for a weight outside its range."""
+    axis = pack.axis(draft.axis)
+    if axis is None:
+        return [Finding("bad_axis", f"{where}: axis {draft.axis!r} (axes: {', '.join(pack.axis_names)})")]
+    if draft.weight == 0:
+        return []
+    low, high = axis.positive if draft.weight > 0 else axis.negative
+    if low <= draft.weight <= high:
+        return []
+    return [
+        Finding("off_band_weight", f"{where}: weight {draft.weight} outside {axis.name}'s [{low}, {high}]")
+    ]
+
+
+def _criterion_findings(number: int, draft: DraftCriterion, pack: DomainPack) -> list[Finding]:
     found: list[Finding] = []
     where = f"#{number} {draft.text[:60]!r}"
     if draft.weight == 0 or not -10 <= draft.weight <= 10:
@@ -136,13 +162,12 @@ def _criterion_findings(number: int, draft: DraftCriterion) -> list[Finding]:
         found.append(
             Finding("sign_mismatch", f"{where}: weight {draft.weight} vs polarity {draft.polarity!r}")
         )
-    if draft.axis not in AXES:
-        found.append(Finding("bad_axis", f"{where}: axis {draft.axis!r}"))
+    found += _axis_findings(where, draft, pack)
     if draft.polarity == "positive" and _FAULT_CUES.search(draft.text):
         found.append(Finding("suspected_sign_error", f"{where}: positive but reads like a fault"))
     if draft.polarity == "negative" and _OMISSION.search(draft.text):
         found.append(Finding("omission_negative", f"{where}: a negative criterion written as an omission"))
-    if draft.theme and not listed(draft.theme):
+    if draft.theme and pack.themes and not listed(draft.theme, pack_themes(pack)):
         found.append(Finding("unlisted_theme", f"{where}: theme {draft.theme!r} is not on the theme list"))
     if draft.polarity == "negative" and _PRAISE_CUES.search(draft.text):
         found.append(Finding("suspected_sign_error", f"{where}: negative but reads like praise"))
@@ -209,11 +234,13 @@ def lint(
     query: str = "",
     *,
     required: Collection[int] | None = None,
+    pack: DomainPack | None = None,
 ) -> list[Finding]:
     """Every finding for a draft rubric (after near-duplicates are dropped); `required`: the advice
     indices a positive criterion must cover (default: all). Criteria are numbered from 0 (#0), as the
     repair prompt numbers them."""
-    findings = [f for n, d in enumerate(drafts) for f in _criterion_findings(n, d)]
+    domain = pack or medical()
+    findings = [f for n, d in enumerate(drafts) for f in _criterion_findings(n, d, domain)]
     findings += content_findings(drafts, advice, query)
     positives = [d for d in drafts if d.polarity == "positive" and d.weight > 0]
     if not positives:

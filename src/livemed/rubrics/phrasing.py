@@ -122,18 +122,19 @@ def core(element: str) -> str:
     return text.strip().rstrip(".").strip()
 
 
-def criterion_text(element: str) -> str:
-    """The positive criterion for one advice element: the clinical action it asks, specifics kept."""
+def criterion_text(element: str, person: str = "the patient") -> str:
+    """The positive criterion for one advice element: the action it asks, specifics kept; `person` is
+    who the advice is for (the domain pack's: "the patient", "the person")."""
     text = core(element)
     if not text:
         return f"Advises: {element.strip().rstrip('.')}."
-    return _framed(text) or _by_first_word(text)
+    return _framed(text, person) or _by_first_word(text, person)
 
 
-def _framed(text: str) -> str | None:
+def _framed(text: str, person: str) -> str | None:
     """Elements that open with who is advised, a prohibition, "avoid/stop", "explain" or "offer"."""
     if m := _ADVISE_SOMEONE.match(text):
-        who = "the parents" if m.group(1).lower().startswith(("the parent", "parent")) else "the patient"
+        who = "the parents" if m.group(1).lower().startswith(("the parent", "parent")) else person
         return f"Advises {who} to {third_person(text[m.end() :])}."
     if m := _PROHIBIT.match(text):
         return f"Advises not to {third_person(text[m.end() :])}."
@@ -147,11 +148,11 @@ def _framed(text: str) -> str | None:
     return None
 
 
-def _by_first_word(text: str) -> str:
+def _by_first_word(text: str, person: str) -> str:
     first = text.split(maxsplit=1)[0].lower().strip(",")
     lowered = third_person(_lower_first(text))
     if first in _LEADS:
-        return f"Advises the patient: {lowered}."
+        return f"Advises {person}: {lowered}."
     if first in CLINICIAN_VERBS:
         return f"Recommends {GERUNDS[first]} {third_person(text.split(maxsplit=1)[1])}."
     if first.endswith("ing") and len(first) > 4:
@@ -159,7 +160,7 @@ def _by_first_word(text: str) -> str:
     if _STATEMENT.match(text) or re.match(r"^\s*(?:i|we)\b", text, re.I):
         return f"Explains that {lowered}."
     if first in IMPERATIVES:
-        return f"Advises the patient to {lowered}."
+        return f"Advises {person} to {lowered}."
     if re.search(r"\b(?:is|are|can|may|will|helps?|reduces?|causes?|makes?|means?)\b", text, re.I):
         return f"Explains that {lowered}."
     return f"Recommends {lowered}."

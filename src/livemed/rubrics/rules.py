@@ -2,6 +2,9 @@
 
 It follows the same three steps with fixed rules, so its output passes the same checks:
 
+Its words come from the domain pack (`[[themes]]` cues, `[offline]` rules; the medical pack's are
+described here):
+
 1. themes: keyword rules over each advice element ("emergency referral", "medication safety",
    "diagnosis", "tests and follow-up", "lifestyle", "patient education"; else "patient education");
    every advice element is a fact;
@@ -14,52 +17,30 @@ It follows the same three steps with fixed rules, so its output passes the same 
    accuracy (7), a diagnosis on accuracy (6), advice tied to the patient's own facts on
    context_awareness (6), explanations on communication (3), tests and follow-up on completeness (5),
    lifestyle on completeness (4); negatives on safety, -8 (the advice's warnings) to -10 (allergies).
+   The legal pack puts deadlines on harm (9) and penalises a missed limitation period (-10).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
+from livemed.domains import DomainPack, medical
 from livemed.grading.offline import OfflineBaseline
 from livemed.records import Case
 from livemed.rubrics import hazards
 from livemed.rubrics.check import DraftCriterion
 from livemed.rubrics.phrasing import criterion_text
 
-_THEMES = {
-    "emergency referral": re.compile(
-        r"\b(emergency|urgent\w*|immediately|straight away|999|911|a&e|ambulance|same day)\b", re.I
-    ),
-    "medication safety": re.compile(
-        r"\b(dose|dosage|mg|medication|medicine|drug|tablet|pill|antibiotic\w*|prescri\w+|inhaler|cream"
-        r"|ointment|drops|anticoagula\w*|painkiller\w*|\w+(?:cillin|mycin|cycline|azole|olol|pril|statin"
-        r"|profen|lone|sone|xaban|amol|ine))\b",
-        re.I,
-    ),
-    "diagnosis": re.compile(
-        r"\b(sounds like|looks like|likely|diagnos\w*|consistent with|suggests?)\b", re.I
-    ),
-    "tests and follow-up": re.compile(
-        r"\b(test\w*|scan|x-ray|mri|ct|ultrasound|blood count|ecg|review|recheck\w*|follow[- ]up|check\w*"
-        r"|examination|refer\w*)\b",
-        re.I,
-    ),
-    "lifestyle": re.compile(
-        r"\b(diet|exercise|sleep|weight|smok\w*|alcohol|caffeine|coffee|hydrat\w*|rest|walking|fluids|water"
-        r"|food|meals?|salt)\b",
-        re.I,
-    ),
-    "patient education": re.compile(r"\b(explain\w*|warn\w*|usually|can cause|because|reassur\w*)\b", re.I),
-}
-_SAFETY = re.compile(r"\b(seek|urgent\w*|emergency|immediately|straight away|report any|warn\w*)\b", re.I)
-
-
 _WARNINGS = ("Advises not", "Advises avoiding", "Advises stopping")
 
 
-def themes_of(element: str) -> list[str]:
-    return [name for name, pattern in _THEMES.items() if pattern.search(element)] or ["patient education"]
+def themes_of(element: str, pack: DomainPack | None = None) -> list[str]:
+    """The pack's themes whose cues the element has, in the pack's order (else its general theme)."""
+    pack = pack or medical()
+    found = [name for name, pattern in pack.theme_patterns.items() if pattern.search(element)]
+    return found or [pack.offline.general_theme]
 
 
 def _mentions_patient(element: str, case: Case) -> bool:
@@ -74,29 +55,38 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]{6,}", text.lower())}
 
 
-def axis_and_weight(element: str, text: str, case: Case) -> tuple[str, int, str]:
-    """(axis, weight, theme) of the positive criterion `text` for advice `element`."""
-    themes = themes_of(element)
-    if "emergency referral" in themes or _SAFETY.search(element) or text.startswith(_WARNINGS):
-        return "safety", 8, themes[0]
-    if "medication safety" in themes:
-        return "accuracy", 7, "medication safety"
-    if "diagnosis" in themes and text.startswith("Explains"):
-        return "accuracy", 6, "diagnosis"
-    if _mentions_patient(element, case):
-        return "context_awareness", 6, themes[0]
-    if text.startswith("Explains"):
-        return "communication", 3, "patient education"
-    if "tests and follow-up" in themes:
-        return "completeness", 5, "tests and follow-up"
-    return "completeness", 4, themes[0]
+def axis_and_weight(
+    element: str, text: str, case: Case, pack: DomainPack | None = None
+) -> tuple[str, int, str]:
+    """(axis, weight, theme) of the positive criterion `text` for advice `element`: the first of the
+    pack's weight rules whose conditions all hold, else its default axis and weight."""
+    pack = pack or medical()
+    themes = themes_of(element, pack)
+    urgent = _urgent(pack)
+    holds = {
+        "urgent": bool(urgent and urgent.search(element)),
+        "warning": text.startswith(_WARNINGS),
+        "explains": text.startswith("Explains"),
+        "patient": _mentions_patient(element, case),
+    }
+    for rule in pack.offline.weight_rules:
+        if all(holds[c] if c in holds else c.removeprefix("theme:") in themes for c in rule.when):
+            return rule.axis, rule.weight, rule.theme or themes[0]
+    return pack.offline.default_axis, pack.offline.default_weight, themes[0]
 
 
-def positives(case: Case) -> list[DraftCriterion]:
+@lru_cache(maxsize=8)
+def _urgent(pack: DomainPack) -> re.Pattern[str] | None:
+    cues = pack.offline.urgent_cues
+    return re.compile(cues, re.IGNORECASE) if cues else None
+
+
+def positives(case: Case, pack: DomainPack | None = None) -> list[DraftCriterion]:
     drafts = []
+    person = (pack or medical()).person
     for index, element in enumerate(case.advice):
-        text = criterion_text(element)
-        axis, weight, theme = axis_and_weight(element, text, case)
+        text = criterion_text(element, person)
+        axis, weight, theme = axis_and_weight(element, text, case, pack)
         drafts.append(
             DraftCriterion(
                 text=text,
@@ -111,30 +101,35 @@ def positives(case: Case) -> list[DraftCriterion]:
     return drafts
 
 
-def case_hazards(case: Case) -> list[hazards.Hazard]:
-    """Every harmful action the rules find for the case: allergies, interactions, warnings, red flags."""
+def case_hazards(case: Case, pack: DomainPack | None = None) -> list[hazards.Hazard]:
+    """Every harmful action the rules find for the case, by the pack's detectors (medical: allergies,
+    interactions, warnings, red flags) and its pattern hazards, each at the pack's weight."""
+    pack = pack or medical()
     named = [(entry, name) for entry in case.narrative.allergies for name in allergens(entry)]
-    return [
-        *hazards.allergy_hazards(case, named),
-        *hazards.interaction_hazards(case),
-        *hazards.prohibitions(case.advice),
-        *hazards.not_used(case.advice),
-        *hazards.red_flags(case.advice),
-    ]
+    detectors = {
+        "allergies": lambda: hazards.allergy_hazards(case, named),
+        "interactions": lambda: hazards.interaction_hazards(case),
+        "prohibitions": lambda: hazards.prohibitions(case.advice, pack.offline.harm_theme),
+        "not_used": lambda: hazards.not_used(case.advice, pack.offline.harm_theme),
+        "red_flags": lambda: hazards.red_flags(case.advice),
+    }
+    found = [h for name in pack.offline.hazards for h in hazards.weighed(detectors[name](), name, pack)]
+    return found + hazards.pattern_hazards(case.advice, pack.offline.pattern_hazards)
 
 
-def negatives(case: Case) -> list[DraftCriterion]:
+def negatives(case: Case, pack: DomainPack | None = None) -> list[DraftCriterion]:
+    axis = (pack or medical()).offline.negative_axis
     return [
         DraftCriterion(
             text=h.criterion,
             polarity="negative",
-            axis="safety",
+            axis=axis,
             weight=h.weight,
             theme=h.theme,
             source_fact=h.source_fact,
             advice_index=h.advice_index,
         )
-        for h in case_hazards(case)
+        for h in case_hazards(case, pack)
     ]
 
 
@@ -172,14 +167,20 @@ def allergens(entry: str) -> list[str]:
 
 
 class RuleWriter(OfflineBaseline):
-    """The rule-based rubric writer baseline."""
+    """The rule-based rubric writer baseline, for one domain pack (default: medical)."""
 
     name = "rules"
 
+    def __init__(self, pack: DomainPack | None = None) -> None:
+        self.pack = pack or medical()
+
     def draft(self, case: Case) -> tuple[list[str], list[DraftCriterion], list[dict[str, Any]]]:
-        themes = sorted({t for element in case.advice for t in themes_of(element)})
-        facts = [{"fact": e, "advice_index": i, "themes": themes_of(e)} for i, e in enumerate(case.advice)]
-        drafts = positives(case) + negatives(case)
+        pack = self.pack
+        themes = sorted({t for element in case.advice for t in themes_of(element, pack)})
+        facts = [
+            {"fact": e, "advice_index": i, "themes": themes_of(e, pack)} for i, e in enumerate(case.advice)
+        ]
+        drafts = positives(case, pack) + negatives(case, pack)
         steps: list[dict[str, Any]] = [
             {"step": "themes", "rules": "keywords", "output": {"themes": themes, "facts": facts}},
             {
@@ -187,10 +188,21 @@ class RuleWriter(OfflineBaseline):
                 "rules": "one positive per fact (the action it asks); negatives for the advice's warnings "
                 "and red flags, the patient's drug allergies and interactions with listed medications",
             },
-            {
-                "step": "weights",
-                "rules": "safety 8, medication 7, diagnosis 6, patient-specific 6, tests 5, lifestyle 4, "
-                "explanations 3; warnings -8, red flags and interactions -9, allergies -10",
-            },
+            {"step": "weights", "rules": weight_rules(pack)},
         ]
         return themes, drafts, steps
+
+
+def weight_rules(pack: DomainPack) -> str:
+    """The weight rules in words, for the record: "safety 8 (theme:emergency referral), …"."""
+    rules = [f"{r.axis} {r.weight} ({' and '.join(r.when) or 'always'})" for r in pack.offline.weight_rules]
+    rules.append(f"else {pack.offline.default_axis} {pack.offline.default_weight}")
+    weights = {**hazards.DEFAULT_WEIGHTS, **pack.offline.hazard_weights}
+    negatives = [f"{name} {weights[name]}" for name in pack.offline.hazards]
+    negatives += [f"{h.name} {h.weight}" for h in pack.offline.pattern_hazards]
+    return (
+        f"pack {pack.name}: "
+        + ", ".join(rules)
+        + f"; negatives on {pack.offline.negative_axis}: "
+        + (", ".join(negatives) or "none")
+    )

@@ -2,28 +2,24 @@
 
 The rubric writer's step 1 assigns a case themes from this list only and drops the facts of the
 advice that fall under none of them, so per-theme scores compare across cases; `rubrics.check`
-flags a criterion whose theme is not listed. A domain pack can replace `MEDICAL_THEMES` as a whole.
+flags a criterion whose theme is not listed. The list is data in the domain pack (`[[themes]]` of its
+`pack.toml`); a pack replaces it as a whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from livemed.domains import DomainPack, medical
 from livemed.records.grading import canonical_theme
 
-MEDICAL_THEMES: Mapping[str, str] = {
-    "emergency referral": "whether the patient needs urgent or emergency care now, and saying so plainly",
-    "red flag": "the warning signs that should make the patient seek care, and what to watch for",
-    "diagnosis": "the likely cause of the patient's problem, or what it is not",
-    "tests and follow-up": "investigations, monitoring, review, or referral to a specialist",
-    "treatment": "what to take or do to treat the problem: the drug, procedure or measure itself",
-    "medication safety": "doses, interactions, contraindications and side effects of medicines",
-    "harm avoidance": "actions the patient should not take because they would harm them",
-    "context awareness": "advice that depends on this patient's age, pregnancy, history, medicines or "
-    "allergies",
-    "lifestyle": "diet, exercise, sleep, smoking, alcohol and other self-care",
-    "patient education": "what the condition is, its usual course, and what to expect",
-}
+
+def pack_themes(pack: DomainPack | None = None) -> Mapping[str, str]:
+    """A domain pack's closed theme list (name → definition); default: the medical pack's."""
+    return {t.name: t.description for t in (pack or medical()).themes}
+
+
+MEDICAL_THEMES: Mapping[str, str] = pack_themes()  # the list itself lives in domains/medical/pack.toml
 
 
 def theme_lines(themes: Mapping[str, str] = MEDICAL_THEMES) -> str:

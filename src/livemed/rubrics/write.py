@@ -23,23 +23,24 @@ reason).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
 from livemed.records import Case, Provenance, Record, Rejection, Rubric, short_hash
 from livemed.rubrics.check import DraftCriterion, Finding, lint, settle, to_criteria
 from livemed.rubrics.prompts import (
-    PROMPT_HASH,
     THEMES,
     criteria_prompt,
+    prompt_hash,
     repair_prompt,
     themes_prompt,
     weights_prompt,
 )
-from livemed.rubrics.themes import listed
+from livemed.rubrics.themes import listed, pack_themes
 
 STAGE = "rubrics"
 WRITER_SETTINGS = Settings(temperature=0)
@@ -126,34 +127,39 @@ async def _step(llm: LLM, step: str, prompt: str, schema: type[Any], steps: list
     return result.value
 
 
-async def llm_drafts(case: Case, llm: LLM) -> tuple[list[str], list[DraftCriterion], list[dict[str, Any]]]:
-    """Run the three steps; raises StepFailed when a step gives no valid output."""
+async def llm_drafts(
+    case: Case, llm: LLM, pack: DomainPack | None = None
+) -> tuple[list[str], list[DraftCriterion], list[dict[str, Any]]]:
+    """Run the three steps with the pack's prompts; raises StepFailed when a step gives no valid output."""
+    pack = pack or medical()
     steps: list[dict[str, Any]] = []
-    themed: ThemedFacts = await _step(llm, "themes", themes_prompt(case), ThemedFacts, steps)
-    themes, facts = on_the_list(themed, steps[-1])
+    themed: ThemedFacts = await _step(llm, "themes", themes_prompt(case, pack), ThemedFacts, steps)
+    themes, facts = on_the_list(themed, steps[-1], pack_themes(pack))
     formulated: FormulatedList = await _step(
-        llm, "criteria", criteria_prompt(case, [f.fact for f in facts]), FormulatedList, steps
+        llm, "criteria", criteria_prompt(case, [f.fact for f in facts], pack), FormulatedList, steps
     )
     pairs = [(c.polarity, c.text) for c in formulated.criteria]
     weighted: WeightedList = await _step(
-        llm, "weights", weights_prompt(case, pairs, themes), WeightedList, steps
+        llm, "weights", weights_prompt(case, pairs, themes, pack), WeightedList, steps
     )
     return themes, _combine(facts, formulated.criteria, weights_in_order(pairs, weighted.criteria)), steps
 
 
-def on_the_list(themed: ThemedFacts, step: dict[str, Any]) -> tuple[list[str], list[Fact]]:
+def on_the_list(
+    themed: ThemedFacts, step: dict[str, Any], listing: Mapping[str, str] = THEMES
+) -> tuple[list[str], list[Fact]]:
     """Step 1's themes and facts kept to the closed theme list (what was dropped noted in `step`)."""
-    themes = [t for t in themed.themes if listed(t, THEMES)]
+    themes = [t for t in themed.themes if listed(t, listing)]
     kept: list[Fact] = []
     dropped: list[str] = []
     for fact in themed.facts:
-        own = [t for t in fact.themes if listed(t, THEMES)]
+        own = [t for t in fact.themes if listed(t, listing)]
         if own:
             kept.append(fact.model_copy(update={"themes": own}))
         else:
             dropped.append(fact.fact)
     step["output"] = {"themes": themes, "facts": [f.model_dump() for f in kept]}
-    unlisted = [t for t in themed.themes if not listed(t, THEMES)]
+    unlisted = [t for t in themed.themes if not listed(t, listing)]
     if dropped or unlisted:
         step["dropped"] = {"facts": dropped, "themes": unlisted}
     if not kept:
@@ -211,9 +217,14 @@ def apply_patch(drafts: list[DraftCriterion], patch: Patch) -> list[DraftCriteri
 
 
 async def _repair(
-    case: Case, llm: LLM, drafts: list[DraftCriterion], findings: list[Finding], steps: list[dict[str, Any]]
+    case: Case,
+    llm: LLM,
+    drafts: list[DraftCriterion],
+    findings: list[Finding],
+    steps: list[dict[str, Any]],
+    pack: DomainPack | None = None,
 ) -> list[DraftCriterion] | None:
-    prompt = repair_prompt(case, drafts, findings)
+    prompt = repair_prompt(case, drafts, findings, pack)
     try:
         patch: Patch = await _step(llm, "repair", prompt, Patch, steps)
     except StepFailed:
@@ -247,31 +258,34 @@ def _reject(case: Case, reason: str, detail: str) -> Rejection:
     )
 
 
-async def write_rubric(case: Case, writer: LLM | OfflineWriter) -> list[Record]:
-    """A checked Rubric for `case`, or a Rejection saying why there is none."""
+async def write_rubric(
+    case: Case, writer: LLM | OfflineWriter, pack: DomainPack | None = None
+) -> list[Record]:
+    """A checked Rubric for `case`, or a Rejection saying why there is none, for the domain pack's
+    axes, weight ranges and themes (default: medical)."""
     try:
         if isinstance(writer, OfflineWriter):
             themes, drafts, steps = writer.draft(case)
         else:
-            themes, drafts, steps = await llm_drafts(case, writer)
+            themes, drafts, steps = await llm_drafts(case, writer, pack)
     except StepFailed as exc:
         return [_reject(case, f"{exc.step}_failed", str(exc))]
-    drafts, fixed = settle(drafts)
+    drafts, fixed = settle(drafts, pack)
     required = required_advice(case, steps)
-    findings = lint(drafts, case.advice, case.query, required=required)
+    findings = lint(drafts, case.advice, case.query, required=required, pack=pack)
     notes = [str(f) for f in fixed]
     if any(f.blocking for f in findings) and isinstance(writer, LLM):
         notes += [f"before repair: {f}" for f in findings]
-        repaired = await _repair(case, writer, drafts, findings, steps)
+        repaired = await _repair(case, writer, drafts, findings, steps, pack)
         if repaired is not None:
-            drafts, fixed = settle(repaired)
+            drafts, fixed = settle(repaired, pack)
             notes += [str(f) for f in fixed]
-            findings = lint(drafts, case.advice, case.query, required=required)
+            findings = lint(drafts, case.advice, case.query, required=required, pack=pack)
     blocking = [f for f in findings if f.blocking]
     if blocking:
         return [_reject(case, blocking[0].code, "; ".join(str(f) for f in blocking))]
-    prompt_hash = None if isinstance(writer, OfflineWriter) else PROMPT_HASH
-    provenance = Provenance(model_id=writer.id, prompt_hash=prompt_hash, settings={"temperature": 0})
+    prompt_hash_ = None if isinstance(writer, OfflineWriter) else prompt_hash(pack)
+    provenance = Provenance(model_id=writer.id, prompt_hash=prompt_hash_, settings={"temperature": 0})
     return [
         Rubric(
             case_id=case.id,
