@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from livemed.cli import app
 from livemed.models.registry import PROVIDERS
-from livemed.records import JudgeVerdict, Pair, ValidityCard
+from livemed.records import Grade, JudgeVerdict, Pair, ValidityCard
 from livemed.store import Store
 
 HEADER = "link,question,opa,opb,opc,opd,ope,answer_idx,answer,explanation\n"
@@ -205,3 +205,31 @@ def test_an_offline_grader_card_has_the_rubric_part_and_human_agreement(
     assert card.metrics["human_agreement"]["macro_f1"] == 1.0
     assert set(card.metrics["rubric"]["mutations"]) >= {"drop_advice", "negate", "pad"}
     assert card.endpoint == "offline"
+
+
+def test_a_grader_template_gets_its_own_card_naming_the_template(
+    tmp_path: Path, shared_data: Path, fake_provider: None
+) -> None:
+    store = answered_store(tmp_path, shared_data)
+    template = tmp_path / "grader.txt"
+    template.write_text(
+        "Conversation:\n{conversation}\n\nResponse:\n{response}\n\nCriterion ({points} points):\n{criterion}\n"
+        'Reply with JSON {"criteria_met": true|false, "explanation": "..."}.\n'
+    )
+    run(store, "grade", "--judge", "fake/grader", "--grader-template", str(template))
+    with Store(store) as s:
+        [judge] = {g.judge for g in s.iter(Grade)}
+    assert judge.startswith("fake/grader@tpl-")
+    hint = run(store, "scores", "--judge", judge)
+    assert f"grader {judge} is unvalidated" in hint
+    assert "--grader-template FILE" in hint
+    certify = ["judges", "certify", "--grader", "fake/grader", "--data", str(tmp_path / "none")]
+    text = run(store, *certify, "--samples", "1", "--cases", "2", "--grader-template", str(template))
+    assert f"grader {judge} validity card" in text
+    assert "grader template grader.txt sha256:" in text
+    with Store(store) as s:
+        (card,) = list(s.iter(ValidityCard))
+    assert card.grader == judge
+    assert card.settings["grader_template"].startswith("grader.txt sha256:")
+    assert card.metrics["rubric"] is not None  # the rubric battery graded with the template
+    assert f"grader {judge} validity card" in run(store, "scores", "--judge", judge)

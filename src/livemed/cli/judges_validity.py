@@ -14,7 +14,15 @@ from rich.table import Table as RichTable
 
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, state
-from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, resolve
+from livemed.cli.grading_commands import (
+    CACHE_RO,
+    GRADER_TEMPLATE,
+    MAX_COST,
+    NO_CACHE,
+    grader_for,
+    judges_app,
+    resolve,
+)
 from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -62,7 +70,14 @@ def _print_rubric(result: dict[str, Any]) -> None:
 
 
 def _rubric_battery(
-    app_state: AppState, engine: Engine, grader: str, mode: str, samples: int, cases: int | None, seed: int
+    app_state: AppState,
+    engine: Engine,
+    grader: str,
+    mode: str,
+    samples: int,
+    cases: int | None,
+    seed: int,
+    template: Path | None = None,
 ) -> dict[str, Any] | None:
     from livemed.grading.judge import OfflineGrader
     from livemed.judges.baselines import BASELINES
@@ -73,7 +88,11 @@ def _rubric_battery(
     found = rubric_cases(app_state.store, cases)
     if not found:
         return None
-    judge = resolve(app_state, engine, grader, "judges", OfflineGrader)
+    judge = (
+        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        if template is None
+        else grader_for(app_state, engine, grader, mode, template)
+    )
     return asyncio.run(validate(found, judge, mode=mode, samples=samples, seed=seed)).as_dict()  # type: ignore[arg-type]
 
 
@@ -180,6 +199,7 @@ def certify(
     temperature: float = typer.Option(1.0, "--temperature", min=0, max=2, help="Pair judging temperature."),
     cases: int = typer.Option(20, "--cases", min=1, help="Cases with a rubric for the rubric mutations."),
     seed: int = typer.Option(0, "--seed", help="Seed of pairs and mutations."),
+    grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
@@ -187,6 +207,7 @@ def certify(
     """Run the validity battery (pairs from the real datasets in both orders with k samples, a length-bias
     probe, the rubric mutations) and store a validity card for this grader configuration."""
     from livemed.grading.judge import PROMPT_HASHES as GRADE_HASHES
+    from livemed.grading.template import load_template
     from livemed.judges.cards import AGREEMENT_NAMESPACE, battery_pairs, card_line, pair_metrics
     from livemed.judges.templates import PROMPT_HASHES
     from livemed.records import ValidityCard, short_hash
@@ -205,6 +226,10 @@ def certify(
         "pairs": pairs_per_dataset,
         "seed": seed,
     }
+    template = None if grader_template is None else load_template(grader_template)
+    if template is not None:  # the card is that of `<grader>@tpl-<hash>`, the id its grades carry
+        settings["grader_template"] = f"{template.name} sha256:{template.hash}"
+    card_grader = grader if template is None else f"{grader}@{template.label}"
     with (
         usage_on_failure(engine),
         track_run(
@@ -212,7 +237,7 @@ def certify(
         ) as run,
     ):
         tables, probe, failed = _pair_battery(store, engine, app_state, grader, pairs, samples, temperature)
-        rubric = _rubric_battery(app_state, engine, grader, mode, samples, cases, seed)
+        rubric = _rubric_battery(app_state, engine, grader, mode, samples, cases, seed, grader_template)
         failed += rubric["call_failed"] if rubric else 0
         run.counts = {"pairs": len(pairs), "call_failed": failed}
     usage = engine.accounting.by_model.get(grader)
@@ -220,10 +245,11 @@ def certify(
         **pair_metrics(tables, probe),
         "rubric": rubric,
         "cost_usd": usage.cost_usd if usage else 0.0,
-        "human_agreement": store.state_get(AGREEMENT_NAMESPACE, grader),
+        "human_agreement": store.state_get(AGREEMENT_NAMESPACE, card_grader),
     }
     endpoint = "offline" if grader.startswith("offline/") else _endpoint(app_state, grader)
-    prompt_hash = short_hash(GRADE_HASHES[mode], PROMPT_HASHES["pairwise"])  # type: ignore[index]
+    grade_hash = GRADE_HASHES[mode] if template is None else template.hash  # type: ignore[index]
+    prompt_hash = short_hash(grade_hash, PROMPT_HASHES["pairwise"])
     if failed:
         print_usage(engine)
         raise CallsFailedError(
@@ -232,11 +258,15 @@ def certify(
     store.put(
         [
             ValidityCard(
-                grader=grader, endpoint=endpoint, prompt_hash=prompt_hash, settings=settings, metrics=metrics
+                grader=card_grader,
+                endpoint=endpoint,
+                prompt_hash=prompt_hash,
+                settings=settings,
+                metrics=metrics,
             )
         ]
     )
-    console.print(card_line(store, grader, {"mode": mode}), markup=False)
+    console.print(card_line(store, card_grader, {"mode": mode}), markup=False)
     print_usage(engine)
 
 

@@ -81,7 +81,8 @@ def card_line(store: Store, grader: str, settings: dict[str, Any] | None = None)
     """One line on the grader's validity: its card's headline numbers, or that it is unvalidated."""
     card = find_card(store, grader, settings)
     if card is None:
-        how = f"run `livemed judges certify --grader {grader}`"
+        model, _, label = grader.partition("@tpl-")
+        how = f"run `livemed judges certify --grader {model}" + (" --grader-template FILE`" if label else "`")
         return f"grader {grader} is unvalidated (no validity card): {how}"
     m = card.metrics
     parts = []
@@ -104,9 +105,9 @@ def card_line(store: Store, grader: str, settings: dict[str, Any] | None = None)
         parts.append(f"human macro-F1 {_f(agreement.get('macro_f1'))}")
     when = card.provenance.created_at.date().isoformat()
     mode = card.settings.get("mode", "")
-    return f"grader {grader} validity card ({when}, {mode}, {card.key}): " + "; ".join(
-        parts or ["no measurement"]
-    )
+    template = card.settings.get("grader_template")
+    how = f"{when}, {mode}, {card.key}" + (f", grader template {template}" if template else "")
+    return f"grader {grader} validity card ({how}): " + "; ".join(parts or ["no measurement"])
 
 
 FOLDERS = {"pubmedqa": "pubmedqa", "medcalc": "medcalc_bench", "medqa": "medqa"}
