@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from livemed.analysis.window import Window
-from livemed.records import Case
+from livemed.records import Answer, Case, Grade
 from livemed.store import Store
 from tests.live.helpers import cli
 
@@ -135,3 +135,23 @@ def test_eval_and_report_take_the_same_window(config: Path, tmp_path: Path) -> N
     ok(config, "report", "--out", str(report), "--max-date", str(low))
     tables = json.loads((tmp_path / "r-tables" / "leaderboard.json").read_text(encoding="utf-8"))["rows"]
     assert tables[0]["n_cases"] == sum(1 for d in days if d <= low)
+
+
+def test_eval_answers_and_grades_only_the_cases_of_each_models_window(config: Path) -> None:
+    days = case_days(config)
+    cutoff = days[len(days) // 2]
+    newcomer = "offline/empty"  # no answers stored yet
+    (config.parent / "cutoffs.toml").write_text(
+        f'[models."{newcomer}"]\ncutoff = {cutoff.isoformat()}\nsource = "test: a declared cutoff"\n',
+        encoding="utf-8",
+    )
+    with config.open("a", encoding="utf-8") as handle:
+        handle.write('[analysis]\ncutoffs = "cutoffs.toml"\n')
+    ok(config, "eval", "-m", newcomer, "--judge", JUDGE, "--after-cutoff")
+    with Store(config.parent / "livemed.db") as store:
+        published = {c.id: c.published.astimezone(UTC).date() for c in store.iter(Case)}
+        answered = [a.case_id for a in store.iter(Answer) if a.model == newcomer]
+        graded = {g.answer_id for g in store.iter(Grade) if g.answer_id.endswith(f":{newcomer}:0")}
+    assert sorted(answered) == sorted(c for c, d in published.items() if d > cutoff)
+    assert 0 < len(answered) < len(published)  # the pre-cutoff cases were never asked
+    assert len(graded) == len(answered)

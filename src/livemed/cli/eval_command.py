@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -102,8 +102,9 @@ def eval_command(
     plan = Plan(models, judge, mode, samples, Settings(temperature=temperature, max_tokens=max_tokens))
     plan.template = grader_template
     plan.domain = domain
-    run = _stream(app_state, engine, cases, plan)
     window = (min_date, max_date, after_cutoff)
+    plan.keep = _keep(app_state, models, window)
+    run = _stream(app_state, engine, cases, plan)
     _finish(app_state, run, plan, convention, seed, json_out, allow_incomplete, window)
     if bad:
         raise RunError(f"{bad} bad line(s) of {file} were skipped (listed above); the rest was evaluated")
@@ -135,6 +136,22 @@ class Plan:
     settings: Settings
     template: Path | None = None  # --grader-template: the judge's id becomes <judge>@tpl-<hash>
     domain: str | None = None  # --domain: the candidate's and grader's prompts, offline/unsafe's hazards
+    keep: Callable[[str, Case], bool] | None = (
+        None  # --min/max-date, --after-cutoff: the cases each model answers
+    )
+
+
+def _keep(
+    app_state: AppState, models: list[str], window: tuple[str | None, str | None, bool]
+) -> Callable[[str, Case], bool] | None:
+    """Which cases each candidate answers under --min-date/--max-date/--after-cutoff (None: all): a case
+    outside a model's window is neither answered nor graded for it, so it costs nothing."""
+    from livemed.cli.window_options import build_window
+
+    chosen = build_window(app_state, *window, models)
+    if not chosen.active:
+        return None
+    return lambda model, case: chosen.keeps(model, case.id, case.published_at)
 
 
 def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) -> Run:
@@ -180,6 +197,7 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
                 samples=plan.samples,
                 mode=plan.mode,  # type: ignore[arg-type]
                 pack=pack,
+                keep=plan.keep,
             )
         )
         stages = [(f"answer {m}", r, "answers") for m, r in result.answers.items()]

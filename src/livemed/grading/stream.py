@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from livemed.domains import DomainPack
@@ -53,10 +53,13 @@ async def answer_and_grade(
     mode: Mode = "per-criterion",
     batch_size: int = 64,
     pack: DomainPack | None = None,
+    keep: Callable[[str, Case], bool] | None = None,
 ) -> StreamResult:
     """Answer `cases` with every answerer and grade each answer as soon as it is stored (`pack`'s
-    candidate and grader prompts; default: medical)."""
+    candidate and grader prompts; default: medical). With `keep(model, case)`, each answerer gets only the
+    cases it keeps (eval's date window and `--after-cutoff`): nothing is asked of the others."""
     out = StreamResult()
+    mine = {a.id: [c for c in cases if keep is None or keep(a.id, c)] for a in answerers}
     rubrics = _rubrics(store, cases)
     job = GradeJob(store, judge, mode)
     feed: Feed[Item] = Feed()
@@ -74,7 +77,7 @@ async def answer_and_grade(
                 targets.append(Target(answer, case, rubric, pack))
         feed.put(job.items(targets))
 
-    hand_over(_stored_answers(store, cases, answerers, samples))
+    hand_over(_stored_answers(store, mine, answerers, samples))
     grading = asyncio.ensure_future(
         run_stage(
             store,
@@ -88,7 +91,9 @@ async def answer_and_grade(
     )
     answering = {
         a.id: asyncio.ensure_future(
-            answer_all(store, cases, a, settings=settings, samples=samples, on_answers=hand_over, pack=pack)
+            answer_all(
+                store, mine[a.id], a, settings=settings, samples=samples, on_answers=hand_over, pack=pack
+            )
         )
         for a in answerers
     }
@@ -96,7 +101,7 @@ async def answer_and_grade(
     def the_rest() -> None:  # PostgreSQL: answers other workers on the store wrote meanwhile, graded here too
         if store.dialect != "postgresql":
             return
-        rest = _stored_answers(store, cases, answerers, samples)
+        rest = _stored_answers(store, mine, answerers, samples)
         hand_over([(case, answer) for case, answer in rest if answer.id not in handed])
 
     await _together(list(answering.values()), grading, feed, the_rest)
@@ -138,9 +143,14 @@ def _rubrics(store: Store, cases: Sequence[Case]) -> dict[str, Rubric]:
 
 
 def _stored_answers(
-    store: Store, cases: Sequence[Case], answerers: Sequence[LLM | OfflineAnswerer], samples: int
+    store: Store,
+    cases: Mapping[str, Sequence[Case]],
+    answerers: Sequence[LLM | OfflineAnswerer],
+    samples: int,
 ) -> list[tuple[Case, Answer]]:
-    """The answers already stored for these cases, candidates and samples (graded like new ones)."""
-    keys = [(case, answer_id(case.id, a.id, n)) for a in answerers for case in cases for n in range(samples)]
+    """The answers already stored for each candidate's cases and samples (graded like new ones)."""
+    keys = [
+        (case, answer_id(case.id, a.id, n)) for a in answerers for case in cases[a.id] for n in range(samples)
+    ]
     found = store.get_many(Answer, [key for _, key in keys])
     return [(case, found[key]) for case, key in keys if key in found]
