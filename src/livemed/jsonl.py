@@ -81,7 +81,9 @@ def _decode(path: Path, raw: bytes, number: int) -> tuple[int, dict[str, Any]] |
     except UnicodeDecodeError:
         return InputFileError(path, "line is not valid UTF-8", number)
     except json.JSONDecodeError as exc:
-        return InputFileError(path, f"invalid JSON: {exc.msg} at column {exc.colno}", number)
+        return InputFileError(
+            path, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}", number
+        )
     except RecursionError:
         return InputFileError(path, "invalid JSON: nested too deeply", number)
     except ValueError as exc:  # e.g. an integer with more digits than Python converts

@@ -213,7 +213,8 @@ def test_a_grader_template_gets_its_own_card_naming_the_template(
     store = answered_store(tmp_path, shared_data)
     template = tmp_path / "grader.txt"
     template.write_text(
-        "Conversation:\n{conversation}\n\nResponse:\n{response}\n\nCriterion ({points} points):\n{criterion}\n"
+        "Conversation:\n{conversation}\n\nResponse:\n{response}\n\n"
+        "Criterion ({points} points):\n{criterion}\n"
         'Reply with JSON {"criteria_met": true|false, "explanation": "..."}.\n'
     )
     run(store, "grade", "--judge", "fake/grader", "--grader-template", str(template))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from tests.training.builders import judge_all
 from tests.training.extra import needs_train
 
 
+@needs_train
 def test_hf_ids_resolve_without_importing_torch(tmp_path: Path) -> None:
     code = (
         "from livemed.models import get_model\n"
@@ -25,6 +27,37 @@ def test_hf_ids_resolve_without_importing_torch(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_without_the_extra_an_hf_model_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from livemed.errors import MissingDependencyError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    with pytest.raises(
+        MissingDependencyError, match=r"torch is not installed; run: pip install 'livemed\[train\]'"
+    ):
+        get_model(f"hf/{tmp_path}")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="the train extra is installed here")
+def test_the_installed_program_says_what_to_install_for_hf(tmp_path: Path) -> None:
+    livemed = Path(sys.executable).with_name("livemed")
+    store = tmp_path / "s.db"
+    done = subprocess.run(
+        [str(livemed), "--store", str(store), "answer", "--model", f"hf/{tmp_path}"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "pip install 'livemed[train]'" in line
 
 
 def test_the_endpoint_changes_when_the_checkpoint_does(tmp_path: Path) -> None:

@@ -239,5 +239,11 @@ class HFModel:
 
 
 def hf_model(name: str, *, config: Config | None = None, **_: Any) -> HFModel:
-    """The registry's factory for `hf/PATH`."""
+    """The registry's factory for `hf/PATH`: without the `train` extra, one line saying what to install
+    (before any call is queued), not a traceback from the first batch."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingDependencyError(missing[0], "train")
     return HFModel(name, (config or Config()).model_settings(f"hf/{name}"))

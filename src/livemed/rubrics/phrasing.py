@@ -93,6 +93,7 @@ _PRONOUNS = (
 _YOU = re.compile(r"(\b\w+\W+)?\byou\b", re.IGNORECASE)
 _SUBJECT_TEXT = (
     "if when because so and or but that until unless while as before after once where than whether"
+    " what which who"
 )
 _SUBJECT_AFTER = frozenset(_SUBJECT_TEXT.split())
 
