@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.errors import UserError
 from livemed.models.registry import PROVIDERS
 from livemed.records import Grade, JudgeVerdict, Pair, ValidityCard
 from livemed.store import Store
 
 HEADER = "link,question,opa,opb,opc,opd,ope,answer_idx,answer,explanation\n"
+
+
+def refused(store: Path, *args: str) -> str:
+    """The one-line error of a command that exits 2 (a UserError: bad input, nothing written)."""
+    result = CliRunner().invoke(app, ["--store", str(store), *args], env={"COLUMNS": "250"})
+    assert isinstance(result.exception, UserError), result.output + repr(result.exception)
+    assert result.exception.exit_code == 2
+    return " ".join((result.output + str(result.exception)).split())
 
 
 def run(store: Path, *args: str, code: int = 0) -> str:
@@ -234,3 +244,63 @@ def test_a_grader_template_gets_its_own_card_naming_the_template(
     assert card.settings["grader_template"].startswith("grader.txt sha256:")
     assert card.metrics["rubric"] is not None  # the rubric battery graded with the template
     assert f"grader {judge} validity card" in run(store, "scores", "--judge", judge)
+
+
+def test_certify_with_nothing_to_measure_writes_no_card_and_exits_2(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    nowhere = str(tmp_path / "none")
+    text = refused(
+        store, "judges", "certify", "--grader", "offline/always-a", "--pairs", "2", "--data", nowhere
+    )
+    assert "nothing to measure for offline/always-a, no card written" in text
+    assert f"pubmedqa: no {nowhere}/pubmedqa" in text  # the paths looked at
+    text = refused(store, "judges", "certify", "--grader", "offline/lexical", "--data", nowhere)
+    assert "no case with a rubric in the store (run `livemed rubrics` for the rubric part)" in text
+    with Store(store) as s:
+        assert list(s.iter(ValidityCard)) == []
+
+
+def test_certify_failed_calls_name_the_most_common_cause(
+    tmp_path: Path, shared_data: Path, fake_provider: None
+) -> None:
+    store = answered_store(tmp_path, shared_data)
+    certify = ["judges", "certify", "--grader", "fake/dead", "--data", str(shared_data), "--pairs", "1"]
+    text = run(store, *certify, "--samples", "1", "--cases", "1", code=1)
+    assert re.search(
+        r"15 of 15 battery items failed: (call failed: )?400 bad request.*; run again to retry them$", text
+    )
+    with Store(store) as s:
+        assert list(s.iter(ValidityCard)) == []
+
+
+def test_compare_says_a_pair_judge_is_not_a_rubric_grader(tmp_path: Path, shared_data: Path) -> None:
+    store = answered_store(tmp_path, shared_data)
+    text = refused(store, "judges", "compare", "--judge", "offline/lexical", "--judge", "offline/always-a")
+    assert "offline/always-a: offline/always-a and offline/lexical-overlap are pair judges" in text
+    assert "not rubric graders" in text
+
+
+def test_run_with_an_unknown_dataset_lists_the_known_ones(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    run(store, "judges", "build", "--dataset", "pico")
+    text = refused(store, "judges", "run", "--judge", "offline/always-a", "--dataset", "nosuchset")
+    assert "unknown dataset 'nosuchset'" in text
+    assert "medqa" in text
+    assert "pubmedqa" in text
+
+
+def test_report_position_table_names_its_mean_columns(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    run(store, "judges", "build", "--dataset", "pico")
+    run(store, "judges", "run", "--judge", "offline/always-a", "--limit", "3")
+    text = run(store, "judges", "report")
+    assert "mean consistent" in text
+    assert "mean flip" in text
+
+
+def test_train_help_names_the_train_extra() -> None:
+    result = CliRunner().invoke(app, ["judges", "train", "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0
+    assert "pip install 'livemed[train]'" in result.output
+    regimes = CliRunner().invoke(app, ["judges", "regimes", "--help"], env={"COLUMNS": "250"})
+    assert "hf/ checkpoint needs 'livemed[train]'" in regimes.output

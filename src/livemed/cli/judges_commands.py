@@ -162,11 +162,14 @@ def run_judge(
 ) -> None:
     """Ask a judge about the stored pairs: k samples per pair and order, one judge_verdict each."""
     from livemed.grading.runs import in_flight
+    from livemed.judges.datasets import dataset
     from livemed.judges.run import JudgeRun, clear_retried, judge_pairs
     from livemed.runs import raise_for_calls, settle, track_run
 
     if mode not in ("pairwise", "pointwise"):
         raise ConfigError(f"--mode must be pairwise or pointwise, got {mode!r}")
+    for name in datasets:
+        dataset(name)  # an unknown name is one line listing the known ones (exit 2)
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)

@@ -27,7 +27,9 @@ from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
     from livemed.judges.meta import MetaTables
+    from livemed.judges.rubric_validation import RubricValidation
     from livemed.models import Engine
+    from livemed.pipeline import StageResult
     from livemed.records import Case, Pair, Rubric
     from livemed.store import Store
 
@@ -78,7 +80,7 @@ def _rubric_battery(
     cases: int | None,
     seed: int,
     template: Path | None = None,
-) -> dict[str, Any] | None:
+) -> RubricValidation | None:
     from livemed.grading.judge import OfflineGrader
     from livemed.judges.baselines import BASELINES
     from livemed.judges.rubric_validation import validate
@@ -93,7 +95,7 @@ def _rubric_battery(
         if template is None
         else grader_for(app_state, engine, grader, mode, template)
     )
-    return asyncio.run(validate(found, judge, mode=mode, samples=samples, seed=seed)).as_dict()  # type: ignore[arg-type]
+    return asyncio.run(validate(found, judge, mode=mode, samples=samples, seed=seed))  # type: ignore[arg-type]
 
 
 @judges_app.command("validate")
@@ -124,19 +126,18 @@ def validate_command(
             app_state.store, "judges validate", settings=settings, models=[grader], engine=engine
         ) as run,
     ):
-        result = _rubric_battery(app_state, engine, grader, mode, samples, limit, seed)
-        if result is None:
+        validation = _rubric_battery(app_state, engine, grader, mode, samples, limit, seed)
+        if validation is None:
             raise UserError(f"{grader} is a pair-judge baseline, not a rubric grader")
-        run.counts = {"call_failed": result["call_failed"]}
+        run.counts = {"call_failed": validation.call_failed}
+        run.error = validation.failure_line()
+    result = validation.as_dict()
     _print_rubric(result)
     if json_out is not None:
         json_out.write_text(json.dumps(result, indent=2), encoding="utf-8")
     print_usage(engine)
-    if result["call_failed"]:
-        raise CallsFailedError(
-            f"{result['call_failed']} graded pair(s) had failed grader calls (left out); "
-            "run again to retry them"
-        )
+    if run.error:
+        raise CallsFailedError(run.error)
 
 
 def _data_dir(data: Path | None) -> Path:
@@ -155,8 +156,8 @@ def _pair_battery(
     pairs: list[Pair],
     samples: int,
     temperature: float,
-) -> tuple[MetaTables | None, MetaTables | None, int]:
-    """Both orders, k samples, on the pairs and their length probes: (tables, probe tables, failed)."""
+) -> tuple[MetaTables | None, MetaTables | None, StageResult | None]:
+    """Both orders, k samples, on the pairs and their length probes: (tables, probe tables, the stage)."""
     from livemed.cli.judges_commands import judge_llm
     from livemed.judges.baselines import BASELINES
     from livemed.judges.cards import PROBE, length_probe
@@ -165,7 +166,7 @@ def _pair_battery(
     from livemed.records import JudgeVerdict, Pair
 
     if grader.startswith("offline/") and grader not in BASELINES:
-        return None, None, 0  # an offline rubric grader cannot judge pairs
+        return None, None, None  # an offline rubric grader cannot judge pairs
     llm = judge_llm(app_state, engine, grader)
     stored = store.get_many(Pair, [p.id for p in pairs])  # a full `judges build` made them already
     store.put([p for p in pairs if p.id not in stored])
@@ -177,7 +178,37 @@ def _pair_battery(
     verdicts = list(store.get_many(JudgeVerdict, ids).values())
     plain = [v for v in verdicts if not v.dataset.startswith(PROBE)]
     probe = [v for v in verdicts if v.dataset.startswith(PROBE)]
-    return evaluate(plain), evaluate(probe), result.call_failed
+    return evaluate(plain), evaluate(probe), result
+
+
+def _something_to_measure(store: Store, grader: str, pairs: list[Pair], missing: list[str]) -> None:
+    """A card needs the pair part or the rubric part: with neither, say what is missing (exit 2)."""
+    from livemed.judges.baselines import BASELINES
+
+    rubric_grader = grader not in BASELINES
+    judges_pairs = not (grader.startswith("offline/") and rubric_grader)
+    if (judges_pairs and pairs) or (rubric_grader and rubric_cases(store, 1)):
+        return
+    why = []
+    if judges_pairs:
+        why.append("no battery pairs (" + ("; ".join(missing) or "the datasets gave no pairs") + ")")
+    if rubric_grader:
+        why.append("no case with a rubric in the store (run `livemed rubrics` for the rubric part)")
+    raise UserError(f"nothing to measure for {grader}, no card written: {' and '.join(why)}")
+
+
+def _battery_failures(stage: StageResult | None, rubric: RubricValidation | None) -> tuple[int, str | None]:
+    """The battery's failed items and its one failure line (`N of M battery items failed: <cause>; …`)."""
+    from livemed.pipeline import StageResult
+
+    total = StageResult()
+    if stage is not None:
+        total.merge(stage)
+    if rubric is not None:
+        total.merge(
+            StageResult(processed=rubric.compared, call_failed=rubric.call_failed, causes=rubric.causes)
+        )
+    return total.call_failed, total.failure_line("battery items")
 
 
 def _endpoint(app_state: AppState, grader: str) -> str:
@@ -219,6 +250,7 @@ def certify(
     pairs, missing = battery_pairs(_data_dir(data), seed, pairs_per_dataset)
     for note in missing:
         console.print(f"[yellow]not in the battery:[/] {note}")
+    _something_to_measure(store, grader, pairs, missing)
     settings = {
         "mode": _mode(mode),
         "samples": samples,
@@ -236,10 +268,11 @@ def certify(
             store, "judges certify", settings={"grader": grader, **settings}, models=[grader], engine=engine
         ) as run,
     ):
-        tables, probe, failed = _pair_battery(store, engine, app_state, grader, pairs, samples, temperature)
-        rubric = _rubric_battery(app_state, engine, grader, mode, samples, cases, seed, grader_template)
-        failed += rubric["call_failed"] if rubric else 0
+        tables, probe, stage = _pair_battery(store, engine, app_state, grader, pairs, samples, temperature)
+        validation = _rubric_battery(app_state, engine, grader, mode, samples, cases, seed, grader_template)
+        failed, run.error = _battery_failures(stage, validation)
         run.counts = {"pairs": len(pairs), "call_failed": failed}
+    rubric = validation.as_dict() if validation else None
     usage = engine.accounting.by_model.get(grader)
     metrics = {
         **pair_metrics(tables, probe),
@@ -250,11 +283,9 @@ def certify(
     endpoint = "offline" if grader.startswith("offline/") else _endpoint(app_state, grader)
     grade_hash = GRADE_HASHES[mode] if template is None else template.hash  # type: ignore[index]
     prompt_hash = short_hash(grade_hash, PROMPT_HASHES["pairwise"])
-    if failed:
+    if run.error:
         print_usage(engine)
-        raise CallsFailedError(
-            f"{failed} battery item(s) had failed calls: no card written; run again to retry them"
-        )
+        raise CallsFailedError(run.error)
     store.put(
         [
             ValidityCard(
@@ -300,6 +331,17 @@ def _print_comparison(data: dict[str, Any]) -> None:
     console.print(table)
 
 
+def _no_pair_judges(judges: list[str]) -> None:
+    """`compare` regrades rubrics: a pair-judge baseline cannot, say so (not "unknown baseline")."""
+    from livemed.judges.baselines import BASELINES
+
+    if pair_judges := [j for j in judges if j in BASELINES]:
+        raise UserError(
+            f"{', '.join(pair_judges)}: {' and '.join(BASELINES)} are pair judges (for `judges run` and "
+            "`judges certify`), not rubric graders; compare rubric graders (a model, or offline/lexical)"
+        )
+
+
 @judges_app.command("compare")
 def compare_command(
     ctx: typer.Context,
@@ -322,6 +364,7 @@ def compare_command(
 
     if len(judges) != 2 or judges[0] == judges[1]:
         raise ConfigError("pass two different graders: --judge A --judge B")
+    _no_pair_judges(judges)
     app_state = state(ctx)
     store = app_state.store
     targets = sample_targets(plan_targets(store, store.iter(Answer)).targets, sample, seed)

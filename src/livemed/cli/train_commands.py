@@ -66,7 +66,9 @@ def train(
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
 ) -> None:
-    """Train a judge on preference pairs: export TRL sets, distil a teacher (SFT), train, write cards."""
+    """Train a judge on preference pairs: export TRL sets, distil a teacher (SFT), train, write cards.
+
+    Needs the training extra: pip install 'livemed\\[train]' (torch, transformers, TRL, peft)."""
     from livemed.training.train import check_settings, ensure_extra
 
     options = dict(locals())
@@ -275,7 +277,9 @@ def regimes(
     policy: str = typer.Option("separate", "--invalid", help="separate (default), half or wrong."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write every number as JSON."),
 ) -> None:
-    """Training regimes side by side: `judges report`'s tables by regime, and gains against `base`."""
+    """Training regimes side by side: `judges report`'s tables by regime, and gains against `base`.
+
+    Reads stored verdicts only (no extra); judging with an hf/ checkpoint needs 'livemed\\[train]'."""
     import json
 
     from livemed.cli.judges_commands import load_results, print_tables

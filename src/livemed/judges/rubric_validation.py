@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
@@ -21,6 +21,7 @@ from typing import Any, Literal
 from livemed.grading import score as S
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion
 from livemed.models import LLM, CallFailure, Completion, Message, Settings
+from livemed.pipeline import StageResult, failure_cause
 from livemed.records import Answer, Case, Grade, GradeFailure, Rubric
 
 MUTATIONS = ("drop_advice", "negate", "contraindicated", "add_other_case", "pad")
@@ -106,6 +107,7 @@ class Graded:
     usable: int
     asked: int
     call_failed: bool
+    causes: list[str] = field(default_factory=list)  # details of the failed calls
 
 
 async def grade_text(case: Case, rubric: Rubric, text: str, judge: Judge, mode: Mode, label: str) -> Graded:
@@ -121,7 +123,8 @@ async def grade_text(case: Case, rubric: Rubric, text: str, judge: Judge, mode: 
         for c, g in zip(rubric.criteria, found, strict=True)
     ]
     usable = sum(1 for g in found if isinstance(g, Grade))
-    return Graded(S.case_score(items), S.per_axis(items), usable, len(found), failed)
+    causes = [failure_cause(g) for g in found if isinstance(g, GradeFailure) and g.call_failed]
+    return Graded(S.case_score(items), S.per_axis(items), usable, len(found), failed, causes)
 
 
 def holds(expect: Expect, gold: float, mutant: float) -> bool:
@@ -137,7 +140,14 @@ class RubricValidation:
     axes: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
     usable: int = 0
     asked: int = 0
-    call_failed: int = 0
+    compared: int = 0  # gold/mutant comparisons attempted (one per variant and sample)
+    call_failed: int = 0  # of `compared`: those with a failed grader call (left out)
+    causes: Counter[str] = field(default_factory=Counter)  # why those calls failed, by detail
+
+    def failure_line(self) -> str | None:
+        """`N of M graded pairs failed: <most common cause>; run again to retry them`, or None."""
+        result = StageResult(processed=self.compared, call_failed=self.call_failed, causes=self.causes)
+        return result.failure_line("graded pairs")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -178,8 +188,10 @@ async def validate_case(
             mutant = await grade_text(case, rubric, variant.text, grader, mode, variant.mutation)
             out.usable += gold.usable + mutant.usable
             out.asked += gold.asked + mutant.asked
+            out.compared += 1
             if gold.call_failed or mutant.call_failed:
                 out.call_failed += 1
+                out.causes[(gold.causes + mutant.causes)[0]] += 1  # one cause per item, as run_stage
                 continue
             if gold.score is None or mutant.score is None:
                 continue

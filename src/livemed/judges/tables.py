@@ -83,7 +83,8 @@ def tertiles(results: dict[str, MetaTables]) -> Table:
 def position(results: dict[str, MetaTables]) -> Table:
     """Position-consistent accuracy and flip rate per dataset (pairwise runs)."""
     names = _datasets(results)
-    columns = ["judge", *(f"{d} {m}" for d in names for m in ("consistent", "flip")), "consistent", "flip"]
+    means = ["mean consistent", "mean flip"]  # over datasets, named like the tertile table's means
+    columns = ["judge", *(f"{d} {m}" for d in names for m in ("consistent", "flip")), *means]
     rows = []
     for judge, t in results.items():
         row: Row = {"judge": judge}
@@ -91,7 +92,7 @@ def position(results: dict[str, MetaTables]) -> Table:
             s = t.datasets.get(d)
             row[f"{d} consistent"] = s.consistent if s else None
             row[f"{d} flip"] = s.flip_rate if s else None
-        row["consistent"], row["flip"] = t.average("consistent"), t.average("flip_rate")
+        row["mean consistent"], row["mean flip"] = t.average("consistent"), t.average("flip_rate")
         rows.append(row)
     return Table("Position consistency (both orders correct) and flip rate", columns, rows)
 
