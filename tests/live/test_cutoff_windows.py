@@ -155,3 +155,48 @@ def test_eval_answers_and_grades_only_the_cases_of_each_models_window(config: Pa
     assert sorted(answered) == sorted(c for c, d in published.items() if d > cutoff)
     assert 0 < len(answered) < len(published)  # the pre-cutoff cases were never asked
     assert len(graded) == len(answered)
+
+
+def test_by_cutoff_without_after_cutoff_says_the_ranked_table_holds_every_case(
+    config: Path, tmp_path: Path
+) -> None:
+    days = case_days(config)
+    with_cutoff(config, days[len(days) // 2])
+    shown = ok(config, "leaderboard", "--by-cutoff", "--out", str(tmp_path)).output
+    assert (
+        "cases: all (the ranked table); the side-by-side table adds each model's post-cutoff cases" in shown
+    )
+    assert "cases: each model after its own training cutoff" not in shown
+
+
+def test_a_windowed_leaderboard_says_its_window_and_counts_only_its_cases(
+    config: Path, tmp_path: Path
+) -> None:
+    days = case_days(config)
+    low = days[len(days) // 2]
+    inside = sum(1 for d in days if d >= low)
+    shown = ok(config, "leaderboard", "--min-date", str(low), "--out", str(tmp_path)).output
+    summary = json.loads((tmp_path / "leaderboard.json").read_text(encoding="utf-8"))["summary"]
+    assert summary["window"] == f"cases: published {low} → …"
+    assert f"{inside} (model, case) scores" in shown  # the window's, not the store's
+    assert f"{inside}/{inside}" in shown
+    assert f"{len(days)}/{len(days)}" not in shown
+    grading = json.loads((tmp_path / "grading.json").read_text(encoding="utf-8"))
+    assert grading["rows"][0]["graded"] == inside
+    every = ok(config, "leaderboard", "--out", str(tmp_path / "all"))
+    assert (
+        "window"
+        not in json.loads((tmp_path / "all" / "leaderboard.json").read_text(encoding="utf-8"))["summary"]
+    )
+    assert f"{len(days)} (model, case) scores" in every.output
+
+
+def test_a_windowed_report_says_its_window_by_the_leaderboard(config: Path, tmp_path: Path) -> None:
+    low = case_days(config)[2]
+    ok(config, "report", "--out", str(tmp_path / "r.html"), "--min-date", str(low))
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert f'<p class="hint" id="window">cases: published {low} → …</p>' in html
+    summary = json.loads((tmp_path / "r-tables" / "leaderboard.json").read_text(encoding="utf-8"))["summary"]
+    assert summary["window"] == f"cases: published {low} → …"
+    ok(config, "report", "--out", str(tmp_path / "all.html"))
+    assert 'id="window"' not in (tmp_path / "all.html").read_text(encoding="utf-8")

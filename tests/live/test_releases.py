@@ -226,5 +226,45 @@ def test_verify_recomputes_an_export_and_finds_a_changed_row(config: Path, tmp_p
     row["case_json"] = canonical(case)
     data.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n", encoding="utf-8")
     bad = cli(config, "release", "verify", str(out))
-    assert "1 mismatch(es)" in str(bad.exception)
+    assert "2 mismatch(es)" in str(bad.exception)  # the hash, and the query column against the JSON
     assert f"test.jsonl:1 ({row['id']}): its content does not hash" in bad.output
+    assert f"test.jsonl:1 ({row['id']}): column 'query' differs" in bad.output
+
+
+def test_verify_finds_an_edited_visible_column_that_the_hash_does_not_cover(
+    config: Path, tmp_path: Path
+) -> None:
+    ok(config, "release", "create", "r1", "--until", UNTIL)
+    out = tmp_path / "out"
+    ok(config, "release", "export", "r1", "--format", "jsonl", "--out", str(out))
+    data = out / "cases.jsonl"
+    lines = data.read_text(encoding="utf-8").splitlines()
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    first["advice"][0] += " (edited)"
+    second["criteria"][0]["text"] = "Something else entirely."
+    data.write_text("\n".join([json.dumps(first), json.dumps(second), *lines[2:]]) + "\n", encoding="utf-8")
+    bad = cli(config, "release", "verify", str(out))
+    assert bad.exit_code == 1
+    assert "2 mismatch(es)" in str(bad.exception)
+    assert f"cases.jsonl:1 ({first['id']}): column 'advice' differs" in bad.output
+    assert f"cases.jsonl:2 ({second['id']}): column 'criteria' differs" in bad.output
+    assert "rehashed" not in bad.output
+
+
+def test_the_hf_card_names_the_one_licence_every_case_shares_else_other(config: Path, tmp_path: Path) -> None:
+    from livemed.releases.exports.hf import hf_license
+
+    ok(config, "release", "create", "r1", "--until", UNTIL)
+    ok(config, "release", "export", "r1", "--format", "hf", "--out", str(tmp_path / "a"))
+    card = (tmp_path / "a" / "README.md").read_text(encoding="utf-8")
+    assert "\nlicense: cc0-1.0\n" in card  # every demo case is CC0-1.0
+    _as_pubmed(config)
+    ok(config, "release", "create", "r2", "--until", UNTIL)
+    ok(config, "release", "export", "r2", "--format", "hf", "--out", str(tmp_path / "b"))
+    mixed = (tmp_path / "b" / "README.md").read_text(encoding="utf-8")
+    assert "\nlicense: other\n" in mixed
+    assert "| pubmed | 1 | publisher copyright" in mixed  # the per-source list
+    assert hf_license("CC BY-SA 4.0 (Stack Exchange content)") == "cc-by-sa-4.0"
+    assert hf_license("https://creativecommons.org/licenses/by-nc/4.0/") == "cc-by-nc-4.0"
+    assert hf_license("MIT (OpenAI HealthBench)") == "mit"
+    assert hf_license("publisher copyright") is None

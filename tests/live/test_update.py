@@ -74,6 +74,9 @@ def test_without_models_update_harvests_and_curates_and_says_what_it_skipped(tmp
     assert result.exit_code == 0, result.output
     assert "rubrics: skipped — no rubric writer" in result.output
     assert "answers and grades: skipped — no candidate models" in result.output
+    assert "set [update] writer" in result.output  # not eaten as Rich markup
+    assert "([update] models)" in result.output
+    assert "( models)" not in result.output
     stored = contents(config)
     assert stored["docs"]
     assert stored["cases"]
@@ -108,6 +111,7 @@ def test_a_source_that_fails_fails_the_update_with_one_line_and_the_rest_goes_on
     result = cli(config, "update")
     assert result.exit_code == 1
     assert "demo documents not found" in result.output
+    assert "[yellow]" not in result.output  # the markup is rendered, not printed
     update = [r for r in runs(config) if r.command == "update"][-1]
     assert update.outcome == "failed"
     assert "harvest:" in (update.error or "")

@@ -70,22 +70,33 @@ def _out_dir(app_state: AppState, out: Path | None) -> Path:
     return out or config.analysis.path(config.analysis.out_dir, config.path)
 
 
-def _scores(app_state: AppState, judge: str | None, convention: str, policy: str) -> ScoreSet:
+def _scores(
+    app_state: AppState, judge: str | None, convention: str, policy: str, *, show: bool = True
+) -> ScoreSet:
+    """The scores (said on screen with their grading table, unless `show` is False: the caller narrows
+    them to a window first and calls `_show_scores` on what it keeps)."""
     from livemed.analysis.collect import load_scores
 
     scored = load_scores(app_state.existing_store, judge=judge, convention=convention, policy=policy)
+    if show:
+        _show_scores(scored, convention, policy)
+    return scored
+
+
+def _show_scores(scored: ScoreSet, convention: str, policy: str) -> None:
     console.print(
         f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring · "
         f"failed verdicts: {policy}[/]"
     )
     console.print(grading_table(list(scored.grading.values())))
-    return scored
 
 
-def _grading_tables(folder: Path, scored: ScoreSet) -> list[Path]:
+def _grading_tables(
+    folder: Path, scored: ScoreSet, context: dict[str, str | None] | None = None
+) -> list[Path]:
     from livemed.analysis.tables import write_table
 
-    return write_table(folder, "grading", list(scored.grading.values()), context=scored.context())
+    return write_table(folder, "grading", list(scored.grading.values()), context=context or scored.context())
 
 
 def _fail_if_left_out(scored: ScoreSet, left_out: list[Grading]) -> None:
@@ -134,9 +145,13 @@ def leaderboard_command(
 
     app_state = state(ctx)
     s = _settings(app_state, seed, resamples, convention)
-    scored = _scores(app_state, judge, convention, policy)
+    scored = _scores(app_state, judge, convention, policy, show=False)
     window = (min_date, max_date, after_cutoff, release, cutoffs)
-    scored, by_cutoff_rows = windowed_scores(app_state, scored, window, by_cutoff, s, allow_incomplete)
+    scored, by_cutoff_rows, described = windowed_scores(
+        app_state, scored, window, by_cutoff, s, allow_incomplete
+    )
+    _show_scores(scored, convention, policy)  # the window's counts, as grading.csv has them
+    context = {**scored.context(), **({"window": described} if described else {})}
     ranked, left_out = scored.ranked(allow_incomplete)
     rows = leaderboard(
         ranked,
@@ -152,8 +167,8 @@ def leaderboard_command(
 
     if scored.judge:
         console.print(card_line(app_state.existing_store, scored.judge), markup=False)
-    paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=scored.context())
-    paths += _grading_tables(_out_dir(app_state, out), scored)
+    paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=context)
+    paths += _grading_tables(_out_dir(app_state, out), scored, context)
     if by_cutoff_rows:
         from livemed.cli.window_options import by_cutoff_table
 
@@ -297,6 +312,8 @@ def _write_report_tables(data: object, folder: Path) -> None:
 
     assert isinstance(data, ReportData)
     c = {"convention": data.convention, "judge": data.judge, "failure_policy": data.policy}
+    if data.window:
+        c["window"] = data.window
     paths = write_table(folder, "leaderboard", data.leaderboard, context=c)
     paths += write_table(folder, "comparisons", data.comparisons, context=c)
     paths += write_table(

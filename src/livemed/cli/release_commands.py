@@ -6,6 +6,7 @@ from datetime import date
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
@@ -162,7 +163,7 @@ def verify_command(
 
     by_content, rows, problems = verify(folder)
     for problem in problems:
-        console.print(f"[red]mismatch[/] {problem}", highlight=False)
+        console.print(f"[red]mismatch[/] {escape(problem)}", highlight=False)
     if problems:
         raise RunError(f"{folder}: {len(problems)} mismatch(es) against its manifest")
     console.print(

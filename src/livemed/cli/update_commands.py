@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli import app
@@ -185,13 +186,13 @@ def _offline_kind(stage: str) -> type:
 
 def print_stage(stage: StageSummary) -> None:
     if stage.skipped:
-        console.print(f"[dim]{stage.stage}: skipped — {stage.skipped}[/]")
+        console.print(f"[dim]{stage.stage}: skipped — {escape(stage.skipped)}[/]")
         return
     new = ", ".join(f"{n} {what}" for what, n in stage.new.items()) or "nothing new"
     cost = f" · {stage.calls} call(s), ${stage.cost_usd:.4f}" if stage.usage else ""
     console.print(f"{stage.stage}: {new}{cost}", markup=False)
     if stage.error:
-        err_console.print(f"[yellow]{stage.stage}:[/] {stage.error}", markup=False)
+        err_console.print(f"[yellow]{stage.stage}:[/] {escape(stage.error)}", highlight=False)
 
 
 def print_summary(summary: UpdateSummary, run: Run) -> None:
@@ -202,6 +203,8 @@ def print_summary(summary: UpdateSummary, run: Run) -> None:
         new = (stage.skipped and f"skipped: {stage.skipped}") or ", ".join(
             f"{n} {k}" for k, n in stage.new.items()
         )
-        table.add_row(stage.stage, new or "-", str(stage.calls), f"{stage.cost_usd:.4f}", stage.run_id or "-")
+        table.add_row(
+            stage.stage, escape(new or "-"), str(stage.calls), f"{stage.cost_usd:.4f}", stage.run_id or "-"
+        )
     table.add_row("total", "", str(summary.calls), f"{summary.cost_usd:.4f}", run.run_id, style="bold")
     console.print(table)

@@ -70,11 +70,12 @@ def build_window(
     return window
 
 
-def print_window(window: Window, models: Iterable[str]) -> None:
-    """Say which cases count, and which models --after-cutoff cannot evaluate."""
+def print_window(window: Window, models: Iterable[str], line: str | None = None) -> None:
+    """Say which cases count (`line`, else the window's description), and which models --after-cutoff
+    cannot evaluate."""
     if not window.active:
         return
-    console.print(f"[dim]{escape(window.describe())}[/]")
+    console.print(f"[dim]{escape(line or window.describe())}[/]")
     missing = window.no_cutoff(models)
     if missing:
         err_console.print(
@@ -91,9 +92,10 @@ def windowed_scores(
     side_by_side: bool,
     settings: AnalysisSettings,
     allow_incomplete: bool,
-) -> tuple[ScoreSet, list[CutoffComparison]]:
-    """The leaderboard's scores narrowed to its window; with `side_by_side`, each model on the window's
-    cases and on its post-cutoff ones (`analysis.window.by_cutoff`)."""
+) -> tuple[ScoreSet, list[CutoffComparison], str | None]:
+    """The leaderboard's scores narrowed to its window, and the window's description (None: every case);
+    with `side_by_side`, each model on the window's cases and on its post-cutoff ones
+    (`analysis.window.by_cutoff`)."""
     from dataclasses import replace
 
     from livemed.analysis.leaderboard import leaderboard
@@ -104,12 +106,19 @@ def windowed_scores(
     window = build_window(
         app_state, min_date, max_date, after_cutoff or side_by_side, models, cutoffs=cutoffs, release=release
     )
-    print_window(window, models)
     shown = window if after_cutoff else replace(window, cutoffs=None)
+    described = shown.describe() if shown.active else None
+    line = None
+    if side_by_side and not after_cutoff:  # the ranked table holds the date window's cases, every model
+        line = (
+            f"{shown.describe()} (the ranked table); "
+            "the side-by-side table adds each model's post-cutoff cases"
+        )
+    print_window(window, models, line)
     store = app_state.existing_store
     chosen = window_scoreset(store, scored, shown)
     if not side_by_side:
-        return chosen, []
+        return chosen, [], described
     boards = []
     for one in (chosen, window_scoreset(store, scored, window)):
         ranked, _ = one.ranked(allow_incomplete)
@@ -117,7 +126,7 @@ def windowed_scores(
             ranked, resamples=settings.resamples, seed=settings.seed, convention=one.convention
         )
         boards.append(rows)
-    return chosen, by_cutoff(boards[0], boards[1], window.cutoffs or {})
+    return chosen, by_cutoff(boards[0], boards[1], window.cutoffs or {}), described
 
 
 def by_cutoff_table(rows: list[CutoffComparison]) -> Table:

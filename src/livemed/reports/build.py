@@ -78,6 +78,7 @@ class ReportData:
     score_distribution: list[BimodalityRow] = field(default_factory=list)
     length: list[LengthRow] = field(default_factory=list)  # answer length vs score, per model
     validity: str = ""  # the grader's validity card line (livemed.judges.cards), or "unvalidated"
+    window: str = ""  # which cases count (`Window.describe`), when --min-date/--max-date/--after-cutoff
 
     @property
     def total_cost(self) -> float:
@@ -140,6 +141,7 @@ def build_report(
         prompts=_prompts(store), cases=_case_views(store, cases, scored, labels, max_cases),
         n_cases=len(cases), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
         score_distribution=score_distribution(scored.scores),
+        window=window.describe() if window is not None and window.active else "",
     )  # fmt: skip
     models = {row.model for row in ranked}
     scores = [score for score in scored.scores if score.model in models]

@@ -4,6 +4,7 @@ after `huggingface-cli upload`). Writing it needs no `datasets`; loading it does
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,28 @@ if TYPE_CHECKING:
     from livemed.releases.exports import ExportResult
 
 DATA_FILE = "data/test.jsonl"
+_CC = re.compile(r"\bcc[ -]?(by(?:[ -](?:sa|nc|nd|nc[ -]sa|nc[ -]nd))?)[ -]?(\d\.\d)\b")
+_CC_URL = re.compile(r"creativecommons\.org/licenses/(by(?:-(?:sa|nc|nd|nc-sa|nc-nd))?)/(\d\.\d)")
+
+
+def hf_license(licence: str) -> str | None:
+    """The Hugging Face card `license` id of a licence text (e.g. "CC0-1.0 (...)" -> "cc0-1.0"), or
+    None when it is not one the Hub names."""
+    text = licence.lower()
+    if re.search(r"\bcc[ -]?0\b", text) or "publicdomain/zero/1.0" in text:
+        return "cc0-1.0"
+    if re.match(r"mit\b", text):
+        return "mit"
+    if found := (_CC.search(text) or _CC_URL.search(text)):
+        return f"cc-{found.group(1).replace(' ', '-')}-{found.group(2)}"
+    return None
+
+
+def card_license(selection: Selection) -> str:
+    """The card's `license`: the one licence every exported case shares, else `other` (the card's
+    table lists each source's licences)."""
+    names = {licence_of(item) for item in selection.items}
+    return (hf_license(names.pop()) if len(names) == 1 else None) or "other"
 
 
 def write_hf_export(selection: Selection, out: Path) -> ExportResult:
@@ -41,7 +64,7 @@ def dataset_card(selection: Selection) -> str:
     lines = [
         "---",
         f"pretty_name: livemed release {release.name}",
-        "license: other",
+        f"license: {card_license(selection)}",
         "tags: [medical, evaluation, rubrics, livemed]",
         "configs:",
         "- config_name: default",

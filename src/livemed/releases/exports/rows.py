@@ -132,10 +132,46 @@ def write_jsonl(path: Path, records: Iterator[dict[str, Any]]) -> int:
     return count
 
 
+VISIBLE = (
+    "id",
+    "source",
+    "source_id",
+    "url",
+    "published",
+    "narrative",
+    "query",
+    "advice",
+    "criteria",
+    "specialties",
+)
+
+
+def visible_mismatches(found: dict[str, Any]) -> list[str]:
+    """The visible columns of a row with text that differ from what its `case_json`/`rubric_json` give
+    (rebuilt with `row`, the export's own function): readers use those columns, the hash covers the JSON."""
+    from pydantic import ValidationError
+
+    from livemed.records import Case, Rubric
+
+    try:
+        case = Case.model_validate_json(found["case_json"])
+        rubric = Rubric.model_validate_json(found["rubric_json"])
+    except ValidationError as exc:
+        return [f"case_json/rubric_json are not a case and rubric ({exc.error_count()} error(s))"]
+    item = ReleaseItem(release=found.get("release") or "-", case=case, rubric=rubric, content_hash="0" * 64)
+    rebuilt = row(item, with_text=True)
+    return [
+        f"column {name!r} differs from its case_json/rubric_json"
+        for name in VISIBLE
+        if found.get(name) != rebuilt[name]
+    ]
+
+
 def verify(folder: Path) -> tuple[int, int, list[str]]:
     """Check an exported folder against its manifest: every row's content hash recomputed from its
-    `case_json`/`rubric_json` (rows with text), every row listed in the manifest with that hash, and
-    the export hash over the manifest's hashes. Returns (rows checked by content, rows, problems)."""
+    `case_json`/`rubric_json` (rows with text) and its visible columns (advice, criteria, ...) equal to
+    what that JSON gives, every row listed in the manifest with that hash, and the export hash over the
+    manifest's hashes. Returns (rows checked by content, rows, problems)."""
     from livemed.releases.manifest import sha256
 
     manifest_path = folder / MANIFEST_FILE
@@ -158,6 +194,7 @@ def verify(folder: Path) -> tuple[int, int, list[str]]:
             by_content += 1
             if sha256(canonical(content_of)) != row["content_hash"]:
                 problems.append(f"{where}: its content does not hash to its content_hash")
+            problems += [f"{where}: {problem}" for problem in visible_mismatches(row)]
     if count != len(hashes):
         problems.append(f"{data.name}: {count} row(s), the manifest lists {len(hashes)}")
     if release_hash(hashes) != found.get("export_hash"):
