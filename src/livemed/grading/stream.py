@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from livemed.grading.answer import OfflineAnswerer, answer_id
@@ -41,7 +41,7 @@ class StreamResult:
 
 async def answer_and_grade(
     store: Store,
-    cases: Sequence[Case],
+    cases: Sequence[Case] | Feed[Case],
     answerers: Sequence[LLM | OfflineAnswerer],
     judge: Judge,
     *,
@@ -50,9 +50,13 @@ async def answer_and_grade(
     mode: Mode = "per-criterion",
     batch_size: int = 64,
 ) -> StreamResult:
-    """Answer `cases` with every answerer and grade each answer as soon as it is stored."""
+    """Answer `cases` with every answerer and grade each answer as soon as it is stored.
+
+    `cases` may be a `Feed` another stage fills while this runs (`livemed update`: cases as their
+    rubrics are written); each case put there is answered by every answerer, and its stored answers
+    graded, as it comes."""
     out = StreamResult()
-    rubrics = _rubrics(store, cases)
+    rubrics: dict[str, Rubric] = {}
     job = GradeJob(store, judge, mode)
     feed: Feed[Item] = Feed()
 
@@ -66,7 +70,17 @@ async def answer_and_grade(
                 targets.append(Target(answer, case, rubric))
         feed.put(job.items(targets))
 
-    hand_over(_stored_answers(store, cases, answerers, samples))
+    def arrive(batch: Sequence[Case]) -> None:
+        rubrics.update(_rubrics(store, batch))
+        hand_over(_stored_answers(store, batch, answerers, samples))
+
+    to_answer: dict[str, Sequence[Case] | Feed[Case]] = {a.id: cases for a in answerers}
+    if isinstance(cases, Feed):
+        feeds: dict[str, Feed[Case]] = {a.id: Feed() for a in answerers}
+        cases.listen(lambda batch: _route(batch, arrive, feeds), lambda: _close(feeds))
+        to_answer.update(feeds)
+    else:
+        arrive(cases)
     grading = asyncio.ensure_future(
         run_stage(
             store,
@@ -80,7 +94,7 @@ async def answer_and_grade(
     )
     answering = {
         a.id: asyncio.ensure_future(
-            answer_all(store, cases, a, settings=settings, samples=samples, on_answers=hand_over)
+            answer_all(store, to_answer[a.id], a, settings=settings, samples=samples, on_answers=hand_over)
         )
         for a in answerers
     }
@@ -110,6 +124,18 @@ async def _together(
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _route(batch: list[Case], arrive: Callable[[list[Case]], None], feeds: dict[str, Feed[Case]]) -> None:
+    """New cases: their rubrics and stored answers first, then to every answerer's feed."""
+    arrive(batch)
+    for feed in feeds.values():
+        feed.put(batch)
+
+
+def _close(feeds: dict[str, Feed[Case]]) -> None:
+    for feed in feeds.values():
+        feed.close()
 
 
 def _rubrics(store: Store, cases: Sequence[Case]) -> dict[str, Rubric]:

@@ -210,7 +210,13 @@ class VocabularyFilter:
 
     def __init__(self, min_hits: int = 3, extra_terms: list[str] | None = None) -> None:
         self.min_hits = min_hits
-        self.automaton = build_automaton(tuple(extra_terms or ()))
+        self.extra_terms = tuple(extra_terms or ())
+
+    @property
+    def automaton(self) -> ahocorasick.Automaton:
+        """Built (ICD-10 tables imported) on the first document checked, not when the filter is made:
+        a command that checks no document (an update with nothing new) never pays for it."""
+        return build_automaton(self.extra_terms)
 
     def __call__(self, doc: Doc) -> Doc | Rejection:
         mesh = doc.metadata.get("mesh") or []

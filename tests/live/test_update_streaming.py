@@ -1,0 +1,119 @@
+"""`livemed update` streams: the first new cases are answered while curation is still working on the
+rest (no barrier between curate, rubrics and answers+grades), and the records are those of an update
+that no one held up."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from livemed.cli.context import AppState
+from livemed.cli.update_commands import build_tools
+from livemed.live.update import run_update
+from livemed.records import Case, Doc, Rejection, Run
+from livemed.store import Store
+from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
+from tests.live.helpers import KEY_ENV, cli, contents, project
+
+FIRST = 16  # documents curated freely (one curation batch); the rest wait for the model server
+DOCS = 40
+WAIT_S = 60.0  # how long a held document waits for the first model request before the run fails
+
+
+class HeldAfterFirst:
+    """The real curation chain, except that every document after the first `FIRST` is held until the
+    fake server has received a request (an answer: curation and rubrics here make no model call).
+    Stage after stage, nothing would reach the server before curation ended: the update fails."""
+
+    def __init__(self, chain: Any, server: FakeOpenAIServer) -> None:
+        self.chain, self.server = chain, server
+        self.started = 0
+        self.curated = 0
+        self.curated_at_first_request: int | None = None
+
+    async def __call__(self, doc: Doc) -> Case | Rejection:
+        self.started += 1
+        if self.started > FIRST:
+            waited = 0.0
+            while not self.server.chat_requests:
+                if waited > WAIT_S:
+                    raise RuntimeError(f"no model request while {doc.id} waited: the stages did not stream")
+                await asyncio.sleep(0.01)
+                waited += 0.01
+            if self.curated_at_first_request is None:
+                self.curated_at_first_request = self.curated
+        outcome = await self.chain(doc)
+        self.curated += 1
+        return outcome
+
+
+def test_update_answers_the_first_cases_before_curation_has_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-real")
+    with FakeOpenAIServer(responder=judge_responder()) as server:
+        config = project(tmp_path / "held", docs=DOCS, url=server.base_url)
+        state = AppState(config_path=str(config))
+        tools = build_tools(state, None)
+        gates: list[HeldAfterFirst] = []
+
+        def held_chain(engine: Any) -> Any:
+            gates.append(HeldAfterFirst(tools.chain(engine), server))
+            return gates[-1]
+
+        summary, run = run_update(state.store, state.config.update, replace(tools, chain=held_chain))
+        state.store.close()
+        first_request_at = server.chat_requests[0].received_at
+        answers = [r for r in server.chat_requests if "criterion" not in str(r.body)]
+    [gate] = gates
+    assert run.error is None
+    assert run.outcome == "ok"
+    assert gate.started == gate.curated > FIRST  # every document was curated, some after the gate
+    assert gate.curated_at_first_request is not None
+    assert gate.curated_at_first_request < gate.curated  # documents were still uncurated then
+    assert answers
+    assert answers[0].received_at == first_request_at  # that first request was an answer
+    assert summary.stage("curate").new["cases"] == run.counts["curate: cases"] > 0
+    assert summary.stage("answers and grades").new["answers"] == summary.stage("curate").new["cases"]
+
+    with FakeOpenAIServer(responder=judge_responder()) as server:
+        reference = project(tmp_path / "free", docs=DOCS, url=server.base_url)
+        assert cli(reference, "update").exit_code == 0
+    assert contents(config) == contents(reference)  # the same records as an update no one held up
+
+
+def imported_icd(code: str) -> bool:
+    """Whether running `code` in a fresh interpreter imported `simple_icd_10_cm`'s tables."""
+    script = f"{code}\nimport sys\nprint('simple_icd_10_cm' in sys.modules)"
+    env = {**os.environ, KEY_ENV: "sk-test-not-real", "COLUMNS": "200"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.split()[-1] == "True"
+
+
+def test_an_update_with_nothing_new_never_imports_the_icd_tables(config: Path) -> None:
+    """The vocabulary pre-filter builds its ICD-10 automaton on the first document it checks; an
+    update that harvests nothing new checks none (the tables were most of such an update's time)."""
+    argv = ["--config", str(config), "update"]
+    update = f"from livemed.cli.application import app\napp({argv!r}, standalone_mode=False)"
+    assert not imported_icd(update)
+    with Store(config.parent / "livemed.db") as store:
+        assert not [r for r in store.iter(Run) if r.command == "update" and r.outcome != "ok"]
+    project(config.parent, docs=11)  # one demo document more: it is checked, so the tables load
+    assert imported_icd(update)
+
+
+def test_the_vocabulary_filter_imports_the_icd_tables_only_when_it_checks_a_document() -> None:
+    made = "from livemed.prefilter.vocabulary import VocabularyFilter\nfilter = VocabularyFilter()"
+    assert not imported_icd(made)
+    doc = "Doc(source='demo', source_id='x', published='2025-01-01T00:00:00Z', text='fever and cough')"
+    assert imported_icd(f"{made}\nfrom livemed.records import Doc\nfilter({doc})")
