@@ -3,9 +3,13 @@
 Composed of the existing stages, not a copy of them: `sources.run.harvest_source` (from the
 watermarks), `curate.chain.curate_store`, `rubrics.write.write_rubric` over `pipeline.run_stage`,
 `grading.stream.answer_and_grade` (each answer graded as soon as it is stored, as `livemed eval`
-does) and `grading.scoring.score_all`. Every stage skips what is done by record id, so a second
-update with nothing new pays for nothing, and an update killed at any point (even `kill -9`) is
-resumed by the next one without paying a finished call twice (records, the response cache).
+does) and `grading.scoring.score_all`. Curation, rubrics and answers+grades stream: they run at once,
+each batch of new cases handed on through a `pipeline.Feed` as soon as it is stored (a case is
+curated → its rubric written → answered → graded while later documents are still being curated),
+so a stage never refers to a record the store lacks, even after a kill. Every stage skips what is
+done by record id, so a second update with nothing new pays for nothing, and an update killed at any
+point (even `kill -9`) is resumed by the next one without paying a finished call twice (records, the
+response cache).
 
 Each stage is a `Run` of its own (command `harvest`, `curate`, `rubrics`, `eval`, `scores`, with
 setting `update` = the update's run id) holding that stage's lease; the update is one more `Run`
@@ -209,9 +213,6 @@ class _Steps:
             writing = _Writing(self, runs, share) if plan.writer else None
             grading = _Grading(self, runs, share) if answering else None
             asyncio.run(_flow(self.store, curating, writing, grading))
-            for stage in (curating, writing, grading):
-                if stage is not None:
-                    stage.settle()
         summaries = [
             curating.summary(),
             writing.summary() if writing else StageSummary("rubrics", skipped=_NO_WRITER),
@@ -245,16 +246,34 @@ def _no_answers(plan: UpdateConfig) -> str:
     return f"no {missing}"
 
 
-class _Curating:
+class _Stage:
+    """A streamed stage's Run: opened when the update's streaming starts, settled and finished when the
+    stage ends (a failure raised anywhere in the stream finishes it as failed)."""
+
+    run: Run
+
+    def __init__(self, runs: ExitStack) -> None:
+        self.stack = runs.enter_context(ExitStack())
+
+    def settle(self) -> None:
+        raise NotImplementedError
+
+    def end(self) -> None:
+        self.settle()
+        self.stack.close()
+
+
+class _Curating(_Stage):
     """The curation stage of a streamed update: `curate_store` under its own engine, lease and Run."""
 
     def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
+        super().__init__(runs)
         model = steps.plan.curator
         self.steps, self.result = steps, StageResult()
         self.engine = steps.tools.engine(budget, model.startswith("offline/"))
         self.chain = steps.tools.chain(self.engine)
         settings = {"update": steps.update_id}
-        self.run = runs.enter_context(
+        self.run = self.stack.enter_context(
             track_run(
                 steps.store,
                 "curate",
@@ -278,17 +297,18 @@ class _Curating:
         return self.steps._done(summary, self.run, self.engine)
 
 
-class _Writing:
+class _Writing(_Stage):
     """The rubric stage: `write_rubric` over `run_stage`, reading the cases put on its feed."""
 
     def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
+        super().__init__(runs)
         writer_id = steps.plan.writer or ""
         self.steps, self.result, self.todo = steps, StageResult(), list[Case]()
         self.engine = steps.tools.engine(budget, False)
         self.writer = steps.tools.bind(self.engine, writer_id, "rubrics")
         self.feed: Feed[Case] = Feed()
         settings = {"update": steps.update_id, "writer": writer_id}
-        self.run = runs.enter_context(
+        self.run = self.stack.enter_context(
             track_run(
                 steps.store,
                 "rubrics",
@@ -340,10 +360,11 @@ class _Writing:
         return self.steps._done(summary, self.run, self.engine)
 
 
-class _Grading:
+class _Grading(_Stage):
     """Answers and grades: `grading.stream.answer_and_grade` reading the cases put on its feed."""
 
     def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
+        super().__init__(runs)
         plan, tools = steps.plan, steps.tools
         judge = plan.judge or ""
         self.steps, self.plan = steps, plan
@@ -354,7 +375,7 @@ class _Grading:
         self.result: StreamResult | None = None
         leases = [*(f"answer:{m}" for m in plan.models), f"grade:{judge}"]
         settings = {"update": steps.update_id, "models": plan.models, "judge": judge, "mode": plan.mode}
-        self.run = runs.enter_context(
+        self.run = self.stack.enter_context(
             track_run(
                 steps.store,
                 "eval",
@@ -405,25 +426,28 @@ async def _flow(
         grading.feed.put(c for c in existing if f"rubric:{c.id}" in with_rubric)
     if writing is not None:
         writing.put([c for c in existing if f"rubric:{c.id}" not in with_rubric])
-    closes: dict[asyncio.Future[None], Feed[Case] | None] = {
-        asyncio.ensure_future(curating.work(writing.put if writing else None)): writing.feed
-        if writing
-        else None
+    closes: dict[asyncio.Future[None], tuple[_Stage, Feed[Case] | None]] = {
+        asyncio.ensure_future(curating.work(writing.put if writing else None)): (
+            curating,
+            writing.feed if writing else None,
+        )
     }
     if writing is not None:
         on_rubrics = grading.feed.put if grading else None
-        closes[asyncio.ensure_future(writing.work(on_rubrics))] = grading.feed if grading else None
+        closes[asyncio.ensure_future(writing.work(on_rubrics))] = (writing, grading.feed if grading else None)
     elif grading is not None:
         grading.feed.close()  # no rubric writer: only cases with a stored rubric are answered
     if grading is not None:
-        closes[asyncio.ensure_future(grading.work())] = None
+        closes[asyncio.ensure_future(grading.work())] = (grading, None)
     pending = set(closes)
     try:
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()  # raises the stage's error
-                if (feed := closes[task]) is not None:
+                stage, feed = closes[task]
+                stage.end()  # its Run finished now, not when the last stage ends
+                if feed is not None:
                     feed.close()
     finally:
         for task in pending:
