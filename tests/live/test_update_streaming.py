@@ -89,10 +89,10 @@ def test_update_answers_the_first_cases_before_curation_has_finished(
     assert contents(config) == contents(reference)  # the same records as an update no one held up
 
 
-def imported_icd(code: str) -> bool:
-    """Whether running `code` in a fresh interpreter imported `simple_icd_10_cm`'s tables."""
+def imported_icd(code: str, cache: Path) -> bool:
+    """Whether running `code` in a fresh interpreter (cache folder `cache`) read `simple_icd_10_cm`."""
     script = f"{code}\nimport sys\nprint('simple_icd_10_cm' in sys.modules)"
-    env = {**os.environ, KEY_ENV: "sk-test-not-real", "COLUMNS": "200"}
+    env = {**os.environ, KEY_ENV: "sk-test-not-real", "COLUMNS": "200", "LIVEMED_CACHE_DIR": str(cache)}
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
     )
@@ -100,20 +100,30 @@ def imported_icd(code: str) -> bool:
     return done.stdout.split()[-1] == "True"
 
 
-def test_an_update_with_nothing_new_never_imports_the_icd_tables(config: Path) -> None:
+def test_an_update_with_nothing_new_never_reads_the_icd_tables(config: Path, tmp_path: Path) -> None:
     """The vocabulary pre-filter builds its ICD-10 automaton on the first document it checks; an
     update that harvests nothing new checks none (the tables were most of such an update's time)."""
     argv = ["--config", str(config), "update"]
     update = f"from livemed.cli.application import app\napp({argv!r}, standalone_mode=False)"
-    assert not imported_icd(update)
+    assert not imported_icd(update, tmp_path / "cache")
     with Store(config.parent / "livemed.db") as store:
         assert not [r for r in store.iter(Run) if r.command == "update" and r.outcome != "ok"]
-    project(config.parent, docs=11)  # one demo document more: it is checked, so the tables load
-    assert imported_icd(update)
+    project(config.parent, docs=11)  # one demo document more: it is checked, so the tables are read
+    assert imported_icd(update, tmp_path / "cache")
 
 
-def test_the_vocabulary_filter_imports_the_icd_tables_only_when_it_checks_a_document() -> None:
-    made = "from livemed.prefilter.vocabulary import VocabularyFilter\nfilter = VocabularyFilter()"
-    assert not imported_icd(made)
+def test_the_icd_words_are_read_once_when_a_document_is_checked_then_come_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    made = (
+        "from livemed.prefilter.vocabulary import VocabularyFilter, icd10_terms\nfilter = VocabularyFilter()"
+    )
+    assert not imported_icd(made, tmp_path)
     doc = "Doc(source='demo', source_id='x', published='2025-01-01T00:00:00Z', text='fever and cough')"
-    assert imported_icd(f"{made}\nfrom livemed.records import Doc\nfilter({doc})")
+    check = f"{made}\nfrom livemed.records import Doc\nfilter({doc})\nprint(len(icd10_terms()))"
+    assert imported_icd(check, tmp_path)  # no cache yet: the tables are read, the words written
+    [cached] = (tmp_path / "vocabulary").iterdir()
+    assert not imported_icd(check, tmp_path)  # the second process reads the words from the cache
+    same = "from livemed.prefilter import vocabulary as v\nassert v.icd10_terms() == v._read_icd10_terms()"
+    assert imported_icd(same, tmp_path)  # the cached words are the words the tables give
+    assert len(cached.read_text(encoding="utf-8").split()) > 1000

@@ -12,9 +12,12 @@ on word boundaries, ICD and clinical terms with the usual English endings (-s, -
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import warnings
 from functools import lru_cache
+from pathlib import Path
 
 import ahocorasick
 
@@ -160,7 +163,38 @@ _TOKEN = re.compile(r"[\w'-]+")
 
 @lru_cache(maxsize=1)
 def icd10_terms() -> frozenset[str]:
-    """Distinct words (4+ letters) of ICD-10-CM titles in chapters A-U, generic words removed."""
+    """Distinct words (4+ letters) of ICD-10-CM titles in chapters A-U, generic words removed.
+
+    Reading the package's tables takes seconds, so the words are kept in the cache folder
+    (`livemed.cache_dir`), one file per package version and word lists; a missing or unreadable
+    file is made again."""
+    path = _terms_file()
+    try:
+        return frozenset(path.read_text(encoding="utf-8").split())
+    except OSError:
+        pass
+    terms = _read_icd10_terms()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text("\n".join(sorted(terms)) + "\n", encoding="utf-8")
+        partial.replace(path)  # atomic: a reader sees the whole file or none
+    except OSError:
+        pass  # a read-only cache folder: read the tables each time
+    return terms
+
+
+def _terms_file() -> Path:
+    from importlib.metadata import version
+
+    from livemed.cache_dir import default_cache_dir
+
+    lists = "\n".join(sorted(GENERIC | COMMON_ENGLISH | NOT_MEDICAL)) + _WORD.pattern
+    key = hashlib.sha256(lists.encode()).hexdigest()[:12]
+    return default_cache_dir() / "vocabulary" / f"icd10-terms-{version('simple_icd_10_cm')}-{key}.txt"
+
+
+def _read_icd10_terms() -> frozenset[str]:
     with warnings.catch_warnings():  # the package reads its bundled list with a deprecated API
         warnings.simplefilter("ignore", DeprecationWarning)
         import simple_icd_10_cm as icd
