@@ -247,42 +247,66 @@ def _no_answers(plan: UpdateConfig) -> str:
 
 
 class _Stage:
-    """A streamed stage's Run: opened when the update's streaming starts, settled and finished when the
-    stage ends (a failure raised anywhere in the stream finishes it as failed)."""
+    """A streamed stage: its own engine and `Run` (with its lease), opened when the streaming starts,
+    settled and finished when the stage ends (a failure raised anywhere in the stream finishes it as
+    failed)."""
 
-    run: Run
+    name = ""
+    result: StageResult
 
-    def __init__(self, runs: ExitStack) -> None:
+    def __init__(
+        self,
+        steps: _Steps,
+        runs: ExitStack,
+        budget: float | None,
+        *,
+        command: str,
+        models: list[str],
+        lease: str | list[str],
+        settings: dict[str, Any],
+        no_cache: bool = False,
+    ) -> None:
+        self.steps, self.result = steps, StageResult()
+        self.engine = steps.tools.engine(budget, no_cache)
         self.stack = runs.enter_context(ExitStack())
+        settings = {"update": steps.update_id, **settings}
+        self.run = self.stack.enter_context(
+            track_run(steps.store, command, settings=settings, models=models, engine=self.engine, lease=lease)
+        )
 
     def settle(self) -> None:
+        raise NotImplementedError
+
+    def new(self) -> dict[str, int]:
         raise NotImplementedError
 
     def end(self) -> None:
         self.settle()
         self.stack.close()
 
+    def summary(self) -> StageSummary:
+        return self.steps._done(StageSummary(self.name, new=self.new()), self.run, self.engine)
+
 
 class _Curating(_Stage):
-    """The curation stage of a streamed update: `curate_store` under its own engine, lease and Run."""
+    """The curation stage: `curate_store`, handing on the cases of each batch it writes."""
+
+    name = "curate"
 
     def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
-        super().__init__(runs)
         model = steps.plan.curator
-        self.steps, self.result = steps, StageResult()
-        self.engine = steps.tools.engine(budget, model.startswith("offline/"))
-        self.chain = steps.tools.chain(self.engine)
-        settings = {"update": steps.update_id}
-        self.run = self.stack.enter_context(
-            track_run(
-                steps.store,
-                "curate",
-                settings=settings,
-                models=[model],
-                engine=self.engine,
-                lease=f"curate:{model}",
-            )
+        no_cache = model.startswith("offline/")
+        super().__init__(
+            steps,
+            runs,
+            budget,
+            command="curate",
+            models=[model],
+            lease=f"curate:{model}",
+            settings={},
+            no_cache=no_cache,
         )
+        self.chain = steps.tools.chain(self.engine)
 
     async def work(self, on_cases: Callable[[list[Case]], None] | None) -> None:
         from livemed.curate.chain import curate_store
@@ -292,32 +316,30 @@ class _Curating(_Stage):
     def settle(self) -> None:
         settle(self.run, self.result, "documents")
 
-    def summary(self) -> StageSummary:
-        summary = StageSummary("curate", new=_written(self.result, case="cases", rejection="rejections"))
-        return self.steps._done(summary, self.run, self.engine)
+    def new(self) -> dict[str, int]:
+        return _written(self.result, case="cases", rejection="rejections")
 
 
 class _Writing(_Stage):
     """The rubric stage: `write_rubric` over `run_stage`, reading the cases put on its feed."""
 
+    name = "rubrics"
+
     def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
-        super().__init__(runs)
         writer_id = steps.plan.writer or ""
-        self.steps, self.result, self.todo = steps, StageResult(), list[Case]()
-        self.engine = steps.tools.engine(budget, False)
+        lease = f"rubrics:{writer_id}"
+        super().__init__(
+            steps,
+            runs,
+            budget,
+            command="rubrics",
+            models=[writer_id],
+            lease=lease,
+            settings={"writer": writer_id},
+        )
         self.writer = steps.tools.bind(self.engine, writer_id, "rubrics")
         self.feed: Feed[Case] = Feed()
-        settings = {"update": steps.update_id, "writer": writer_id}
-        self.run = self.stack.enter_context(
-            track_run(
-                steps.store,
-                "rubrics",
-                settings=settings,
-                models=[writer_id],
-                engine=self.engine,
-                lease=f"rubrics:{writer_id}",
-            )
-        )
+        self.todo: list[Case] = []
 
     def put(self, cases: list[Case]) -> None:
         """Cases to write rubrics for, less those whose rubric was rejected by a verdict (not retried)."""
@@ -355,42 +377,34 @@ class _Writing(_Stage):
         if stale:
             store.delete("rejection", sorted(stale))
 
-    def summary(self) -> StageSummary:
-        summary = StageSummary("rubrics", new=_written(self.result, rubric="rubrics", rejection="rejected"))
-        return self.steps._done(summary, self.run, self.engine)
+    def new(self) -> dict[str, int]:
+        return _written(self.result, rubric="rubrics", rejection="rejected")
 
 
 class _Grading(_Stage):
     """Answers and grades: `grading.stream.answer_and_grade` reading the cases put on its feed."""
 
+    name = "answers and grades"
+
     def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
-        super().__init__(runs)
-        plan, tools = steps.plan, steps.tools
+        plan = steps.plan
         judge = plan.judge or ""
-        self.steps, self.plan = steps, plan
-        self.engine = tools.engine(budget, False)
-        self.answerers = [tools.bind(self.engine, m, "answer") for m in plan.models]
-        self.grader = tools.bind(self.engine, judge, "grade")
-        self.feed: Feed[Case] = Feed()
-        self.result: StreamResult | None = None
         leases = [*(f"answer:{m}" for m in plan.models), f"grade:{judge}"]
-        settings = {"update": steps.update_id, "models": plan.models, "judge": judge, "mode": plan.mode}
-        self.run = self.stack.enter_context(
-            track_run(
-                steps.store,
-                "eval",
-                settings=settings,
-                models=[*plan.models, judge],
-                engine=self.engine,
-                lease=leases,
-            )
+        settings = {"models": plan.models, "judge": judge, "mode": plan.mode}
+        super().__init__(
+            steps, runs, budget, command="eval", models=[*plan.models, judge], lease=leases, settings=settings
         )
+        self.plan = plan
+        self.answerers = [steps.tools.bind(self.engine, m, "answer") for m in plan.models]
+        self.grader = steps.tools.bind(self.engine, judge, "grade")
+        self.feed: Feed[Case] = Feed()
+        self.stream: StreamResult | None = None
 
     async def work(self) -> None:
         from livemed.grading.stream import answer_and_grade
         from livemed.models import Settings
 
-        self.result = await answer_and_grade(
+        self.stream = await answer_and_grade(
             self.steps.store,
             self.feed,
             self.answerers,
@@ -401,17 +415,15 @@ class _Grading(_Stage):
         )
 
     def settle(self) -> None:
-        assert self.result is not None
+        assert self.stream is not None
         unit = "criteria" if self.plan.mode == "per-criterion" else "answers"
-        stages = [(f"answer {m}", r, "answers") for m, r in self.result.answers.items()]
-        settle_stages(self.run, [*stages, ("grade", self.result.grades, unit)])
+        stages = [(f"answer {m}", r, "answers") for m, r in self.stream.answers.items()]
+        settle_stages(self.run, [*stages, ("grade", self.stream.grades, unit)])
 
-    def summary(self) -> StageSummary:
-        assert self.result is not None
-        result = self.result
-        new = {"answers": sum(r.written.get("answer", 0) for r in result.answers.values())}
-        new.update(_written(result.grades, grade="grades", grade_failure="unusable verdicts"))
-        return self.steps._done(StageSummary("answers and grades", new=new), self.run, self.engine)
+    def new(self) -> dict[str, int]:
+        assert self.stream is not None
+        new = {"answers": sum(r.written.get("answer", 0) for r in self.stream.answers.values())}
+        return new | _written(self.stream.grades, grade="grades", grade_failure="unusable verdicts")
 
 
 async def _flow(
