@@ -127,3 +127,20 @@ def test_the_icd_words_are_read_once_when_a_document_is_checked_then_come_from_t
     same = "from livemed.prefilter import vocabulary as v\nassert v.icd10_terms() == v._read_icd10_terms()"
     assert imported_icd(same, tmp_path)  # the cached words are the words the tables give
     assert len(cached.read_text(encoding="utf-8").split()) > 1000
+
+
+def test_with_a_max_cost_the_streamed_stages_share_what_is_left_equally(tmp_path: Path) -> None:
+    config = project(tmp_path / "p", docs=4)  # offline curator, writer, candidate and judge
+    state = AppState(config_path=str(config))
+    tools = build_tools(state, None)
+    budgets: list[float | None] = []
+
+    def engine(budget: float | None, no_cache: bool) -> Any:
+        budgets.append(budget)
+        return tools.engine(budget, no_cache)
+
+    plan = state.config.update.model_copy(update={"max_cost": 3.0})
+    _, run = run_update(state.store, plan, replace(tools, engine=engine))
+    state.store.close()
+    assert run.outcome == "ok"
+    assert budgets == [1.0, 1.0, 1.0]  # curate, rubrics, answers+grades: one third each
