@@ -10,7 +10,8 @@ fake server (`tests/fakes/openai_server.py --judge`) in its own process, at `--l
 call and `max_concurrency` = `--concurrency` each. The installed `livemed` program runs the update, as a
 user (or cron) does, in a fresh project folder per run; then a second update checks that nothing is new.
 
-Printed per run: wall time of the update process; per stage (from its `Run` record) the seconds; model
+Printed per run: wall time of the update process; per stage (from its `Run` record) the seconds (curate,
+rubrics and eval stream, so theirs overlap); model
 calls (counted by the server) and the cost livemed recorded; the **model-wait share**: the part of the
 update's wall time during which calls to the model were in flight (the server's first request to its
 last reply, over the process's wall time); the bound on the model part (calls × latency ÷ concurrency,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from livemed.store.claims import Claims
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 item_progress: ContextVar[Callable[[int], None] | None] = ContextVar("item_progress", default=None)
 """Called with the number of items finished so far by the running stage (None: nobody watches)."""
@@ -89,8 +90,14 @@ class Feed(Generic[T]):
         self._items: deque[T] = deque()
         self.closed = False
         self.ready = asyncio.Event()
+        self._listeners: list[tuple[Callable[[list[T]], None], Callable[[], None] | None]] = []
 
     def put(self, items: Iterable[T]) -> None:
+        if self._listeners:
+            batch = list(items)
+            for on_put, _ in self._listeners:
+                on_put(batch)
+            return
         self._items.extend(items)
         if self._items:
             self.ready.set()
@@ -98,6 +105,25 @@ class Feed(Generic[T]):
     def close(self) -> None:
         self.closed = True
         self.ready.set()
+        for _, on_close in self._listeners:
+            if on_close is not None:
+                on_close()
+
+    def listen(self, on_put: Callable[[list[T]], None], on_close: Callable[[], None] | None = None) -> None:
+        """Hand every item put from now on to `on_put` instead of keeping it (the items waiting go to the
+        first listener); a Feed with listeners is read through them, in the order they were added."""
+        self._listeners.append((on_put, on_close))
+        if waiting := self.take(len(self._items)):
+            on_put(waiting)
+        if self.closed and on_close is not None:
+            on_close()
+
+    def expand(self, each: Callable[[T], Iterable[U]]) -> Feed[U]:
+        """A Feed of `each(item)` for every item of this one, closed when this one closes (one stage's
+        items made from another's: a case → its samples)."""
+        out: Feed[U] = Feed()
+        self.listen(lambda items: out.put([part for item in items for part in each(item)]), out.close)
+        return out
 
     def take(self, size: int) -> list[T]:
         """Up to `size` of the items put so far (without waiting)."""

@@ -15,7 +15,7 @@ error labels), which the next `livemed rubrics` / `answer` / `grade` rebuild for
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -35,6 +35,7 @@ from livemed.records import (
     Grade,
     GradeFailure,
     Provenance,
+    Record,
     Rejection,
     Rubric,
     Score,
@@ -203,11 +204,18 @@ class Funnel:
 
 
 async def curate_store(
-    store: Store, chain: Chain, *, limit: int | None = None, batch_size: int = 16, redo: bool = False
+    store: Store,
+    chain: Chain,
+    *,
+    limit: int | None = None,
+    batch_size: int = 16,
+    redo: bool = False,
+    on_cases: Callable[[list[Case]], None] | None = None,
 ) -> tuple[StageResult, Funnel]:
     """Curate every pending document (at most `limit`), writing cases and rejections batch by batch.
 
     With `redo`, documents already curated are curated again and their old outcome replaced.
+    `on_cases` is told of the new cases each time a batch is written (`livemed update` feeds them on).
     """
     funnel = Funnel()
     outdated: set[str] = set()  # cases (redo) whose old content had rubrics, answers… built on it
@@ -236,5 +244,10 @@ async def curate_store(
         batch_size=batch_size,
         redo=True,  # pending_docs already left out what is done
         on_item=count,
+        on_batch=None if on_cases is None else lambda batch: on_cases(_cases_of(batch)),
     )
     return result, funnel
+
+
+def _cases_of(batch: list[tuple[Doc, Sequence[Record]]]) -> list[Case]:
+    return [record for _, produced in batch for record in produced if isinstance(record, Case)]

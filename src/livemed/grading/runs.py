@@ -28,7 +28,7 @@ from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
 from livemed.models import LLM, Settings
-from livemed.pipeline import StageResult, batched, item_progress, run_stage
+from livemed.pipeline import Feed, StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
 from livemed.records.grading import CALL_FAILED
@@ -48,7 +48,7 @@ def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
 
 async def answer_all(
     store: Store,
-    cases: Iterable[Case],
+    cases: Iterable[Case] | Feed[Case],
     answerer: LLM | OfflineAnswerer,
     *,
     settings: Settings,
@@ -61,11 +61,17 @@ async def answer_all(
     """Every (case, sample) without an answer from this model gets one (or a Rejection).
 
     Up to `window` items are in flight (default: `in_flight(answerer)`); `on_answers` is told of the
-    answers each time a batch of them is written."""
+    answers each time a batch of them is written. `cases` may be a `Feed` another stage fills."""
     model = answerer.id
-    keys = [(case, n) for case in cases for n in range(samples)]
+    keys: list[tuple[Case, int]] = []
+
+    def samples_of(case: Case) -> list[tuple[Case, int]]:
+        keys.extend(made := [(case, n) for n in range(samples)])
+        return made
+
+    items = cases.expand(samples_of) if isinstance(cases, Feed) else [k for c in cases for k in samples_of(c)]
     prefetch = getattr(answerer, "prefetch", None)  # offline/retrieval: one search (grading/offline.py)
-    if prefetch is not None:
+    if prefetch is not None and not isinstance(cases, Feed):  # a feed's cases come later, one batch at a time
         prefetch(_unanswered(store, keys, model))
 
     async def work(item: tuple[Case, int]) -> list[Record]:
@@ -77,7 +83,7 @@ async def answer_all(
 
     result = await run_stage(
         store,
-        keys,
+        items,
         work,
         output_id=lambda item: answer_id(item[0].id, model, item[1]),
         output_kinds=["answer"],

@@ -44,7 +44,7 @@ class StreamResult:
 
 async def answer_and_grade(
     store: Store,
-    cases: Sequence[Case],
+    cases: Sequence[Case] | Feed[Case],
     answerers: Sequence[LLM | OfflineAnswerer],
     judge: Judge,
     *,
@@ -56,11 +56,19 @@ async def answer_and_grade(
     keep: Callable[[str, Case], bool] | None = None,
 ) -> StreamResult:
     """Answer `cases` with every answerer and grade each answer as soon as it is stored (`pack`'s
-    candidate and grader prompts; default: medical). With `keep(model, case)`, each answerer gets only the
-    cases it keeps (eval's date window and `--after-cutoff`): nothing is asked of the others."""
+    candidate and grader prompts; default: medical).
+
+    `cases` may be a `Feed` another stage fills while this runs (`livemed update`: cases as their
+    rubrics are written); each case put there is answered by every answerer, and its stored answers
+    graded, as it comes. With `keep(model, case)`, each answerer gets only the cases it keeps (eval's
+    date window and `--after-cutoff`): nothing is asked of the others."""
     out = StreamResult()
-    mine = {a.id: [c for c in cases if keep is None or keep(a.id, c)] for a in answerers}
-    rubrics = _rubrics(store, cases)
+    rubrics: dict[str, Rubric] = {}
+    seen: list[Case] = []
+
+    def mine(batch: Sequence[Case]) -> dict[str, list[Case]]:
+        return {a.id: [c for c in batch if keep is None or keep(a.id, c)] for a in answerers}
+
     job = GradeJob(store, judge, mode)
     feed: Feed[Item] = Feed()
 
@@ -77,7 +85,19 @@ async def answer_and_grade(
                 targets.append(Target(answer, case, rubric, pack))
         feed.put(job.items(targets))
 
-    hand_over(_stored_answers(store, mine, answerers, samples))
+    def arrive(batch: Sequence[Case]) -> None:
+        seen.extend(batch)
+        rubrics.update(_rubrics(store, batch))
+        hand_over(_stored_answers(store, mine(batch), answerers, samples))
+
+    to_answer: dict[str, Sequence[Case] | Feed[Case]]
+    if isinstance(cases, Feed):
+        feeds: dict[str, Feed[Case]] = {a.id: Feed() for a in answerers}
+        cases.listen(lambda batch: _route(batch, arrive, feeds, mine), lambda: _close(feeds))
+        to_answer = dict(feeds)
+    else:
+        arrive(cases)
+        to_answer = dict(mine(cases))
     grading = asyncio.ensure_future(
         run_stage(
             store,
@@ -92,7 +112,7 @@ async def answer_and_grade(
     answering = {
         a.id: asyncio.ensure_future(
             answer_all(
-                store, mine[a.id], a, settings=settings, samples=samples, on_answers=hand_over, pack=pack
+                store, to_answer[a.id], a, settings=settings, samples=samples, on_answers=hand_over, pack=pack
             )
         )
         for a in answerers
@@ -101,7 +121,7 @@ async def answer_and_grade(
     def the_rest() -> None:  # PostgreSQL: answers other workers on the store wrote meanwhile, graded here too
         if store.dialect != "postgresql":
             return
-        rest = _stored_answers(store, mine, answerers, samples)
+        rest = _stored_answers(store, mine(seen), answerers, samples)
         hand_over([(case, answer) for case, answer in rest if answer.id not in handed])
 
     await _together(list(answering.values()), grading, feed, the_rest)
@@ -135,6 +155,23 @@ async def _together(
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _route(
+    batch: list[Case],
+    arrive: Callable[[list[Case]], None],
+    feeds: dict[str, Feed[Case]],
+    mine: Callable[[Sequence[Case]], dict[str, list[Case]]],
+) -> None:
+    """New cases: their rubrics and stored answers first, then to each answerer's feed (those it keeps)."""
+    arrive(batch)
+    for model, kept in mine(batch).items():
+        feeds[model].put(kept)
+
+
+def _close(feeds: dict[str, Feed[Case]]) -> None:
+    for feed in feeds.values():
+        feed.close()
 
 
 def _rubrics(store: Store, cases: Sequence[Case]) -> dict[str, Rubric]:

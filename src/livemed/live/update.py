@@ -3,9 +3,13 @@
 Composed of the existing stages, not a copy of them: `sources.run.harvest_source` (from the
 watermarks), `curate.chain.curate_store`, `rubrics.write.write_rubric` over `pipeline.run_stage`,
 `grading.stream.answer_and_grade` (each answer graded as soon as it is stored, as `livemed eval`
-does) and `grading.scoring.score_all`. Every stage skips what is done by record id, so a second
-update with nothing new pays for nothing, and an update killed at any point (even `kill -9`) is
-resumed by the next one without paying a finished call twice (records, the response cache).
+does) and `grading.scoring.score_all`. Curation, rubrics and answers+grades stream: they run at once,
+each batch of new cases handed on through a `pipeline.Feed` as soon as it is stored (a case is
+curated → its rubric written → answered → graded while later documents are still being curated),
+so a stage never refers to a record the store lacks, even after a kill. Every stage skips what is
+done by record id, so a second update with nothing new pays for nothing, and an update killed at any
+point (even `kill -9`) is resumed by the next one without paying a finished call twice (records, the
+response cache).
 
 Each stage is a `Run` of its own (command `harvest`, `curate`, `rubrics`, `eval`, `scores`, with
 setting `update` = the update's run id) holding that stage's lease; the update is one more `Run`
@@ -24,20 +28,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from livemed.config import UpdateConfig
 from livemed.errors import StageBusyError
-from livemed.records import Case, Run, Usage
+from livemed.pipeline import Feed, StageResult, run_stage
+from livemed.records import Case, Record, Run, Usage
 from livemed.runs import settle, settle_stages, track_run
 from livemed.store import Store
 
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain
+    from livemed.grading.stream import StreamResult
     from livemed.models import Engine
-    from livemed.pipeline import StageResult
     from livemed.prefilter import Prefilters
     from livemed.sources.base import Source
 
@@ -116,13 +122,18 @@ def run_update(
     models += [plan.judge] if plan.judge else []
     with track_run(store, "update", settings=settings, models=list(dict.fromkeys(models)), lease=LOCK) as run:
         steps = _Steps(store, plan, tools, run.run_id)
-        for step in (steps.harvest, steps.curate, steps.rubrics, steps.answer_and_grade, steps.scores):
-            stage = step()
-            summary.stages.append(stage)
-            _total(run, summary)
-            store.put([run])
-            if on_stage is not None:
-                on_stage(stage)
+        parts: list[Callable[[], list[StageSummary]]] = [
+            lambda: [steps.harvest()],
+            steps.stream,  # curate, rubrics, answers and grades at once
+            lambda: [steps.scores()],
+        ]
+        for part in parts:
+            for stage in part():
+                summary.stages.append(stage)
+                _total(run, summary)
+                store.put([run])
+                if on_stage is not None:
+                    on_stage(stage)
     return summary, run
 
 
@@ -195,103 +206,27 @@ class _Steps:
             run.error = "; ".join(errors) or None
         return self._done(summary, run, None)
 
-    def curate(self) -> StageSummary:
-        from livemed.curate.chain import curate_store
+    def stream(self) -> list[StageSummary]:
+        """Curation, rubrics and answers+grades at once, each new case flowing on as it is stored.
 
-        model = self.plan.curator
-        engine = self.tools.engine(self._budget(), model.startswith("offline/"))
-        chain = self.tools.chain(engine)
-        settings = {"update": self.update_id}
-        with track_run(
-            self.store, "curate", settings=settings, models=[model], engine=engine, lease=f"curate:{model}"
-        ) as run:
-            result, _ = asyncio.run(curate_store(self.store, chain))
-            settle(run, result, "documents")
-        summary = StageSummary("curate", new=_written(result, case="cases", rejection="rejections"))
-        return self._done(summary, run, engine)
-
-    def _cases(self) -> list[Case]:
-        return list(self.store.iter(Case))
-
-    def rubrics(self) -> StageSummary:
-        from livemed.pipeline import run_stage
-        from livemed.rubrics.write import rejection_id, write_rubric
-
-        writer_id = self.plan.writer
-        if writer_id is None:
-            return StageSummary("rubrics", skipped="no rubric writer: set [update] writer")
-        engine = self.tools.engine(self._budget(), False)
-        writer = self.tools.bind(engine, writer_id, "rubrics")
-        cases = self._cases()
-        verdicts = _rubric_verdicts(self.store, [rejection_id(c.id) for c in cases])
-        todo = [c for c in cases if rejection_id(c.id) not in verdicts]
-        settings = {"update": self.update_id, "writer": writer_id}
-        with track_run(
-            self.store,
-            "rubrics",
-            settings=settings,
-            models=[writer_id],
-            engine=engine,
-            lease=f"rubrics:{writer_id}",
-        ) as run:
-            result = asyncio.run(
-                run_stage(
-                    self.store,
-                    todo,
-                    lambda case: write_rubric(case, writer),
-                    output_id=lambda case: f"rubric:{case.id}",
-                    output_kinds=["rubric"],
-                    batch_size=16,
-                )
-            )
-            settle(run, result, "cases")
-        done = self.store.has("rubric", [f"rubric:{c.id}" for c in todo])
-        stale = self.store.has("rejection", [rejection_id(c.id) for c in todo if f"rubric:{c.id}" in done])
-        if stale:
-            self.store.delete("rejection", sorted(stale))
-        summary = StageSummary("rubrics", new=_written(result, rubric="rubrics", rejection="rejected"))
-        return self._done(summary, run, engine)
-
-    def answer_and_grade(self) -> StageSummary:
-        from livemed.grading.stream import answer_and_grade
-        from livemed.models import Settings
-
+        Each stage keeps its own engine, lease and `Run` (`curate`, `rubrics`, `eval`); a stage not
+        configured is skipped and the stage after it reads only what is stored. With a `max_cost`, the
+        stages that run share what is left equally (they spend at the same time)."""
         plan = self.plan
-        if not plan.models or plan.judge is None:
-            missing = "candidate models ([update] models)" if not plan.models else "a judge ([update] judge)"
-            return StageSummary("answers and grades", skipped=f"no {missing}")
-        with_rubric = set(self.store.ids("rubric"))
-        cases = [c for c in self._cases() if f"rubric:{c.id}" in with_rubric]
-        engine = self.tools.engine(self._budget(), False)
-        answerers = [self.tools.bind(engine, m, "answer") for m in plan.models]
-        grader = self.tools.bind(engine, plan.judge, "grade")
-        leases = [*(f"answer:{m}" for m in plan.models), f"grade:{plan.judge}"]
-        settings = {"update": self.update_id, "models": plan.models, "judge": plan.judge, "mode": plan.mode}
-        with track_run(
-            self.store,
-            "eval",
-            settings=settings,
-            models=[*plan.models, plan.judge],
-            engine=engine,
-            lease=leases,
-        ) as run:
-            result = asyncio.run(
-                answer_and_grade(
-                    self.store,
-                    cases,
-                    answerers,
-                    grader,
-                    settings=Settings(temperature=0.0),  # as `livemed answer` and `eval` by default
-                    samples=plan.samples,
-                    mode=plan.mode,
-                )
-            )
-            unit = "criteria" if plan.mode == "per-criterion" else "answers"
-            stages = [(f"answer {m}", r, "answers") for m, r in result.answers.items()]
-            settle_stages(run, [*stages, ("grade", result.grades, unit)])
-        new = {"answers": sum(r.written.get("answer", 0) for r in result.answers.values())}
-        new.update(_written(result.grades, grade="grades", grade_failure="unusable verdicts"))
-        return self._done(StageSummary("answers and grades", new=new), run, engine)
+        answering = bool(plan.models) and plan.judge is not None
+        budget = self._budget()
+        share = None if budget is None else budget / (1 + bool(plan.writer) + answering)
+        with ExitStack() as runs:
+            curating = _Curating(self, runs, share)
+            writing = _Writing(self, runs, share) if plan.writer else None
+            grading = _Grading(self, runs, share) if answering else None
+            asyncio.run(_flow(self.store, curating, writing, grading))
+        summaries = [
+            curating.summary(),
+            writing.summary() if writing else StageSummary("rubrics", skipped=_NO_WRITER),
+            grading.summary() if grading else StageSummary("answers and grades", skipped=_no_answers(plan)),
+        ]
+        return summaries
 
     def scores(self) -> StageSummary:
         from livemed.grading.scoring import score_all
@@ -309,6 +244,235 @@ class _Steps:
             }
         new = {"scores": sum(1 for s in scored.scores if s.id not in before)}
         return self._done(StageSummary("scores", new=new), run, None)
+
+
+_NO_WRITER = "no rubric writer: set [update] writer"
+
+
+def _no_answers(plan: UpdateConfig) -> str:
+    missing = "candidate models ([update] models)" if not plan.models else "a judge ([update] judge)"
+    return f"no {missing}"
+
+
+class _Stage:
+    """A streamed stage: its own engine and `Run` (with its lease), opened when the streaming starts,
+    settled and finished when the stage ends (a failure raised anywhere in the stream finishes it as
+    failed)."""
+
+    name = ""
+    result: StageResult
+
+    def __init__(
+        self,
+        steps: _Steps,
+        runs: ExitStack,
+        budget: float | None,
+        *,
+        command: str,
+        models: list[str],
+        lease: str | list[str],
+        settings: dict[str, Any],
+        no_cache: bool = False,
+    ) -> None:
+        self.steps, self.result = steps, StageResult()
+        self.engine = steps.tools.engine(budget, no_cache)
+        self.stack = runs.enter_context(ExitStack())
+        settings = {"update": steps.update_id, **settings}
+        self.run = self.stack.enter_context(
+            track_run(steps.store, command, settings=settings, models=models, engine=self.engine, lease=lease)
+        )
+
+    def settle(self) -> None:
+        raise NotImplementedError
+
+    def new(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    def end(self) -> None:
+        self.settle()
+        self.stack.close()
+
+    def summary(self) -> StageSummary:
+        return self.steps._done(StageSummary(self.name, new=self.new()), self.run, self.engine)
+
+
+class _Curating(_Stage):
+    """The curation stage: `curate_store`, handing on the cases of each batch it writes."""
+
+    name = "curate"
+
+    def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
+        model = steps.plan.curator
+        no_cache = model.startswith("offline/")
+        super().__init__(
+            steps,
+            runs,
+            budget,
+            command="curate",
+            models=[model],
+            lease=f"curate:{model}",
+            settings={},
+            no_cache=no_cache,
+        )
+        self.chain = steps.tools.chain(self.engine)
+
+    async def work(self, on_cases: Callable[[list[Case]], None] | None) -> None:
+        from livemed.curate.chain import curate_store
+
+        self.result, _ = await curate_store(self.steps.store, self.chain, on_cases=on_cases)
+
+    def settle(self) -> None:
+        settle(self.run, self.result, "documents")
+
+    def new(self) -> dict[str, int]:
+        return _written(self.result, case="cases", rejection="rejections")
+
+
+class _Writing(_Stage):
+    """The rubric stage: `write_rubric` over `run_stage`, reading the cases put on its feed."""
+
+    name = "rubrics"
+
+    def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
+        writer_id = steps.plan.writer or ""
+        lease = f"rubrics:{writer_id}"
+        super().__init__(
+            steps,
+            runs,
+            budget,
+            command="rubrics",
+            models=[writer_id],
+            lease=lease,
+            settings={"writer": writer_id},
+        )
+        self.writer = steps.tools.bind(self.engine, writer_id, "rubrics")
+        self.feed: Feed[Case] = Feed()
+        self.todo: list[Case] = []
+
+    def put(self, cases: list[Case]) -> None:
+        """Cases to write rubrics for, less those whose rubric was rejected by a verdict (not retried)."""
+        from livemed.rubrics.write import rejection_id
+
+        verdicts = _rubric_verdicts(self.steps.store, [rejection_id(c.id) for c in cases])
+        todo = [c for c in cases if rejection_id(c.id) not in verdicts]
+        self.todo += todo
+        self.feed.put(todo)
+
+    async def work(self, on_rubrics: Callable[[list[Case]], None] | None) -> None:
+        from livemed.rubrics.write import write_rubric
+
+        def written(batch: list[tuple[Case, Sequence[Record]]]) -> None:
+            if on_rubrics is not None:
+                on_rubrics([case for case, made in batch if any(r.kind == "rubric" for r in made)])
+
+        self.result = await run_stage(
+            self.steps.store,
+            self.feed,
+            lambda case: write_rubric(case, self.writer),
+            output_id=lambda case: f"rubric:{case.id}",
+            output_kinds=["rubric"],
+            batch_size=16,
+            on_batch=written,
+        )
+
+    def settle(self) -> None:
+        from livemed.rubrics.write import rejection_id
+
+        settle(self.run, self.result, "cases")
+        store, todo = self.steps.store, self.todo
+        done = store.has("rubric", [f"rubric:{c.id}" for c in todo])
+        stale = store.has("rejection", [rejection_id(c.id) for c in todo if f"rubric:{c.id}" in done])
+        if stale:
+            store.delete("rejection", sorted(stale))
+
+    def new(self) -> dict[str, int]:
+        return _written(self.result, rubric="rubrics", rejection="rejected")
+
+
+class _Grading(_Stage):
+    """Answers and grades: `grading.stream.answer_and_grade` reading the cases put on its feed."""
+
+    name = "answers and grades"
+
+    def __init__(self, steps: _Steps, runs: ExitStack, budget: float | None) -> None:
+        plan = steps.plan
+        judge = plan.judge or ""
+        leases = [*(f"answer:{m}" for m in plan.models), f"grade:{judge}"]
+        settings = {"models": plan.models, "judge": judge, "mode": plan.mode}
+        super().__init__(
+            steps, runs, budget, command="eval", models=[*plan.models, judge], lease=leases, settings=settings
+        )
+        self.plan = plan
+        self.answerers = [steps.tools.bind(self.engine, m, "answer") for m in plan.models]
+        self.grader = steps.tools.bind(self.engine, judge, "grade")
+        self.feed: Feed[Case] = Feed()
+        self.stream: StreamResult | None = None
+
+    async def work(self) -> None:
+        from livemed.grading.stream import answer_and_grade
+        from livemed.models import Settings
+
+        self.stream = await answer_and_grade(
+            self.steps.store,
+            self.feed,
+            self.answerers,
+            self.grader,
+            settings=Settings(temperature=0.0),  # as `livemed answer` and `eval` by default
+            samples=self.plan.samples,
+            mode=self.plan.mode,
+        )
+
+    def settle(self) -> None:
+        assert self.stream is not None
+        unit = "criteria" if self.plan.mode == "per-criterion" else "answers"
+        stages = [(f"answer {m}", r, "answers") for m, r in self.stream.answers.items()]
+        settle_stages(self.run, [*stages, ("grade", self.stream.grades, unit)])
+
+    def new(self) -> dict[str, int]:
+        assert self.stream is not None
+        new = {"answers": sum(r.written.get("answer", 0) for r in self.stream.answers.values())}
+        return new | _written(self.stream.grades, grade="grades", grade_failure="unusable verdicts")
+
+
+async def _flow(
+    store: Store, curating: _Curating, writing: _Writing | None, grading: _Grading | None
+) -> None:
+    """The cases stored already go to the stage they need; each new case flows on as it is stored
+    (curated → its rubric written → answered → graded). A stage's feed closes when the stage before
+    it ends; if one stage raises, the others are cancelled and awaited, and that error is raised."""
+    existing = list(store.iter(Case))
+    with_rubric = set(store.ids("rubric"))
+    if grading is not None:
+        grading.feed.put(c for c in existing if f"rubric:{c.id}" in with_rubric)
+    if writing is not None:
+        writing.put([c for c in existing if f"rubric:{c.id}" not in with_rubric])
+    closes: dict[asyncio.Future[None], tuple[_Stage, Feed[Case] | None]] = {
+        asyncio.ensure_future(curating.work(writing.put if writing else None)): (
+            curating,
+            writing.feed if writing else None,
+        )
+    }
+    if writing is not None:
+        on_rubrics = grading.feed.put if grading else None
+        closes[asyncio.ensure_future(writing.work(on_rubrics))] = (writing, grading.feed if grading else None)
+    elif grading is not None:
+        grading.feed.close()  # no rubric writer: only cases with a stored rubric are answered
+    if grading is not None:
+        closes[asyncio.ensure_future(grading.work())] = (grading, None)
+    pending = set(closes)
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # raises the stage's error
+                stage, feed = closes[task]
+                stage.end()  # its Run finished now, not when the last stage ends
+                if feed is not None:
+                    feed.close()
+    finally:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _written(result: StageResult, **names: str) -> dict[str, int]:

@@ -15,9 +15,12 @@ that fails is rejected with the pack's reason (`not_medical`, `not_legal`).
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import warnings
 from functools import lru_cache
+from pathlib import Path
 
 import ahocorasick
 
@@ -32,7 +35,40 @@ _TOKEN = re.compile(r"[\w'-]+")
 @lru_cache(maxsize=4)
 def icd10_terms(exclude: frozenset[str] | None = None) -> frozenset[str]:
     """Distinct words (4+ letters) of ICD-10-CM titles in chapters A-U, minus `exclude` (default: the
-    medical pack's) and adverbs."""
+    medical pack's) and adverbs.
+
+    Reading the package's tables takes seconds, so the words are kept in the cache folder
+    (`livemed.cache_dir`), one file per package version and excluded words; a missing or unreadable
+    file is made again."""
+    if exclude is None:
+        exclude = frozenset(medical().vocabulary.exclude)
+    path = _terms_file(exclude)
+    try:
+        return frozenset(path.read_text(encoding="utf-8").split())
+    except OSError:
+        pass
+    terms = _read_icd10_terms(exclude)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text("\n".join(sorted(terms)) + "\n", encoding="utf-8")
+        partial.replace(path)  # atomic: a reader sees the whole file or none
+    except OSError:
+        pass  # a read-only cache folder: read the tables each time
+    return terms
+
+
+def _terms_file(exclude: frozenset[str]) -> Path:
+    from importlib.metadata import version
+
+    from livemed.cache_dir import default_cache_dir
+
+    lists = "\n".join(sorted(exclude)) + _WORD.pattern
+    key = hashlib.sha256(lists.encode()).hexdigest()[:12]
+    return default_cache_dir() / "vocabulary" / f"icd10-terms-{version('simple_icd_10_cm')}-{key}.txt"
+
+
+def _read_icd10_terms(exclude: frozenset[str] | None = None) -> frozenset[str]:
     if exclude is None:
         exclude = frozenset(medical().vocabulary.exclude)
     with warnings.catch_warnings():  # the package reads its bundled list with a deprecated API
@@ -95,7 +131,13 @@ class VocabularyFilter:
     ) -> None:
         self.min_hits = min_hits
         self.pack = pack or medical()
-        self.automaton = build_automaton(self.pack, tuple(extra_terms or ()))
+        self.extra_terms = tuple(extra_terms or ())
+
+    @property
+    def automaton(self) -> ahocorasick.Automaton:
+        """Built (ICD-10 tables read) on the first document checked, not when the filter is made:
+        a command that checks no document (an update with nothing new) never pays for it."""
+        return build_automaton(self.pack, self.extra_terms)
 
     def __call__(self, doc: Doc) -> Doc | Rejection:
         mesh = doc.metadata.get("mesh") or []

@@ -57,7 +57,7 @@ def load_passages(path: str | Path, fmt: str = "auto") -> list[Passage]:
 def default_index_dir(configured: str | Path | None = None) -> Path:
     """Where BM25 indexes are kept: `configured` (`[curate] index_dir`), else `<cache>/evidence`, the
     cache being `$LIVEMED_CACHE_DIR`, `$XDG_CACHE_HOME/livemed` or `~/.cache/livemed`."""
-    from livemed.curate.evidence.medquad import default_cache_dir
+    from livemed.cache_dir import default_cache_dir
 
     return Path(configured) if configured else default_cache_dir() / "evidence"
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from lxml import etree
 
+from livemed.cache_dir import default_cache_dir
 from livemed.errors import SourceError, UserError
 
 MEDQUAD_COMMIT = "577bd37b96c02d1833b2c9eed2de9f96964e96cb"
@@ -55,14 +56,6 @@ ANSWERED_SUBSETS = (
 _SPACE = re.compile(r"\s+")
 # No entities, DTDs or network: the files are data, not documents to be resolved.
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
-
-
-def default_cache_dir() -> Path:
-    """`$LIVEMED_CACHE_DIR`, else `$XDG_CACHE_HOME/livemed`, else `~/.cache/livemed`."""
-    if configured := os.environ.get("LIVEMED_CACHE_DIR"):
-        return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "livemed"
 
 
 def medquad_path(cache_dir: Path | None = None) -> Path:
