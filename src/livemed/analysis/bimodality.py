@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from livemed.analysis import stats
-from livemed.records import Score
+from livemed.analysis.inputs import Scored
 
 EDGE = 0.05
 MIN_N = 20
@@ -62,7 +62,7 @@ def check(values: Iterable[float], model: str = "") -> BimodalityRow:
     return BimodalityRow(model, n, low, high, coefficient, bimodal, judged)
 
 
-def score_distribution(scores: Iterable[Score]) -> list[BimodalityRow]:
+def score_distribution(scores: Iterable[Scored]) -> list[BimodalityRow]:
     """One row per model (sorted), over its scored answers."""
     by_model: dict[str, list[float]] = defaultdict(list)
     for score in scores:

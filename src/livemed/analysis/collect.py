@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NotRequired
+
+from pydantic import AwareDatetime, TypeAdapter
+from typing_extensions import TypedDict
 
 from livemed.analysis.completeness import Grading, grading_by_model, incomplete
-from livemed.analysis.inputs import CaseScore, case_scores, judges, select
+from livemed.analysis.inputs import CaseScore, ScoreColumns, ScoreRef, judges
 from livemed.errors import UnknownNameError, UserError
 from livemed.grading.score import CONVENTIONS, POLICIES
-from livemed.records import Case, Score
+from livemed.records import Score
 from livemed.store import Store
 
 
@@ -17,7 +23,7 @@ from livemed.store import Store
 class ScoreSet:
     """The scores of one judge under one convention and failure policy, and one row per (model, case)."""
 
-    scores: list[Score]
+    scores: Sequence[ScoreRef]
     judge: str | None
     convention: str
     rows: list[CaseScore]
@@ -44,11 +50,14 @@ def check_choice(convention: str, policy: str = "not-met") -> None:
 
 
 def pick_judge(
-    all_scores: list[Score], judge: str | None, convention: str, policy: str = "not-met"
+    all_scores: Iterable[Score], judge: str | None, convention: str, policy: str = "not-met"
 ) -> str | None:
     """The judge to analyse: the one asked for, or the only one there is."""
     check_choice(convention, policy)
-    known = judges(all_scores, convention, policy)
+    return _choose(judges(all_scores, convention, policy), judge, convention, policy)
+
+
+def _choose(known: list[str], judge: str | None, convention: str, policy: str) -> str | None:
     if judge is not None:
         if judge not in known:
             raise UnknownNameError(f"judge (with {convention} scores, policy {policy})", judge, known)
@@ -58,30 +67,96 @@ def pick_judge(
     return known[0] if known else None
 
 
+class _Published(TypedDict):
+    published: AwareDatetime
+
+
+class _CaseDate(_Published):
+    date_field: NotRequired[str]
+
+
+class _Choice(TypedDict):
+    """The fields of a stored Score that choosing the judge, convention and policy reads."""
+
+    judge: str
+    convention: NotRequired[str]
+    failure_policy: NotRequired[str]
+
+
+class _ScoreFields(_Choice):
+    """The fields of a stored Score the analyses read (not its per-theme or per-tag tables)."""
+
+    answer_id: str
+    case_id: str
+    model: str
+    score: float
+    per_axis: NotRequired[dict[str, float]]
+    coverage: float
+    harm: float
+    failures: NotRequired[int]
+    published: NotRequired[AwareDatetime | None]
+
+
+_PUBLISHED, _CASE_DATE = TypeAdapter(_Published), TypeAdapter(_CaseDate)
+_CHOICE, _SCORE_FIELDS = TypeAdapter(_Choice), TypeAdapter(_ScoreFields)
+
+
 def case_dates(store: Store) -> dict[str, datetime]:
-    return {case.id: case.published for case in store.iter(Case)}
+    """Each case's publication date (only that field of each Case is read)."""
+    return {case_id: view["published"] for case_id, view in store.fields("case", _PUBLISHED)}
 
 
 def mtime_dated(store: Store, case_ids: set[str]) -> int:
     """How many of these cases are dated by their input file's modification time (no real date)."""
-    return sum(1 for case in store.iter(Case) if case.id in case_ids and case.date_field == "file_mtime")
+    return sum(
+        1
+        for case_id, view in store.fields("case", _CASE_DATE)
+        if case_id in case_ids and view.get("date_field") == "file_mtime"
+    )
+
+
+def _choice(view: _Choice) -> tuple[str, str, str]:
+    return view["judge"], view.get("convention", "livemed"), view.get("failure_policy", "not-met")
 
 
 def load_scores(
     store: Store, *, judge: str | None = None, convention: str = "livemed", policy: str = "not-met"
 ) -> ScoreSet:
     """One judge's scores under one convention and one failure policy (never a mix), averaged per
-    (model, case), dated by their cases."""
-    all_scores = list(store.iter(Score))
-    chosen = pick_judge(all_scores, judge, convention, policy)
-    scores = select(all_scores, judge=chosen, convention=convention, policy=policy)
-    if not scores:
-        others = sorted({s.failure_policy for s in all_scores if s.convention == convention} - {policy})
+    (model, case), dated by their cases.
+
+    Reads the store twice, each time only the fields it needs (never whole Score records): the
+    (judge, convention, policy) of every score to choose the judge, then the chosen scores' fields,
+    kept as columns (`ScoreColumns`: typed arrays, a few hundred bytes a score), from which the
+    (model, case) rows are built; the scores read back as `ScoreRef` tuples."""
+    check_choice(convention, policy)
+    choices = {_choice(view) for _, view in store.fields("score", _CHOICE)}
+    known = sorted({j for j, c, p in choices if c == convention and p == policy})
+    chosen = _choose(known, judge, convention, policy)
+    columns = ScoreColumns()
+    if chosen is not None:
+        for _, view in store.fields("score", _SCORE_FIELDS):
+            if _choice(view) != (chosen, convention, policy):
+                continue
+            columns.add(
+                model=sys.intern(view["model"]),
+                case_id=sys.intern(view["case_id"]),
+                answer_id=view["answer_id"],
+                judge=chosen,
+                score=view["score"],
+                coverage=view["coverage"],
+                harm=view["harm"],
+                failures=view.get("failures", 0),
+                per_axis=view.get("per_axis", {}),
+                published=view.get("published"),
+            )
+    if not columns:
+        others = sorted({p for _, c, p in choices if c == convention} - {policy})
         hint = f" (there are {convention} scores under --policy {', '.join(others)})" if others else ""
         raise UserError(
             f"no {convention} scores with failure policy {policy} in the store {store.location}{hint}: "
             f"grade answers (`livemed grade --judge J`), then score them "
             f"(`livemed scores --judge J --convention {convention} --policy {policy}`)"
         )
-    rows = case_scores(scores, case_dates(store))
-    return ScoreSet(scores, chosen, convention, rows, policy, grading_by_model(store, scores))
+    rows = columns.rows(case_dates(store))
+    return ScoreSet(columns, chosen, convention, rows, policy, grading_by_model(store, columns))

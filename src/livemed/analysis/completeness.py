@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NotRequired
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
+from typing_extensions import TypedDict
 
-from livemed.records import Answer, Rubric, Score
+from livemed.analysis.inputs import Scored
 from livemed.store import Store
 
 
@@ -32,14 +34,49 @@ class Grading(BaseModel):
         return f"{self.graded}/{self.answers}" + ("" if self.complete else " incomplete")
 
 
-def grading_by_model(store: Store, scores: Sequence[Score]) -> dict[str, Grading]:
+class _Weight(TypedDict):
+    weight: int
+    points: NotRequired[float | None]
+
+
+class _RubricWeights(TypedDict):
+    case_id: str
+    criteria: list[_Weight]
+
+
+class AnswerOf(TypedDict):
+    """The fields of a stored Answer that counting answers per model reads (not its text)."""
+
+    model: str
+    case_id: str
+
+
+_RUBRIC_WEIGHTS, ANSWER_OF = TypeAdapter(_RubricWeights), TypeAdapter(AnswerOf)
+
+
+def scorable_cases(store: Store) -> set[str]:
+    """The cases whose rubric has a criterion of positive value (`Criterion.value`: the imported
+    points, else the weight); only those fields of each Rubric are read."""
+    out = set()
+    for _, rubric in store.fields("rubric", _RUBRIC_WEIGHTS):
+        if any(_value(c) > 0 for c in rubric["criteria"]):
+            out.add(rubric["case_id"])
+    return out
+
+
+def _value(criterion: _Weight) -> float:
+    points = criterion.get("points")
+    return float(criterion["weight"]) if points is None else points
+
+
+def grading_by_model(store: Store, scores: Sequence[Scored]) -> dict[str, Grading]:
     """Per model: scored answers out of the answers whose case has a scorable rubric."""
-    scorable = {r.case_id for r in store.iter(Rubric) if any(c.value > 0 for c in r.criteria)}
-    answers = Counter(a.model for a in store.iter(Answer) if a.case_id in scorable)
+    scorable = scorable_cases(store)
+    answers = Counter(a["model"] for _, a in store.fields("answer", ANSWER_OF) if a["case_id"] in scorable)
     return count(answers, scores)
 
 
-def count(answers: Mapping[str, int], scores: Iterable[Score]) -> dict[str, Grading]:
+def count(answers: Mapping[str, int], scores: Iterable[Scored]) -> dict[str, Grading]:
     graded: dict[str, set[str]] = {}
     for score in scores:
         graded.setdefault(score.model, set()).add(score.answer_id)

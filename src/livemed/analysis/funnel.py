@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
+from typing_extensions import TypedDict
 
-from livemed.records import Case, Rejection, Rubric, Score
+from livemed.records import Rejection, Score
 from livemed.store import Store
 
 BEFORE_CURATION = ("harvest", "prefilter")  # a document rejected here is never stored as a Doc
@@ -117,6 +118,17 @@ def funnel(
     return rows, reason_rows
 
 
+class _Source(TypedDict):
+    source: str
+
+
+class _CaseOf(TypedDict):
+    case_id: str
+
+
+_SOURCE, _CASE_OF = TypeAdapter(_Source), TypeAdapter(_CaseOf)
+
+
 def store_funnel(
     store: Store, scored_case_ids: Iterable[str] | None = None
 ) -> tuple[list[FunnelRow], list[ReasonRow]]:
@@ -125,8 +137,8 @@ def store_funnel(
     return funnel(
         store.ids("doc"),
         store.iter(Rejection),
-        {case.id: case.source for case in store.iter(Case)},
-        (rubric.case_id for rubric in store.iter(Rubric)),
+        {case_id: view["source"] for case_id, view in store.fields("case", _SOURCE)},
+        (view["case_id"] for _, view in store.fields("rubric", _CASE_OF)),
         scored,
     )
 

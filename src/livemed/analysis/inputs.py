@@ -7,15 +7,19 @@ average a model's samples on a case, so every case weighs the same.
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Generic, NamedTuple, Protocol, TypeVar, overload
 
 from livemed.records import Score
 
+T = TypeVar("T")
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class CaseScore:
     """A model's score on one case (the mean over its scored samples)."""
 
@@ -47,31 +51,173 @@ def select(
     ]
 
 
+class Scored(Protocol):
+    """What the analyses read of one score: a stored `Score`, or the compact `ScoreRef` of
+    `analysis.collect.load_scores`."""
+
+    @property
+    def answer_id(self) -> str: ...
+    @property
+    def case_id(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def judge(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def published(self) -> datetime | None: ...
+
+
+class ScoreRef(NamedTuple):
+    """One selected score as the analyses keep it after the (model, case) rows are built: a tuple of
+    six fields instead of the whole Score record (no per-theme or per-tag tables, no provenance)."""
+
+    answer_id: str
+    case_id: str
+    model: str
+    judge: str
+    score: float
+    published: datetime | None
+
+
+class _Kept(Generic[T]):
+    """Values kept once each, by their index."""
+
+    def __init__(self) -> None:
+        self._index: dict[T, int] = {}
+        self.values: list[T] = []
+
+    def index(self, value: T) -> int:
+        found = self._index.get(value)
+        if found is None:
+            found = self._index[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+
+class ScoreColumns(Sequence[ScoreRef]):
+    """Scores added one at a time, kept as columns (typed arrays, and one string per score: its
+    answer id), never as records: a few hundred bytes a score. `rows()` builds one CaseScore per
+    (model, case) from them; the columns read back as a sequence of `ScoreRef`. The record path
+    (`case_scores`) and the store path (`analysis.collect.load_scores`) both go through it, so their
+    rows are the same to the last bit."""
+
+    def __init__(self) -> None:
+        self._keys: dict[tuple[str, str], int] = {}  # (model, case) -> its group
+        self._key_list: list[tuple[str, str]] = []
+        self._judges, self._axes = _Kept[str](), _Kept[str]()  # each name and date kept once
+        self._dates = _Kept[datetime | None]()
+        self._group, self._judge, self._published = array("l"), array("l"), array("l")
+        self._score, self._coverage, self._harm = array("d"), array("d"), array("d")
+        self._failures = array("l")
+        self._answer: list[str] = []
+        self._axis_start = array("l", [0])  # score i's axis values: entries _axis_start[i]:[i + 1]
+        self._axis, self._axis_value = array("l"), array("d")
+
+    def add(
+        self,
+        *,
+        model: str,
+        case_id: str,
+        answer_id: str,
+        judge: str,
+        score: float,
+        coverage: float,
+        harm: float,
+        failures: int,
+        per_axis: Mapping[str, float],
+        published: datetime | None,
+    ) -> None:
+        key = (model, case_id)
+        group = self._keys.get(key)
+        if group is None:
+            group = self._keys[key] = len(self._key_list)
+            self._key_list.append(key)
+        self._group.append(group)
+        self._judge.append(self._judges.index(judge))
+        self._published.append(self._dates.index(published))
+        self._score.append(score)
+        self._coverage.append(coverage)
+        self._harm.append(harm)
+        self._failures.append(failures)
+        self._answer.append(answer_id)
+        for axis, value in per_axis.items():
+            self._axis.append(self._axes.index(axis))
+            self._axis_value.append(value)
+        self._axis_start.append(len(self._axis))
+
+    def __len__(self) -> int:
+        return len(self._answer)
+
+    @overload
+    def __getitem__(self, i: int) -> ScoreRef: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[ScoreRef]: ...
+    def __getitem__(self, i: int | slice) -> ScoreRef | list[ScoreRef]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        model, case_id = self._key_list[self._group[i]]
+        judge, published = self._judges.values[self._judge[i]], self._dates.values[self._published[i]]
+        return ScoreRef(self._answer[i], case_id, model, judge, self._score[i], published)
+
+    def __iter__(self) -> Iterator[ScoreRef]:
+        return (self[i] for i in range(len(self)))
+
+    def rows(self, case_dates: Mapping[str, datetime] | None = None) -> list[CaseScore]:
+        """One row per (model, case), sorted by (model, case): the means over its scores, the case
+        date from `case_dates`, else the first dated score's."""
+        dates = case_dates or {}
+        members: list[list[int]] = [[] for _ in self._key_list]
+        for i, group in enumerate(self._group):
+            members[group].append(i)
+        axes, dates_of, start = self._axes.values, self._dates.values, self._axis_start
+        out = []
+        for (model, case_id), group in sorted(self._keys.items()):
+            idx = members[group]
+            n = len(idx)
+            sums: dict[str, float] = defaultdict(float)
+            counts: dict[str, int] = defaultdict(int)
+            for i in idx:
+                for e in range(start[i], start[i + 1]):
+                    axis = axes[self._axis[e]]
+                    sums[axis] += self._axis_value[e]
+                    counts[axis] += 1
+            stamps = (dates_of[self._published[i]] for i in idx)
+            out.append(
+                CaseScore(
+                    model=model,
+                    case_id=case_id,
+                    score=sum(self._score[i] for i in idx) / n,
+                    published=dates.get(case_id) or next((d for d in stamps if d), None),
+                    per_axis={key: sums[key] / counts[key] for key in sorted(sums)},
+                    coverage=sum(self._coverage[i] for i in idx) / n,
+                    harm=sum(self._harm[i] for i in idx) / n,
+                    failures=sum(self._failures[i] for i in idx),
+                    samples=n,
+                    answer_ids=tuple(sorted(self._answer[i] for i in idx)),
+                )
+            )
+        return out
+
+
 def case_scores(scores: Iterable[Score], case_dates: Mapping[str, datetime] | None = None) -> list[CaseScore]:
     """Average each model's scored samples per case; the case date comes from `case_dates`, else the Score."""
-    groups: dict[tuple[str, str], list[Score]] = defaultdict(list)
-    for score in scores:
-        groups[(score.model, score.case_id)].append(score)
-    dates = case_dates or {}
-    out = []
-    for (model, case_id), group in sorted(groups.items()):
-        n = len(group)
-        published = dates.get(case_id) or next((s.published for s in group if s.published), None)
-        out.append(
-            CaseScore(
-                model=model,
-                case_id=case_id,
-                score=sum(s.score for s in group) / n,
-                published=published,
-                per_axis=_mean_dicts([s.per_axis for s in group]),
-                coverage=sum(s.coverage for s in group) / n,
-                harm=sum(s.harm for s in group) / n,
-                failures=sum(s.failures for s in group),
-                samples=n,
-                answer_ids=tuple(sorted(s.answer_id for s in group)),
-            )
+    rows = ScoreColumns()
+    for s in scores:
+        rows.add(
+            model=s.model,
+            case_id=s.case_id,
+            answer_id=s.answer_id,
+            judge=s.judge,
+            score=s.score,
+            coverage=s.coverage,
+            harm=s.harm,
+            failures=s.failures,
+            per_axis=s.per_axis,
+            published=s.published,
         )
-    return out
+    return rows.rows(case_dates)
 
 
 def by_model(rows: Iterable[CaseScore]) -> dict[str, list[CaseScore]]:
@@ -80,13 +226,3 @@ def by_model(rows: Iterable[CaseScore]) -> dict[str, list[CaseScore]]:
     for row in rows:
         groups[row.model].append(row)
     return dict(sorted(groups.items()))
-
-
-def _mean_dicts(dicts: list[Mapping[str, float]]) -> dict[str, float]:
-    sums: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
-    for d in dicts:
-        for key, value in d.items():
-            sums[key] += value
-            counts[key] += 1
-    return {key: sums[key] / counts[key] for key in sorted(sums)}

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
+from typing_extensions import TypedDict
 
+from livemed.analysis.inputs import Scored
 from livemed.analysis.stats import finite_or_none, spearman
-from livemed.records import Answer, Score
+from livemed.records import Answer
+from livemed.store import Store
 
 
 class LengthRow(BaseModel):
@@ -32,9 +35,29 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def length_bias(answers: Iterable[Answer], scores: Iterable[Score]) -> list[LengthRow]:
+def length_bias(answers: Iterable[Answer], scores: Iterable[Scored]) -> list[LengthRow]:
     """One row per model with scored answers (sorted by model): length vs score."""
-    length = {a.id: words(a.text) for a in answers}
+    return length_rows({a.id: words(a.text) for a in answers}, scores)
+
+
+class _Text(TypedDict):
+    text: str
+
+
+_TEXT = TypeAdapter(_Text)
+
+
+def stored_lengths(store: Store, answer_ids: Iterable[str]) -> dict[str, int]:
+    """answer id -> its number of words, for the stored answers among `answer_ids` (only their text
+    is read, 500 ids a query)."""
+    return {
+        answer_id: words(view["text"])
+        for answer_id, view in store.fields_many("answer", sorted(set(answer_ids)), _TEXT)
+    }
+
+
+def length_rows(length: Mapping[str, int], scores: Iterable[Scored]) -> list[LengthRow]:
+    """`length_bias` from each answer's number of words (answer id -> words)."""
     pairs: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for score in scores:
         if score.answer_id in length:

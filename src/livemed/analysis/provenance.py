@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import NotRequired
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
+from typing_extensions import TypedDict
 
+from livemed import __version__
 from livemed.records import Record, Run, Usage
+from livemed.store import Store
 
 
 class RunRow(BaseModel):
@@ -80,11 +84,43 @@ def usage_by_model(runs: Iterable[Run]) -> list[UsageRow]:
 
 def prompt_hashes(records: Iterable[Record]) -> list[PromptRow]:
     """(record kind, model, prompt hash, livemed version) with the number of records made that way."""
+    return _prompt_rows(
+        (r.kind, r.provenance.model_id, r.provenance.prompt_hash, r.provenance.livemed_version)
+        for r in records
+    )
+
+
+class _Made(TypedDict):
+    livemed_version: NotRequired[str]
+    model_id: NotRequired[str | None]
+    prompt_hash: NotRequired[str | None]
+
+
+class _Provenance(TypedDict):
+    provenance: NotRequired[_Made]
+
+
+_PROVENANCE = TypeAdapter(_Provenance)
+
+
+def stored_prompt_hashes(store: Store, kinds: Sequence[str]) -> list[PromptRow]:
+    """`prompt_hashes` of every stored record of these kinds, reading only their provenance's
+    model, prompt hash and version (never whole records)."""
+
+    def made() -> Iterable[tuple[str, str | None, str | None, str]]:
+        for kind in kinds:
+            for _, view in store.fields(kind, _PROVENANCE):
+                p = view.get("provenance", {})
+                yield kind, p.get("model_id"), p.get("prompt_hash"), p.get("livemed_version", __version__)
+
+    return _prompt_rows(made())
+
+
+def _prompt_rows(made: Iterable[tuple[str, str | None, str | None, str]]) -> list[PromptRow]:
     counts: Counter[tuple[str, str, str, str]] = Counter()
-    for record in records:
-        p = record.provenance
-        if p.model_id or p.prompt_hash:
-            counts[(record.kind, p.model_id or "-", p.prompt_hash or "-", p.livemed_version)] += 1
+    for kind, model_id, prompt_hash, version in made:
+        if model_id or prompt_hash:
+            counts[(kind, model_id or "-", prompt_hash or "-", version)] += 1
     return [
         PromptRow(kind=k, model=m, prompt_hash=h, livemed_version=v, records=n)
         for (k, m, h, v), n in sorted(counts.items())

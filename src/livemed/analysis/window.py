@@ -19,16 +19,19 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
 from livemed.analysis.collect import ScoreSet, case_dates
-from livemed.analysis.completeness import Grading, count
+from livemed.analysis.completeness import ANSWER_OF, Grading, count, scorable_cases
 from livemed.analysis.cutoffs import CutoffEntry, find_cutoff
+from livemed.analysis.inputs import Scored
 from livemed.analysis.leaderboard import LeaderboardRow
 from livemed.grading.scoring import ScoreRun
-from livemed.records import Answer, Rubric, Score
 from livemed.store import Store
+
+S = TypeVar("S", bound=Scored)
 
 
 @dataclass(frozen=True)
@@ -81,25 +84,26 @@ class Window:
             parts.append("each model after its own training cutoff")
         return "cases: " + (", ".join(parts) if parts else "all")
 
-    def scores(self, scores: Iterable[Score], case_dates: Mapping[str, datetime]) -> list[Score]:
+    def scores(self, scores: Iterable[S], case_dates: Mapping[str, datetime]) -> list[S]:
         """The scores of the cases this window keeps for their model."""
         return [s for s in scores if self.keeps(s.model, s.case_id, case_dates.get(s.case_id) or s.published)]
 
     def grading(
         self,
         store: Store,
-        scores: Sequence[Score],
+        scores: Sequence[Scored],
         case_dates: Mapping[str, datetime],
         models: Collection[str],
     ) -> dict[str, Grading]:
         """`completeness.grading_by_model` over this window's cases: scored answers out of the answers
         (of `models`) whose case is in the window and has a scorable rubric."""
-        scorable = {r.case_id for r in store.iter(Rubric) if any(c.value > 0 for c in r.criteria)}
+        scorable = scorable_cases(store)
         answers: Counter[str] = Counter()
-        for answer in store.iter(Answer):
-            in_window = self.keeps(answer.model, answer.case_id, case_dates.get(answer.case_id))
-            if answer.model in models and answer.case_id in scorable and in_window:
-                answers[answer.model] += 1
+        for _, answer in store.fields("answer", ANSWER_OF):
+            model, case_id = answer["model"], answer["case_id"]
+            in_window = self.keeps(model, case_id, case_dates.get(case_id))
+            if model in models and case_id in scorable and in_window:
+                answers[model] += 1
         return count(answers, scores)
 
 

@@ -146,11 +146,9 @@ def warn_bimodal(scores: list[Score]) -> list[BimodalityRow]:
 
 def _print_length(store: Store, scores: list[Score]) -> list[LengthRow]:
     """One line per model: answer length (words) against score (Spearman), `analysis.length`."""
-    from livemed.analysis.length import length_bias
-    from livemed.records import Answer
+    from livemed.analysis.length import length_rows, stored_lengths
 
-    wanted = {s.answer_id for s in scores}
-    rows = length_bias((a for a in store.iter(Answer) if a.id in wanted), scores)
+    rows = length_rows(stored_lengths(store, (s.answer_id for s in scores)), scores)
     for row in rows:
         rho = "—" if row.rho is None else f"{row.rho:+.2f}"
         p = "" if row.p_value is None else f", p {row.p_value:.3g}"

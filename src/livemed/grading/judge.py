@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, StrictBool
+from typing_extensions import TypeIs
 
 from livemed.domains import DomainPack, medical
 from livemed.grading.answer import conversation
@@ -106,6 +107,18 @@ class OfflineGrader(Protocol):
 
 Judge = LLM | OfflineGrader
 
+_OFFLINE: dict[type, bool] = {}
+
+
+def is_offline(judge: Judge) -> TypeIs[OfflineGrader]:
+    """`isinstance(judge, OfflineGrader)`, decided once per judge class: a runtime-checkable Protocol's
+    check inspects the class's members on every call, and it ran twice a grade in the hot loop."""
+    kind = type(judge)
+    found = _OFFLINE.get(kind)
+    if found is None:
+        found = _OFFLINE[kind] = isinstance(judge, OfflineGrader)
+    return found
+
 
 @dataclass(frozen=True)
 class Target:
@@ -159,7 +172,7 @@ def batched_messages(
 
 
 def _provenance(judge: Judge, mode: Mode, pack: DomainPack | None = None) -> Provenance:
-    if isinstance(judge, OfflineGrader):
+    if is_offline(judge):
         return Provenance(model_id=judge.id, settings={"mode": mode, "baseline": True})
     settings = {"mode": mode, **JUDGE_SETTINGS.model_dump(mode="json", exclude_defaults=True)}
     if isinstance(judge, TemplatedLLM):
@@ -213,7 +226,7 @@ async def judge_one(
     judge: Judge, convo: list[Message], response: str, criterion: Criterion, pack: DomainPack | None = None
 ) -> Outcome:
     """One criterion, one call: the verdict or the reason there is none."""
-    if isinstance(judge, OfflineGrader):
+    if is_offline(judge):
         met, why = judge.judge(response, criterion.text)
         return Outcome(met, why)
     if isinstance(judge, TemplatedLLM):
@@ -245,7 +258,7 @@ async def grade_batch(target: Target, criteria: list[Criterion], judge: Judge) -
     mode: Mode = "batched"
     if isinstance(judge, TemplatedLLM):
         raise ValueError("a grader template grades one criterion per call (per-criterion mode)")
-    if isinstance(judge, OfflineGrader):
+    if is_offline(judge):
         return [
             _grade(target, c, judge, mode, *judge.judge(target.answer.text, c.text), "") for c in criteria
         ]

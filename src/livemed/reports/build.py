@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain
 
 from livemed import __version__
 from livemed.analysis.bimodality import BimodalityRow, score_distribution
-from livemed.analysis.collect import ScoreSet, load_scores
+from livemed.analysis.collect import ScoreSet, case_dates, load_scores
 from livemed.analysis.completeness import Grading
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
 from livemed.analysis.cutoffs import CutoffEntry
 from livemed.analysis.funnel import FunnelRow, ReasonRow, store_funnel
+from livemed.analysis.inputs import ScoreRef
 from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison, compare, leaderboard
-from livemed.analysis.length import LengthRow, length_bias
-from livemed.analysis.provenance import PromptRow, RunRow, UsageRow, prompt_hashes, runs_table, usage_by_model
+from livemed.analysis.length import LengthRow, length_rows, stored_lengths
+from livemed.analysis.provenance import (
+    PromptRow,
+    RunRow,
+    UsageRow,
+    runs_table,
+    stored_prompt_hashes,
+    usage_by_model,
+)
 from livemed.analysis.taxonomy import CriterionResult, DistributionRow, criterion_results, distribution
 from livemed.analysis.trends import TrendRow, monthly
 from livemed.analysis.window import Window, window_scoreset
-from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, Score, utcnow
+from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, utcnow
 from livemed.reports.charts import (
     Chart,
     axes_chart,
@@ -106,7 +113,7 @@ def build_report(
     scored = load_scores(store, judge=judge, convention=convention, policy=policy)
     if window is not None:  # --min-date/--max-date/--after-cutoff
         scored = window_scoreset(store, scored, window)
-    cases = {case.id: case for case in store.iter(Case)}
+    dates = case_dates(store)  # every case's date only: whole Cases are read for the shown ones
     ranked, not_ranked = scored.ranked(allow_incomplete)
     board = leaderboard(
         ranked,
@@ -138,15 +145,14 @@ def build_report(
         judge=scored.judge, convention=convention, settings=s, leaderboard=board, comparisons=comparisons,
         contamination=analyse(scored.rows, registry, s), trends=trend, taxonomy=distribution(labels),
         funnel=funnel_rows, reasons=reasons, runs=runs_table(runs), usage=usage_by_model(runs),
-        prompts=_prompts(store), cases=_case_views(store, cases, scored, labels, max_cases),
-        n_cases=len(cases), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
+        prompts=_prompts(store), cases=_case_views(store, dates, scored, labels, max_cases),
+        n_cases=len(dates), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
         score_distribution=score_distribution(scored.scores),
         window=window.describe() if window is not None and window.active else "",
     )  # fmt: skip
     models = {row.model for row in ranked}
     scores = [score for score in scored.scores if score.model in models]
-    wanted = {score.answer_id for score in scores}
-    data.length = length_bias((a for a in store.iter(Answer) if a.id in wanted), scores)
+    data.length = length_rows(stored_lengths(store, (score.answer_id for score in scores)), scores)
     data.charts = _charts(data)
     from livemed.judges.cards import card_line
 
@@ -168,31 +174,23 @@ def _charts(data: ReportData) -> dict[str, Chart]:
 
 
 def _prompts(store: Store) -> list[PromptRow]:
-    kinds: Iterable[type[Case | Rubric | Answer | Grade | ErrorLabel]] = (
-        Case,
-        Rubric,
-        Answer,
-        Grade,
-        ErrorLabel,
-    )
-    return prompt_hashes(chain.from_iterable(store.iter(cls) for cls in kinds))
+    return stored_prompt_hashes(store, [cls.kind for cls in (Case, Rubric, Answer, Grade, ErrorLabel)])
 
 
 def _case_views(
-    store: Store, cases: Mapping[str, Case], scored: ScoreSet, labels: list[ErrorLabel], max_cases: int
+    store: Store, dates: Mapping[str, datetime], scored: ScoreSet, labels: list[ErrorLabel], max_cases: int
 ) -> list[CaseView]:
     """The most recent scored cases, each with its rubric and every model's graded answer."""
-    by_case: dict[str, list[Score]] = defaultdict(list)
+    by_case: dict[str, list[ScoreRef]] = defaultdict(list)
     for score in scored.scores:
         by_case[score.case_id].append(score)
     label_of = {
         label.answer_id: label for label in sorted(labels, key=lambda x: x.method == "llm")
     }  # LLM wins
-    chosen = sorted(
-        (c for c in cases.values() if c.id in by_case), key=lambda c: (c.published, c.id), reverse=True
-    )
+    chosen = sorted((c for c in dates if c in by_case), key=lambda c: (dates[c], c), reverse=True)[:max_cases]
+    cases = store.get_many(Case, chosen)
     views = []
-    for case in chosen[:max_cases]:
+    for case in (cases[c] for c in chosen):
         rubric = store.get(Rubric, f"rubric:{case.id}")
         answers = []
         for score in sorted(by_case[case.id], key=lambda s: (s.model, s.answer_id)):
