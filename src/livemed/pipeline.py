@@ -149,8 +149,12 @@ async def run_stage(
     on_item: Callable[[T, Sequence[Record]], None] | None = None,
     on_batch: Callable[[list[tuple[T, Sequence[Record]]]], None] | None = None,
     claim_scope: str | None = None,
+    done_ids: Callable[[list[str]], set[str]] | None = None,
 ) -> StageResult:
     """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet.
+
+    `done_ids` (given a list of output ids, those that count as done) replaces the `output_kinds` test
+    where "done" is more than "stored" (grading: an unusable verdict is done, a failed call is not).
 
     `output_id` may return several ids (e.g. a case id and the ids of rejections by different stages):
     an item is done when any of them is stored. Up to `window` items (default `batch_size`) are in
@@ -168,12 +172,12 @@ async def run_stage(
     result = StageResult()
     running = _Window(store, result, on_item, on_batch, batch_size, window or batch_size)
     scope = claim_scope or (output_kinds[0] if output_kinds else None)
-    claimer = _Claimer.open(store, scope, result, output_id, output_kinds, redo)
+    claimer = _Claimer.open(store, scope, result, output_id, output_kinds, redo, done_ids)
     running.claimer = claimer
 
     async def submit(batch: list[T]) -> None:
         result.seen += len(batch)
-        todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
+        todo = batch if redo else _not_done(store, batch, output_id, output_kinds, done_ids)
         result.skipped += len(batch) - len(todo)
         if claimer is not None:
             todo = claimer.claim(todo)
@@ -209,9 +213,10 @@ class _Claimer(Generic[T]):
         output_id: Callable[[T], str | Sequence[str]],
         output_kinds: Sequence[str],
         redo: bool,
+        done_ids: Callable[[list[str]], set[str]] | None = None,
     ) -> None:
         self.claims, self.result, self.output_id, self.output_kinds = claims, result, output_id, output_kinds
-        self.redo = redo
+        self.redo, self.done_ids = redo, done_ids
         self.deferred: list[T] = []  # pending items another worker held when this one looked
         self.poll_s = min(1.0, claims.ttl_s / 10)
         self._beating = claims.beating()
@@ -226,12 +231,13 @@ class _Claimer(Generic[T]):
         output_id: Callable[[T], str | Sequence[str]],
         output_kinds: Sequence[str],
         redo: bool,
+        done_ids: Callable[[list[str]], set[str]] | None = None,
     ) -> _Claimer[T] | None:
         if scope is None or store.dialect != "postgresql":
             return None
         from livemed.store.claims import Claims
 
-        return cls(Claims(store, scope), result, output_id, output_kinds, redo)
+        return cls(Claims(store, scope), result, output_id, output_kinds, redo, done_ids)
 
     def key(self, item: T) -> str:
         return _as_list(self.output_id(item))[0]
@@ -243,7 +249,7 @@ class _Claimer(Generic[T]):
         ours = [item for item in todo if self.key(item) in mine]
         if self.redo or not ours:
             return ours
-        still = _not_done(self.claims.store, ours, self.output_id, self.output_kinds)  # done meanwhile?
+        still = _not_done(self.claims.store, ours, self.output_id, self.output_kinds, self.done_ids)
         left = {self.key(item) for item in still}
         done = [key for item in ours if (key := self.key(item)) not in left]
         if done:
@@ -259,7 +265,7 @@ class _Claimer(Generic[T]):
             held = self.claims.held_elsewhere([self.key(item) for item in deferred])
             pending = [item for item in deferred if self.key(item) in held]
         else:
-            pending = _not_done(self.claims.store, deferred, self.output_id, self.output_kinds)
+            pending = _not_done(self.claims.store, deferred, self.output_id, self.output_kinds, self.done_ids)
         self.result.skipped += len(deferred) - len(pending)
         self.result.elsewhere += len(deferred) - len(pending)
         return self.claim(pending)
@@ -404,11 +410,12 @@ def _not_done(
     batch: list[T],
     output_id: Callable[[T], str | Sequence[str]],
     output_kinds: Sequence[str],
+    done_ids: Callable[[list[str]], set[str]] | None = None,
 ) -> list[T]:
     ids = [_as_list(output_id(item)) for item in batch]
     flat = [one for item_ids in ids for one in item_ids]
-    done: set[str] = set()
-    for kind in output_kinds:
+    done: set[str] = set() if done_ids is None else done_ids(flat)
+    for kind in output_kinds if done_ids is None else ():
         done |= store.has(kind, flat)
     return [item for item, item_ids in zip(batch, ids, strict=True) if done.isdisjoint(item_ids)]
 

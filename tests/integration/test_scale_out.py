@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 from livemed.records import Answer, Grade, GradeFailure, Run
 from livemed.store import Store
 from tests.conftest import _fresh_postgres, _postgres_url
-from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
+from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_responder
 from tests.grading.test_eval import CANDIDATE, CRITERIA, JUDGE, KEY_ENV, healthbench_file
 from tests.live.helpers import KEY_ENV as LIVE_KEY_ENV
 
@@ -202,3 +203,26 @@ def test_two_eval_workers_each_end_with_every_answer_graded(tmp_path: Path, pg_u
     assert all(CANDIDATE in out for out in outputs)  # both print the ranked leaderboard
     with Store(pg_url) as store:
         assert sum(1 for _ in store.iter(Grade)) == EXAMPLES * CRITERIA
+
+
+def test_two_workers_never_grade_an_unusable_verdict_again(tmp_path: Path, pg_url: str) -> None:
+    """An unparsable verdict is a verdict (not retried): a second worker that finds another's failure
+    stored after it claimed leaves it, so every grading request reaches the server once."""
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    with FakeOpenAIServer(responder=lambda body: Behavior(text="I cannot decide.", latency=0.05)) as server:
+        config = project(tmp_path / "many", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        run_all(config, 1, "answer", "--model", CANDIDATE)
+        answering = len(server.chat_requests)
+        outputs = []
+        for process in [start(config, "grade", "--judge", JUDGE) for _ in range(2)]:
+            out, err = process.communicate(timeout=300)  # unusable verdicts are not failed calls: exit 0
+            assert process.returncode == 0, out + err
+            outputs.append(out)
+        grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
+    assert len(grading) >= EXAMPLES * CRITERIA
+    assert set(grading.values()) == {1}  # no grading request sent twice
+    wrote = [int(m) for out in outputs for m in re.findall(r"wrote (\d+) grade failures", out)]
+    assert sum(wrote) == EXAMPLES * CRITERIA  # and none graded again from the shared cache either
+    with Store(pg_url) as store:
+        assert len(list(store.iter(GradeFailure))) == EXAMPLES * CRITERIA

@@ -272,6 +272,11 @@ class GradeJob:
     def output_kinds(self) -> list[str]:
         return ["grade"] if self.per_criterion else []
 
+    def done_ids(self, ids: list[str]) -> set[str]:
+        """The grade ids that count as done: Grades, and (unless retrying failures) unusable verdicts.
+        Another worker's unparsable verdict is not graded again; a failed call is (`_settled`)."""
+        return _settled(self.store, ids, self.retry_failures)
+
     async def work(self, item: Item) -> list[Record]:
         target, criteria = item
         ids = {grade_id(target.answer.id, c.id, self.judge.id) for c in criteria}
@@ -314,6 +319,7 @@ async def grade_all(
             job.work,
             output_id=job.output_id,
             output_kinds=job.output_kinds,
+            done_ids=job.done_ids if job.per_criterion else None,
             batch_size=batch_size,
             window=window or in_flight(judge, batch_size),
         )
