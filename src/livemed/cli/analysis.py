@@ -24,13 +24,19 @@ from livemed.cli.analysis_views import (
     trends_table,
 )
 from livemed.cli.context import AppState, console, err_console, state
-from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE, report_window, windowed_scores
+from livemed.cli.window_options import (
+    AFTER_CUTOFF,
+    MAX_DATE,
+    MIN_DATE,
+    cutoff_registry,
+    report_window,
+    windowed_scores,
+)
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
     from livemed.analysis.completeness import Grading
     from livemed.analysis.contamination import AnalysisSettings
-    from livemed.analysis.cutoffs import CutoffEntry
 
 JUDGE = typer.Option(None, "--judge", help="Judge whose scores to analyse (needed when there are several).")
 CONVENTION = typer.Option("livemed", "--convention", help="Scoring convention: livemed or healthbench.")
@@ -198,18 +204,6 @@ def leaderboard_command(
     _fail_if_left_out(scored, left_out)
 
 
-def _cutoffs_path(app_state: AppState, cutoffs: Path | None) -> Path | None:
-    """--cutoffs, else `[analysis] cutoffs`, else None (the bundled registry alone)."""
-    a = app_state.config.analysis
-    return cutoffs or (a.path(a.cutoffs, app_state.config.path) if a.cutoffs else None)
-
-
-def _registry(app_state: AppState, cutoffs: Path | None) -> dict[str, CutoffEntry]:
-    from livemed.analysis.cutoffs import load_cutoffs
-
-    return dict(load_cutoffs(_cutoffs_path(app_state, cutoffs)))
-
-
 @app.command("trends")
 def trends_command(
     ctx: typer.Context,
@@ -282,7 +276,7 @@ def report_command(
         path = path / "report.html"
     data = build_report(
         app_state.existing_store,
-        _registry(app_state, cutoffs),
+        cutoff_registry(app_state, cutoffs),
         settings=_settings(app_state, seed, resamples, convention),
         judge=judge,
         convention=convention,

@@ -23,16 +23,15 @@ from livemed.cli.analysis import (
     POLICY,
     RESAMPLES,
     SEED,
-    _cutoffs_path,
     _grading_tables,
     _out_dir,
-    _registry,
     _scores,
     _settings,
     _wrote,
 )
 from livemed.cli.analysis_views import contamination_table
 from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.window_options import cutoff_registry, cutoffs_path
 
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
@@ -94,7 +93,7 @@ def contamination_command(
         )
     scored = _scores(app_state, judge, convention, policy)
     _warn_mtime_dates(app_state, scored)
-    result = analyse(scored.rows, _registry(app_state, cutoffs), s)
+    result = analyse(scored.rows, cutoff_registry(app_state, cutoffs), s)
     console.print(contamination_table(result))
     folder = _out_dir(app_state, out)
     paths = write_table(folder, "contamination", result.rows, result.summary, context=scored.context())
@@ -137,14 +136,14 @@ def _external(
         err_console.print(f"[yellow]left out,[/] {escape(line)}")
     if not read.rows:
         raise UserError(f"{path}: no usable rows (all {read.rows_read} left out, listed above)")
-    cutoffs_path = _cutoffs_path(app_state, cutoffs)
-    result = analyse(read.rows, _registry(app_state, cutoffs), settings)
-    _check_cutoffs(result, read, cutoffs_path)
+    registry_file = cutoffs_path(app_state, cutoffs)
+    result = analyse(read.rows, cutoff_registry(app_state, cutoffs), settings)
+    _check_cutoffs(result, read, registry_file)
     console.print(contamination_table(result))
     folder = _out_dir(app_state, out)
-    context = {"convention": settings.convention, **read.context(), "cutoffs_file": _name(cutoffs_path)}
+    context = {"convention": settings.convention, **read.context(), "cutoffs_file": _name(registry_file)}
     paths = write_table(folder, "contamination", result.rows, result.summary, context=context)
-    data = ExternalReport("livemed contamination", read, result, settings, _name(cutoffs_path))
+    data = ExternalReport("livemed contamination", read, result, settings, _name(registry_file))
     paths.append(write_external(data, report or folder / "contamination.html"))
     _wrote(paths)
     if read.left_out:

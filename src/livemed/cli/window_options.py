@@ -18,6 +18,7 @@ from livemed.errors import ConfigError
 if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
     from livemed.analysis.contamination import AnalysisSettings
+    from livemed.analysis.cutoffs import CutoffEntry
     from livemed.analysis.window import CutoffComparison, Window
 
 MIN_DATE = typer.Option(None, "--min-date", help="Only cases published on or after this day (YYYY-MM-DD).")
@@ -50,7 +51,6 @@ def build_window(
 ) -> Window:
     """The window of these options; with --after-cutoff each model's cutoff from the registry
     (`[analysis] cutoffs` or --cutoffs on top of the bundled one)."""
-    from livemed.analysis.cutoffs import load_cutoffs
     from livemed.analysis.window import Window
 
     window = Window(min_date=_day(min_date, "--min-date"), max_date=_day(max_date, "--max-date"))
@@ -64,10 +64,21 @@ def build_window(
         chosen = get_release(app_state.existing_store, release)
         window = replace(window, case_ids=frozenset(chosen.manifest), release=release)
     if after_cutoff:
-        a = app_state.config.analysis
-        path = cutoffs or (a.path(a.cutoffs, app_state.config.path) if a.cutoffs else None)
-        window = window.with_cutoffs(models, dict(load_cutoffs(path)))
+        window = window.with_cutoffs(models, cutoff_registry(app_state, cutoffs))
     return window
+
+
+def cutoffs_path(app_state: AppState, cutoffs: Path | None) -> Path | None:
+    """--cutoffs, else `[analysis] cutoffs`, else None (the bundled registry alone)."""
+    a = app_state.config.analysis
+    return cutoffs or (a.path(a.cutoffs, app_state.config.path) if a.cutoffs else None)
+
+
+def cutoff_registry(app_state: AppState, cutoffs: Path | None) -> dict[str, CutoffEntry]:
+    """The bundled cutoff registry with the user's file (`cutoffs_path`) on top."""
+    from livemed.analysis.cutoffs import load_cutoffs
+
+    return dict(load_cutoffs(cutoffs_path(app_state, cutoffs)))
 
 
 def print_window(window: Window, models: Iterable[str], line: str | None = None) -> None:
