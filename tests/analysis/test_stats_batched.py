@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats as sp
 
 from livemed.analysis import stats
 from livemed.grading import score as S
@@ -42,3 +43,54 @@ def test_the_batch_bounds_the_values_held_at_once() -> None:
     assert stats._resample_batch(10) * 10 <= stats.BATCH_VALUES
     assert stats._resample_batch(650_000) * 650_000 <= max(stats.BATCH_VALUES, 650_000)
     assert stats._resample_batch(10**9) == 1  # never zero
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 12])
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_exact_sign_flip_p_values_equal_scipys(n: int, alternative: str) -> None:
+    d = np.round(RNG.normal(0.1, 0.3, n), 2)  # rounded: ties between sign patterns, as real scores have
+    ours = stats.permutation_p_paired(d, alternative=alternative, resamples=5000)
+    scipys = sp.permutation_test(
+        (d,), np.mean, permutation_type="samples", alternative=alternative, n_resamples=5000, vectorized=True
+    ).pvalue
+    assert 2**n <= 5000
+    assert ours == pytest.approx(float(scipys), abs=1e-12)
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.02, 0.05])
+def test_sampled_sign_flip_p_values_agree_with_scipys(shift: float) -> None:
+    d = RNG.normal(shift, 0.3, 200)
+    ours = stats.permutation_p_paired(d, resamples=5000, seed=1)
+    scipys = float(
+        sp.permutation_test(
+            (d,),
+            np.mean,
+            permutation_type="samples",
+            n_resamples=5000,
+            vectorized=True,
+            rng=np.random.default_rng(1),
+        ).pvalue
+    )
+    # two Monte Carlo estimates of one p-value: within 4 standard errors of 5,000 draws each
+    assert abs(ours - scipys) <= 4 * np.sqrt(2 * scipys * (1 - scipys) / 5000) + 1e-3
+    assert 1 / 5001 <= ours <= 1.0
+
+
+def test_sampled_sign_flip_p_value_is_never_zero_and_sees_a_clear_shift() -> None:
+    d = RNG.normal(0.3, 0.1, 500)  # every resampled mean is far below the observed one
+    assert stats.permutation_p_paired(d, resamples=999, seed=2) == pytest.approx(2 / 1000)
+    assert stats.permutation_p_paired(d, alternative="greater", resamples=999, seed=2) == pytest.approx(
+        1 / 1000
+    )
+    assert stats.permutation_p_paired(d, alternative="less", resamples=999, seed=2) == 1.0
+
+
+def test_sign_flip_bits_are_fair_and_do_not_depend_on_the_batch() -> None:
+    whole = stats._random_bits(np.random.default_rng(5), 10, 77)
+    rng = np.random.default_rng(5)
+    parts = np.vstack([stats._random_bits(rng, 3, 77), stats._random_bits(rng, 7, 77)])
+    assert whole.shape == (10, 77)
+    assert set(np.unique(whole)) <= {0, 1}
+    assert np.array_equal(whole, parts)
+    many = stats._random_bits(np.random.default_rng(6), 200, 1000)
+    assert abs(many.mean() - 0.5) < 0.01
