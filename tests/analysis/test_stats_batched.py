@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy import stats as sp
@@ -94,3 +97,60 @@ def test_sign_flip_bits_are_fair_and_do_not_depend_on_the_batch() -> None:
     assert np.array_equal(whole, parts)
     many = stats._random_bits(np.random.default_rng(6), 200, 1000)
     assert abs(many.mean() - 0.5) < 0.01
+
+
+def _scipy_percentile(samples: tuple[np.ndarray, ...], statistic, seed: int, paired: bool = False):  # type: ignore[no-untyped-def]
+    ci = sp.bootstrap(
+        samples, statistic, n_resamples=1500, method="percentile", vectorized=True, paired=paired,
+        rng=np.random.default_rng(seed),
+    ).confidence_interval  # fmt: skip
+    return float(ci.low), float(ci.high)
+
+
+@pytest.mark.parametrize("convention", ["livemed", "healthbench"])
+def test_percentile_intervals_equal_scipys_under_the_same_generator(convention: str) -> None:
+    x = RNG.normal(0.9, 0.3, 300)  # partly above 1: healthbench clips some resampled means
+
+    def finished(v: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(S.finish_means(np.mean(v, axis=axis), convention))
+
+    ours = stats.bootstrap_mean(x, resamples=1500, seed=3, convention=convention)
+    assert (ours.low, ours.high) == pytest.approx(_scipy_percentile((x,), finished, 3), rel=1e-12, abs=1e-15)
+    a, b = x, RNG.normal(0.8, 0.3, 300)
+
+    def diff(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(finished(u, axis) - finished(v, axis))
+
+    paired = stats.bootstrap_paired_diff(a, b, resamples=1500, seed=4, convention=convention)
+    assert (paired.low, paired.high) == pytest.approx(
+        _scipy_percentile((a, b), diff, 4, paired=True), rel=1e-12, abs=1e-15
+    )
+
+
+@pytest.mark.parametrize(
+    "values", [list(X[:50]), [0.25, 0.75], [0.4] * 9, [0.0, 1.0, 1.0, 0.5, 1.2, -0.1]], ids=str
+)
+@pytest.mark.parametrize("convention", ["livemed", "healthbench"])
+def test_summarize_gives_the_leaderboards_interval(values: list[float], convention: S.Convention) -> None:
+    summary = S.summarize(values, convention, resamples=800, seed=2)
+    interval = stats.bootstrap_mean(values, resamples=800, seed=2, convention=convention)
+    assert summary is not None
+    assert (summary.mean, summary.ci_low, summary.ci_high) == (interval.estimate, interval.low, interval.high)
+    assert summary.bootstrap_std is not None
+    assert summary.bootstrap_std >= 0
+
+
+def test_intervals_and_the_sign_flip_test_need_no_scipy() -> None:
+    code = (
+        "import sys\n"
+        "from livemed.analysis import stats\n"
+        "from livemed.grading import score\n"
+        "stats.bootstrap_mean([0.1, 0.5, 0.9], resamples=50)\n"
+        "stats.bootstrap_paired_diff([0.1, 0.5, 0.9], [0.2, 0.2, 0.4], resamples=50)\n"
+        "stats.bootstrap_diff([0.1, 0.5, 0.9], [0.2, 0.4], resamples=50)\n"
+        "stats.permutation_p_paired([0.1, -0.5, 0.9, 0.3] * 10, resamples=50)\n"
+        "score.summarize([0.1, 0.5, 0.9], resamples=50)\n"
+        "print('scipy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

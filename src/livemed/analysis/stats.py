@@ -1,8 +1,12 @@
 """Statistics used by the analyses: seeded bootstrap intervals, permutation tests, effect sizes, FDR.
 
-Thin, typed wrappers over scipy.stats (bootstrap, permutation_test, mannwhitneyu,
-false_discovery_control) so that every analysis uses the same conventions: percentile intervals,
-a seeded generator, and `nan` instead of an exception or a warning when a sample is too small.
+Typed functions so that every analysis uses the same conventions: percentile intervals, a seeded
+generator, and `nan` instead of an exception or a warning when a sample is too small. The bootstrap
+intervals and the sign-flip test are numpy, linear in the number of cases, drawn in batches (the
+percentile intervals equal `scipy.stats.bootstrap(method="percentile")`'s under the same generator,
+the exact sign-flip p-values equal `scipy.stats.permutation_test`'s: tests/analysis/test_stats_batched.py);
+the two-sample permutation test, Mann–Whitney, Spearman and FDR are scipy.stats (imported when first
+used, so a command that needs none of them does not pay for importing scipy).
 
 "Not computable" is `nan` here, always (never an exception, never a made-up number); the analysis
 tables turn it into `None` (`finite_or_none`), which the CLI and the report show as "—". The rules:
@@ -24,7 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from livemed.grading.score import RESAMPLES, finish_means
 
@@ -72,21 +75,8 @@ def _constant(x: FloatArray) -> bool:
     return bool(np.all(x == x[0]))
 
 
-def _mean(x: FloatArray, axis: int = -1) -> FloatArray:
-    return np.asarray(np.mean(x, axis=axis))
-
-
 def _diff_means(x: FloatArray, y: FloatArray, axis: int = -1) -> FloatArray:
     return np.asarray(np.mean(x, axis=axis) - np.mean(y, axis=axis))
-
-
-def _finished_mean(convention: str) -> Callable[..., FloatArray]:
-    """The mean of each resample with the convention's last step (HealthBench clips each mean)."""
-
-    def statistic(x: FloatArray, axis: int = -1) -> FloatArray:
-        return np.asarray(finish_means(np.mean(x, axis=axis), convention))
-
-    return statistic
 
 
 def _finished_diff(convention: str, share: float = 1.0) -> Callable[..., FloatArray]:
@@ -122,7 +112,8 @@ def bootstrap_mean(
         return Interval(estimate, math.nan, math.nan)
     if _constant(x):
         return Interval(estimate, estimate, estimate)
-    return Interval(estimate, *_percentile_ci((x,), _finished_mean(convention), resamples, level, seed))
+    means = _resampled_means(x, resamples, np.random.default_rng(seed))
+    return Interval(estimate, *_percentile(finish_means(means, convention), level))
 
 
 def bootstrap_diff(
@@ -155,9 +146,14 @@ def bootstrap_diff(
     mx, my = _resampled_means(a, resamples, stream_a), _resampled_means(b, resamples, stream_b)
     whole = mx if share == 1.0 else share * mx + (1 - share) * my
     theta = np.asarray(finish_means(whole, convention) - finish_means(my, convention))
+    return Interval(estimate, *_percentile(theta, level))
+
+
+def _percentile(theta: FloatArray, level: float) -> tuple[float, float]:
+    """The percentile interval of a bootstrap distribution (linear interpolation, numpy's default)."""
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(theta, [tail, 100 - tail])
-    return Interval(estimate, float(low), float(high))
+    return float(low), float(high)
 
 
 def _resampled_means(x: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
@@ -193,7 +189,14 @@ def bootstrap_paired_diff(
         return Interval(estimate, math.nan, math.nan)
     if _constant(a) and _constant(b):
         return Interval(estimate, estimate, estimate)
-    return Interval(estimate, *_percentile_ci((a, b), statistic, resamples, level, seed, paired=True))
+    rng = np.random.default_rng(seed)  # one index draw per resample, shared by both samples
+    theta = np.empty(resamples)
+    step = _resample_batch(2 * a.size)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        picked = rng.integers(0, a.size, size=(rows, a.size))
+        theta[start : start + rows] = statistic(a[picked], b[picked])
+    return Interval(estimate, *_percentile(theta, level))
 
 
 def bootstrap_full_minus_subset(
@@ -244,6 +247,8 @@ def permutation_p_independent(
         return math.nan
     if _constant(np.concatenate([a, b])):
         return 1.0
+    from scipy import stats
+
     result = stats.permutation_test(
         (a, b),
         _diff_means,
@@ -326,6 +331,8 @@ def mann_whitney_greater(x: Sequence[float] | FloatArray, y: Sequence[float] | F
         return math.nan
     if np.all(np.concatenate([a, b]) == a[0]):
         return 1.0
+    from scipy import stats
+
     return float(stats.mannwhitneyu(a, b, alternative="greater").pvalue)
 
 
@@ -348,6 +355,8 @@ def spearman(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -
     a, b = as_array(x), as_array(y)
     if a.size < 3 or a.size != b.size or _constant(a) or _constant(b):
         return math.nan, math.nan
+    from scipy import stats
+
     result = stats.spearmanr(a, b)
     return float(result.statistic), float(result.pvalue)
 
@@ -360,34 +369,10 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     out = np.full(p.shape, np.nan)
     valid = ~np.isnan(p)
     if valid.any():
+        from scipy import stats
+
         out[valid] = stats.false_discovery_control(p[valid], method="bh")
     return [float(v) for v in out]
-
-
-def _percentile_ci(
-    samples: tuple[FloatArray, ...],
-    statistic: Callable[..., FloatArray],
-    resamples: int,
-    level: float,
-    seed: int,
-    *,
-    paired: bool = False,
-) -> tuple[float, float]:
-    """The seeded percentile-bootstrap interval of `statistic` (scipy, vectorised in batches of
-    `_resample_batch` resamples)."""
-    result = stats.bootstrap(
-        samples,
-        statistic,
-        n_resamples=resamples,
-        confidence_level=level,
-        method="percentile",
-        vectorized=True,
-        paired=paired,
-        batch=_resample_batch(sum(s.size for s in samples)),
-        rng=np.random.default_rng(seed),
-    )
-    ci = result.confidence_interval
-    return float(ci.low), float(ci.high)
 
 
 def bimodality_coefficient(values: Sequence[float] | FloatArray) -> float:

@@ -222,11 +222,9 @@ def summarize(
     excluded = {ZERO_POSITIVE: len(values) - len(kept)} if len(kept) < len(values) else {}
     if not kept:
         return None
-    from livemed.analysis.stats import bootstrap_mean  # the leaderboard's interval, so one number gets one CI
-
-    std = _finite(bootstrap(kept, convention, resamples=resamples, seed=seed)[2])
-    interval = bootstrap_mean(kept, resamples=resamples, seed=seed, convention=convention)
-    low, high = _finite(interval.low), _finite(interval.high)
+    # the same resamples and percentiles as analysis.stats.bootstrap_mean (the leaderboard's interval:
+    # one number, one CI), drawn once for the interval and the spread
+    low, high, std = (_finite(v) for v in bootstrap(kept, convention, resamples=resamples, seed=seed))
     return Summary(convention, aggregate(kept, convention), len(kept), low, high, std, excluded)
 
 
