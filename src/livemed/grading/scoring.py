@@ -35,17 +35,42 @@ class ScoreRun:
     answers: Counter[str] = field(default_factory=Counter)  # model -> answers with a scorable rubric
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """What scoring needs of one rubric, worked out once for every answer to its case: each criterion's
+    id (a hash), weight, axis, theme and tags, and, under healthbench, the HealthBench tags."""
+
+    rubric: Rubric
+    ids: tuple[str, ...]
+    parts: tuple[tuple[float, str, str | None, tuple[str, ...]], ...]  # value, axis, theme, tags
+    positive: bool  # some criterion has a positive weight
+    imported: bool
+
+    @classmethod
+    def of(cls, rubric: Rubric) -> _Prepared:
+        own = not is_imported(rubric)
+        return cls(
+            rubric,
+            tuple(c.id for c in rubric.criteria),
+            tuple((c.value, c.axis if own else "", c.theme, tuple(c.tags)) for c in rubric.criteria),
+            any(c.value > 0 for c in rubric.criteria),
+            not own,
+        )
+
+    def items(self, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
+        if any(i not in verdicts for i in self.ids):
+            return None
+        return [
+            S.Item(value, verdicts[i], axis=axis, theme=theme, tags=tags)
+            for i, (value, axis, theme, tags) in zip(self.ids, self.parts, strict=True)
+        ]
+
+
 def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
     """Score items for a rubric from verdicts by criterion id (None = failed); None if any is missing.
 
     An imported criterion's axes are its own `axis:` tags only (its livemed axis may be a stand-in)."""
-    if any(c.id not in verdicts for c in rubric.criteria):
-        return None
-    own = not is_imported(rubric)
-    return [
-        S.Item(c.value, verdicts[c.id], axis=c.axis if own else "", theme=c.theme, tags=tuple(c.tags))
-        for c in rubric.criteria
-    ]
+    return _Prepared.of(rubric).items(verdicts)
 
 
 def verdicts_of(store: Store, answer_id: str, judge: str) -> tuple[dict[str, bool | None], int]:
@@ -107,13 +132,35 @@ def score_answer(
     policy: S.FailurePolicy,
 ) -> Score | None:
     """The Score record of one graded answer; None when the rubric has no positive weight."""
+    return _score(
+        answer,
+        _Prepared.of(rubric),
+        items,
+        judge=judge,
+        failures=failures,
+        convention=convention,
+        policy=policy,
+    )
+
+
+def _score(
+    answer: Answer,
+    prepared: _Prepared,
+    items: list[S.Item],
+    *,
+    judge: str,
+    failures: int,
+    convention: S.Convention,
+    policy: S.FailurePolicy,
+) -> Score | None:
     value = S.case_score(items, convention, policy)
     if value is None:
         return None
+    rubric = prepared.rubric
     per_tag: dict[str, float] = {}
     if convention == "healthbench":  # themes are example tags there: each gets the case score
         per_theme = dict.fromkeys(rubric.themes, value)
-        imported = is_imported(rubric)
+        imported = prepared.imported
         tagged = [
             replace(item, tags=tuple(criterion_tags(c, imported=imported)))
             for item, c in zip(items, rubric.criteria, strict=True)
@@ -156,7 +203,7 @@ def score_all(
     read back, not computed again (a re-run with nothing new reads no verdicts)."""
     wanted = set(models) if models is not None else {model} if model is not None else None
     run = ScoreRun()
-    rubrics: dict[str, Rubric | None] = {}
+    rubrics: dict[str, _Prepared | None] = {}
     answers = (a for a in store.iter(Answer) if wanted is None or a.model in wanted)
     suffix = "" if policy == "not-met" else f":{policy}"
     for chunk in batched(answers, batch_size):
@@ -170,7 +217,9 @@ def score_all(
         verdicts = verdicts_by_answer(store, [a.id for a in todo], judge) if todo else {}
         new = sorted({a.case_id for a in todo} - rubrics.keys())
         found = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
-        rubrics.update((case_id, found.get(f"rubric:{case_id}")) for case_id in new)
+        for case_id in new:
+            rubric = found.get(f"rubric:{case_id}")
+            rubrics[case_id] = _Prepared.of(rubric) if rubric is not None else None
         fresh: list[Score] = []
         unscored: list[str] = []
         for answer in todo:
@@ -222,26 +271,26 @@ def _score_one(
     run: ScoreRun,
     out: list[Score],
     answer: Answer,
-    rubric: Rubric | None,
+    prepared: _Prepared | None,
     found: tuple[dict[str, bool | None], int],
     unscored: list[str],
     judge: str,
     convention: S.Convention,
     policy: S.FailurePolicy,
 ) -> None:
-    if rubric is None:
+    if prepared is None:
         run.excluded["no rubric"] += 1
         return
-    if any(c.value > 0 for c in rubric.criteria):
+    if prepared.positive:
         run.answers[answer.model] += 1
     verdicts, failures = found
-    items = items_for(rubric, verdicts)
+    items = prepared.items(verdicts)
     if items is None:
         run.excluded[NOT_YET_GRADED] += 1
         unscored.append(answer.id)
         return
-    record = score_answer(
-        answer, rubric, items, judge=judge, failures=failures, convention=convention, policy=policy
+    record = _score(
+        answer, prepared, items, judge=judge, failures=failures, convention=convention, policy=policy
     )
     if record is None:
         run.excluded[S.ZERO_POSITIVE] += 1
