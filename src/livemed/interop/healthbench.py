@@ -41,6 +41,7 @@ from livemed.interop import fields
 from livemed.interop.fields import kind_of
 from livemed.jsonl import parse_objects
 from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
+from livemed.records.grading import canonical_theme
 
 SOURCE = "healthbench"
 LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
@@ -103,7 +104,10 @@ def _criterion(item: Any, where: str, theme: str | None, findings: list[str]) ->
     if weight != points:
         detail = f"points {points:g} of {text[:60]!r} stored as weight {weight}; scores use the points"
         findings.append(finding(FINDING_WEIGHT, detail))
-    return Criterion(
+    # Every field is checked above or derived so that it holds (axis from AXIS_MAP, weight in
+    # [-10, 10] with the sign of the points, theme canonical): no second validation per criterion
+    # (tests/grading/test_healthbench_construct.py checks the model accepts each one unchanged).
+    return Criterion.model_construct(
         text=text,
         polarity="positive" if points > 0 else "negative",
         axis=axis,
@@ -141,6 +145,7 @@ def _criteria(
         got = "an empty list" if items == [] else kind_of(items)
         raise ValueError(f"rubrics: expected a non-empty list of items, got {got}")
     fields.at_most(items, "rubrics", max_criteria, MAX_CRITERIA_SETTING)
+    theme = (canonical_theme(theme) or None) if theme is not None else None  # Criterion's own spelling
     criteria = [
         c for n, item in enumerate(items) if (c := _criterion(item, f"rubrics[{n}]", theme, findings))
     ]
