@@ -1,5 +1,5 @@
-"""The importer builds each Criterion without validating it again: every one it makes must be exactly
-what the model's own validation makes of the same fields (or the shortcut would store bad records)."""
+"""The importer validates an example's criteria in one call: every one it makes must be exactly
+what the model's own validation, and a read back from the store, make of the same fields."""
 
 from __future__ import annotations
 
