@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 
 from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
-from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
+from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id, is_offline
 from livemed.models import LLM, Settings
 from livemed.pipeline import Feed, StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
@@ -408,6 +408,7 @@ async def grade_all(
             done_ids=job.done_ids if job.per_criterion else None,
             batch_size=batch_size,
             window=window or in_flight(judge, batch_size),
+            inline=is_offline(judge),
         )
     return job.finish(result)
 
