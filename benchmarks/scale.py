@@ -13,6 +13,9 @@ the issue's bound is 11×). Prints `uptime` first and last: the machine is share
     .venv/bin/python benchmarks/scale.py [--sizes 1000 10000] [--backends sqlite postgresql]
         [--repeat 3] [--once-from 100000] [--steps import answer-1 grade ...]
 
+`--steps` chooses the steps reported; the import, both answers and the first `grade` always run (the
+others need them), and `scores` runs when it or an analysis is asked for.
+
 PostgreSQL needs LIVEMED_TEST_POSTGRES_URL (a database is created and dropped per run).
 """
 
@@ -189,8 +192,11 @@ def measure(backend: str, data: Path, n: int, steps: tuple[str, ...]) -> list[St
             ("contamination", answers, ["contamination", *judge, "--out", str(folder / "ct")], (0, 1)),
             ("report", answers, ["report", *judge, "--out", str(folder / "report.html")], (0, 1)),
         ]
+        needed = {"import", "answer-1", "answer-2", "grade"}  # every later step needs these
+        if steps_after("scores", steps):
+            needed.add("scores")
         for name, units, argv, allow in plan:
-            if name in steps or name in ("import", "answer-1", "answer-2", "grade", "scores"):
+            if name in steps or name in needed:
                 step = run(folder, store, name, units, *argv, allow=allow)
                 if name in steps:
                     out.append(step)
@@ -201,6 +207,11 @@ def measure(backend: str, data: Path, n: int, steps: tuple[str, ...]) -> list[St
                     flush=True,
                 )
     return out
+
+
+def steps_after(name: str, steps: tuple[str, ...]) -> bool:
+    """Whether `name` or a step after it is asked for (the analyses read what `scores` wrote)."""
+    return any(STEPS.index(step) >= STEPS.index(name) for step in steps)
 
 
 def uptime() -> str:

@@ -150,6 +150,7 @@ async def run_stage(
     on_batch: Callable[[list[tuple[T, Sequence[Record]]]], None] | None = None,
     claim_scope: str | None = None,
     done_ids: Callable[[list[str]], set[str]] | None = None,
+    inline: bool = False,
 ) -> StageResult:
     """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet.
 
@@ -165,6 +166,10 @@ async def run_stage(
     of each and `on_batch` of all of them. If an item raises, what finished before is written first.
     `items` may be a `Feed` another stage fills while this one runs.
 
+    `inline`: `work` never waits (an offline model: no I/O), so each item is run to its end in place
+    (`run_now`) instead of as a task: no window, no event-loop round trip per item; results are
+    written `batch_size` at a time as above. A coroutine that does wait is an error, not a hang.
+
     On PostgreSQL several workers may run the same stage on one store: each batch of pending items is
     claimed first (`store.claims`, scope `claim_scope`, default the first output kind, keyed by the
     item's first output id), an item another worker holds is left to it and looked at again at the
@@ -173,6 +178,7 @@ async def run_stage(
     """
     result = StageResult()
     running = _Window(store, result, on_item, on_batch, batch_size, window or batch_size)
+    running.inline = inline
     scope = claim_scope or (output_kinds[0] if output_kinds else None)
     claimer = _Claimer.open(store, scope, result, output_id, output_kinds, redo, done_ids)
     running.claimer = claimer
@@ -311,6 +317,7 @@ class _Window(Generic[T]):
         self.report = item_progress.get()
         self.last_write = time.monotonic()
         self.claimer: _Claimer[T] | None = None
+        self.inline = False
 
     def progress(self) -> None:
         """Tell the progress bar how many items are finished or were already done."""
@@ -318,6 +325,15 @@ class _Window(Generic[T]):
             self.report(self.result.skipped + self.result.processed + len(self.finished))
 
     async def submit(self, item: T, work: Callable[[T], Awaitable[Sequence[Record]]]) -> None:
+        if self.inline:
+            try:
+                self.finished.append((item, run_now(work(item))))
+            except BaseException as exc:
+                self.failure = exc
+            if self.failure is not None or len(self.finished) >= self.size:
+                self._settle()
+                self.progress()
+            return
         while len(self.running) >= self.limit:
             await self._wait()
         future = asyncio.ensure_future(work(item))
@@ -405,6 +421,17 @@ class _Window(Generic[T]):
             future.cancel()
         await asyncio.gather(*self.running, return_exceptions=True)
         self.running.clear()
+
+
+def run_now(work: Awaitable[U]) -> U:
+    """The result of a coroutine that never waits, run to its end without an event loop."""
+    coroutine = work.__await__()
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError("inline stage work waited for I/O; run it without inline=True")
 
 
 def _not_done(

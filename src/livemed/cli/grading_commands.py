@@ -328,7 +328,7 @@ def grade(
     if run_elsewhere(ctx, executor):
         return
     from livemed.grading.judge import MODES
-    from livemed.grading.runs import grade_all, plan_targets
+    from livemed.grading.runs import grade_all, plan_stream
     from livemed.records import Answer
     from livemed.runs import raise_for_calls, settle, track_run
 
@@ -341,7 +341,7 @@ def grade(
     model_id, judge = judge, grader.id
     pack = app_state.pack(domain)
     answers = (a for a in store.iter(Answer) if model is None or a.model == model)
-    plan = plan_targets(store, answers, pack, judge=grader.id, retry_failures=retry_failures)
+    plan = plan_stream(store, answers, pack, judge=grader.id, retry_failures=retry_failures)
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     settings["domain"] = pack.name
     if grader_template is not None:

@@ -173,9 +173,25 @@ def prepare(response: str) -> _Prepared:
     return _Prepared(parsed, texts, frozenset(spread), {k: n**-TOPIC_DAMPING for k, n in spread.items()})
 
 
-def _mismatch(criterion: str, wanted: dict[str, float], response: _Prepared) -> str:
+@dataclass(frozen=True)
+class _Criterion:
+    """What matching needs of a criterion: its weighted keys, its clauses, the word behind each key."""
+
+    wanted: dict[str, float]
+    clauses: tuple[_Clause, ...]
+    names: dict[str, str]
+
+
+@lru_cache(maxsize=4096)
+def _criterion(text: str) -> _Criterion:
+    """A criterion prepared once: every answer to a case is graded on the same criteria."""
+    names = {key(w): SYNONYMS.get(w, w) for w in _content_words(text)}
+    return _Criterion(terms(text), _clauses(text), names)
+
+
+def _mismatch(criterion: _Criterion, wanted: dict[str, float], response: _Prepared) -> str:
     """A drug or number the criterion names and the response does not (numbers: when it has any)."""
-    names = {key(w): SYNONYMS.get(w, w) for w in _content_words(criterion)}
+    names = criterion.names
     drugs = sorted(names[k] for k, w in wanted.items() if w == DRUG_WEIGHT and k not in response.keys)
     if drugs:
         return f"the criterion names {', '.join(drugs)}, the response does not"
@@ -224,14 +240,15 @@ def _spans(parsed: tuple[tuple[_Clause, ...], ...], start: int) -> list[tuple[_C
 
 def match(response: str, criterion: str, threshold: float = MATCH_THRESHOLD) -> tuple[bool, str]:
     """(met, explanation): the best window's weighted share of criterion words, negation-checked."""
-    wanted = terms(criterion)
+    prepared_criterion = _criterion(criterion)
+    wanted = prepared_criterion.wanted
     if not wanted:
         return False, "criterion has no content words to match"
     prepared = prepare(response)
-    mismatch = _mismatch(criterion, wanted, prepared)
+    mismatch = _mismatch(prepared_criterion, wanted, prepared)
     if mismatch:
         return False, mismatch
-    best, where = _windows(prepared, wanted, _clauses(criterion))
+    best, where = _windows(prepared, wanted, prepared_criterion.clauses)
     if best >= threshold:
         return True, f"{best:.0%} of the criterion's words in: {prepared.texts[where][:160]!r}"
     return False, f"best matching passage has {best:.0%} of the criterion's words (needs {threshold:.0%})"

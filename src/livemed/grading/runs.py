@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 
 from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
-from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id
+from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id, is_offline
 from livemed.models import LLM, Settings
 from livemed.pipeline import Feed, StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
@@ -35,6 +35,7 @@ from livemed.records.grading import CALL_FAILED
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
+OFFLINE_BATCH = 512  # an offline grader's items per write (no calls in flight: fewer, larger writes)
 
 
 def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
@@ -130,6 +131,50 @@ class GradePlan:
         return self.done + sum(len(t.rubric.criteria) for t in self.targets)
 
 
+@dataclass
+class StreamPlan:
+    """`GradePlan` for a whole store (`plan_stream`): the targets are a `TargetStream`, read 500 at a
+    time while they are graded; `pending` is how many criteria they hold, counted up front."""
+
+    targets: TargetStream
+    skipped: Counter[str]
+    done: int = 0
+    pending: int = 0
+
+    def items(self, mode: str) -> int | None:
+        return self.done + self.pending if mode == "per-criterion" else None
+
+
+@dataclass
+class TargetStream:
+    """The targets of the answers `ids`, read 500 at a time as they are iterated (answer, case and
+    rubric in three queries per chunk), so grading holds a chunk, never the whole list. An answer
+    whose case or rubric is gone by the time its chunk is read is counted in `skipped`."""
+
+    store: Store
+    ids: list[str]
+    pack: DomainPack | None
+    skipped: Counter[str]
+
+    def __iter__(self) -> Iterator[Target]:
+        for chunk in batched(self.ids, 500):
+            answers = self.store.get_many(Answer, chunk)
+            case_ids = sorted({a.case_id for a in answers.values()})
+            cases = self.store.get_many(Case, case_ids)
+            rubrics = self.store.get_many(Rubric, [f"rubric:{c}" for c in case_ids])
+            for one in chunk:
+                answer = answers.get(one)
+                if answer is None:
+                    continue  # deleted since it was planned: nothing to grade
+                case, rubric = cases.get(answer.case_id), rubrics.get(f"rubric:{answer.case_id}")
+                if case is None:
+                    self.skipped["case missing"] += 1
+                elif rubric is None:
+                    self.skipped["no rubric"] += 1
+                else:
+                    yield Target(answer, case, rubric, self.pack)
+
+
 class _CriterionKey(TypedDict):
     text: str
     axis: str
@@ -187,14 +232,51 @@ def plan_targets(
     return plan
 
 
+def plan_stream(
+    store: Store,
+    answers: Iterable[Answer],
+    pack: DomainPack | None = None,
+    *,
+    judge: str,
+    retry_failures: bool = False,
+) -> StreamPlan:
+    """`plan_targets` for a whole store: the same answers are planned, but only their ids are kept;
+    the targets (`TargetStream`) are read chunk by chunk while they are graded. One pass over the
+    answers reads the criteria's keys and the index of stored grade ids (as a re-run does), counting
+    what is done, what cannot be graded and the criteria still to grade (`plan.pending`)."""
+    counted, skipped, ids, pending = GradePlan(), Counter[str](), list[str](), 0
+    for chunk in batched(answers, 500):
+        keys: dict[str, _RubricKeys] = {}
+        present: set[str] = set()
+        for answer in _unsettled(store, chunk, judge, retry_failures, counted, keys, present):
+            rubric = keys.get(f"rubric:{answer.case_id}")
+            if answer.case_id not in present:
+                skipped["case missing"] += 1
+            elif rubric is None:
+                skipped["no rubric"] += 1
+            else:
+                ids.append(answer.id)
+                pending += len(rubric["criteria"])
+    return StreamPlan(TargetStream(store, ids, pack, skipped), skipped, counted.done, pending)
+
+
 def _unsettled(
-    store: Store, chunk: list[Answer], judge: str, retry_failures: bool, plan: GradePlan
+    store: Store,
+    chunk: list[Answer],
+    judge: str,
+    retry_failures: bool,
+    plan: GradePlan,
+    keys: dict[str, _RubricKeys] | None = None,
+    present: set[str] | None = None,
 ) -> list[Answer]:
     """The answers of `chunk` with a criterion still to grade by `judge` (or without a case or rubric,
-    to be counted); the criteria of the others are added to `plan.done`."""
+    to be counted); the criteria of the others are added to `plan.done`. The rubrics' keys and the
+    cases found are left in `keys` and `present` when given."""
     case_ids = sorted({a.case_id for a in chunk})
-    present = store.has("case", case_ids)
-    keys = dict(store.fields_many("rubric", [f"rubric:{c}" for c in case_ids], _RUBRIC_KEYS))
+    present = present if present is not None else set()
+    present.update(store.has("case", case_ids))
+    keys = keys if keys is not None else {}
+    keys.update(store.fields_many("rubric", [f"rubric:{c}" for c in case_ids], _RUBRIC_KEYS))
     graded = set(store.ids_by_parents("grade", [a.id for a in chunk]))
     failed: set[str] = set()
     if store.any_of("grade_failure"):
@@ -279,8 +361,9 @@ class GradeJob:
 
     async def work(self, item: Item) -> list[Record]:
         target, criteria = item
-        ids = {grade_id(target.answer.id, c.id, self.judge.id) for c in criteria}
-        judge = self.fresh if ids & self.retried else self.judge
+        judge = self.judge
+        if self.retried and any(grade_id(target.answer.id, c.id, judge.id) in self.retried for c in criteria):
+            judge = self.fresh
         if self.per_criterion:
             return [await grade_criterion(target, criteria[0], judge)]
         return list(await grade_batch(target, criteria, judge))
@@ -301,15 +384,18 @@ async def grade_all(
     *,
     mode: Mode = "per-criterion",
     retry_failures: bool = False,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     window: int | None = None,
     done: int = 0,
 ) -> StageResult:
     """Grade every (answer, criterion) not graded by `judge` yet; see the module doc for failures.
 
     Up to `window` calls' items are in flight (default: `in_flight(judge)`). `done`: criteria found
-    graded already by `plan_targets` (left out of `targets`), counted as seen and skipped."""
+    graded already by `plan_targets` (left out of `targets`), counted as seen and skipped. Grades are
+    written `batch_size` items a transaction (default 64; `OFFLINE_BATCH` for an offline grader,
+    whose items finish at once)."""
     job = GradeJob(store, judge, mode, retry_failures)
+    batch_size = batch_size or (64 if isinstance(judge, LLM) else OFFLINE_BATCH)
     if mode == "per-criterion":
         job.settled["criteria"] += done
     with _settled_count_as_done(job.settled if mode == "per-criterion" else None):
@@ -322,6 +408,7 @@ async def grade_all(
             done_ids=job.done_ids if job.per_criterion else None,
             batch_size=batch_size,
             window=window or in_flight(judge, batch_size),
+            inline=is_offline(judge),
         )
     return job.finish(result)
 
@@ -429,10 +516,13 @@ __all__ = [
     "GradePlan",
     "Item",
     "ScoreRun",
+    "StreamPlan",
+    "TargetStream",
     "answer_all",
     "grade_all",
     "in_flight",
     "items_for",
+    "plan_stream",
     "plan_targets",
     "score_all",
     "score_answer",

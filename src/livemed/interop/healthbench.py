@@ -36,6 +36,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from livemed.errors import InputFileError
 from livemed.interop import fields
 from livemed.interop.fields import kind_of
@@ -62,6 +64,7 @@ FINDING_AXIS = "no known axis tag"
 FINDING_WEIGHT = "points kept, weight rounded"
 FINDING_NO_POSITIVE = "no positive points (never scored)"
 MAX_CRITERIA_SETTING = "[import] max_criteria, --max-criteria"
+_CRITERIA = TypeAdapter(list[Criterion])
 
 
 def finding(kind: str, detail: str) -> str:
@@ -80,7 +83,7 @@ def _weight(points: float) -> int:
     return weight if weight != 0 else (1 if points > 0 else -1)
 
 
-def _criterion(item: Any, where: str, theme: str | None, findings: list[str]) -> Criterion | None:
+def _criterion(item: Any, where: str, theme: str | None, findings: list[str]) -> dict[str, Any] | None:
     if not isinstance(item, dict):
         raise ValueError(
             f"{where}: expected an object with 'criterion', 'points' and 'tags', got {kind_of(item)}"
@@ -103,15 +106,15 @@ def _criterion(item: Any, where: str, theme: str | None, findings: list[str]) ->
     if weight != points:
         detail = f"points {points:g} of {text[:60]!r} stored as weight {weight}; scores use the points"
         findings.append(finding(FINDING_WEIGHT, detail))
-    return Criterion(
-        text=text,
-        polarity="positive" if points > 0 else "negative",
-        axis=axis,
-        weight=weight,
-        theme=theme,
-        points=points,
-        tags=tags,
-    )
+    return {
+        "text": text,
+        "polarity": "positive" if points > 0 else "negative",
+        "axis": axis,
+        "weight": weight,
+        "theme": theme,
+        "points": points,
+        "tags": tags,
+    }
 
 
 def _messages(prompt: Any) -> list[dict[str, str]]:
@@ -141,11 +144,10 @@ def _criteria(
         got = "an empty list" if items == [] else kind_of(items)
         raise ValueError(f"rubrics: expected a non-empty list of items, got {got}")
     fields.at_most(items, "rubrics", max_criteria, MAX_CRITERIA_SETTING)
-    criteria = [
-        c for n, item in enumerate(items) if (c := _criterion(item, f"rubrics[{n}]", theme, findings))
-    ]
-    if not criteria:
+    found = [c for n, item in enumerate(items) if (c := _criterion(item, f"rubrics[{n}]", theme, findings))]
+    if not found:
         raise ValueError("rubrics: no item has non-zero points")
+    criteria = _CRITERIA.validate_python(found)  # one call for the example's criteria (the Rubric keeps them)
     if not any(c.polarity == "positive" for c in criteria):
         findings.append(
             finding(FINDING_NO_POSITIVE, "every item has negative points: no answer can be scored")

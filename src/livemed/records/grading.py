@@ -100,9 +100,9 @@ class Rubric(Record):
         """
         seen: set[str] = set()
         for criterion in self.criteria:
-            if criterion.id in seen:
+            if (key := criterion.id) in seen:
                 return criterion
-            seen.add(criterion.id)
+            seen.add(key)
         return None
 
     @property

@@ -46,6 +46,7 @@ R = TypeVar("R", bound=Record)
 V = TypeVar("V")
 
 _ID_PAYLOAD = (records_table.c.id, records_table.c.payload)
+_TEXT_ARRAY = postgresql.ARRAY(sa.Text)
 
 _UNBOUNDED = (
     ("records", "id"),
@@ -276,9 +277,17 @@ class Store:
         with self.engine.connect() as conn:
             for start in range(0, len(values), 500):
                 query = sa.select(*columns).where(
-                    records_table.c.kind == kind, key.in_(list(values[start : start + 500]))
+                    records_table.c.kind == kind, self._one_of(key, values[start : start + 500])
                 )
                 yield from conn.execute(query).all()
+
+    def _one_of(self, column: sa.ColumnElement[Any], values: Sequence[str]) -> sa.ColumnElement[bool]:
+        """`column IN (…)`; on PostgreSQL `column = ANY(array)`: one statement text whatever the number
+        of values, so psycopg converts it once and the server plans it like the IN list (an index
+        scan), instead of a text of 500 placeholders that is too long for psycopg's statement cache."""
+        if self.dialect == "postgresql":
+            return column == sa.any_(sa.bindparam("values", list(values), type_=_TEXT_ARRAY))
+        return column.in_(list(values))
 
     def updated_at(self, kind: str, ids: Sequence[str], *, by_parent: bool = False) -> dict[str, datetime]:
         """When each of `ids` was last written (naive UTC): the records of `kind` with those ids, or,
@@ -290,7 +299,7 @@ class Store:
             for start in range(0, len(ids), 500):
                 chunk = list(ids[start : start + 500])
                 query = sa.select(key, sa.func.max(records_table.c.updated_at)).where(
-                    records_table.c.kind == kind, key.in_(chunk)
+                    records_table.c.kind == kind, self._one_of(key, chunk)
                 )
                 found.update((k, t) for k, t in conn.execute(query.group_by(key)).all() if t is not None)
         return found
@@ -329,7 +338,7 @@ class Store:
                 chunk = list(ids[start : start + 500])
                 result = conn.execute(
                     sa.delete(records_table).where(
-                        records_table.c.kind == kind, records_table.c.id.in_(chunk)
+                        records_table.c.kind == kind, self._one_of(records_table.c.id, chunk)
                     )
                 )
                 deleted += result.rowcount or 0
