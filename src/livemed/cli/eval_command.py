@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.grading_commands import (

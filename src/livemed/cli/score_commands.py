@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
