@@ -146,6 +146,8 @@ def _keep(
 ) -> Callable[[str, Case], bool] | None:
     """Which cases each candidate answers under --min-date/--max-date/--after-cutoff (None: all): a case
     outside a model's window is neither answered nor graded for it, so it costs nothing."""
+    if window == (None, None, False):  # no window: nothing to import (analysis.window needs SciPy)
+        return None
     from livemed.cli.window_options import build_window
 
     chosen = build_window(app_state, *window, models)
