@@ -77,16 +77,23 @@ def load_all() -> None:
 
 
 class LazyGroup(TyperGroup):
-    """The root group: a command's module is imported when that command is looked up; listing the
-    commands (help, completion) or an unknown name imports them all (so typos get suggestions)."""
+    """The root group: a command's modules are imported when that command is looked up (a group such
+    as `judges` gets all of its modules, even when one of them was imported for another command);
+    listing the commands (help, completion) or an unknown name imports them all (typos get suggestions)."""
+
+    _built_with: frozenset[str] | None = None  # the command modules imported when `commands` was built
 
     def _refresh(self, name: str | None) -> None:
         load(name)
-        self.commands = typer.main.get_group(app).commands
+        if self._built_with != frozenset(_loaded):
+            self._built_with = frozenset(_loaded)
+            self.commands = typer.main.get_group(app).commands
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name not in self.commands:
-            self._refresh(cmd_name if cmd_name in COMMANDS else None)
+        if cmd_name in COMMANDS:
+            self._refresh(cmd_name)
+        elif cmd_name not in self.commands:
+            self._refresh(None)
         return super().get_command(ctx, cmd_name)
 
     def list_commands(self, ctx: Any) -> list[str]:

@@ -124,6 +124,8 @@ def windowed(
     app_state: AppState, run: ScoreRun, min_date: str | None, max_date: str | None, after_cutoff: bool
 ) -> ScoreRun:
     """The scoring run narrowed to --min-date/--max-date/--after-cutoff (every score stays stored)."""
+    if (min_date, max_date, after_cutoff) == (None, None, False):  # no window: the run as it is
+        return run
     from livemed.analysis.window import window_run
     from livemed.cli.window_options import build_window, print_window
 
