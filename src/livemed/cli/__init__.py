@@ -1,9 +1,10 @@
 """The `livemed` command line: thin wrappers that read options, call a stage and print.
 
-`main()` is the program. The typer application and its commands live in `cli/application.py` and are
-imported the first time `livemed.cli.app` is used (or a command runs): `livemed --version` answers
-before typer, rich, pydantic or any command module is imported, and importing one helper module of
-the CLI (`livemed.cli.context`, …) does not import every command. User errors print one line and
+`main()` is the program. The typer application lives in `cli/application.py`; a run imports only the
+module(s) of the command it runs (`application.COMMANDS`), `livemed.cli.app` (tests, embedding) is
+the application with every command registered. `livemed --version` answers before typer, rich,
+pydantic or any command module is imported, and importing one helper module of the CLI
+(`livemed.cli.context`, …) does not import every command. User errors print one line and
 exit 2; run errors exit 1.
 """
 
@@ -38,6 +39,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         from livemed.cli import application
 
+        application.load_all()  # `livemed.cli.app`: every command registered (the program loads lazily)
         return getattr(application, name)
     raise AttributeError(f"module 'livemed.cli' has no attribute {name!r}")
 

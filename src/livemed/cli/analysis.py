@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.cli import app
 from livemed.cli.analysis_views import (
     comparison_table,
     contamination_table,
@@ -23,6 +22,7 @@ from livemed.cli.analysis_views import (
     taxonomy_table,
     trends_table,
 )
+from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.window_options import (
     AFTER_CUTOFF,

@@ -1,23 +1,109 @@
 """The typer application: the root options, `run()` (what `livemed.cli.main` calls) and the commands.
 
-Each group of commands lives in its own module and registers itself on `app` (`from livemed.cli
-import app` resolves to this module's `app`); the modules are imported at the bottom of this file.
-User errors print one line and exit 2; run errors exit 1.
+Each group of commands lives in its own module and registers itself on `app` (`from
+livemed.cli.application import app`). The modules are imported lazily: `COMMANDS` names, for every
+command and group, the module(s) that define it, and the root click group (`LazyGroup`) imports only
+those of the command being run, so `livemed scores` never imports `eval`'s, `report`'s or training's
+modules. `--help` (the command list), an unknown command and `livemed.cli.app` import them all
+(`load_all`). User errors print one line and exit 2; run errors exit 1.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
 
 import typer
+import typer.main
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from livemed import __version__
 from livemed.cli.context import AppState, console, err_console, widen_piped_output
 from livemed.errors import LivemedError
 
+# Every command and group of `livemed` -> the modules (of livemed.cli) that define it. Their order is
+# the order of the groups in `livemed --help`; tests/cli/test_lazy_commands.py checks it against what
+# the modules register.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "demo": ("demo",),
+    "init": ("store_commands",),
+    "sources": ("harvest",),
+    "harvest": ("harvest",),
+    "curate": ("curate",),
+    "rubrics": ("grading_commands",),
+    "answer": ("grading_commands",),
+    "grade": ("grading_commands",),
+    "scores": ("score_commands",),
+    "eval": ("eval_command",),
+    "update": ("update_commands",),
+    "schedule": ("update_commands",),
+    "leaderboard": ("analysis",),
+    "contamination": ("contamination",),
+    "trends": ("analysis",),
+    "funnel": ("analysis",),
+    "taxonomy": ("analysis",),
+    "report": ("analysis",),
+    "export": ("store_commands",),
+    "import": ("store_commands",),
+    "import-healthbench": ("interop_commands",),
+    "export-healthbench": ("interop_commands",),
+    "import-kqa": ("interop_commands",),
+    "judges": ("judge_modes", "judges_commands", "judges_validity", "score_commands", "train_commands"),
+    "models": ("models_commands",),
+    "release": ("release_commands",),
+    "store": ("store_commands",),
+    "evidence": ("evidence",),
+}
+_loaded: set[str] = set()
+
+
+def load(name: str | None = None) -> None:
+    """Import the modules that define command `name` (every command's when None), so they register
+    themselves on `app`, and arrange `--help`'s order and panels."""
+    wanted = COMMANDS.get(name, ()) if name is not None else [m for ms in COMMANDS.values() for m in ms]
+    missing = [m for m in wanted if m not in _loaded]
+    for module in missing:
+        importlib.import_module(f"livemed.cli.{module}")
+        _loaded.add(module)
+    if missing:
+        _arrange_help()
+
+
+def load_all() -> None:
+    """Register every command (what `livemed --help` lists)."""
+    load(None)
+
+
+class LazyGroup(TyperGroup):
+    """The root group: a command's modules are imported when that command is looked up (a group such
+    as `judges` gets all of its modules, even when one of them was imported for another command);
+    listing the commands (help, completion) or an unknown name imports them all (typos get suggestions)."""
+
+    _built_with: frozenset[str] | None = None  # the command modules imported when `commands` was built
+
+    def _refresh(self, name: str | None) -> None:
+        load(name)
+        if self._built_with != frozenset(_loaded):
+            self._built_with = frozenset(_loaded)
+            self.commands = typer.main.get_group(app).commands
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in COMMANDS:
+            self._refresh(cmd_name)
+        elif cmd_name not in self.commands:
+            self._refresh(None)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        self._refresh(None)
+        return super().list_commands(ctx)
+
+
 app = typer.Typer(
     name="livemed",
+    cls=LazyGroup,
     help="Live, contamination-resistant evaluation of LLMs in medicine, with validated judges.",
     no_args_is_help=True,
     add_completion=False,
@@ -63,23 +149,6 @@ def run(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
 
 
-# Command modules register themselves on `app`.
-from livemed.cli import (  # noqa: E402,F401
-    analysis,
-    contamination,
-    demo,
-    eval_command,
-    grading_commands,
-    harvest,
-    models_commands,
-    release_commands,
-    store_commands,
-    train_commands,
-    update_commands,
-)
-from livemed.cli import curate as curate_commands  # noqa: E402,F401
-from livemed.cli import evidence as evidence_commands  # noqa: E402,F401
-
 # The order and panels of `livemed --help`: the pipeline as a user meets it.
 HELP_PANELS: dict[str, list[str]] = {
     "Start here": ["demo", "init"],
@@ -98,11 +167,19 @@ def _arrange_help() -> None:
         assert info.callback is not None
         return info.name or info.callback.__name__.replace("_", "-")
 
-    app.registered_commands.sort(key=lambda info: position.get(name_of(info), len(position)))
+    order = {name: i for i, name in enumerate(COMMANDS)}  # commands outside the panels, and the groups
+    app.registered_commands.sort(
+        key=lambda info: (position.get(name_of(info), len(position)), order.get(name_of(info), len(order)))
+    )
+    app.registered_groups.sort(key=lambda group: order.get(group.name or "", len(order)))
+    for group in app.registered_groups:  # a group's commands: by their module's place in COMMANDS
+        assert group.typer_instance is not None
+        modules = [f"livemed.cli.{m}" for m in COMMANDS.get(group.name or "", ())]
+        rank = {m: i for i, m in enumerate(modules)}
+        group.typer_instance.registered_commands.sort(
+            key=lambda info: rank.get(getattr(info.callback, "__module__", ""), len(rank))
+        )
     for info in app.registered_commands:
         info.rich_help_panel = panel_of.get(name_of(info), "More")
     for group in app.registered_groups:
         group.rich_help_panel = panel_of.get(group.name or "", "Models, judges and the store")
-
-
-_arrange_help()

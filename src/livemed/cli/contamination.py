@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.cli import app
 from livemed.cli.analysis import (
     CONVENTION,
     CUTOFFS,
@@ -30,6 +29,7 @@ from livemed.cli.analysis import (
     _wrote,
 )
 from livemed.cli.analysis_views import contamination_table
+from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.window_options import cutoff_registry, cutoffs_path
 

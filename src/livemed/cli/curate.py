@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.executors import HELP as EXECUTOR_HELP
 from livemed.executors import run_elsewhere

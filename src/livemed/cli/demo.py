@@ -17,7 +17,7 @@ import typer
 from rich.panel import Panel
 from rich.rule import Rule
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.context import console
 from livemed.demo.summary import print_simulations
 from livemed.errors import LivemedError, RunError, UserError

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.grading_commands import (
@@ -146,6 +146,8 @@ def _keep(
 ) -> Callable[[str, Case], bool] | None:
     """Which cases each candidate answers under --min-date/--max-date/--after-cutoff (None: all): a case
     outside a model's window is neither answered nor graded for it, so it costs nothing."""
+    if window == (None, None, False):  # no window: nothing to import (analysis.window needs SciPy)
+        return None
     from livemed.cli.window_options import build_window
 
     chosen = build_window(app_state, *window, models)

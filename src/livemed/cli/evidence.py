@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.context import console, err_console
 
 evidence_app = typer.Typer(help="Download public evidence corpora into the cache.", no_args_is_help=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
 from livemed.errors import ConfigError, UserError
@@ -362,8 +362,3 @@ def grade(
         console.print(f"  answers not graded ({reason}): {n}")
     print_usage(engine)
     raise_for_calls(run)
-
-
-# The score, agreement and import/export commands live beside these; registering them here keeps
-# one import line in cli/application.py.
-from livemed.cli import interop_commands, judge_modes, judges_commands, score_commands  # noqa: E402,F401

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.context import DOMAIN, console, err_console, state
 from livemed.errors import ConfigError
 

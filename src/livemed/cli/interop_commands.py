@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.context import console, err_console, state
 
 if TYPE_CHECKING:

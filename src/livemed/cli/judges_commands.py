@@ -262,7 +262,3 @@ def report(
         payload: dict[str, Any] = {label: t.as_dict() for label, t in results.items()}
         json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
-
-
-# validate, certify and compare live beside these (one import registers them).
-from livemed.cli import judges_validity  # noqa: E402,F401

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
@@ -124,6 +124,8 @@ def windowed(
     app_state: AppState, run: ScoreRun, min_date: str | None, max_date: str | None, after_cutoff: bool
 ) -> ScoreRun:
     """The scoring run narrowed to --min-date/--max-date/--after-cutoff (every score stays stored)."""
+    if (min_date, max_date, after_cutoff) == (None, None, False):  # no window: the run as it is
+        return run
     from livemed.analysis.window import window_run
     from livemed.cli.window_options import build_window, print_window
 

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli import app
+from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.errors import ConfigError, RunError, StageBusyError
 from livemed.executors import HELP as EXECUTOR_HELP
