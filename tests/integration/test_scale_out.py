@@ -92,7 +92,7 @@ def sent(server: FakeOpenAIServer) -> Counter[str]:
     return Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests)
 
 
-def one_process_records(tmp_path: Path, data: Path) -> dict[str, Any]:
+def one_process_records(tmp_path: Path, data: Path, *grading: str) -> dict[str, Any]:
     base = _postgres_url()
     assert base is not None
     with FakeOpenAIServer(responder=judge_responder()) as server:
@@ -101,7 +101,7 @@ def one_process_records(tmp_path: Path, data: Path) -> dict[str, Any]:
             config = project(tmp_path / "one", url, server.base_url)
             run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
             run_all(config, 1, "answer", "--model", CANDIDATE)
-            run_all(config, 1, "grade", "--judge", JUDGE)
+            run_all(config, 1, "grade", "--judge", JUDGE, *grading)
             return stored(url)
     raise AssertionError("no store")
 
@@ -226,3 +226,69 @@ def test_two_workers_never_grade_an_unusable_verdict_again(tmp_path: Path, pg_ur
     assert sum(wrote) == EXAMPLES * CRITERIA  # and none graded again from the shared cache either
     with Store(pg_url) as store:
         assert len(list(store.iter(GradeFailure))) == EXAMPLES * CRITERIA
+
+
+BATCHED = ("--mode", "batched")
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_n_workers_grading_batched_claim_each_answers_batch_once(
+    tmp_path: Path, pg_url: str, workers: int
+) -> None:
+    """Batched grading claims an answer's batch of criteria: N workers send each batch call once (not
+    again from the cache after another worker wrote it) and store what one process stores."""
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.05)) as server:
+        config = project(tmp_path / "many", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        run_all(config, 1, "answer", "--model", CANDIDATE)
+        answering = len(server.chat_requests)
+        graded = run_all(config, workers, "grade", "--judge", JUDGE, *BATCHED)
+        grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
+    assert len(grading) == EXAMPLES  # one call per answer's batch of criteria
+    assert set(grading.values()) == {1}  # none sent twice
+    found = stored(pg_url)
+    assert len(found["grades"]) == EXAMPLES * CRITERIA
+    assert found == one_process_records(tmp_path, data, *BATCHED)
+    assert all("grades by" in out for out in graded)
+    with Store(pg_url) as store:
+        runs = [r for r in store.iter(Run) if r.command == "grade"]
+        assert store.state_items("claim") == {}
+    shares = [r.counts.get("grade", 0) for r in runs]
+    assert sum(shares) == EXAMPLES * CRITERIA  # each grade written by one worker
+    assert len([n for n in shares if n > 0]) >= 2
+
+
+def test_a_killed_batched_worker_loses_its_batches_to_the_next_and_nothing_is_lost(
+    tmp_path: Path, pg_url: str
+) -> None:
+    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
+    total = EXAMPLES * CRITERIA
+    with FakeOpenAIServer(responder=judge_responder(latency=0.4)) as server:
+        config = project(tmp_path / "p", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        run_all(config, 1, "answer", "--model", CANDIDATE)
+        answering = len(server.chat_requests)
+        victim = start(config, "grade", "--judge", JUDGE, *BATCHED)
+        with Store(pg_url) as store:
+            deadline = time.monotonic() + 60
+            while next(store.ids("grade"), None) is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            held = store.state_items("claim")
+            assert held
+            assert all(key.startswith("grade|grade-batch:") for key in held)
+            victim.send_signal(signal.SIGKILL)
+            victim.communicate(timeout=30)
+            orphaned = len(store.state_items("claim"))
+            before = len(list(store.iter(Grade)))
+        assert 0 < before < total
+        assert orphaned > 0  # the killed worker's batches are still claimed
+        run_all(config, 1, "grade", "--judge", JUDGE, *BATCHED)
+        grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
+    found = stored(pg_url)
+    assert len(found["grades"]) == total  # nothing lost
+    assert found["failures"] == []
+    assert len(grading) == EXAMPLES
+    assert sum(n - 1 for n in grading.values()) <= 8  # at most the dead worker's window (2 x max_concurrency)
+    with Store(pg_url) as store:
+        assert store.state_items("claim") == {}
