@@ -236,26 +236,28 @@ def test_n_workers_grading_batched_claim_each_answers_batch_once(
     tmp_path: Path, pg_url: str, workers: int
 ) -> None:
     """Batched grading claims an answer's batch of criteria: N workers send each batch call once (not
-    again from the cache after another worker wrote it) and store what one process stores."""
-    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
-    with FakeOpenAIServer(responder=judge_responder(latency=0.05)) as server:
+    again from the cache after another worker wrote it) and store what one process stores. A worker
+    claims a batch of 64 items at a time, so more answers than that, for every worker to get some."""
+    examples = 160
+    data = healthbench_file(tmp_path / "hb.jsonl", examples)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.2)) as server:
         config = project(tmp_path / "many", pg_url, server.base_url)
         run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
         run_all(config, 1, "answer", "--model", CANDIDATE)
         answering = len(server.chat_requests)
         graded = run_all(config, workers, "grade", "--judge", JUDGE, *BATCHED)
         grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
-    assert len(grading) == EXAMPLES  # one call per answer's batch of criteria
+    assert len(grading) == examples  # one call per answer's batch of criteria
     assert set(grading.values()) == {1}  # none sent twice
     found = stored(pg_url)
-    assert len(found["grades"]) == EXAMPLES * CRITERIA
+    assert len(found["grades"]) == examples * CRITERIA
     assert found == one_process_records(tmp_path, data, *BATCHED)
     assert all("grades by" in out for out in graded)
     with Store(pg_url) as store:
         runs = [r for r in store.iter(Run) if r.command == "grade"]
         assert store.state_items("claim") == {}
     shares = [r.counts.get("grade", 0) for r in runs]
-    assert sum(shares) == EXAMPLES * CRITERIA  # each grade written by one worker
+    assert sum(shares) == examples * CRITERIA  # each grade written by one worker
     assert len([n for n in shares if n > 0]) >= 2
 
 
