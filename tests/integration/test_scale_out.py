@@ -294,3 +294,62 @@ def test_a_killed_batched_worker_loses_its_batches_to_the_next_and_nothing_is_lo
     assert sum(n - 1 for n in grading.values()) <= 8  # at most the dead worker's window (2 x max_concurrency)
     with Store(pg_url) as store:
         assert store.state_items("claim") == {}
+
+
+@pytest.fixture
+def empty_pg_url() -> Iterator[str]:
+    """A new PostgreSQL database with no livemed schema yet (the workers create it)."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    from livemed.store import resolve_url
+
+    base = _postgres_url()
+    if not base:
+        pytest.skip("PostgreSQL not configured (set LIVEMED_TEST_POSTGRES_URL; .ci/run does)")
+    if not PROGRAM.exists():
+        pytest.skip("the livemed program is not installed in this environment")
+    name = f"livemed_test_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(resolve_url(base), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield sa.make_url(resolve_url(base)).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+def test_four_update_workers_on_a_new_database_wait_for_the_harvest_and_share_the_curation(
+    tmp_path: Path, empty_pg_url: str
+) -> None:
+    """Four `update`s started at once on an empty database: one creates the schema while the others
+    wait (no clash), one harvests while the others wait for it, then all curate: the records of one
+    update, each call sent once."""
+    from tests.live.helpers import contents
+    from tests.live.helpers import project as live_project
+
+    docs = 79  # every demo document: several curation batches of 16
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        alone = live_project(tmp_path / "alone", docs=docs, url=server.base_url)
+        run_all(alone, 1, "update")
+        one = sent(server)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        shared = live_project(tmp_path / "shared", docs=docs, url=server.base_url)
+        outputs = run_all(shared, 4, "--store", empty_pg_url, "update")
+        four = sent(server)
+    assert set(four.values()) == {1}
+    assert four == one
+    assert contents(shared, empty_pg_url) == contents(alone)
+    waited = [out for out in outputs if "another worker on this store harvested (waited" in out]
+    assert len(waited) == 3
+    with Store(empty_pg_url) as store:
+        harvests = [r for r in store.iter(Run) if r.command == "harvest"]
+        curations = [r for r in store.iter(Run) if r.command == "curate"]
+    assert len(harvests) == 1
+    assert len(curations) == 4
+    assert len([r for r in curations if r.counts.get("processed", 0) > 0]) >= 2  # not all by the harvester
+    kept = contents(alone)["docs"]  # the documents the pre-filters kept (the others are not stored)
+    assert sum(r.counts.get("processed", 0) for r in curations) == len(kept)  # each curated once
