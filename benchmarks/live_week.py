@@ -140,6 +140,7 @@ class Result:
     stages: dict[str, float]
     records: dict[str, int]
     cpu_s: float
+    server_cpu_s: float
     transactions: int | None
     second_wall: float | None = None
     second_new: int | None = None
@@ -213,7 +214,9 @@ def one_run(n: int, args: argparse.Namespace, setup: Setup, server: Server) -> R
             config = project(folder, docs, server.base_url, args.concurrency, setup, store_url)
             server.reset()
             xact = committed(admin, store_url)
+            server_cpu = server.cpu_s()
             started, ended, cpu = _updates(config, setup)
+            server_cpu = server.cpu_s() - server_cpu
             time.sleep(1.0 if admin is not None else 0.0)  # the workers' statistics reach pg_stat
             after = committed(admin, store_url)
             stats = server.stats()
@@ -241,6 +244,7 @@ def one_run(n: int, args: argparse.Namespace, setup: Setup, server: Server) -> R
                 stages=stages,
                 records={kind: count.get(kind, 0) for kind in RECORD_KINDS},
                 cpu_s=cpu,
+                server_cpu_s=server_cpu,
                 transactions=None if xact is None or after is None else after - xact,
                 second_wall=None if second is None else second[1] - second[0],
                 second_new=None
@@ -259,7 +263,8 @@ def describe(k: int, setup: Setup, n: int, r: Result) -> str:
     line = (
         f"{setup.name} run {k + 1}: {n} docs · wall {r.wall:.1f} s · {r.calls} calls "
         f"for {r.needing} answers + grades ({r.distinct} distinct bodies) · ${r.cost:.4f} · "
-        f"model-wait share {r.share:.2f} · model span / bound {r.of_bound:.2f} · CPU {r.cpu_s:.1f} s · "
+        f"model-wait share {r.share:.2f} · model span / bound {r.of_bound:.2f} · CPU {r.cpu_s:.1f} s "
+        f"(fake server {r.server_cpu_s:.1f} s) · "
         f"{stage_text} · records: {records}"
     )
     if r.transactions is not None:
@@ -280,6 +285,7 @@ def summarise(setup: Setup, results: list[Result]) -> dict[str, Any]:
         "model_wait_share": spread([r.share for r in results]),
         "bound_over_span": spread([r.of_bound for r in results]),
         "cpu_s": spread([r.cpu_s for r in results], 1),
+        "server_cpu_s": spread([r.server_cpu_s for r in results], 1),
         "records_equal_across_runs": all(r.records == results[0].records for r in results),
     }
     if all(r.transactions is not None for r in results):
