@@ -30,14 +30,19 @@ EXAMPLES = 24
 pytestmark = pytest.mark.postgres
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
+def _postgres_and_program() -> str:
+    """The test server's URL; skips without PostgreSQL or the installed `livemed` program."""
     base = _postgres_url()
     if not base:
         pytest.skip("PostgreSQL not configured (set LIVEMED_TEST_POSTGRES_URL; .ci/run does)")
     if not PROGRAM.exists():
         pytest.skip("the livemed program is not installed in this environment")
-    for store in _fresh_postgres(base):
+    return base
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    for store in _fresh_postgres(_postgres_and_program()):
         yield store.url
 
 
@@ -134,34 +139,41 @@ def test_n_workers_on_one_postgresql_store_send_each_call_once(
     assert len([n for n in shares if n > 0]) >= 2  # the work was shared, not done by one of them
 
 
+@pytest.mark.parametrize(
+    ("mode", "key"), [("per-criterion", "grade|grade:"), ("batched", "grade|grade-batch:")]
+)
 def test_a_killed_worker_loses_its_claims_to_the_next_and_nothing_is_lost(
-    tmp_path: Path, pg_url: str
+    tmp_path: Path, pg_url: str, mode: str, key: str
 ) -> None:
+    """Per criterion a claim is a grade; batched, an answer's batch of criteria (one call)."""
     data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
     total = EXAMPLES * CRITERIA
-    with FakeOpenAIServer(responder=judge_responder(latency=0.3)) as server:
+    with FakeOpenAIServer(responder=judge_responder(latency=0.4)) as server:
         config = project(tmp_path / "p", pg_url, server.base_url)
         run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
         run_all(config, 1, "answer", "--model", CANDIDATE)
-        victim = start(config, "grade", "--judge", JUDGE)
+        answering = len(server.chat_requests)
+        victim = start(config, "grade", "--judge", JUDGE, "--mode", mode)
         with Store(pg_url) as store:
             deadline = time.monotonic() + 60
             while next(store.ids("grade"), None) is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert store.state_items("claim"), "the worker holds claims while it grades"
+                time.sleep(0.05)
+            held = store.state_items("claim")
+            assert held, "the worker holds claims while it grades"
+            assert all(k.startswith(key) for k in held)
             victim.send_signal(signal.SIGKILL)
             victim.communicate(timeout=30)
             orphaned = len(store.state_items("claim"))
             before = len(list(store.iter(Grade)))
         assert 0 < before < total
         assert orphaned > 0  # the killed worker's claims are still there
-        run_all(config, 1, "grade", "--judge", JUDGE)
-        calls = sent(server)
+        run_all(config, 1, "grade", "--judge", JUDGE, "--mode", mode)
+        grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
     found = stored(pg_url)
     assert len(found["grades"]) == total  # nothing lost
     assert found["failures"] == []
-    assert len(calls) == EXAMPLES + total
-    repeated = sum(n - 1 for n in calls.values())
+    assert len(grading) == (total if mode == "per-criterion" else EXAMPLES)
+    repeated = sum(n - 1 for n in grading.values())
     assert repeated <= 8  # at most what was in flight when it died (2 x max_concurrency); never a written one
     with Store(pg_url) as store:
         assert store.state_items("claim") == {}
@@ -261,41 +273,6 @@ def test_n_workers_grading_batched_claim_each_answers_batch_once(
     assert len([n for n in shares if n > 0]) >= 2
 
 
-def test_a_killed_batched_worker_loses_its_batches_to_the_next_and_nothing_is_lost(
-    tmp_path: Path, pg_url: str
-) -> None:
-    data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
-    total = EXAMPLES * CRITERIA
-    with FakeOpenAIServer(responder=judge_responder(latency=0.4)) as server:
-        config = project(tmp_path / "p", pg_url, server.base_url)
-        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
-        run_all(config, 1, "answer", "--model", CANDIDATE)
-        answering = len(server.chat_requests)
-        victim = start(config, "grade", "--judge", JUDGE, *BATCHED)
-        with Store(pg_url) as store:
-            deadline = time.monotonic() + 60
-            while next(store.ids("grade"), None) is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            held = store.state_items("claim")
-            assert held
-            assert all(key.startswith("grade|grade-batch:") for key in held)
-            victim.send_signal(signal.SIGKILL)
-            victim.communicate(timeout=30)
-            orphaned = len(store.state_items("claim"))
-            before = len(list(store.iter(Grade)))
-        assert 0 < before < total
-        assert orphaned > 0  # the killed worker's batches are still claimed
-        run_all(config, 1, "grade", "--judge", JUDGE, *BATCHED)
-        grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
-    found = stored(pg_url)
-    assert len(found["grades"]) == total  # nothing lost
-    assert found["failures"] == []
-    assert len(grading) == EXAMPLES
-    assert sum(n - 1 for n in grading.values()) <= 8  # at most the dead worker's window (2 x max_concurrency)
-    with Store(pg_url) as store:
-        assert store.state_items("claim") == {}
-
-
 @pytest.fixture
 def empty_pg_url() -> Iterator[str]:
     """A new PostgreSQL database with no livemed schema yet (the workers create it)."""
@@ -305,11 +282,7 @@ def empty_pg_url() -> Iterator[str]:
 
     from livemed.store import resolve_url
 
-    base = _postgres_url()
-    if not base:
-        pytest.skip("PostgreSQL not configured (set LIVEMED_TEST_POSTGRES_URL; .ci/run does)")
-    if not PROGRAM.exists():
-        pytest.skip("the livemed program is not installed in this environment")
+    base = _postgres_and_program()
     name = f"livemed_test_{uuid.uuid4().hex[:10]}"
     admin = sa.create_engine(resolve_url(base), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
