@@ -1,9 +1,9 @@
 """A fake OpenAI-compatible server: real HTTP on 127.0.0.1, scriptable per request.
 
-It serves `POST /v1/chat/completions` and `GET /v1/models`, plus `GET /_stats` (request count, and
-the most chat requests answered at once: `max_in_flight`) and `POST /_reset` for out-of-process
-use. Each chat request takes the next scripted `Behavior` (or the `responder`'s, or the default),
-which can add latency, answer 429 with Retry-After,
+It serves `POST /v1/chat/completions` and `GET /v1/models`, plus `GET /_stats` (request count,
+distinct request bodies, the most chat requests answered at once: `max_in_flight`) and
+`POST /_reset` for out-of-process use. Each chat request takes the next scripted `Behavior` (or the
+`responder`'s, or the default), which can add latency, answer 429 with Retry-After,
 500, hang, send a malformed JSON body or any text, or replay a reply shape recorded from a real
 server (`recorded("vllm_reasoning_content")`, files in `tests/fixtures/replies/`).
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import json
 import random
 import threading
@@ -109,6 +110,7 @@ class FakeOpenAIServer:
     max_in_flight: int = 0  # the most chat requests ever answered at once
     first_at: float | None = None  # time.monotonic() of the first chat request (since the last reset)
     last_done_at: float | None = None  # ... and of the last chat reply
+    distinct: set[str] = field(default_factory=set)  # digests of the distinct chat request bodies
 
     def __post_init__(self) -> None:
         self._script: deque[Behavior] = deque()
@@ -162,6 +164,7 @@ class FakeOpenAIServer:
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
+        self.distinct.add(hashlib.sha256(raw).hexdigest())
         try:
             body: dict[str, Any] | None = json.loads(raw)
         except ValueError:
@@ -192,13 +195,14 @@ class FakeOpenAIServer:
         return web.json_response({"object": "list", "data": data})
 
     async def _stats(self, _request: web.Request) -> web.StreamResponse:
-        stats = {"requests": self.count, "max_in_flight": self.max_in_flight}
+        stats = {"requests": self.count, "distinct": len(self.distinct), "max_in_flight": self.max_in_flight}
         return web.json_response({**stats, "first_at": self.first_at, "last_done_at": self.last_done_at})
 
     async def _reset(self, _request: web.Request) -> web.StreamResponse:
         self.count = self.max_in_flight = 0
         self.first_at = self.last_done_at = None
         self.requests.clear()
+        self.distinct.clear()
         return web.json_response({"requests": 0})
 
     def _record(self, request: web.Request, body: dict[str, Any] | None) -> None:

@@ -163,3 +163,27 @@ def test_workers_whose_calls_failed_fail_the_command_with_one_line(tmp_path: Pat
     assert line.startswith("error: ")
     assert "of 2 Ray workers failed; first: error: " in line
     assert "failed: " in line  # the worker's own one-line failure (its criteria's calls failed)
+
+
+def test_update_on_two_ray_workers_stores_what_one_update_stores(tmp_path: Path, pg_url: str) -> None:
+    """The whole week (`update`: harvest → curate → rubrics → answers → grades → scores) fanned out
+    over two Ray workers on one PostgreSQL store: one update's records, each call sent once."""
+    from tests.live.helpers import contents
+    from tests.live.helpers import project as live_project
+
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        alone = live_project(tmp_path / "alone", docs=20, url=server.base_url)
+        run_all(alone, 1, "update")
+        one = sent(server)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        shared = live_project(tmp_path / "ray", docs=20, url=server.base_url)
+        with shared.open("a", encoding="utf-8") as handle:
+            handle.write("\n".join(["", "[executor]", "workers = 2", ""]))
+        [output] = run_all(shared, 1, "--store", pg_url, "update", "--executor", "ray")
+        two = sent(server)
+    assert "ray (local instance): 2 worker(s)" in output
+    assert set(two.values()) == {1}
+    assert two == one
+    assert contents(shared, pg_url) == contents(alone)
+    with Store(pg_url) as store:
+        assert store.state_items("claim") == {}

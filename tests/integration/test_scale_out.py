@@ -30,14 +30,19 @@ EXAMPLES = 24
 pytestmark = pytest.mark.postgres
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
+def _postgres_and_program() -> str:
+    """The test server's URL; skips without PostgreSQL or the installed `livemed` program."""
     base = _postgres_url()
     if not base:
         pytest.skip("PostgreSQL not configured (set LIVEMED_TEST_POSTGRES_URL; .ci/run does)")
     if not PROGRAM.exists():
         pytest.skip("the livemed program is not installed in this environment")
-    for store in _fresh_postgres(base):
+    return base
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    for store in _fresh_postgres(_postgres_and_program()):
         yield store.url
 
 
@@ -92,7 +97,7 @@ def sent(server: FakeOpenAIServer) -> Counter[str]:
     return Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests)
 
 
-def one_process_records(tmp_path: Path, data: Path) -> dict[str, Any]:
+def one_process_records(tmp_path: Path, data: Path, *grading: str) -> dict[str, Any]:
     base = _postgres_url()
     assert base is not None
     with FakeOpenAIServer(responder=judge_responder()) as server:
@@ -101,7 +106,7 @@ def one_process_records(tmp_path: Path, data: Path) -> dict[str, Any]:
             config = project(tmp_path / "one", url, server.base_url)
             run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
             run_all(config, 1, "answer", "--model", CANDIDATE)
-            run_all(config, 1, "grade", "--judge", JUDGE)
+            run_all(config, 1, "grade", "--judge", JUDGE, *grading)
             return stored(url)
     raise AssertionError("no store")
 
@@ -134,34 +139,41 @@ def test_n_workers_on_one_postgresql_store_send_each_call_once(
     assert len([n for n in shares if n > 0]) >= 2  # the work was shared, not done by one of them
 
 
+@pytest.mark.parametrize(
+    ("mode", "key"), [("per-criterion", "grade|grade:"), ("batched", "grade|grade-batch:")]
+)
 def test_a_killed_worker_loses_its_claims_to_the_next_and_nothing_is_lost(
-    tmp_path: Path, pg_url: str
+    tmp_path: Path, pg_url: str, mode: str, key: str
 ) -> None:
+    """Per criterion a claim is a grade; batched, an answer's batch of criteria (one call)."""
     data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
     total = EXAMPLES * CRITERIA
-    with FakeOpenAIServer(responder=judge_responder(latency=0.3)) as server:
+    with FakeOpenAIServer(responder=judge_responder(latency=0.4)) as server:
         config = project(tmp_path / "p", pg_url, server.base_url)
         run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
         run_all(config, 1, "answer", "--model", CANDIDATE)
-        victim = start(config, "grade", "--judge", JUDGE)
+        answering = len(server.chat_requests)
+        victim = start(config, "grade", "--judge", JUDGE, "--mode", mode)
         with Store(pg_url) as store:
             deadline = time.monotonic() + 60
             while next(store.ids("grade"), None) is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert store.state_items("claim"), "the worker holds claims while it grades"
+                time.sleep(0.05)
+            held = store.state_items("claim")
+            assert held, "the worker holds claims while it grades"
+            assert all(k.startswith(key) for k in held)
             victim.send_signal(signal.SIGKILL)
             victim.communicate(timeout=30)
             orphaned = len(store.state_items("claim"))
             before = len(list(store.iter(Grade)))
         assert 0 < before < total
         assert orphaned > 0  # the killed worker's claims are still there
-        run_all(config, 1, "grade", "--judge", JUDGE)
-        calls = sent(server)
+        run_all(config, 1, "grade", "--judge", JUDGE, "--mode", mode)
+        grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
     found = stored(pg_url)
     assert len(found["grades"]) == total  # nothing lost
     assert found["failures"] == []
-    assert len(calls) == EXAMPLES + total
-    repeated = sum(n - 1 for n in calls.values())
+    assert len(grading) == (total if mode == "per-criterion" else EXAMPLES)
+    repeated = sum(n - 1 for n in grading.values())
     assert repeated <= 8  # at most what was in flight when it died (2 x max_concurrency); never a written one
     with Store(pg_url) as store:
         assert store.state_items("claim") == {}
@@ -226,3 +238,91 @@ def test_two_workers_never_grade_an_unusable_verdict_again(tmp_path: Path, pg_ur
     assert sum(wrote) == EXAMPLES * CRITERIA  # and none graded again from the shared cache either
     with Store(pg_url) as store:
         assert len(list(store.iter(GradeFailure))) == EXAMPLES * CRITERIA
+
+
+BATCHED = ("--mode", "batched")
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_n_workers_grading_batched_claim_each_answers_batch_once(
+    tmp_path: Path, pg_url: str, workers: int
+) -> None:
+    """Batched grading claims an answer's batch of criteria: N workers send each batch call once (not
+    again from the cache after another worker wrote it) and store what one process stores. A worker
+    claims a batch of 64 items at a time, so more answers than that, for every worker to get some."""
+    examples = 160
+    data = healthbench_file(tmp_path / "hb.jsonl", examples)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.2)) as server:
+        config = project(tmp_path / "many", pg_url, server.base_url)
+        run_all(config, 1, "import-healthbench", str(data), "--published", "2025-01-01")
+        run_all(config, 1, "answer", "--model", CANDIDATE)
+        answering = len(server.chat_requests)
+        graded = run_all(config, workers, "grade", "--judge", JUDGE, *BATCHED)
+        grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
+    assert len(grading) == examples  # one call per answer's batch of criteria
+    assert set(grading.values()) == {1}  # none sent twice
+    found = stored(pg_url)
+    assert len(found["grades"]) == examples * CRITERIA
+    assert found == one_process_records(tmp_path, data, *BATCHED)
+    assert all("grades by" in out for out in graded)
+    with Store(pg_url) as store:
+        runs = [r for r in store.iter(Run) if r.command == "grade"]
+        assert store.state_items("claim") == {}
+    shares = [r.counts.get("grade", 0) for r in runs]
+    assert sum(shares) == examples * CRITERIA  # each grade written by one worker
+    assert len([n for n in shares if n > 0]) >= 2
+
+
+@pytest.fixture
+def empty_pg_url() -> Iterator[str]:
+    """A new PostgreSQL database with no livemed schema yet (the workers create it)."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    from livemed.store import resolve_url
+
+    base = _postgres_and_program()
+    name = f"livemed_test_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(resolve_url(base), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield sa.make_url(resolve_url(base)).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+def test_four_update_workers_on_a_new_database_wait_for_the_harvest_and_share_the_curation(
+    tmp_path: Path, empty_pg_url: str
+) -> None:
+    """Four `update`s started at once on an empty database: one creates the schema while the others
+    wait (no clash), one harvests while the others wait for it, then all curate: the records of one
+    update, each call sent once."""
+    from tests.live.helpers import contents
+    from tests.live.helpers import project as live_project
+
+    docs = 79  # every demo document: several curation batches of 16
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        alone = live_project(tmp_path / "alone", docs=docs, url=server.base_url)
+        run_all(alone, 1, "update")
+        one = sent(server)
+    with FakeOpenAIServer(responder=judge_responder(latency=0.02)) as server:
+        shared = live_project(tmp_path / "shared", docs=docs, url=server.base_url)
+        outputs = run_all(shared, 4, "--store", empty_pg_url, "update")
+        four = sent(server)
+    assert set(four.values()) == {1}
+    assert four == one
+    assert contents(shared, empty_pg_url) == contents(alone)
+    waited = [out for out in outputs if "another worker on this store harvested (waited" in out]
+    assert len(waited) == 3
+    with Store(empty_pg_url) as store:
+        harvests = [r for r in store.iter(Run) if r.command == "harvest"]
+        curations = [r for r in store.iter(Run) if r.command == "curate"]
+    assert len(harvests) == 1
+    assert len(curations) == 4
+    assert len([r for r in curations if r.counts.get("processed", 0) > 0]) >= 2  # not all by the harvester
+    kept = contents(alone)["docs"]  # the documents the pre-filters kept (the others are not stored)
+    assert sum(r.counts.get("processed", 0) for r in curations) == len(kept)  # each curated once

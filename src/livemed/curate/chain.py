@@ -240,9 +240,10 @@ async def curate_store(
         pending_docs(store, limit=limit, redo=redo),
         work,
         output_id=output_ids,
-        output_kinds=("case", "rejection"),
+        output_kinds=("case",),  # pending_docs left out what is done; another worker may have cased it since
+        done_ids=lambda ids: _finished(store, ids),  # a claiming worker's look after its claim
         batch_size=batch_size,
-        redo=True,  # pending_docs already left out what is done
+        redo=redo,
         on_item=count,
         on_batch=None if on_cases is None else lambda batch: on_cases(_cases_of(batch)),
     )

@@ -345,14 +345,18 @@ class GradeJob:
                 else:
                     yield target, todo
 
-    def output_id(self, item: Item) -> str:
+    def output_id(self, item: Item) -> str | list[str]:
+        """Per criterion: the grade id. Batched: a key for the answer's batch of criteria (the claim
+        key on PostgreSQL), then the batch's grade ids (done once settled: one reply writes them all)."""
+        target, criteria = item
         if self.per_criterion:
-            return grade_id(item[0].answer.id, item[1][0].id, self.judge.id)
-        return item[0].answer.id  # batched: not a stored id (output_kinds is empty); _pending decides
+            return grade_id(target.answer.id, criteria[0].id, self.judge.id)
+        ids = [grade_id(target.answer.id, c.id, self.judge.id) for c in criteria]
+        return [f"grade-batch:{target.answer.id}:{self.judge.id}:{short_hash(*sorted(ids))}", *ids]
 
     @property
     def output_kinds(self) -> list[str]:
-        return ["grade"] if self.per_criterion else []
+        return ["grade"]
 
     def done_ids(self, ids: list[str]) -> set[str]:
         """The grade ids that count as done: Grades, and (unless retrying failures) unusable verdicts.
@@ -405,7 +409,7 @@ async def grade_all(
             job.work,
             output_id=job.output_id,
             output_kinds=job.output_kinds,
-            done_ids=job.done_ids if job.per_criterion else None,
+            done_ids=job.done_ids,
             batch_size=batch_size,
             window=window or in_flight(judge, batch_size),
             inline=is_offline(judge),

@@ -105,7 +105,7 @@ async def answer_and_grade(
             job.work,
             output_id=job.output_id,
             output_kinds=job.output_kinds,
-            done_ids=job.done_ids if job.per_criterion else None,
+            done_ids=job.done_ids,
             batch_size=batch_size,
             window=in_flight(judge, batch_size),
         )

@@ -27,6 +27,7 @@ for stage in summary.stages: print(stage.stage, stage.new, stage.usage.cost_usd)
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from livemed.sources.base import Source
 
 LOCK = "update"  # the lease every update holds: one update at a time per store
+HARVEST_POLL_S = 0.5  # how often a worker waiting for another's harvest looks at the lease
 
 
 @dataclass
@@ -181,8 +183,21 @@ class _Steps:
         settings = {"update": self.update_id, "sources": names, "until": tools.until.isoformat()}
         try:
             return self._harvest(tools, settings)
-        except StageBusyError:  # PostgreSQL: another update worker harvests; this one curates what is stored
-            return StageSummary("harvest", skipped="another worker on this store is harvesting")
+        except StageBusyError:  # PostgreSQL: another update worker harvests; this one curates what it stores
+            waited = self._await_harvest()
+            return StageSummary(
+                "harvest", skipped=f"another worker on this store harvested (waited {waited:.1f} s)"
+            )
+
+    def _await_harvest(self) -> float:
+        """Wait while another worker holds the harvest lease (so this one curates the whole harvest
+        with it, not the part stored so far); the seconds waited. A holder that dies frees it."""
+        from livemed.store.leases import live_holder
+
+        started = time.monotonic()
+        while live_holder(self.store, "harvest") is not None:
+            time.sleep(HARVEST_POLL_S)
+        return time.monotonic() - started
 
     def _harvest(self, tools: Tools, settings: dict[str, Any]) -> StageSummary:
         from livemed.sources.run import harvest_source

@@ -72,6 +72,7 @@ def _parent_index_with_id(conn: Connection) -> None:
 
 # Migrations from version N to N+1, applied in order when an older store is opened.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _ids_become_text, 2: _parent_index_with_id}
+SCHEMA_LOCK = 0x6C6976656D6564  # PostgreSQL advisory lock held while the schema is created or migrated
 
 
 class Store:
@@ -145,6 +146,8 @@ class Store:
             if self._stored_version(conn) == SCHEMA_VERSION:
                 return
         with self._write() as conn:
+            if self.dialect == "postgresql":  # workers opening a fresh database at once: one creates it
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
             stored = self._stored_version(conn)
             metadata.create_all(conn)
             version = SCHEMA_VERSION if stored is None else stored

@@ -133,6 +133,15 @@ def _acquire_once(store: Store, name: str, holder: Holder, stale_after_s: float)
         return current if current is not None and current.run_id != holder.run_id else None
 
 
+def live_holder(store: Store, name: str, *, stale_after_s: float = STALE_AFTER_S) -> Holder | None:
+    """Who holds lease `name` now, if that process is alive (None: the lease is free or its holder gone)."""
+    where = (state_table.c.namespace == NAMESPACE) & (state_table.c.key == name)
+    with store.engine.connect() as conn:
+        value = conn.execute(sa.select(state_table.c.value).where(where)).scalar_one_or_none()
+    current = _holder(value) if value is not None else None
+    return current if current is not None and _alive(current, stale_after_s) else None
+
+
 def _alive(holder: Holder, stale_after_s: float) -> bool:
     last = datetime.fromisoformat(holder.heartbeat_at)
     return not gone(holder.pid, holder.host, last, stale_after_s=stale_after_s)
