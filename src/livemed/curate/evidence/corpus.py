@@ -214,16 +214,17 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
     without a regular expression looking at every character: `str.find` of each of `.`, `!`, `?` (a
     C loop), then the whitespace after it (`str.isspace` is the regular expressions' `\s` for `str`)."""
     marks: list[int] = []
-    for mark in ".!?":
-        at = text.find(mark)
+    for char in ".!?":
+        at = text.find(char)
         while at != -1:
             marks.append(at)
-            at = text.find(mark, at + 1)
+            at = text.find(char, at + 1)
     size = len(text)
     if not marks:
         return [(0, size)]
     marks.sort()
-    spans, start = [], 0
+    spans: list[tuple[int, int]] = []
+    start = 0
     for mark in marks:
         gap = mark + 1
         if mark < start or gap == size or not text[gap].isspace():
