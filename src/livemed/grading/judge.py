@@ -142,14 +142,10 @@ class Target:
     pack: DomainPack | None = None  # whose grader prompts (default: medical)
 
     @cached_property
-    def convo(self) -> list[Message]:
-        """The case as the grader sees it (built once for all of the answer's criteria)."""
-        return conversation(self.case, self.pack)
-
-    @cached_property
     def blocks(self) -> str:
-        """The conversation's and the response's data blocks, as every per-criterion prompt starts."""
-        return _joined_blocks(self.convo, self.answer.text)
+        """The conversation's and the response's data blocks, as every per-criterion prompt of the
+        pack's grader starts (built once for all of the answer's criteria)."""
+        return _joined_blocks(conversation(self.case, self.pack), self.answer.text)
 
 
 def grade_id(answer_id: str, criterion_id: str, judge: str) -> str:
@@ -167,21 +163,21 @@ points_label = points_text
 def per_criterion_messages(
     convo: list[Message], response: str, criterion: Criterion, pack: DomainPack | None = None
 ) -> list[Message]:
-    return _per_criterion_messages(_joined_blocks(convo, response), criterion, pack)
+    content = _per_criterion_text(_joined_blocks(convo, response), criterion, pack)
+    return [{"role": "user", "content": content}]
 
 
 def _joined_blocks(convo: list[Message], response: str) -> str:
     return "\n\n".join([*conversation_blocks(convo), data_block("response", response)])
 
 
-def _per_criterion_messages(blocks: str, criterion: Criterion, pack: DomainPack | None) -> list[Message]:
-    """`per_criterion_messages` from the conversation's and response's blocks already joined."""
+def _per_criterion_text(blocks: str, criterion: Criterion, pack: DomainPack | None) -> str:
+    """`per_criterion_messages`'s prompt from the conversation's and response's blocks already joined."""
     criterion_block = data_block("criterion", criterion.text, points=points_label(criterion))
     pack = pack or medical()
-    prompt = pack.render(
+    return pack.render(
         "grader_per_criterion", blocks=f"{blocks}\n\n{criterion_block}", rules=rules_text(pack)
     )
-    return [{"role": "user", "content": prompt}]
 
 
 def batched_messages(
@@ -270,7 +266,7 @@ async def judge_one(
             {"role": "user", "content": template_prompt(judge.template, convo, response, criterion)}
         ]
     elif blocks is not None:
-        asked = _per_criterion_messages(blocks, criterion, pack)
+        asked = [{"role": "user", "content": _per_criterion_text(blocks, criterion, pack)}]
     else:
         asked = per_criterion_messages(convo, response, criterion, pack)
     result = await judge.structured(asked, Verdict, JUDGE_SETTINGS)
@@ -283,15 +279,13 @@ async def judge_one(
 async def grade_criterion(target: Target, criterion: Criterion, judge: Judge) -> Grade | GradeFailure:
     """One criterion, one call (per-criterion mode)."""
     mode: Mode = "per-criterion"
-    plain = not is_offline(judge) and not isinstance(judge, TemplatedLLM)  # the pack's grader prompt
-    out = await judge_one(
-        judge,
-        target.convo,
-        target.answer.text,
-        criterion,
-        target.pack,
-        blocks=target.blocks if plain else None,
-    )
+    response = target.answer.text
+    if is_offline(judge):
+        out = await judge_one(judge, [], response, criterion, target.pack)
+    elif isinstance(judge, TemplatedLLM):
+        out = await judge_one(judge, conversation(target.case, target.pack), response, criterion, target.pack)
+    else:  # the pack's grader prompt: the answer's blocks are joined once for all its criteria
+        out = await judge_one(judge, [], response, criterion, target.pack, blocks=target.blocks)
     if out.met is None:
         return _failure(target, criterion, judge, mode, out.reason, out.explanation, out.raw)
     return _grade(target, criterion, judge, mode, out.met, out.explanation, out.raw)

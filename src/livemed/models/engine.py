@@ -186,7 +186,7 @@ class Engine(Budget):
             # A paid reply is written in the next event-loop turn (with the others that returned in
             # the same turn), so a kill loses almost none; free models' replies are batched.
             paid = not model.id.startswith(FREE_PROVIDERS)
-            self.cache.put(key, model.id, result.model_dump(mode="json"), soon=paid)
+            self.cache.put(key, model.id, result.model_dump_json(), soon=paid)  # its JSON text, once
         return result
 
     def limits(self, model: Model) -> ModelConfig:
