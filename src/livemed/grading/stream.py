@@ -19,6 +19,7 @@ result.answers["openai/gpt-4o"].call_failed, result.grades.written["grade"]
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,27 @@ async def answer_and_grade(
     rubrics are written); each case put there is answered by every answerer, and its stored answers
     graded, as it comes. With `keep(model, case)`, each answerer gets only the cases it keeps (eval's
     date window and `--after-cutoff`): nothing is asked of the others."""
+    gc.freeze()  # what exists now (modules, schemas, the cases) outlives the run: no collection scans it
+    try:
+        return await _answer_and_grade(
+            store, cases, answerers, judge, settings, samples, mode, batch_size, pack, keep
+        )
+    finally:
+        gc.unfreeze()
+
+
+async def _answer_and_grade(
+    store: Store,
+    cases: Sequence[Case] | Feed[Case],
+    answerers: Sequence[LLM | OfflineAnswerer],
+    judge: Judge,
+    settings: Settings,
+    samples: int,
+    mode: Mode,
+    batch_size: int,
+    pack: DomainPack | None,
+    keep: Callable[[str, Case], bool] | None,
+) -> StreamResult:
     out = StreamResult()
     rubrics: dict[str, Rubric] = {}
     seen: list[Case] = []
