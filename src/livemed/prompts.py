@@ -34,11 +34,14 @@ DATA_RULES = (
 )
 
 _ANGLES = re.compile(r"<{3,}|>{3,}")
+_LABEL_BREAKS = re.compile(r"[\s<>]+")
 _BLOCK = re.compile(r"^<<<DATA (\w+)((?: \w+=[^\s>]*)*)>>>\n(.*?)\n<<<END DATA>>>$", re.DOTALL | re.MULTILINE)
 
 
 def neutralise(text: str) -> str:
     """The text with every run of three or more angle brackets defused (so no delimiter survives)."""
+    if "<<<" not in text and ">>>" not in text:  # nothing to defuse: no pass of the expression
+        return text
     return _ANGLES.sub(lambda m: "‹" * len(m.group()) if m.group()[0] == "<" else "›" * len(m.group()), text)
 
 
@@ -49,7 +52,7 @@ def data_block(name: str, text: str, **attrs: str | int) -> str:
 
 
 def _label(value: str | int) -> str:
-    return re.sub(r"[\s<>]+", "_", str(value)) or "_"
+    return _LABEL_BREAKS.sub("_", str(value)) or "_"
 
 
 @dataclass(frozen=True)

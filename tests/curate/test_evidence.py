@@ -248,3 +248,60 @@ def test_the_cached_sentence_split_gives_the_same_snippets_as_the_text() -> None
         wanted = {w for w in query.lower().split() if len(w) >= 3}
         best = max(range(len(windows)), key=lambda i: (len(wanted & words[i]), -i))
         assert split.snippet(query) == snippet(text, query) == windows[best]
+
+
+def _reference_snippet(text: str, query: str, max_chars: int = 400) -> str:
+    """The snippet as first defined: split at whitespace after . ! ?, tokenise every sentence, take the
+    first two-sentence window sharing the most query words."""
+    import re
+
+    from livemed.curate.evidence.corpus import tokens
+
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    if not sentences:
+        return text[:max_chars]
+    wanted = tokens(query)
+    words = [wanted & tokens(s) for s in sentences] + [set()]
+    best = max(range(len(sentences)), key=lambda i: (len(words[i] | words[i + 1]), -i))
+    window = " ".join(sentences[best : best + 2])
+    return window if len(window) <= max_chars else window[: max_chars - 1].rstrip() + "…"
+
+
+def test_snippets_equal_the_reference_definition_on_random_text() -> None:
+    import random
+
+    from livemed.curate.evidence.corpus import Sentences
+
+    rng = random.Random(13)
+    # sentence marks, ASCII and Unicode whitespace (\x1c and U+2028 are whitespace to str and re),
+    # word and non-word characters, and characters whose lower case differs in length (İ) or is ASCII (K)
+    alphabet = list("abc AB.!?  \n\t\x1c\u00a0\u2028xyz019_-'İßéK,;")
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        query = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20)))
+        expected = _reference_snippet(text, query, max_chars=30)
+        assert snippet(text, query, max_chars=30) == expected, (text, query)
+        assert Sentences(text).snippet(query, max_chars=30) == expected, (text, query)
+
+
+@pytest.mark.shared_data
+async def test_bm25_snippets_equal_the_reference_definition_on_medquad(shared_data: Path) -> None:
+    import gzip
+
+    path = shared_data / "medquad" / "medquad_answered_pairs.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        pairs = [json.loads(line) for line in handle][:3000]
+    questions = [str(pair["question"]) for pair in pairs]
+    passages = [p for p in load_medquad(path) if "Diabetes" in p.title or "Leukemia" in p.title][:400]
+    retriever = BM25Retriever(passages)
+    found = retriever.search_many(questions[:500], k=3)
+    by_id = {p.id: p.text for p in passages}
+    assert sum(map(len, found)) > 300
+    for query, refs in zip(questions, found, strict=False):
+        for ref in refs:
+            assert ref.snippet == _reference_snippet(by_id[ref.id], query)
+    for pair, question in zip(pairs[:2000], reversed(questions), strict=False):
+        assert snippet(pair["answer"], pair["question"]) == _reference_snippet(
+            pair["answer"], pair["question"]
+        )
+        assert snippet(pair["answer"], question) == _reference_snippet(pair["answer"], question)

@@ -24,6 +24,8 @@ async def test_cache_hit_makes_no_http_request(
     engine, model = make_engine(store=sqlite_store)
     server.script(Behavior(text="first answer"))
     first = await engine.generate(model, HELLO, Settings(temperature=0))
+    [(_, buffered)] = engine.cache._pending.values()
+    assert buffered == first.model_dump_json()  # a paid reply waits as its JSON text, made once
     again = await engine.generate(model, HELLO, Settings(temperature=0))
     assert isinstance(first, Completion)
     assert isinstance(again, Completion)
@@ -35,6 +37,7 @@ async def test_cache_hit_makes_no_http_request(
     replay = await later.generate(model2, HELLO, Settings(temperature=0))
     assert isinstance(replay, Completion)
     assert replay.cached
+    assert replay.model_dump(exclude={"cached"}) == first.model_dump(exclude={"cached"})
     assert len(server.chat_requests) == 1
     assert later.accounting.by_model[model.id].cache_hits == 1
     assert later.accounting.by_model[model.id].calls == 0
@@ -266,3 +269,9 @@ def test_store_batch_cache_methods(any_store: Store) -> None:
     assert any_store.cache_get_many(["k1"]) == {"k1": {"text": "again"}}
     assert any_store.cache_get_many_json(["k3"]) == {"k3": '{"text": "t3", "n": 3}'}
     assert any_store.cache_count() == 1200
+
+
+def test_cache_put_many_writes_a_str_payload_as_it_is_and_a_dict_as_json(sqlite_store: Store) -> None:
+    sqlite_store.cache_put_many([("a", "openai/m", '{"text":"a"}'), ("b", "openai/m", {"text": "b"})])
+    assert sqlite_store.cache_get_many_json(["a", "b"]) == {"a": '{"text":"a"}', "b": '{"text": "b"}'}
+    assert sqlite_store.cache_get_many(["a", "b"]) == {"a": {"text": "a"}, "b": {"text": "b"}}

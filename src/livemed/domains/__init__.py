@@ -26,7 +26,12 @@ BUNDLED_DIR = Path(__file__).resolve().parent
 
 def bundled() -> list[str]:
     """The names of the packs shipped with livemed."""
-    return sorted(p.parent.name for p in BUNDLED_DIR.glob(f"*/{PACK_FILE}"))
+    return list(_bundled())
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> tuple[str, ...]:  # read once: `medical()` is called per prompt in the stages
+    return tuple(sorted(p.parent.name for p in BUNDLED_DIR.glob(f"*/{PACK_FILE}")))
 
 
 def pack_folder(spec: str | Path, base: Path | None = None) -> Path:

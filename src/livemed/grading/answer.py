@@ -15,6 +15,7 @@ tries it again.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Protocol, runtime_checkable
 
@@ -49,7 +50,11 @@ PATIENT_LABELS = template_words()  # the medical pack's
 
 
 def prompt_hash(pack: DomainPack | None = None) -> str:
-    pack = pack or medical()
+    return _prompt_hash(pack or medical())
+
+
+@functools.cache
+def _prompt_hash(pack: DomainPack) -> str:  # once per pack, not once per answer
     return short_hash(
         *(pack.prompt(name) for name in PROMPTS),
         *(f"{k}={v}" for k, v in pack.answer_labels.items()),

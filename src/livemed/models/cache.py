@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("livemed.models")
 
 CacheMode = Literal["on", "read-only", "off"]
-Pending = dict[str, tuple[str, dict[str, Any]]]  # key -> (model id, payload)
-Payload = dict[str, Any] | str  # a buffered payload, or the JSON text of a stored one
+Payload = dict[str, Any] | str  # a payload as a dict, or as its JSON text
+Pending = dict[str, tuple[str, Payload]]  # key -> (model id, payload)
 
 
 class ResponseCache:
@@ -61,7 +61,7 @@ class ResponseCache:
         return len(self._pending)
 
     async def get(self, key: str) -> Payload | None:
-        """The cached payload for `key` (a dict while buffered, else its stored JSON text), or None.
+        """The cached payload for `key` (as it was put while buffered, else its stored JSON text), or None.
 
         Lookups made in the same event-loop turn share one query.
         """
@@ -95,8 +95,9 @@ class ResponseCache:
                 if not future.done() and not future.get_loop().is_closed():
                     future.set_result(found.get(key))
 
-    def put(self, key: str, model: str, payload: dict[str, Any], *, soon: bool = False) -> None:
-        """Buffer one completion; written soon, or in the next loop turn with `soon` (module docstring)."""
+    def put(self, key: str, model: str, payload: Payload, *, soon: bool = False) -> None:
+        """Buffer one completion (a dict, or its JSON text as stored); written soon, or in the next loop
+        turn with `soon` (module docstring)."""
         if not self.writable:
             return
         self._pending[key] = (model, payload)

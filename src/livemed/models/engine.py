@@ -76,10 +76,26 @@ def cache_key(model: Model, messages: list[Message], settings: Settings) -> str:
         "model": model.id,
         "endpoint": model.endpoint,
         "messages": messages,
-        "settings": settings.model_dump(mode="json"),
+        "settings": _settings_json(settings),
         "extra_body": getattr(model, "extra_body", None) or {},  # provider options change the reply too
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+_SETTINGS_JSON: dict[int, tuple[Settings, dict[str, Any]]] = {}  # id -> (the object, kept alive; its dump)
+
+
+def _settings_json(settings: Settings) -> dict[str, Any]:
+    """`settings.model_dump(mode="json")`, once per Settings object (they are frozen; the same few
+    objects make most calls: a stage's settings, the grader's with its schema)."""
+    found = _SETTINGS_JSON.get(id(settings))
+    if found is not None and found[0] is settings:
+        return found[1]
+    if len(_SETTINGS_JSON) >= 1024:  # many distinct objects (a sample index each): start again
+        _SETTINGS_JSON.clear()
+    dumped = settings.model_dump(mode="json")
+    _SETTINGS_JSON[id(settings)] = (settings, dumped)
+    return dumped
 
 
 def named(model_id: str, detail: str) -> str:
@@ -170,7 +186,7 @@ class Engine(Budget):
             # A paid reply is written in the next event-loop turn (with the others that returned in
             # the same turn), so a kill loses almost none; free models' replies are batched.
             paid = not model.id.startswith(FREE_PROVIDERS)
-            self.cache.put(key, model.id, result.model_dump(mode="json"), soon=paid)
+            self.cache.put(key, model.id, result.model_dump_json(), soon=paid)  # its JSON text, once
         return result
 
     def limits(self, model: Model) -> ModelConfig:

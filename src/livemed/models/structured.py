@@ -102,9 +102,25 @@ def prepare(
 ) -> tuple[list[Message], Settings]:
     """Messages and settings for a structured call on this model (instructed JSON without `use_schema`)."""
     if model.supports_json_schema and use_schema:
-        json_schema: dict[str, Any] = {"name": schema.__name__, "schema": json_schema_of(schema)}
-        return messages, settings.model_copy(update={"json_schema": json_schema})
+        return messages, _with_schema(settings, schema)
     return with_instruction(messages, schema_instruction(schema)), settings
+
+
+def _with_schema(settings: Settings, schema: type[BaseModel]) -> Settings:
+    """`settings` asking for `schema`'s JSON: one Settings object per (settings, schema), reused by
+    every call with them (the engine keeps its JSON form for the cache key once per object)."""
+    try:
+        return _schema_settings(settings, schema)
+    except TypeError:  # settings with a dict of their own (a json_schema already) are not hashable
+        return _build_schema_settings(settings, schema)
+
+
+def _build_schema_settings(settings: Settings, schema: type[BaseModel]) -> Settings:
+    json_schema: dict[str, Any] = {"name": schema.__name__, "schema": json_schema_of(schema)}
+    return settings.model_copy(update={"json_schema": json_schema})
+
+
+_schema_settings = functools.lru_cache(maxsize=256)(_build_schema_settings)
 
 
 def with_instruction(messages: list[Message], instruction: str) -> list[Message]:

@@ -377,11 +377,17 @@ class Store:
                 found.update((key, payload) for key, payload in conn.execute(query).all())
         return found
 
-    def cache_put_many(self, entries: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
-        """Write `(key, model, payload)` entries in one transaction; returns how many."""
+    def cache_put_many(self, entries: Sequence[tuple[str, str, dict[str, Any] | str]]) -> int:
+        """Write `(key, model, payload)` entries in one transaction (a payload given as a str is its JSON
+        text already); returns how many."""
         now = naive_utc(utcnow())
         rows = [
-            {"key": key, "model": model, "created_at": now, "payload": json.dumps(payload)}
+            {
+                "key": key,
+                "model": model,
+                "created_at": now,
+                "payload": payload if isinstance(payload, str) else json.dumps(payload),
+            }
             for key, model, payload in entries
         ]
         with self._write() as conn:

@@ -2,8 +2,9 @@
 
 The index lives in `<cache_dir>/bm25-<corpus hash>/`; a changed corpus gets a new folder, an
 unchanged one is loaded instead of re-indexed. `search_batch` / `search_many` answer many queries
-with one bm25s call (one tokenisation, one scoring pass); each passage's sentences are split and
-tokenised once, for the snippets of every later hit (see `benchmarks/bm25_batch.py`).
+with one bm25s call (one tokenisation, one scoring pass); each passage's sentences are split once, for
+the snippets of every later hit, and each query's words are found once for all its hits (see
+`benchmarks/bm25_batch.py`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import bm25s
 
-from livemed.curate.evidence.corpus import Passage, Sentences, corpus_hash
+from livemed.curate.evidence.corpus import Passage, Sentences, corpus_hash, tokens
 from livemed.records import EvidenceRef
 
 PASSAGES_FILE = "passages.jsonl"
@@ -68,10 +69,12 @@ class BM25Retriever:
 
     def search_many(self, queries: list[str], *, k: int = 3) -> list[list[EvidenceRef]]:
         """The `k` best passages of each query as evidence (with snippets), in one bm25s call."""
-        return [
-            [self._ref(index, score, query) for index, score in found]
-            for query, found in zip(queries, self.hits(queries, k=k), strict=True)
-        ]
+        found = self.hits(queries, k=k)
+        refs: list[list[EvidenceRef]] = []
+        for query, hits in zip(queries, found, strict=True):
+            wanted = tokens(query) if hits else set()  # once per query, for the snippets of its hits
+            refs.append([self._ref(index, score, wanted) for index, score in hits])
+        return refs
 
     def hits(self, queries: list[str], *, k: int = 3) -> list[list[tuple[int, float]]]:
         """(passage index, score) of each query's `k` best passages, hits with a zero score left out."""
@@ -90,11 +93,11 @@ class BM25Retriever:
             ]
         return found
 
-    def _ref(self, index: int, score: float, query: str) -> EvidenceRef:
+    def _ref(self, index: int, score: float, wanted: set[str]) -> EvidenceRef:
         passage = self.passages[index]
         sentences = self._sentences.get(index)
         if sentences is None:
             sentences = self._sentences[index] = Sentences(passage.text)
         return EvidenceRef(
-            id=passage.id, snippet=sentences.snippet(query), score=round(score, 4), url=passage.url
+            id=passage.id, snippet=sentences.snippet_of(wanted), score=round(score, 4), url=passage.url
         )

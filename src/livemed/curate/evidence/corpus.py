@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,6 @@ from livemed.errors import InputFileError
 from livemed.records import short_hash
 
 MEDQUAD_LICENCE = "CC BY 4.0"
-_SENTENCE_END = re.compile(r"[.!?](\s+)")  # the whitespace after ., ! or ?: where a sentence ends
 _TOKEN = re.compile(r"[a-z0-9]{3,}")
 
 
@@ -137,50 +137,105 @@ def snippet(text: str, query: str, *, max_chars: int = 400) -> str:
 class Sentences:
     """A passage split into sentences once, for the snippets of many queries."""
 
+    __slots__ = ("_joined", "_starts", "spans", "text")
+
     def __init__(self, text: str) -> None:
         self.text = text
-        self.sentences = [s for s in _split_sentences(text) if s.strip()]
-        self.lowered = [s.lower() for s in self.sentences]
+        self.spans = _sentence_spans(text)  # (start, end) of each sentence in `text`
+        last_start, last_end = self.spans[-1]
+        if not text[last_start:last_end].strip():  # every other piece ends with its . ! or ?
+            self.spans.pop()
+        lowered = text.lower()
+        if len(lowered) == len(text):
+            # each character lower-cased to one: the sentences' places in `text` hold in `lowered`, and
+            # around each is whitespace (not a word character: no word spans two sentences)
+            self._joined = lowered
+            self._starts = [start for start, _ in self.spans]
+        else:  # a character lower-cased to two (İ): the lower-case sentences joined by "\n"
+            parts = [sentence.lower() for sentence in self.sentences]
+            self._joined = "\n".join(parts)
+            self._starts = []
+            at = 0
+            for part in parts:
+                self._starts.append(at)
+                at += len(part) + 1
+
+    @property
+    def sentences(self) -> list[str]:
+        return [self.text[start:end] for start, end in self.spans]
 
     def snippet(self, query: str, *, max_chars: int = 400) -> str:
-        """`snippet(text, query)`. A window's words are its sentences' words (a word never spans a
-        space), and a sentence has a query word when the word stands in it between non-word characters
-        (a maximal run of `[a-z0-9]`, as `tokens` finds it): the sentence is not tokenised."""
-        if not self.sentences:
-            return self.text[:max_chars]
-        wanted = tokens(query)
-        shared = [{w for w in wanted if w in lowered and _has_word(lowered, w)} for lowered in self.lowered]
-        shared.append(set())
-        best, best_overlap = 0, -1
-        for i in range(len(self.sentences)):
-            overlap = len(shared[i] | shared[i + 1])
-            if overlap > best_overlap:
-                best, best_overlap = i, overlap
-        window = " ".join(self.sentences[best : best + 2])
+        """`snippet(text, query)`."""
+        return self.snippet_of(tokens(query), max_chars=max_chars)
+
+    def snippet_of(self, wanted: set[str], *, max_chars: int = 400) -> str:
+        """The snippet for a query whose `tokens` are `wanted`. A window's words are its sentences'
+        words (a word never spans a space), and a sentence has a query word when the word stands in it
+        between non-word characters (a maximal run of `[a-z0-9]`, as `tokens` finds it): the sentence
+        is not tokenised. Each word is looked for in the whole lower-case passage (`str.find`, jumping
+        to the next sentence once a sentence has it); which sentences hold it is one bit per word in
+        each sentence's mask."""
+        spans, text = self.spans, self.text
+        if not spans:
+            return text[:max_chars]
+        joined, starts = self._joined, self._starts
+        count = len(starts)
+        masks = [0] * (count + 1)
+        bit = 1
+        for word in wanted:
+            at = joined.find(word)
+            while at != -1:
+                end = at + len(word)
+                if (at == 0 or joined[at - 1] not in _WORD_CHARS) and (
+                    end == len(joined) or joined[end] not in _WORD_CHARS
+                ):
+                    sentence = bisect_right(starts, at) - 1
+                    masks[sentence] |= bit
+                    if sentence + 1 == count:
+                        break
+                    at = joined.find(word, starts[sentence + 1])  # the next sentence on
+                else:
+                    at = joined.find(word, at + 1)
+            bit <<= 1
+        best = 0
+        if bit > 1:
+            overlaps = [(masks[i] | masks[i + 1]).bit_count() for i in range(count)]
+            best = overlaps.index(max(overlaps))  # the first window with the most query words
+        start, end = spans[best]
+        window = text[start:end]
+        if best + 1 < count:
+            start, end = spans[best + 1]
+            window = f"{window} {text[start:end]}"
         return window if len(window) <= max_chars else window[: max_chars - 1].rstrip() + "…"
 
 
-def _split_sentences(text: str) -> list[str]:
-    r"""`re.split(r"(?<=[.!?])\s+", text)`, without a look-behind at every character (twice as fast)."""
-    pieces, start = [], 0
-    for end in _SENTENCE_END.finditer(text):
-        pieces.append(text[start : end.start(1)])
-        start = end.end(1)
-    pieces.append(text[start:])
-    return pieces
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    r"""Where the pieces of `re.split(r"(?<=[.!?])\s+", text)` are in `text` (start, end), found
+    without a regular expression looking at every character: `str.find` of each of `.`, `!`, `?` (a
+    C loop), then the whitespace after it (`str.isspace` is the regular expressions' `\s` for `str`)."""
+    marks: list[int] = []
+    for char in ".!?":
+        at = text.find(char)
+        while at != -1:
+            marks.append(at)
+            at = text.find(char, at + 1)
+    size = len(text)
+    if not marks:
+        return [(0, size)]
+    marks.sort()
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for mark in marks:
+        gap = mark + 1
+        if mark < start or gap == size or not text[gap].isspace():
+            continue
+        end = gap + 1
+        while end < size and text[end].isspace():
+            end += 1
+        spans.append((start, gap))
+        start = end
+    spans.append((start, size))
+    return spans
 
 
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-
-
-def _has_word(text: str, word: str) -> bool:
-    """Whether `word` is one of `tokens(text)` (text already lower-case)."""
-    start = text.find(word)
-    while start != -1:
-        end = start + len(word)
-        if (start == 0 or text[start - 1] not in _WORD_CHARS) and (
-            end == len(text) or text[end] not in _WORD_CHARS
-        ):
-            return True
-        start = text.find(word, start + 1)
-    return False
