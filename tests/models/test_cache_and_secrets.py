@@ -275,3 +275,58 @@ def test_cache_put_many_writes_a_str_payload_as_it_is_and_a_dict_as_json(sqlite_
     sqlite_store.cache_put_many([("a", "openai/m", '{"text":"a"}'), ("b", "openai/m", {"text": "b"})])
     assert sqlite_store.cache_get_many_json(["a", "b"]) == {"a": '{"text":"a"}', "b": '{"text": "b"}'}
     assert sqlite_store.cache_get_many(["a", "b"]) == {"a": {"text": "a"}, "b": {"text": "b"}}
+
+
+async def test_the_same_request_asked_twice_at_once_is_paid_once(
+    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+) -> None:
+    engine, model = make_engine(store=sqlite_store)
+    server.script(Behavior(text="shared", latency=0.2))
+    first, second, other = await asyncio.gather(
+        engine.generate(model, HELLO),
+        engine.generate(model, HELLO),
+        engine.generate(model, [{"role": "user", "content": "Something else."}]),
+    )
+    assert isinstance(first, Completion)
+    assert isinstance(second, Completion)
+    assert isinstance(other, Completion)
+    assert (first.text, second.text) == ("shared", "shared")
+    assert (first.cached, second.cached, other.cached) == (False, True, False)
+    assert len(server.chat_requests) == 2  # HELLO once, the other question once
+    assert engine.accounting.by_model[model.id].cache_hits == 1
+    assert engine.accounting.by_model[model.id].calls == 2
+    await engine.aclose()
+
+
+async def test_a_failed_shared_call_is_asked_again_and_cache_off_shares_nothing(
+    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+) -> None:
+    engine, model = make_engine(store=sqlite_store)
+    server.script(Behavior(status=400, error_message="bad request", latency=0.2), Behavior(text="second try"))
+    first, second = await asyncio.gather(engine.generate(model, HELLO), engine.generate(model, HELLO))
+    assert isinstance(first, CallFailure)  # a failure is never handed to the one who waited
+    assert isinstance(second, Completion)
+    assert (second.text, second.cached) == ("second try", False)
+    assert len(server.chat_requests) == 2
+    await engine.aclose()
+    off, model_off = make_engine(store=sqlite_store, cache="off")
+    server.script(Behavior(text="a", latency=0.1), Behavior(text="b", latency=0.1))
+    replies = await asyncio.gather(off.generate(model_off, HELLO), off.generate(model_off, HELLO))
+    assert all(isinstance(r, Completion) and not r.cached for r in replies)
+    assert len(server.chat_requests) == 4  # cache off: each call is sent
+    await off.aclose()
+
+
+async def test_a_caller_cancelled_while_another_waits_leaves_the_waiter_its_own_call(sqlite_store: Store) -> None:
+    model = FakeModel("fake/slow", function=lambda messages, settings: "answer", latency_s=0.2)
+    async with Engine(store=sqlite_store) as engine:
+        leader = asyncio.create_task(engine.generate(model, HELLO))  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)
+        waiter = asyncio.create_task(engine.generate(model, HELLO))  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)
+        leader.cancel()
+        result = await waiter
+    assert leader.cancelled()
+    assert isinstance(result, Completion)
+    assert (result.text, result.cached) == ("answer", False)  # asked on its own once the first stopped
+    assert len(model.calls) == 2

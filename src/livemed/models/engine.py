@@ -138,6 +138,7 @@ class Engine(Budget):
         self._budget_changed: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
         self._unpriced_warned: set[str] = set()
         self.schema_refused: set[str] = set()  # models whose endpoint refused the JSON-schema format
+        self._in_flight: dict[str, asyncio.Future[Completion | CallFailure]] = {}  # cache key -> its call
 
     # ------------------------------------------------------------------ public
 
@@ -154,7 +155,9 @@ class Engine(Budget):
 
         `refresh=True` skips the cached reply (the call is sent; its completion replaces the entry).
         Only completions with text are cached: a failure, including a reply without text, is asked
-        again by the next run.
+        again by the next run. With the cache on, a call whose key is already being asked waits for
+        that call and takes its completion as a cache hit (the same request is never paid twice at
+        once); if that call fails, it is asked on its own.
         """
         settings = settings or Settings()
         key = cache_key(model, messages, settings)
@@ -168,6 +171,32 @@ class Engine(Budget):
             completion.cached = True
             self._record("cache_hit", stage, model.id, cache_hits=1)
             return completion
+        if not self.cache.writable or refresh:
+            return await self._generate(model, messages, settings, stage, key)
+        loop = asyncio.get_running_loop()
+        while (flight := self._in_flight.get(key)) is not None and flight.get_loop() is loop:
+            await asyncio.wait([flight])  # never cancelled with it: the other caller's call may stop
+            shared = None if flight.cancelled() else flight.result()
+            if isinstance(shared, Completion):
+                self._record("cache_hit", stage, model.id, cache_hits=1)
+                return shared.model_copy(update={"cached": True})
+        flight = loop.create_future()
+        self._in_flight[key] = flight
+        try:
+            result = await self._generate(model, messages, settings, stage, key)
+        except BaseException:
+            flight.cancel()
+            raise
+        finally:
+            if self._in_flight.get(key) is flight:
+                del self._in_flight[key]
+        flight.set_result(result)
+        return result
+
+    async def _generate(
+        self, model: Model, messages: list[Message], settings: Settings, stage: str, key: str
+    ) -> Completion | CallFailure:
+        """The call itself, past the cache: limits, budget, retries; a completion is cached."""
         if self.cache_mode == "read-only":
             self._record("failure", stage, model.id, "cache miss", failures=1)
             return CallFailure(
