@@ -317,7 +317,9 @@ async def test_a_failed_shared_call_is_asked_again_and_cache_off_shares_nothing(
     await off.aclose()
 
 
-async def test_a_caller_cancelled_while_another_waits_leaves_the_waiter_its_own_call(sqlite_store: Store) -> None:
+async def test_a_caller_cancelled_while_another_waits_leaves_the_waiter_its_own_call(
+    sqlite_store: Store,
+) -> None:
     model = FakeModel("fake/slow", function=lambda messages, settings: "answer", latency_s=0.2)
     async with Engine(store=sqlite_store) as engine:
         leader = asyncio.create_task(engine.generate(model, HELLO))  # type: ignore[arg-type]
