@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from livemed.reports.build import ReportData
+from livemed.reports.charts import axes_chart
 from livemed.reports.html import render_html, write_report
 from tests.conftest import REPO_ROOT
 from tests.reports.browser import opened_report
@@ -64,3 +65,31 @@ def test_a_script_that_escaped_escaping_would_not_run(report_data: ReportData, t
         assert page.evaluate("typeof window.__pwned2") == "undefined"
     assert errors, "the blocked scripts should be reported as CSP violations"
     assert all("Content Security Policy" in e for e in errors), errors
+
+
+HEALTHBENCH_AXES = [
+    "accuracy",
+    "completeness",
+    "context_awareness",
+    "communication_quality",
+    "instruction_following",
+]
+
+
+def test_axis_labels_of_the_heat_map_never_overlap(report_data: ReportData, tmp_path: Path) -> None:
+    for row in report_data.leaderboard:  # HealthBench's five axes, the longest names a report meets
+        row.per_axis.clear()
+        row.per_axis.update({axis: 0.5 for axis in HEALTHBENCH_AXES})
+    report_data.charts["axes"] = axes_chart(report_data.leaderboard)
+    path = write_report(report_data, tmp_path / "report.html")
+    with opened_report(path) as page:
+        boxes = page.eval_on_selector_all(
+            "text.axis-label",
+            "els => els.map(e => { const b = e.getBBox(); "
+            "return [e.textContent, b.x, b.y, b.width, b.height] })",
+        )
+    for i, (text, x, y, w, h) in enumerate(boxes):
+        for other, x2, y2, w2, h2 in boxes[i + 1 :]:
+            apart = x + w <= x2 or x2 + w2 <= x or y + h <= y2 or y2 + h2 <= y
+            assert apart, f"{text!r} overlaps {other!r}"
+    assert {text for text, *_ in boxes} >= {"accuracy", "completeness", "communication", "quality"}  # wrapped

@@ -105,18 +105,34 @@ def _heat(value: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
+CHAR_W = 7.0  # a generous width of one character at font size 12
+
+
+def _label_lines(label: str, width: float) -> list[str]:
+    """`label` in lines that fit `width` (at word breaks; a single word longer than that stays whole)."""
+    lines: list[str] = []
+    for word in label.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= (width - 6) / CHAR_W:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return lines or [label]
+
+
 def axes_chart(rows: Sequence[LeaderboardRow]) -> Chart:
     """A heat map: models × axes, each cell the model's mean axis score."""
     axes: list[str] = []
     for row in rows:
         axes.extend(a for a in row.per_axis if a not in axes)
-    cell_w, cell_h, top = (WIDTH - LABEL_W) / max(len(axes), 1), 30.0, 34.0
+    cell_w, cell_h = (WIDTH - LABEL_W) / max(len(axes), 1), 30.0
+    labels = [_label_lines(axis.replace("_", " "), cell_w) for axis in axes]
+    top = 20.0 + 14.0 * max((len(lines) for lines in labels), default=1)
     chart = Chart(WIDTH, top + cell_h * len(rows) + 10, "Mean score per axis (cell colour: 0 white, 1 blue)")
-    for j, axis in enumerate(axes):
+    for j, lines in enumerate(labels):
         x = LABEL_W + (j + 0.5) * cell_w
-        chart.add(
-            "text", x=x, y=top - 10, text=axis.replace("_", " "), anchor="middle", size=12, fill="#374151"
-        )
+        for k, line in enumerate(lines):  # the last line sits just above the cells
+            y = top - 10 - 14 * (len(lines) - 1 - k)
+            chart.add("text", x=x, y=y, text=line, anchor="middle", size=12, fill="#374151", css="axis-label")
     for i, row in enumerate(rows):
         y = top + i * cell_h
         chart.add("text", x=LABEL_W - 8, y=y + 20, text=row.model, anchor="end", size=12, fill="#111827")
