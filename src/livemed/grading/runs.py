@@ -292,15 +292,17 @@ def _unsettled(
                 if f["reason"] != CALL_FAILED
             }
     todo = []
+    hashes: dict[str, list[str]] = {}  # case id -> its criteria's hashes, once for every answer to it
     for answer in chunk:
         rubric = keys.get(f"rubric:{answer.case_id}")
         if answer.case_id not in present or rubric is None:
             todo.append(answer)
             continue
-        ids = [
-            grade_id(answer.id, short_hash(c["text"], c["axis"], str(c["weight"]), length=12), judge)
-            for c in rubric["criteria"]
-        ]
+        if answer.case_id not in hashes:
+            hashes[answer.case_id] = [
+                short_hash(c["text"], c["axis"], str(c["weight"]), length=12) for c in rubric["criteria"]
+            ]
+        ids = [grade_id(answer.id, h, judge) for h in hashes[answer.case_id]]
         if all(i in graded or i in failed for i in ids):
             plan.done += len(ids)
         else:
