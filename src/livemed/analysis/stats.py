@@ -365,7 +365,8 @@ def spearman(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -
         return math.nan, math.nan
     if np.isnan(a).any() or np.isnan(b).any():
         return math.nan, math.nan
-    rs = np.corrcoef(np.column_stack((_average_ranks(a), _average_ranks(b))), rowvar=False)
+    ranks = np.column_stack((_average_ranks(a), _average_ranks(b)))
+    rs: FloatArray = np.asarray(np.corrcoef(ranks, rowvar=False))
     dof = a.size - 2
     with np.errstate(divide="ignore"):  # rs may be ±1: t is then infinite and p 0
         t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
