@@ -13,7 +13,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli.application import app
-from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from livemed.analysis.bimodality import BimodalityRow
     from livemed.analysis.completeness import Grading
     from livemed.analysis.length import LengthRow
-    from livemed.grading.runs import ScoreRun
+    from livemed.grading.scoring import ScoreRun
     from livemed.records import Score
     from livemed.store import Store
 
@@ -60,7 +59,7 @@ def scores(
     from livemed.analysis.completeness import count, not_ranked_line
     from livemed.errors import RunError
     from livemed.grading import score as S
-    from livemed.grading.runs import score_all
+    from livemed.grading.scoring import score_all
     from livemed.runs import track_run
 
     if convention not in S.CONVENTIONS:
@@ -235,6 +234,7 @@ def agreement(
     max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit in US dollars."),
 ) -> None:
     """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
+    from livemed.cli.common import make_engine, print_usage, usage_on_failure  # here: `scores` needs none
     from livemed.errors import InputFileError
     from livemed.grading.agreement import grade_items, metrics
     from livemed.grading.judge import OfflineGrader
