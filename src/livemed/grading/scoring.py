@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NotRequired
+from typing import Any, Literal, NamedTuple, NotRequired
 
 from pydantic import AwareDatetime, TypeAdapter
 from typing_extensions import TypedDict
@@ -150,6 +150,24 @@ class _Prepared:
         ]
 
 
+class _AnswerView(TypedDict):
+    """The fields of a stored Answer that scoring reads (not its text)."""
+
+    case_id: str
+    model: str
+
+
+_ANSWER = TypeAdapter(_AnswerView)
+
+
+class _AnswerRef(NamedTuple):
+    """An answer as scoring sees it: its id, case and model."""
+
+    id: str
+    case_id: str
+    model: str
+
+
 class _CriterionView(TypedDict):
     text: str
     polarity: Literal["positive", "negative"]
@@ -260,7 +278,7 @@ def score_answer(
 
 
 def _score(
-    answer: Answer,
+    answer: Answer | _AnswerRef,
     prepared: _Prepared,
     met: tuple[bool | None, ...],
     *,
@@ -322,7 +340,11 @@ def score_all(
     wanted = set(models) if models is not None else {model} if model is not None else None
     run = ScoreRun()
     rubrics: dict[str, _Prepared | None] = {}
-    answers = (a for a in store.iter(Answer) if wanted is None or a.model in wanted)
+    answers = (
+        _AnswerRef(answer_id, view["case_id"], view["model"])
+        for answer_id, view in store.fields(Answer.kind, _ANSWER)
+        if wanted is None or view["model"] in wanted
+    )
     suffix = "" if policy == "not-met" else f":{policy}"
     for chunk in batched(answers, batch_size):
         ids = {a.id: f"score:{a.id}:{judge}:{convention}{suffix}" for a in chunk}
@@ -362,7 +384,7 @@ def score_all(
     return run
 
 
-def _current_scores(store: Store, answers: Sequence[Answer], score_ids: list[str]) -> dict[str, Score]:
+def _current_scores(store: Store, answers: Sequence[_AnswerRef], score_ids: list[str]) -> dict[str, Score]:
     """The stored scores (by id) that are newer than every verdict on their answer and its rubric."""
     written = store.updated_at(Score.kind, score_ids)
     if not written:
@@ -388,7 +410,7 @@ def _current_scores(store: Store, answers: Sequence[Answer], score_ids: list[str
 def _score_one(
     run: ScoreRun,
     out: list[Score],
-    answer: Answer,
+    answer: _AnswerRef,
     prepared: _Prepared | None,
     found: tuple[dict[str, bool | None], int],
     unscored: list[str],
