@@ -416,32 +416,29 @@ def bimodality_coefficient(values: Sequence[float] | FloatArray) -> float:
     return (g * g + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
 
 
-def _central_moments(x: FloatArray) -> tuple[np.float64, np.float64, np.float64, np.float64]:
-    """mean and the 2nd, 3rd and 4th central moments, with `scipy.stats`' own operations (its
-    `_moment`: d², d²·d and (d²)² of d = x − mean, each averaged), so the floats are scipy's."""
+def _moments(values: Sequence[float] | FloatArray) -> tuple[int, np.float64, np.float64, np.float64] | None:
+    """(n, m2, m3, m4): the 2nd, 3rd and 4th central moments with `scipy.stats`' own operations (its
+    `_moment`: d², d²·d and (d²)² of d = x − mean, each averaged), so the floats are scipy's; None where
+    scipy's skew and kurtosis are nan: no values, a nan among them, or no spread (m2 ≤ (eps · mean)²)."""
+    x = as_array(values)
+    if x.size == 0:
+        return None
     mean = np.mean(x, axis=0, keepdims=True)
     d = x - mean
     square = d**2
     m2, m3, m4 = np.mean(square, axis=0), np.mean(square * d, axis=0), np.mean(square**2, axis=0)
-    return mean[0], m2, m3, m4
-
-
-def _spread_is_zero(mean: np.float64, m2: np.float64) -> bool:
-    """scipy's test for no spread: m2 ≤ (eps · mean)² (skew and kurtosis are then nan)."""
-    return bool(m2 <= (np.finfo(np.float64).eps * mean) ** 2)
+    if np.isnan(mean[0]) or m2 <= (np.finfo(np.float64).eps * mean[0]) ** 2:
+        return None
+    return x.size, m2, m3, m4
 
 
 def _skewness(values: Sequence[float] | FloatArray) -> float:
     """The bias-corrected sample skewness, as `scipy.stats.skew(x, bias=False)`: √(n(n−1))/(n−2) ·
     m3/m2^1.5, the uncorrected m3/m2^1.5 for two values (scipy's rule). nan: no values, no spread, or a
     nan among them."""
-    x = as_array(values)
-    n = x.size
-    if n == 0:
+    if (moments := _moments(values)) is None:
         return math.nan
-    mean, m2, m3, _ = _central_moments(x)
-    if np.isnan(mean) or _spread_is_zero(mean, m2):
-        return math.nan
+    n, m2, m3, _ = moments
     if n <= 2:
         return float(m3 / m2**1.5)
     return float(((n - 1.0) * n) ** 0.5 / (n - 2.0) * m3 / m2**1.5)
@@ -451,13 +448,9 @@ def _excess_kurtosis(values: Sequence[float] | FloatArray) -> float:
     """The bias-corrected sample excess kurtosis, as `scipy.stats.kurtosis(x, bias=False)`:
     ((n²−1)·m4/m2² − 3(n−1)²) / ((n−2)(n−3)), the uncorrected m4/m2² − 3 for up to three values
     (scipy's rule). nan: no values, no spread, or a nan among them."""
-    x = as_array(values)
-    n = x.size
-    if n == 0:
+    if (moments := _moments(values)) is None:
         return math.nan
-    mean, m2, _, m4 = _central_moments(x)
-    if np.isnan(mean) or _spread_is_zero(mean, m2):
-        return math.nan
+    n, m2, _, m4 = moments
     if n <= 3:
         return float(m4 / m2**2.0 - 3)
     corrected = 1.0 / (n - 2) / (n - 3) * ((n**2 - 1.0) * m4 / m2**2.0 - 3 * (n - 1) ** 2.0)
