@@ -162,6 +162,13 @@ def parse_example(
 
     `max_criteria`: refuse an example with more rubric items than this."""
     fields.finite_everywhere(data)
+    return _parse(data, published, date_field, max_criteria)
+
+
+def _parse(
+    data: dict[str, Any], published: datetime, date_field: str, max_criteria: int | None
+) -> tuple[Case, Rubric]:
+    """`parse_example` of an object known to hold only finite numbers."""
     prompt_id = _prompt_id(data.get("prompt_id"))
     messages = _messages(data.get("prompt"))
     users = [m["content"] for m in messages if m["role"] == "user" and m["content"].strip()]
@@ -206,9 +213,20 @@ def parse_example(
         published=published,
         provenance=Provenance(settings={"imported_from": SOURCE}),
     )
-    if (repeated := rubric.repeated_criterion()) is not None:
+    if (repeated := _repeated(criteria)) is not None:
         raise ValueError(f"rubric item {repeated.text!r} appears twice with the same axis and points")
     return case, rubric
+
+
+def _repeated(criteria: list[Criterion]) -> Criterion | None:
+    """`Rubric.repeated_criterion` without hashing: a criterion's id is a hash of (text, axis, weight),
+    so two share an id exactly when those are equal."""
+    seen: set[tuple[str, str, int]] = set()
+    for criterion in criteria:
+        if (key := (criterion.text, criterion.axis, criterion.weight)) in seen:
+            return criterion
+        seen.add(key)
+    return None
 
 
 def read_healthbench(
@@ -223,11 +241,10 @@ def read_healthbench(
     (a line over `max_record_bytes` or with more than `max_criteria` rubric items is one such error)."""
     return parse_objects(
         path,
-        lambda data: parse_example(
-            data, published=published, date_field=date_field, max_criteria=max_criteria
-        ),
+        lambda data: _parse(data, published, date_field, max_criteria),
         max_bytes=max_record_bytes,
         limit_name="[import] max_record_bytes, --max-record-bytes",
+        lenient=fields.finite_everywhere,
     )
 
 
