@@ -126,20 +126,35 @@ def _objects(
     path: Path, *, max_bytes: int | None, limit_name: str
 ) -> Iterator[tuple[int, dict[str, Any], bool] | InputFileError]:
     """`json_objects`, each object with whether orjson decoded it (then it holds no NaN or ±Infinity)."""
+    for number, raw in read_lines(path, max_bytes):
+        if (item := line_object(path, number, raw, max_bytes, limit_name)) is not None:
+            yield item
+
+
+def read_lines(path: Path, max_bytes: int | None) -> Iterator[tuple[int, bytes | int]]:
+    """(line number, raw line) of a JSONL file, a line over `max_bytes` as its size (see `line_object`)."""
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise InputFileError(path, f"cannot open: {exc.strerror}") from None
     with handle:
-        for number, raw in enumerate(_lines(handle, max_bytes), start=1):
-            if isinstance(raw, int):
-                message = f"record of {raw:,} bytes is over the limit of {max_bytes:,} bytes ({limit_name})"
-                yield InputFileError(path, message, number)
-            elif isinstance(data := _decode_exact(raw), dict):
-                yield number, data, True
-            elif raw.strip():
-                item = _decode(path, raw, number)
-                yield item if isinstance(item, InputFileError) else (*item, False)
+        yield from enumerate(_lines(handle, max_bytes), start=1)
+
+
+def line_object(
+    path: Path, number: int, raw: bytes | int, max_bytes: int | None, limit_name: str
+) -> tuple[int, dict[str, Any], bool] | InputFileError | None:
+    """One line of `read_lines` as (number, object, decoded by orjson), an error naming file:line, or
+    None for a blank line."""
+    if isinstance(raw, int):
+        message = f"record of {raw:,} bytes is over the limit of {max_bytes:,} bytes ({limit_name})"
+        return InputFileError(path, message, number)
+    if isinstance(data := _decode_exact(raw), dict):
+        return number, data, True
+    if not raw.strip():
+        return None
+    item = _decode(path, raw, number)
+    return item if isinstance(item, InputFileError) else (*item, False)
 
 
 def parse_objects(
@@ -156,16 +171,25 @@ def parse_objects(
     objects Python's json decoded, the only ones that can hold NaN or ±Infinity (e.g.
     `interop.fields.finite_everywhere`)."""
     for item in _objects(path, max_bytes=max_bytes, limit_name=limit_name or "max_record_bytes"):
-        if isinstance(item, InputFileError):
-            yield item
-            continue
-        number, data, exact = item
-        try:
-            if lenient is not None and not exact:
-                lenient(data)
-            yield parse(data)
-        except ValueError as exc:
-            yield InputFileError(path, str(exc), number)
+        yield parse_object(path, item, parse, lenient)
+
+
+def parse_object(
+    path: Path,
+    item: tuple[int, dict[str, Any], bool] | InputFileError,
+    parse: Callable[[dict[str, Any]], T],
+    lenient: Callable[[dict[str, Any]], None] | None = None,
+) -> T | InputFileError:
+    """One item of `line_object` through `parse` (see `parse_objects`)."""
+    if isinstance(item, InputFileError):
+        return item
+    number, data, exact = item
+    try:
+        if lenient is not None and not exact:
+            lenient(data)
+        return parse(data)
+    except ValueError as exc:
+        return InputFileError(path, str(exc), number)
 
 
 def record_from(data: dict[str, Any], *, default_kind: str | None = None) -> Record:

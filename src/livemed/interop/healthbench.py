@@ -32,17 +32,20 @@ failing on a missing key).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
 from livemed.errors import InputFileError
 from livemed.interop import fields
+from livemed.interop.chunks import Lines
 from livemed.interop.fields import kind_of
-from livemed.jsonl import parse_objects
+from livemed.jsonl import line_object, parse_object, parse_objects
 from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
+from livemed.store import StoredRow, stored_row
 
 SOURCE = "healthbench"
 LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
@@ -64,6 +67,7 @@ FINDING_AXIS = "no known axis tag"
 FINDING_WEIGHT = "points kept, weight rounded"
 FINDING_NO_POSITIVE = "no positive points (never scored)"
 MAX_CRITERIA_SETTING = "[import] max_criteria, --max-criteria"
+LIMIT_NAME = "[import] max_record_bytes, --max-record-bytes"
 _CRITERIA = TypeAdapter(list[Criterion])
 
 
@@ -243,9 +247,50 @@ def read_healthbench(
         path,
         lambda data: _parse(data, published, date_field, max_criteria),
         max_bytes=max_record_bytes,
-        limit_name="[import] max_record_bytes, --max-record-bytes",
+        limit_name=LIMIT_NAME,
         lenient=fields.finite_everywhere,
     )
+
+
+class Prepared(NamedTuple):
+    """An example ready to store: its case's id and source id, the rubric's findings, both rows."""
+
+    case_id: str
+    source_id: str
+    findings: list[str]
+    rows: tuple[StoredRow, StoredRow]
+
+
+@dataclass(frozen=True)
+class ExampleChunks:
+    """Parses a chunk of a HealthBench file's lines (`interop.chunks`) into `Prepared` examples, a bad
+    line into (line number, what is wrong): `read_healthbench`'s results, made into store rows where
+    they are parsed (picklable, so that a worker process can run it)."""
+
+    path: Path
+    published: datetime
+    date_field: str
+    max_record_bytes: int | None = None
+    max_criteria: int | None = None
+
+    def __call__(self, lines: Lines) -> list[Prepared | tuple[int, str]]:
+        out: list[Prepared | tuple[int, str]] = []
+        for number, raw in lines:
+            item = line_object(self.path, number, raw, self.max_record_bytes, LIMIT_NAME)
+            if item is None:
+                continue
+            parsed = parse_object(self.path, item, self._parse, fields.finite_everywhere)
+            if isinstance(parsed, InputFileError):
+                out.append((number, parsed.detail))
+                continue
+            case, rubric = parsed
+            out.append(
+                Prepared(case.id, case.source_id, rubric.findings, (stored_row(case), stored_row(rubric)))
+            )
+        return out
+
+    def _parse(self, data: dict[str, Any]) -> tuple[Case, Rubric]:
+        return _parse(data, self.published, self.date_field, self.max_criteria)
 
 
 def criterion_tags(criterion: Criterion, *, imported: bool) -> list[str]:

@@ -198,8 +198,11 @@ class Store:
     def _put_rows(self, rows: list[StoredRow]) -> int:
         unique = list({(r.kind, r.id): r for r in rows}.values())
         now = naive_utc(utcnow())  # one write time for the transaction's rows
+        values = [
+            (kind, id_, parent, published, now, payload) for kind, id_, parent, published, payload in unique
+        ]
         with self._write() as conn:
-            self._upsert(conn, records_table, [{**r._asdict(), "updated_at": now} for r in unique], _KEYS)
+            self._upsert_values(conn, records_table, values, _KEYS)
         return len(unique)
 
     def get(self, cls: type[R], record_id: str) -> R | None:
@@ -478,6 +481,13 @@ class Store:
         building and caching a statement per call)."""
         if not rows:
             return
+        columns = [c.name for c in table.columns]
+        self._upsert_values(conn, table, [tuple(row[name] for name in columns) for row in rows], keys)
+
+    def _upsert_values(
+        self, conn: Connection, table: sa.Table, rows: Sequence[Sequence[Any]], keys: list[str]
+    ) -> None:
+        """`_upsert` of rows given as value tuples in the table's column order."""
         upsert = self._upserts.get((table.name, *keys))
         if upsert is None:
             upsert = self._upserts[(table.name, *keys)] = _Upsert(table, keys, self.engine.dialect)
@@ -578,30 +588,50 @@ def _row(record: Record) -> dict[str, Any]:
 
 
 class _Upsert:
-    """A table's `INSERT … ON CONFLICT (keys) DO UPDATE` compiled for one dialect, and how to pass rows
-    to the DBAPI: positional tuples (SQLite's qmark) or dicts (psycopg's pyformat)."""
+    """A table's `INSERT … ON CONFLICT (keys) DO UPDATE` compiled for one dialect, and its rows (value
+    tuples in the table's column order) as the DBAPI takes them: sequences for SQLite's qmark, dicts
+    for psycopg's pyformat, each value through its column type's bind processor (SQLite's datetime
+    text), made once per distinct value of a call (a batch's rows share their two times)."""
 
     def __init__(self, table: sa.Table, keys: list[str], dialect: sa.Dialect) -> None:
         insert = (postgresql.insert if dialect.name == "postgresql" else sqlite.insert)(table)
         updates = {c.name: insert.excluded[c.name] for c in table.columns if c.name not in keys}
         compiled = insert.on_conflict_do_update(index_elements=keys, set_=updates).compile(dialect=dialect)
         self.sql = compiled.string
-        self.order = list(compiled.positiontup) if compiled.positional and compiled.positiontup else None
-        names = self.order or [c.name for c in table.columns]
-        self.binds = {
-            name: bind
-            for name in names
-            if (bind := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
-        }
+        self.columns = [c.name for c in table.columns]
+        order = list(compiled.positiontup or []) if compiled.positional else self.columns
+        self.order = [self.columns.index(name) for name in order] if order != self.columns else None
+        self.named = not compiled.positional
+        self.binds = [
+            (index, bind)
+            for index, column in enumerate(table.columns)
+            if (bind := column.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        ]
 
-    def parameters(self, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]] | list[dict[str, Any]]:
+    def parameters(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]] | list[dict[str, Any]]:
         if self.binds:
-            binds = self.binds
-            rows = [{k: (binds[k](v) if k in binds else v) for k, v in row.items()} for row in rows]
+            rows = self._bound(rows)
         if self.order is not None:
             order = self.order
-            return [tuple(row[name] for name in order) for row in rows]
+            rows = [tuple(row[index] for index in order) for row in rows]
+        if self.named:
+            columns = self.columns
+            return [dict(zip(columns, row, strict=True)) for row in rows]
         return rows
+
+    def _bound(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+        made: dict[tuple[int, Any], Any] = {}
+        out = []
+        for row in rows:
+            values = list(row)
+            for index, bind in self.binds:
+                key = (index, values[index])
+                value = made.get(key, made)
+                if value is made:
+                    value = made[key] = bind(values[index])
+                values[index] = value
+            out.append(tuple(values))
+        return out
 
 
 def _load(cls: type[R], record_id: str, payload: str) -> R:
