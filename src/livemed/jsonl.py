@@ -83,7 +83,7 @@ _DIGITS = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))  # every 
 _LONG_DIGITS = b"0" * 19
 
 
-def _decode_exact(raw: bytes) -> Any:
+def decode_exact(raw: bytes) -> Any:
     """The object of a line that orjson reads exactly as Python's json would (several times faster,
     and it holds only finite numbers), else None: such a line goes through `_decode`."""
     if _LONG_DIGITS in raw.translate(_DIGITS):  # two passes in C; a regex is 10× slower
@@ -149,7 +149,7 @@ def line_object(
     if isinstance(raw, int):
         message = f"record of {raw:,} bytes is over the limit of {max_bytes:,} bytes ({limit_name})"
         return InputFileError(path, message, number)
-    if isinstance(data := _decode_exact(raw), dict):
+    if isinstance(data := decode_exact(raw), dict):
         return number, data, True
     if not raw.strip():
         return None

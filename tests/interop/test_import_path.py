@@ -18,8 +18,8 @@ from typer.testing import CliRunner, Result
 
 from livemed.cli import app
 from livemed.interop import chunks
-from livemed.interop.healthbench import ExampleChunks, Prepared, parse_example
-from livemed.jsonl import _decode_exact, json_objects, read_lines
+from livemed.interop.healthbench import ExampleChunks, Kept, Prepared, case_id_of, parse_example, stored_lines
+from livemed.jsonl import decode_exact, json_objects, read_lines
 from livemed.records import RECORD_TYPES, Case, Rubric
 from livemed.store import Store, naive_utc
 from livemed.store.schema import records_table
@@ -86,7 +86,9 @@ def test_every_payload_is_what_the_record_models_make(tmp_path: Path) -> None:
             }
         assert len(rows) == 2 * len(lines)
         for data in lines:
-            for record in parse_example(data, published=DAY, date_field="option"):
+            parsed = parse_example(data, published=DAY, date_field="option")
+            assert case_id_of(data) == parsed[0].id
+            for record in parsed:
                 payload, published, parent = rows[(record.kind, record.id)]
                 expected = record.model_dump_json()
                 assert CREATED.sub("", payload) == CREATED.sub("", expected)  # byte for byte
@@ -113,15 +115,15 @@ def test_orjson_decodes_a_line_as_pythons_json_or_leaves_it_to_json() -> None:
     ]
     for line in lines:
         raw = (line + "\n").encode()
-        fast = _decode_exact(raw)
+        fast = decode_exact(raw)
         if fast is None:
             continue
         slow = json.loads(line)
         assert fast == slow, line
         assert _types(fast) == _types(slow), line
-    assert _decode_exact(b'{"big": 18446744073709551616}\n') is None  # orjson would make it a float
-    assert _decode_exact(b'{"x": NaN}\n') is None
-    assert _decode_exact(b'{"a": 1}\n') == {"a": 1}
+    assert decode_exact(b'{"big": 18446744073709551616}\n') is None  # orjson would make it a float
+    assert decode_exact(b'{"x": NaN}\n') is None
+    assert decode_exact(b'{"a": 1}\n') == {"a": 1}
 
 
 def _types(value: Any) -> Any:
@@ -224,3 +226,24 @@ def test_cases_and_rubrics_read_back(tmp_path: Path) -> None:
         rubrics = list(opened.iter(Rubric))
     assert len(cases) == len(rubrics) == 30
     assert {r.case_id for r in rubrics} == {c.id for c in cases}
+
+
+def test_a_stored_example_is_not_parsed_again_unless_replaced(any_store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "hb.jsonl"
+    path.write_text("\n".join(json.dumps(good(f"p{n}")) for n in range(3)) + "\n")
+    assert invoke(any_store.url, "import-healthbench", str(path), "--published", "2025-01-01").exit_code == 0
+    changed = [good("p0"), good("p1", rubrics="not a list"), good("p3")]  # p1 stored, now bad
+    path.write_text("\n".join(json.dumps(d) for d in changed) + "\n")
+    kept = invoke(any_store.url, "import-healthbench", str(path), "--published", "2025-01-01")
+    assert kept.exit_code == 0, kept.output
+    assert "imported 1 case(s) with rubrics; 0 bad line(s)" in kept.output
+    assert "2 already in the store, kept" in kept.output
+    replaced = invoke(
+        any_store.url, "import-healthbench", str(path), "--published", "2025-01-01", "--replace"
+    )
+    assert replaced.exit_code == 1
+    assert f"{path}:2: rubrics: expected a non-empty list of items" in " ".join(replaced.output.split())
+    lines = list(read_lines(path, None))
+    assert stored_lines(lines, lambda ids: any_store.has("case", ids)) == frozenset({1, 2, 3})
+    parse = ExampleChunks(path, DAY, "option")
+    assert parse(lines, frozenset({2}))[1] == Kept("case:healthbench:p1")

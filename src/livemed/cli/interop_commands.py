@@ -15,6 +15,7 @@ from livemed.cli.application import app
 from livemed.cli.context import console, err_console, state
 
 if TYPE_CHECKING:
+    from livemed.interop.chunks import Lines
     from livemed.interop.healthbench import Prepared
     from livemed.store import Store
 
@@ -140,7 +141,7 @@ def load_healthbench(
     from livemed.errors import InputFileError
     from livemed.interop.chunks import default_workers, parsed_chunks
     from livemed.interop.dates import resolve_published
-    from livemed.interop.healthbench import ExampleChunks, Prepared
+    from livemed.interop.healthbench import ExampleChunks, Kept, Prepared, stored_lines
 
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
@@ -151,12 +152,20 @@ def load_healthbench(
     findings = _Findings()
     parse = ExampleChunks(file, date, basis, max_bytes, max_items)
     processes = default_workers(file) if workers is None else workers
+
+    def stored(lines: Lines) -> frozenset[int]:  # stored examples are not parsed again
+        return stored_lines(lines, lambda ids: store.has("case", ids))
+
+    skip = None if replace else stored
     batch: list[Prepared] = []
-    for chunk in parsed_chunks(file, parse, max_bytes=max_bytes, workers=processes):
+    for chunk in parsed_chunks(file, parse, max_bytes=max_bytes, workers=processes, skip=skip):
         for item in chunk:
             if isinstance(item, Prepared):
                 out.case_ids.append(item.case_id)
                 batch.append(item)
+            elif isinstance(item, Kept):
+                out.case_ids.append(item.case_id)
+                counts["kept"] += 1
             else:
                 _skipped(InputFileError(file, item[1], item[0]))
                 out.bad += 1

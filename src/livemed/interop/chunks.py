@@ -1,11 +1,12 @@
 """An imported file read in chunks of lines, parsed in worker processes while this process writes.
 
-`parsed_chunks(path, parse, max_bytes=…, workers=…)` reads the file's lines (`jsonl.read_lines`: a line
-over `max_bytes` comes as its size, never read whole), hands them on in chunks of `CHUNK_LINES`, and
-yields `parse(chunk)` for each chunk in file order. With `workers` > 0 the chunks are parsed by that
-many forked processes (`parse` must be picklable, e.g. a frozen dataclass) and at most `2 × workers + 1`
-chunks are in flight, so memory is bounded by the chunk size, not by the file; with 0 (or where `fork`
-is not available) they are parsed here. Workers ignore Ctrl-C: this process stops them.
+`parsed_chunks(path, parse, max_bytes=…, workers=…, skip=…)` reads the file's lines
+(`jsonl.read_lines`: a line over `max_bytes` comes as its size, never read whole), hands them on in
+chunks of `CHUNK_LINES`, and yields `parse(chunk, skip(chunk))` for each chunk in file order (`skip`
+runs here: it may read the store). With `workers` > 0 the chunks are parsed by that many forked
+processes (`parse` must be picklable, e.g. a frozen dataclass) and at most `2 × workers + 1` chunks
+are in flight, so memory is bounded by the chunk size, not by the file; with 0 (or where `fork` is
+not available) they are parsed here. Workers ignore Ctrl-C: this process stops them.
 """
 
 from __future__ import annotations
@@ -42,13 +43,20 @@ def default_workers(path: Path) -> int:
 
 
 def parsed_chunks(
-    path: Path, parse: Callable[[Lines], R], *, max_bytes: int | None, workers: int
+    path: Path,
+    parse: Callable[[Lines, frozenset[int]], R],
+    *,
+    max_bytes: int | None,
+    workers: int,
+    skip: Callable[[Lines], frozenset[int]] | None = None,
 ) -> Iterator[R]:
-    """`parse` of each chunk of the file's lines, in file order (see the module's text)."""
+    """`parse(chunk, skip(chunk))` of each chunk of the file's lines, in file order (see the module's
+    text); `skip`, run here, names the lines `parse` need not parse (e.g. examples already stored)."""
     lines = read_lines(path, max_bytes)
     chunks = iter(lambda: list(islice(lines, CHUNK_LINES)), [])
+    jobs = ((chunk, skip(chunk) if skip is not None else frozenset[int]()) for chunk in chunks)
     if workers <= 0 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from map(parse, chunks)
+        yield from (parse(*job) for job in jobs)
         return
     with (
         _frozen_heap(),
@@ -58,8 +66,8 @@ def parsed_chunks(
     ):
         pending: deque[Future[R]] = deque()
         try:
-            for chunk in chunks:
-                pending.append(pool.submit(parse, chunk))
+            for job in jobs:
+                pending.append(pool.submit(parse, *job))
                 if len(pending) > 2 * workers:
                     yield pending.popleft().result()
             while pending:

@@ -31,7 +31,7 @@ failing on a missing key).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,7 +43,7 @@ from livemed.errors import InputFileError
 from livemed.interop import fields
 from livemed.interop.chunks import Lines
 from livemed.interop.fields import kind_of
-from livemed.jsonl import line_object, parse_object, parse_objects
+from livemed.jsonl import decode_exact, line_object, parse_object, parse_objects
 from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
 from livemed.store import StoredRow, stored_row
 
@@ -252,6 +252,32 @@ def read_healthbench(
     )
 
 
+class Kept(NamedTuple):
+    """An example whose case the store holds already: not parsed again (`stored_lines`)."""
+
+    case_id: str
+
+
+def case_id_of(data: dict[str, Any]) -> str | None:
+    """The id an example's case gets (`Case.id` of `parse_example`), None when its prompt_id is bad."""
+    try:
+        return f"case:{SOURCE}:{_prompt_id(data.get('prompt_id'))}"
+    except ValueError:
+        return None
+
+
+def stored_lines(lines: Lines, stored: Callable[[list[str]], set[str]]) -> frozenset[int]:
+    """The numbers of the lines whose case `stored` (e.g. `Store.has` of kind case) says is stored,
+    from the lines' prompt ids alone; a line that does not decode is never among them."""
+    ids: dict[int, str] = {}
+    for number, raw in lines:
+        data = decode_exact(raw) if isinstance(raw, bytes) else None
+        if isinstance(data, dict) and (case_id := case_id_of(data)) is not None:
+            ids[number] = case_id
+    found = stored(list(dict.fromkeys(ids.values())))
+    return frozenset(number for number, case_id in ids.items() if case_id in found)
+
+
 class Prepared(NamedTuple):
     """An example ready to store: its case's id and source id, the rubric's findings, both rows."""
 
@@ -261,11 +287,15 @@ class Prepared(NamedTuple):
     rows: tuple[StoredRow, StoredRow]
 
 
+Example = Prepared | Kept | tuple[int, str]  # a bad line is (line number, what is wrong)
+
+
 @dataclass(frozen=True)
 class ExampleChunks:
     """Parses a chunk of a HealthBench file's lines (`interop.chunks`) into `Prepared` examples, a bad
-    line into (line number, what is wrong): `read_healthbench`'s results, made into store rows where
-    they are parsed (picklable, so that a worker process can run it)."""
+    line into (line number, what is wrong), an already stored one into `Kept`: `read_healthbench`'s
+    results, made into store rows where they are parsed (picklable, so that a worker process can run
+    it)."""
 
     path: Path
     published: datetime
@@ -273,9 +303,15 @@ class ExampleChunks:
     max_record_bytes: int | None = None
     max_criteria: int | None = None
 
-    def __call__(self, lines: Lines) -> list[Prepared | tuple[int, str]]:
-        out: list[Prepared | tuple[int, str]] = []
+    def __call__(self, lines: Lines, stored: frozenset[int] = frozenset()) -> list[Example]:
+        """The chunk's examples in order; a line among `stored` (`stored_lines`) becomes `Kept`."""
+        out: list[Example] = []
         for number, raw in lines:
+            if number in stored and isinstance(raw, bytes):
+                data = decode_exact(raw)
+                if isinstance(data, dict) and (case_id := case_id_of(data)) is not None:
+                    out.append(Kept(case_id))
+                    continue
             item = line_object(self.path, number, raw, self.max_record_bytes, LIMIT_NAME)
             if item is None:
                 continue
