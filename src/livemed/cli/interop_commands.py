@@ -112,7 +112,7 @@ def import_healthbench(
         "--workers",
         min=0,
         help="Processes that parse the file while this one writes (0: parse here; "
-        "default: one per core but one, none for a file under 1 MiB).",
+        "default: one per core, at most 4; none for a file under 1 MiB).",
     ),
 ) -> None:
     """Import HealthBench examples as cases and rubrics (original points and tags kept)."""

@@ -32,14 +32,18 @@ PARALLEL_FROM_BYTES = 1 << 20  # a smaller file is parsed here: starting a worke
 Lines = list[tuple[int, bytes | int]]  # (line number, raw line or the size of one over the limit)
 
 
+MAX_WORKERS = 4
+
+
 def default_workers(path: Path) -> int:
-    """Workers for a file: one per core but one (this process writes), none for a small file."""
+    """Workers for a file: one per core (at most `MAX_WORKERS`), none for a small file. Writing takes
+    this process less time than parsing takes the workers, so it shares a core with one of them."""
     try:
         size = path.stat().st_size
     except OSError:
         return 0  # reading it reports why
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(0, cores - 1) if size >= PARALLEL_FROM_BYTES else 0
+    return min(cores, MAX_WORKERS) if size >= PARALLEL_FROM_BYTES else 0
 
 
 def parsed_chunks(

@@ -37,8 +37,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic import TypeAdapter
-
 from livemed.errors import InputFileError
 from livemed.interop import fields
 from livemed.interop.chunks import Lines
@@ -68,7 +66,6 @@ FINDING_WEIGHT = "points kept, weight rounded"
 FINDING_NO_POSITIVE = "no positive points (never scored)"
 MAX_CRITERIA_SETTING = "[import] max_criteria, --max-criteria"
 LIMIT_NAME = "[import] max_record_bytes, --max-record-bytes"
-_CRITERIA = TypeAdapter(list[Criterion])
 
 
 def finding(kind: str, detail: str) -> str:
@@ -143,7 +140,8 @@ def _prompt_id(value: Any) -> str:
 
 def _criteria(
     items: Any, theme: str | None, findings: list[str], max_criteria: int | None
-) -> list[Criterion]:
+) -> list[dict[str, Any]]:
+    """The example's criteria as the fields of `Criterion`s (the Rubric validates them, once)."""
     if not isinstance(items, list) or not items:
         got = "an empty list" if items == [] else kind_of(items)
         raise ValueError(f"rubrics: expected a non-empty list of items, got {got}")
@@ -151,12 +149,11 @@ def _criteria(
     found = [c for n, item in enumerate(items) if (c := _criterion(item, f"rubrics[{n}]", theme, findings))]
     if not found:
         raise ValueError("rubrics: no item has non-zero points")
-    criteria = _CRITERIA.validate_python(found)  # one call for the example's criteria (the Rubric keeps them)
-    if not any(c.polarity == "positive" for c in criteria):
+    if not any(c["polarity"] == "positive" for c in found):
         findings.append(
             finding(FINDING_NO_POSITIVE, "every item has negative points: no answer can be scored")
         )
-    return criteria
+    return found
 
 
 def parse_example(
@@ -186,7 +183,7 @@ def _parse(
     if not isinstance(ideal, dict | None):
         raise ValueError(f"ideal_completions_data: expected an object or null, got {kind_of(ideal)}")
     ideal_text = str(ideal.get("ideal_completion", "")).strip() if isinstance(ideal, dict) else ""
-    positives = [c.text for c in criteria if c.polarity == "positive"]
+    positives = [c["text"] for c in criteria if c["polarity"] == "positive"]
     advice = [ideal_text] if ideal_text else positives or [NO_REFERENCE]
     case = Case(
         doc_id=f"{SOURCE}:{prompt_id}",
@@ -217,7 +214,7 @@ def _parse(
         published=published,
         provenance=Provenance(settings={"imported_from": SOURCE}),
     )
-    if (repeated := _repeated(criteria)) is not None:
+    if (repeated := _repeated(rubric.criteria)) is not None:
         raise ValueError(f"rubric item {repeated.text!r} appears twice with the same axis and points")
     return case, rubric
 
