@@ -35,8 +35,10 @@ class Transport:
         self.url = url
         self.headers = {"Content-Type": "application/json", "User-Agent": f"livemed/{__version__}", **headers}
         connector = aiohttp.TCPConnector(limit=max(100, concurrency), limit_per_host=0, keepalive_timeout=30)
+        # the headers are the session's own: each request copies them, nothing to merge per call
         self.session = aiohttp.ClientSession(
             connector=connector,
+            headers=self.headers,
             timeout=aiohttp.ClientTimeout(total=timeout_s),
             raise_for_status=False,
             cookie_jar=aiohttp.DummyCookieJar(),  # an API sets no cookies worth keeping: none to parse
@@ -51,7 +53,7 @@ class Transport:
 
     async def post(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
         try:
-            async with self.session.post(self.url, data=body, headers=self.headers) as response:
+            async with self.session.post(self.url, data=body) as response:
                 return response.status, response.headers, await response.read()
         except aiohttp.ClientPayloadError as exc:
             raise Truncated(str(exc)) from None
