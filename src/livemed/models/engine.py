@@ -383,7 +383,8 @@ class Engine(Budget):
         async with limits.semaphore:
             if limits.disabled is not None:  # disabled while this call waited for its turn: not sent
                 raise _Disabled(limits.disabled)
-            await limits.acquire_rate(estimate + self._output_estimate(settings, limits))
+            if limits.rated:  # without rate limits there is nothing to wait for
+                await limits.acquire_rate(estimate + self._output_estimate(settings, limits))
             if limits.disabled is not None:
                 raise _Disabled(limits.disabled)
             started = time.perf_counter()

@@ -138,8 +138,6 @@ class OpenAICompatibleModel:
             client.mark_down(replica)
             cause = self.redact(str(exc))[:200]
             raise TransientModelError(f"{self.id}: cannot reach {url}: {cause}") from None
-        except TimeoutError:
-            raise TransientModelError(f"{self.id}: no answer from {url} in time") from None
         if status >= 400:
             raise self._status_error(status, headers, raw, url)
         try:
