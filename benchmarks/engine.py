@@ -2,6 +2,7 @@
 
     python benchmarks/engine.py                 # the full set (about a minute)
     python benchmarks/engine.py --calls 500     # quicker
+    python benchmarks/engine.py --only throughput --calls 3000 --concurrency 256   # one row
 
 1. Throughput: N calls at concurrency 8, 32, 128 with 100 ms server latency. The bound is
    concurrency / latency calls per second; the figure is achieved / bound (aim: >= 0.85 at 32,
@@ -109,12 +110,15 @@ async def run_calls(server: Server, calls: int, concurrency: int, store: Store |
     )
 
 
-def throughput(calls: int, latency: float) -> None:
+THROUGHPUT_CONCURRENCY = (8, 32, 128)  # `--concurrency` sets others
+
+
+def throughput(calls: int, latency: float, concurrencies: tuple[int, ...] = THROUGHPUT_CONCURRENCY) -> None:
     server = Server(latency)
     try:
         print(f"## throughput: {calls} calls, {latency * 1000:.0f} ms latency")
         print("concurrency | calls/s | bound | achieved/bound | client CPU ms/call | server CPU ms/call")
-        for concurrency in (8, 32, 128):
+        for concurrency in concurrencies:
             out = asyncio.run(run_calls(server, calls, concurrency, None, f"c{concurrency}"))
             rate, bound = calls / out.wall_s, concurrency / latency
             print(
@@ -225,11 +229,16 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--only", choices=["throughput", "reference", "faults", "cache"])
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=list(THROUGHPUT_CONCURRENCY), help="throughput's"
+    )
     args = parser.parse_args()
     os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    steps = (("throughput", throughput), ("reference", reference), ("faults", faults), ("cache", cached))
+    steps = (("reference", reference), ("faults", faults), ("cache", cached))
+    if args.only in (None, "throughput"):
+        throughput(args.calls, args.latency, tuple(args.concurrency))
     for name, step in steps:
         if args.only in (None, name):
             step(args.calls, args.latency)

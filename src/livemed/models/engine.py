@@ -290,16 +290,17 @@ class Engine(Budget):
     ) -> Completion | CallFailure:
         attempts = limits.config.max_retries + 1
         last: TransientModelError | TimeoutError | None = None
+        estimate = estimate_tokens(messages)  # the prompt's, once for every attempt and the bill
         for attempt in range(attempts):
             try:
-                completion = await self._attempt(model, messages, settings, limits)
+                completion = await self._attempt(model, messages, settings, limits, estimate)
             except _Disabled as exc:  # disabled while this call waited for a slot: it is not sent
                 self._record("failure", stage, model.id, str(exc), failures=1)
                 return CallFailure(model=model.id, reason="fatal", detail=str(exc), attempts=attempt)
             except FatalModelError as exc:
                 return self._fatal(model, stage, limits, exc, attempt + 1)
             except NoTextError as exc:
-                return self._no_text(model, stage, messages, limits, exc, attempt + 1)
+                return self._no_text(model, stage, estimate, limits, exc, attempt + 1)
             except (TransientModelError, TimeoutError) as exc:
                 last = exc
                 if attempt + 1 < attempts:
@@ -315,7 +316,7 @@ class Engine(Budget):
                     )
                     await asyncio.sleep(delay)
                 continue
-            billed = self._billed(model, messages, limits, completion)
+            billed = self._billed(model, estimate, limits, completion)
             self._record("completion", stage, model.id, "", **billed)
             return completion
         detail = f"gave up after {attempts} attempt(s): {last or 'no attempt made'}"
@@ -346,24 +347,26 @@ class Engine(Budget):
         self,
         model: Model,
         stage: str,
-        messages: list[Message],
+        prompt_estimate: int,
         limits: ModelLimits,
         exc: NoTextError,
         attempts: int,
     ) -> CallFailure:
         """A reply without text: a failure (not cached, asked again next run) that was still billed."""
         detail = str(exc)
-        billed = self._billed(model, messages, limits, exc.completion) if exc.completion else {"calls": 1}
+        billed = (
+            self._billed(model, prompt_estimate, limits, exc.completion) if exc.completion else {"calls": 1}
+        )
         self._record("failure", stage, model.id, detail, failures=1, **billed)
         log.info("%s", named(model.id, detail))
         raw = exc.completion.reasoning if exc.completion else ""
         return CallFailure(model=model.id, reason=exc.reason, detail=detail, attempts=attempts, raw_text=raw)
 
     def _billed(
-        self, model: Model, messages: list[Message], limits: ModelLimits, completion: Completion
+        self, model: Model, prompt_estimate: int, limits: ModelLimits, completion: Completion
     ) -> dict[str, float]:
         """The accounting counts of one answered call (tokens, cost, whether the usage is estimated)."""
-        limits.learn(estimate_tokens(messages), completion.prompt_tokens, completion.completion_tokens)
+        limits.learn(prompt_estimate, completion.prompt_tokens, completion.completion_tokens)
         return {
             "calls": 1,
             "prompt_tokens": completion.prompt_tokens,
@@ -375,12 +378,13 @@ class Engine(Budget):
         }
 
     async def _attempt(
-        self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits
+        self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits, estimate: int
     ) -> Completion:
         async with limits.semaphore:
             if limits.disabled is not None:  # disabled while this call waited for its turn: not sent
                 raise _Disabled(limits.disabled)
-            await limits.acquire_rate(estimate_tokens(messages) + self._output_estimate(settings, limits))
+            if limits.rated:  # without rate limits there is nothing to wait for
+                await limits.acquire_rate(estimate + self._output_estimate(settings, limits))
             if limits.disabled is not None:
                 raise _Disabled(limits.disabled)
             started = time.perf_counter()

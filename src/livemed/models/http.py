@@ -4,9 +4,11 @@
 reply comes back as (status, headers, body bytes) for `models.openai` to read. Measured against the
 official `openai` client (its aiohttp backend, `post()` with a pre-serialised body) on the fake
 server, this path costs a fraction of the client's CPU per call, and it does not import the SDK
-(~0.8 s of CPU at start-up). A body cut short is `Truncated`; a connection that cannot be made or
-breaks is `Unreachable`; no reply in time is `TimeoutError`. The pool keeps one connection alive
-per allowed concurrent call.
+(~0.8 s of CPU at start-up). A body cut short is `Truncated`; a connection that cannot be made (in
+`timeout_s`) or breaks is `Unreachable`. How long a reply may take is the engine's to bound (its
+`asyncio.timeout` of `timeout_s` around every attempt, `Engine._attempt`): a total timeout here too
+would arm a second timer per request for the same limit. The URL is parsed once, not per request.
+The pool keeps one connection alive per allowed concurrent call.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import aiohttp
+import yarl
 
 from livemed import __version__
 
@@ -32,12 +35,14 @@ class Transport:
     """An aiohttp session bound to one event loop (closed with `close()`, or when the loop shuts down)."""
 
     def __init__(self, url: str, headers: Mapping[str, str], *, concurrency: int, timeout_s: float) -> None:
-        self.url = url
+        self.url = yarl.URL(url)
         self.headers = {"Content-Type": "application/json", "User-Agent": f"livemed/{__version__}", **headers}
         connector = aiohttp.TCPConnector(limit=max(100, concurrency), limit_per_host=0, keepalive_timeout=30)
+        # the headers are the session's own: each request copies them, nothing to merge per call
         self.session = aiohttp.ClientSession(
             connector=connector,
-            timeout=aiohttp.ClientTimeout(total=timeout_s),
+            headers=self.headers,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout_s),
             raise_for_status=False,
             cookie_jar=aiohttp.DummyCookieJar(),  # an API sets no cookies worth keeping: none to parse
         )
@@ -51,7 +56,7 @@ class Transport:
 
     async def post(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
         try:
-            async with self.session.post(self.url, data=body, headers=self.headers) as response:
+            async with self.session.post(self.url, data=body) as response:
                 return response.status, response.headers, await response.read()
         except aiohttp.ClientPayloadError as exc:
             raise Truncated(str(exc)) from None
@@ -60,8 +65,6 @@ class Transport:
             raise Unreachable(str(getattr(cause, "strerror", None) or cause) or type(exc).__name__) from None
         except aiohttp.ClientError as exc:
             raise Unreachable(str(exc) or type(exc).__name__) from None
-        except TimeoutError:
-            raise TimeoutError("no answer in time") from None
 
     def is_closed(self) -> bool:
         return self.session.closed

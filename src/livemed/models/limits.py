@@ -89,6 +89,12 @@ class ModelLimits:
             self.loop = loop
         return self
 
+    @property
+    def rated(self) -> bool:
+        """Whether calls wait for a rate window (requests or tokens per minute set; a shared one
+        is used only with these set too)."""
+        return self.requests is not None or self.tokens is not None
+
     async def acquire_rate(self, estimated_tokens: int) -> None:
         """Wait for a request slot and for `estimated_tokens` of token budget in the rate windows
         (those of every worker together when `SHARED_RATE` is set: `livemed.executors`)."""

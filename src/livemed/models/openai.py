@@ -99,6 +99,7 @@ class OpenAICompatibleModel:
         self._max_tokens_field = preset.max_tokens_field if official else "max_tokens"
         self._client: Replicas | None = None
         self._key: str | None = None
+        self._key_bytes: bytes | None = None  # the key as it would stand in a reply body, when it is plain
 
     # ------------------------------------------------------------------ Model protocol
 
@@ -122,7 +123,9 @@ class OpenAICompatibleModel:
     async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
         from livemed.models.http import Truncated, Unreachable
 
-        client = await self._client_for_loop()
+        client = self._client
+        if client is None or client.loop is not asyncio.get_running_loop():
+            client = await self._client_for_loop()
         started = time.perf_counter()
         body = json.dumps(self.request_body(messages, settings)).encode()
         replica = client.pick()
@@ -135,8 +138,6 @@ class OpenAICompatibleModel:
             client.mark_down(replica)
             cause = self.redact(str(exc))[:200]
             raise TransientModelError(f"{self.id}: cannot reach {url}: {cause}") from None
-        except TimeoutError:
-            raise TransientModelError(f"{self.id}: no answer from {url} in time") from None
         if status >= 400:
             raise self._status_error(status, headers, raw, url)
         try:
@@ -196,7 +197,9 @@ class OpenAICompatibleModel:
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._client.loop is not loop:
-            self._key = self._api_key()
+            self._key = key = self._api_key()
+            plain = key != PLACEHOLDER_KEY and _PLAIN_KEY.fullmatch(key) is not None
+            self._key_bytes = key.encode() if plain else None
             headers = {"Authorization": f"Bearer {self._key}"}
             headers.update({h: v for h, env in _HEADER_ENV.items() if (v := os.environ.get(env, "").strip())})
             transports = [
@@ -236,7 +239,8 @@ class OpenAICompatibleModel:
         key = self._key
         if not key or key == PLACEHOLDER_KEY:
             return False
-        return not _PLAIN_KEY.fullmatch(key) or key.encode() in raw or b"\\u" in raw
+        plain = self._key_bytes  # set with the key; None when the key is not of plain characters
+        return plain is None or plain in raw or b"\\u" in raw
 
     def _redact_raw(self, data: dict[str, Any]) -> dict[str, Any]:
         key = self._key
@@ -284,7 +288,10 @@ class Replicas:
         self._turn = 0
 
     def pick(self) -> int:
-        n, now = len(self.transports), time.monotonic()
+        n = len(self.transports)
+        if n == 1:  # one replica: it, whether or not it was marked down (as below, with no other up)
+            return 0
+        now = time.monotonic()
         up = [i for i in range(n) if self.down_until[i] <= now] or list(range(n))
         turn, self._turn = self._turn, (self._turn + 1) % n
         return min(up, key=lambda i: (self.in_flight[i], (i - turn) % n))

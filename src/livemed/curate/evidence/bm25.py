@@ -2,22 +2,27 @@
 
 The index lives in `<cache_dir>/bm25-<corpus hash>/`; a changed corpus gets a new folder, an
 unchanged one is loaded instead of re-indexed. `search_batch` / `search_many` answer many queries
-with one bm25s call (one tokenisation, one scoring pass); each passage's sentences are split once, for
-the snippets of every later hit, and each query's words are found once for all its hits (see
-`benchmarks/bm25_batch.py`).
+at once: one bm25s tokenisation, bm25s's own scores of each query (`BM25.get_scores`, what
+`BM25.retrieve` computes), and the best `k` of a block of queries picked together (`top_k`) instead of
+one `argpartition` per query; each passage's sentences are split once, for the snippets of every later
+hit, and each query's words are found once for all its hits (see `benchmarks/bm25_batch.py`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import bm25s
+import bm25s.selection
+import numpy as np
 
 from livemed.curate.evidence.corpus import Passage, Sentences, corpus_hash, tokens
 from livemed.records import EvidenceRef
 
 PASSAGES_FILE = "passages.jsonl"
+BLOCK_FLOATS = 1 << 22  # scores held at once (16 MiB of float32): the rows of one block of queries
 
 
 def _tokenize(texts: list[str]) -> list[list[str]]:
@@ -77,20 +82,27 @@ class BM25Retriever:
         return refs
 
     def hits(self, queries: list[str], *, k: int = 3) -> list[list[tuple[int, float]]]:
-        """(passage index, score) of each query's `k` best passages, hits with a zero score left out."""
+        """(passage index, score) of each query's `k` best passages, hits with a zero score left out:
+        the same passages, order and scores as `BM25.retrieve(tokenize(queries), k=k)`."""
         tokenized = _tokenize(queries)
         asked = [i for i, tokens in enumerate(tokenized) if tokens]  # no words left: no evidence
         found: list[list[tuple[int, float]]] = [[] for _ in queries]
-        if not asked:
-            return found
         k = min(k, len(self.passages))
-        indices, scores = self._bm25.retrieve([tokenized[i] for i in asked], k=k, show_progress=False)
-        for row, i in enumerate(asked):
-            found[i] = [
-                (int(index), float(score))
-                for index, score in zip(indices[row], scores[row], strict=True)
-                if score > 0
-            ]
+        if not asked or k < 1:
+            return found
+        count = len(self.passages)
+        rows = max(1, min(len(asked), BLOCK_FLOATS // count))
+        block = np.empty((rows, count), dtype=self._bm25.dtype)
+        for first in range(0, len(asked), rows):
+            part = asked[first : first + rows]
+            scores = block[: len(part)]
+            for row, i in enumerate(part):
+                scores[row] = self._bm25.get_scores(tokenized[i])
+            indices, values = top_k(scores, k)
+            for i, row_indices, row_values in zip(part, indices.tolist(), values.tolist(), strict=True):
+                found[i] = [
+                    (index, score) for index, score in zip(row_indices, row_values, strict=True) if score > 0
+                ]
         return found
 
     def _ref(self, index: int, score: float, wanted: set[str]) -> EvidenceRef:
@@ -101,3 +113,41 @@ class BM25Retriever:
         return EvidenceRef(
             id=passage.id, snippet=sentences.snippet_of(wanted), score=round(score, 4), url=passage.url
         )
+
+
+def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The `k` best (column, score) of each row of `scores`, best first, as bm25s's own
+    `selection.topk(row, k)` (what `BM25.retrieve` calls per query) gives them.
+
+    The `k + 1` highest of every row are found together, one `argmax` over the block per place (a few
+    µs a row instead of one `argpartition` of the row). Where the first `k + 1` of a row hold no two
+    equal positive scores, a row's positive hits and their order are the only ones possible, so they
+    are bm25s's; a row with such a tie (duplicate passages) is handed to `selection.topk` itself, whose
+    tie order is its own. `scores` is left as it was.
+    """
+    count, size = scores.shape
+    if k + 1 > size:  # no place left to see whether the k-th is tied with the next
+        return _bm25s_top_k(
+            scores, range(count), k, np.empty((count, k), dtype=np.int64), scores[:, :k].copy()
+        )
+    rows = np.arange(count)
+    indices = np.empty((count, k + 1), dtype=np.int64)
+    values = np.empty((count, k + 1), dtype=scores.dtype)
+    for place in range(k + 1):
+        best = scores.argmax(axis=1)
+        indices[:, place] = best
+        values[:, place] = scores[rows, best]
+        scores[rows, best] = -np.inf
+    for place in range(k, -1, -1):  # put back, last taken first
+        scores[rows, indices[:, place]] = values[:, place]
+    tied = ((values[:, :-1] == values[:, 1:]) & (values[:, :-1] > 0)).any(axis=1)
+    indices, values = indices[:, :k], values[:, :k]
+    return _bm25s_top_k(scores, np.flatnonzero(tied), k, indices, values)
+
+
+def _bm25s_top_k(
+    scores: np.ndarray, rows: Iterable[int], k: int, indices: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    for row in rows:
+        values[row], indices[row] = bm25s.selection.topk(scores[row], k=k, sorted=True, backend="auto")
+    return indices, values
