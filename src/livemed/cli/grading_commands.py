@@ -328,8 +328,7 @@ def grade(
     if run_elsewhere(ctx, executor):
         return
     from livemed.grading.judge import MODES
-    from livemed.grading.runs import grade_all, plan_stream
-    from livemed.records import Answer
+    from livemed.grading.runs import grade_all, plan_stream, stored_answers
     from livemed.runs import raise_for_calls, settle, track_run
 
     if mode not in MODES:
@@ -340,7 +339,7 @@ def grade(
     grader = grader_for(app_state, engine, judge, mode, grader_template)
     model_id, judge = judge, grader.id
     pack = app_state.pack(domain)
-    answers = (a for a in store.iter(Answer) if model is None or a.model == model)
+    answers = stored_answers(store, model)
     plan = plan_stream(store, answers, pack, judge=grader.id, retry_failures=retry_failures)
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     settings["domain"] = pack.name

@@ -123,6 +123,9 @@ class _Prepared:
     texts: tuple[str, ...]
     keys: frozenset[str]
     damping: dict[str, float]  # key -> (sentences holding it) ** -TOPIC_DAMPING: the topic counts less
+    # every passage (first sentence, its clauses, their keys), in `_windows`' order: made once per
+    # response, not once per criterion graded on it
+    spans: tuple[tuple[int, tuple[_Clause, ...], frozenset[str]], ...] = ()
 
 
 @lru_cache(maxsize=1 << 16)
@@ -170,7 +173,13 @@ def prepare(response: str) -> _Prepared:
     for sentence in parsed:
         for k in frozenset().union(*(c.keys for c in sentence)):
             spread[k] = spread.get(k, 0) + 1
-    return _Prepared(parsed, texts, frozenset(spread), {k: n**-TOPIC_DAMPING for k, n in spread.items()})
+    spans = tuple(
+        (start, clauses, frozenset().union(*(c.keys for c in clauses)))
+        for start in range(len(parsed))
+        for clauses in _spans(parsed, start)
+    )
+    damping = {k: n**-TOPIC_DAMPING for k, n in spread.items()}
+    return _Prepared(parsed, texts, frozenset(spread), damping, spans)
 
 
 @dataclass(frozen=True)
@@ -207,14 +216,12 @@ def _windows(response: _Prepared, wanted: dict[str, float], own: tuple[_Clause, 
     wanted = {k: w * response.damping.get(k, 1.0) for k, w in wanted.items()}
     total = sum(wanted.values())
     best, where = 0.0, -1
-    for start in range(len(response.sentences)):
-        for clauses in _spans(response.sentences, start):
-            keys = frozenset().union(*(c.keys for c in clauses))
-            share = sum(w for k, w in wanted.items() if k in keys) / total
-            if share <= best:
-                continue
-            if _agree(own, clauses, wanted):
-                best, where = share, start
+    for start, clauses, keys in response.spans:
+        share = sum(w for k, w in wanted.items() if k in keys) / total
+        if share <= best:
+            continue
+        if _agree(own, clauses, wanted):
+            best, where = share, start
     return best, where
 
 
