@@ -72,27 +72,64 @@ async def answer_all(
     """Every (case, sample) without an answer from this model gets one (or a Rejection).
 
     Up to `window` items are in flight (default: `in_flight(answerer)`); `on_answers` is told of the
-    answers each time a batch of them is written. `cases` may be a `Feed` another stage fills."""
+    answers each time a batch of them is written. `cases` may be a `Feed` another stage fills, or any
+    iterable, read `CASE_CHUNK` cases at a time (memory bounded by the chunk, not by the store)."""
     model = answerer.id
-    keys: list[tuple[Case, int]] = []
+    if isinstance(cases, Feed):
+        return await _answer_feed(
+            store, cases, answerer, settings, samples, batch_size, window, on_answers, pack
+        )
+    prefetch = getattr(answerer, "prefetch", None)  # offline/retrieval: one search per chunk (offline.py)
 
-    def samples_of(case: Case) -> list[tuple[Case, int]]:
-        keys.extend(made := [(case, n) for n in range(samples)])
-        return made
+    def items() -> Iterator[tuple[Case, int]]:
+        for chunk in batched(cases, CASE_CHUNK):
+            keys = [(case, n) for case in chunk for n in range(samples)]
+            answered = store.has("answer", [answer_id(case.id, model, n) for case, n in keys])
+            _drop_stale_rejections(store, [(c.id, n) for c, n in keys], model, answered)
+            if prefetch is not None:
+                prefetch(
+                    list({c.id: c for c, n in keys if answer_id(c.id, model, n) not in answered}.values())
+                )
+            yield from keys
 
-    items = cases.expand(samples_of) if isinstance(cases, Feed) else [k for c in cases for k in samples_of(c)]
-    prefetch = getattr(answerer, "prefetch", None)  # offline/retrieval: one search (grading/offline.py)
-    if prefetch is not None and not isinstance(cases, Feed):  # a feed's cases come later, one batch at a time
-        prefetch(_unanswered(store, keys, model))
+    new: list[Answer] = []  # answers written since their rejections were last looked for
+
+    def drop_stale() -> None:
+        _drop_stale_rejections(store, [(a.case_id, a.sample) for a in new], model, {a.id for a in new})
+        new.clear()
+
+    def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
+        answers = [(item[0], r) for item, records in batch for r in records if isinstance(r, Answer)]
+        new.extend(a for _, a in answers)
+        if len(new) >= 500:
+            drop_stale()
+        if on_answers is not None:
+            on_answers(answers)
+
+    result = await _answer_items(store, items(), answerer, settings, batch_size, window, written, pack)
+    drop_stale()
+    return result
+
+
+CASE_CHUNK = 1000  # cases `answer_all` reads, checks and prefetches at a time
+
+
+async def _answer_items(
+    store: Store,
+    items: Iterable[tuple[Case, int]] | Feed[tuple[Case, int]],
+    answerer: LLM | OfflineAnswerer,
+    settings: Settings,
+    batch_size: int,
+    window: int | None,
+    written: Callable[[list[tuple[tuple[Case, int], Sequence[Record]]]], None],
+    pack: DomainPack | None,
+) -> StageResult:
+    model = answerer.id
 
     async def work(item: tuple[Case, int]) -> list[Record]:
         return await answer_case(item[0], answerer, settings=settings, sample=item[1], pack=pack)
 
-    def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
-        if on_answers is not None:
-            on_answers([(item[0], r) for item, records in batch for r in records if isinstance(r, Answer)])
-
-    result = await run_stage(
+    return await run_stage(
         store,
         items,
         work,
@@ -102,25 +139,48 @@ async def answer_all(
         window=window or in_flight(answerer, batch_size),
         on_batch=written,
     )
-    _drop_stale_rejections(store, [(case.id, n) for case, n in keys], model)
+
+
+async def _answer_feed(
+    store: Store,
+    cases: Feed[Case],
+    answerer: LLM | OfflineAnswerer,
+    settings: Settings,
+    samples: int,
+    batch_size: int,
+    window: int | None,
+    on_answers: Callable[[list[tuple[Case, Answer]]], None] | None,
+    pack: DomainPack | None,
+) -> StageResult:
+    """`answer_all` for cases another stage puts in a feed while this one runs (`livemed eval`)."""
+    keys: list[tuple[Case, int]] = []
+
+    def samples_of(case: Case) -> list[tuple[Case, int]]:
+        keys.extend(made := [(case, n) for n in range(samples)])
+        return made
+
+    def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
+        if on_answers is not None:
+            on_answers([(item[0], r) for item, records in batch for r in records if isinstance(r, Answer)])
+
+    result = await _answer_items(
+        store, cases.expand(samples_of), answerer, settings, batch_size, window, written, pack
+    )
+    for chunk in batched(keys, 500):
+        _drop_stale_rejections(store, [(case.id, n) for case, n in chunk], answerer.id, None)
     return result
 
 
-def _unanswered(store: Store, keys: list[tuple[Case, int]], model: str) -> list[Case]:
-    """The cases with a sample that has no answer from `model` yet (each once)."""
-    pending: dict[str, Case] = {}
-    for chunk in batched(keys, 500):
-        done = store.has("answer", [answer_id(case.id, model, n) for case, n in chunk])
-        pending.update((case.id, case) for case, n in chunk if answer_id(case.id, model, n) not in done)
-    return list(pending.values())
-
-
-def _drop_stale_rejections(store: Store, keys: list[tuple[str, int]], model: str) -> None:
-    """Delete the Rejection of every (case, sample) that has an answer now."""
+def _drop_stale_rejections(
+    store: Store, keys: list[tuple[str, int]], model: str, answered: set[str] | None
+) -> None:
+    """Delete the Rejection of every (case, sample) that has an answer now (`answered`: the answer
+    ids known to be stored; None: every one of `keys` is looked up)."""
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
-        answered = store.has("answer", [answer_id(c, model, n) for c, n in chunk])
-        candidates = [rejection_id(c, model, n) for c, n in chunk if answer_id(c, model, n) in answered]
+        ids = [answer_id(c, model, n) for c, n in chunk]
+        found = store.has("answer", ids) if answered is None else answered.intersection(ids)
+        candidates = [rejection_id(c, model, n) for (c, n), i in zip(chunk, ids, strict=True) if i in found]
         stale = store.has("rejection", candidates) if candidates else set()
         if stale:
             store.delete("rejection", sorted(stale))
