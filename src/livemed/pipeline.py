@@ -151,13 +151,17 @@ async def run_stage(
     claim_scope: str | None = None,
     done_ids: Callable[[list[str]], set[str]] | None = None,
     inline: bool = False,
+    checked: bool = False,
 ) -> StageResult:
     """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet.
 
     `done_ids` (given a list of output ids, those that count as done) replaces the `output_kinds` test
     where "done" is more than "stored" (grading: an unusable verdict is done, a failed call is not) when
-    a claiming worker looks again at items another worker may have finished; the items a stage is given
-    are already filtered by that rule (`grading.runs._pending`), so the first look stays one query.
+    a claiming worker looks again at items another worker may have finished.
+
+    `checked`: the items were looked up in the store just before they are given (grading's
+    `GradeJob.items` filters each chunk by `done_ids`' rule), so the first look is skipped; on
+    PostgreSQL the look after claiming still runs (another worker may have done an item meanwhile).
 
     `output_id` may return several ids (e.g. a case id and the ids of rejections by different stages):
     an item is done when any of them is stored. Up to `window` items (default `batch_size`) are in
@@ -185,7 +189,7 @@ async def run_stage(
 
     async def submit(batch: list[T]) -> None:
         result.seen += len(batch)
-        todo = batch if redo else _not_done(store, batch, output_id, output_kinds)
+        todo = batch if redo or checked else _not_done(store, batch, output_id, output_kinds)
         result.skipped += len(batch) - len(todo)
         if claimer is not None:
             todo = claimer.claim(todo)

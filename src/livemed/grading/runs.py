@@ -524,6 +524,7 @@ async def grade_all(
             batch_size=batch_size,
             window=window or in_flight(judge, batch_size),
             inline=is_offline(judge),
+            checked=True,
         )
     return job.finish(result)
 

@@ -130,6 +130,7 @@ async def answer_and_grade(
             done_ids=job.done_ids,
             batch_size=batch_size,
             window=in_flight(judge, batch_size),
+            checked=True,
         )
     )
     answering = {
