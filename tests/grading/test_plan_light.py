@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,8 @@ def test_stored_answers_are_the_answers_in_id_order_and_by_model(tmp_path: Path)
     assert [tuple(k) for k in stored_answers(store)] == every
     for model in ("fake/candidate", "ollama:llama3:8b"):
         mine = [(a.id, a.case_id) for a in store.iter(Answer) if a.model == model]
-        assert [tuple(k) for k in stored_answers(store, model)] == mine and len(mine) == 4
+        assert [tuple(k) for k in stored_answers(store, model)] == mine
+        assert len(mine) == 4
     assert list(stored_answers(store, "ollama:llama3")) == []
 
 
@@ -180,7 +182,7 @@ def test_answer_all_reads_its_cases_a_chunk_at_a_time(
     )
     assert result.written == {"answer": 60}
     assert taken_at_writes[0] <= 10  # the first answers were written before a second chunk was read
-    assert all(b - a <= 10 for a, b in zip(taken_at_writes, taken_at_writes[1:], strict=False))
+    assert all(b - a <= 10 for a, b in pairwise(taken_at_writes))
     assert store.has("answer", [answer_id(c.id, "offline/reference", 0) for c in cases]) == {
         answer_id(c.id, "offline/reference", 0) for c in cases
     }
