@@ -228,3 +228,28 @@ def test_a_checked_stage_takes_its_items_as_given_and_grading_still_skips_what_i
     plan = plan_targets(store, store.iter(Answer))  # without a judge: every answer planned
     rerun = asyncio.run(grade_all(store, plan.targets, JUDGE))
     assert (rerun.seen, rerun.skipped, rerun.written) == (12, 12, {})  # `_pending` looked instead
+
+
+def test_a_frozen_heap_stage_freezes_once_and_restores_the_collector() -> None:
+    import gc
+
+    from livemed.pipeline import GC_YOUNG, frozen_heap
+
+    seen: list[tuple[int, int]] = []
+
+    @frozen_heap
+    async def inner() -> None:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+
+    @frozen_heap
+    async def outer() -> None:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+        await inner()
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))  # the inner run left it frozen
+
+    before = gc.get_threshold()
+    asyncio.run(outer())
+    assert all(count > 0 and young == max(GC_YOUNG, before[0]) for count, young in seen)
+    assert len(seen) == 3
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0

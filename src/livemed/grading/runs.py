@@ -38,7 +38,7 @@ from livemed.grading.judge import (
     key_id,
 )
 from livemed.models import LLM, Settings
-from livemed.pipeline import Feed, StageResult, batched, item_progress, run_stage
+from livemed.pipeline import Feed, StageResult, batched, frozen_heap, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
 from livemed.records.grading import CALL_FAILED
@@ -57,6 +57,7 @@ def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
     return default
 
 
+@frozen_heap
 async def answer_all(
     store: Store,
     cases: Iterable[Case] | Feed[Case],
@@ -492,6 +493,7 @@ class GradeJob:
         return result
 
 
+@frozen_heap
 async def grade_all(
     store: Store,
     targets: Iterable[Target],
