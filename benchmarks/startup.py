@@ -11,7 +11,8 @@ user + system of the process, from `os.wait4`):
 - `scores`, `leaderboard` over ~6,000 and ~100,000 grades, and `grade` again with nothing to do over the
   large store: stores built once with offline models (`import-healthbench` of `benchmarks/scale.py`'s
   workload, `answer -m offline/reference`, `grade --judge offline/lexical`); every `scores` run gets a
-  fresh copy of the graded store (so each computes every score), `leaderboard` and `grade` run on it after.
+  fresh copy of the graded store (so each computes every score), then `scores` again on it (every score
+  current: nothing new to compute), `leaderboard` and `grade` run on it after.
 
 `--baseline SRC` also runs another checkout's `src` folder (e.g. an export of main) with this Python
 (`PYTHONPATH=SRC`), alternating with this tree run by run, so before and after share the same minutes.
@@ -131,6 +132,7 @@ def measure_store(
             shutil.copy(graded, store)
             env = {"LIVEMED_STORE": str(store)}
             steps = [("scores", ["scores", "--judge", "offline/lexical"])]
+            steps.append(("scores again, nothing new", ["scores", "--judge", "offline/lexical"]))
             steps.append(("leaderboard", ["leaderboard", "--judge", "offline/lexical"]))
             if regrade:
                 steps.append(("grade, nothing to do", ["grade", "--judge", "offline/lexical"]))

@@ -57,6 +57,10 @@ def pick_judge(
     return _choose(judges(all_scores, convention, policy), judge, convention, policy)
 
 
+def _known(choices: set[tuple[str, str, str]], convention: str, policy: str) -> list[str]:
+    return sorted({j for j, c, p in choices if c == convention and p == policy})
+
+
 def _choose(known: list[str], judge: str | None, convention: str, policy: str) -> str | None:
     if judge is not None:
         if judge not in known:
@@ -126,13 +130,17 @@ def load_scores(
     (model, case), dated by their cases.
 
     Reads the store twice, each time only the fields it needs (never whole Score records): the
-    (judge, convention, policy) of every score to choose the judge, then the chosen scores' fields,
+    (judge, convention, policy) of every score to choose the judge (not when `judge` is given and
+    has scores: then once), then the chosen scores' fields,
     kept as columns (`ScoreColumns`: typed arrays, a few hundred bytes a score), from which the
     (model, case) rows are built; the scores read back as `ScoreRef` tuples."""
     check_choice(convention, policy)
-    choices = {_choice(view) for _, view in store.fields("score", _CHOICE)}
-    known = sorted({j for j, c, p in choices if c == convention and p == policy})
-    chosen = _choose(known, judge, convention, policy)
+    choices: set[tuple[str, str, str]] = set()
+    if judge is None:  # a judge named by the caller needs no first pass, unless it has no scores
+        choices = {_choice(view) for _, view in store.fields("score", _CHOICE)}
+    chosen = (
+        judge if judge is not None else _choose(_known(choices, convention, policy), None, convention, policy)
+    )
     columns = ScoreColumns()
     if chosen is not None:
         for _, view in store.fields("score", _SCORE_FIELDS):
@@ -150,6 +158,9 @@ def load_scores(
                 per_axis=view.get("per_axis", {}),
                 published=view.get("published"),
             )
+    if not columns and judge is not None:  # the first pass, for the error naming the judges there are
+        choices = {_choice(view) for _, view in store.fields("score", _CHOICE)}
+        _choose(_known(choices, convention, policy), judge, convention, policy)
     if not columns:
         others = sorted({p for _, c, p in choices if c == convention} - {policy})
         hint = f" (there are {convention} scores under --policy {', '.join(others)})" if others else ""

@@ -5,8 +5,10 @@ generator, and `nan` instead of an exception or a warning when a sample is too s
 intervals and the sign-flip test are numpy, linear in the number of cases, drawn in batches (the
 percentile intervals equal `scipy.stats.bootstrap(method="percentile")`'s under the same generator,
 the exact sign-flip p-values equal `scipy.stats.permutation_test`'s: tests/analysis/test_stats_batched.py);
-the two-sample permutation test, Mann–Whitney, Spearman and FDR are scipy.stats (imported when first
-used, so a command that needs none of them does not pay for importing scipy).
+Spearman's correlation, skewness and kurtosis are numpy with scipy's own operations (the same floats:
+tests/analysis/test_stats_numpy.py; `import scipy.stats` alone is ~1 CPU s, half of `scores`); the
+two-sample permutation test, Mann–Whitney and FDR are scipy.stats (imported when first used, so a
+command that needs none of them does not pay for importing scipy).
 
 "Not computable" is `nan` here, always (never an exception, never a made-up number); the analysis
 tables turn it into `None` (`finite_or_none`), which the CLI and the report show as "—". The rules:
@@ -351,14 +353,39 @@ def cliffs_delta(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArra
 def spearman(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> tuple[float, float]:
     """Spearman's rank correlation of paired samples and its two-sided p-value.
 
-    Not computable (nan, nan): fewer than three pairs, or either sample constant (no ranks to order)."""
+    `scipy.stats.spearmanr`'s steps in numpy (average ranks for ties, Pearson's correlation of the
+    ranks by `np.corrcoef`, the t statistic on n − 2 degrees of freedom and Student's t survival
+    function, `scipy.special.stdtr`), so the numbers are scipy's (tests/analysis/test_stats_numpy.py)
+    without importing all of `scipy.stats` (~1 CPU s).
+
+    Not computable (nan, nan): fewer than three pairs, either sample constant (no ranks to order), or
+    a nan among the values (scipy's `nan_policy="propagate"`)."""
     a, b = as_array(x), as_array(y)
     if a.size < 3 or a.size != b.size or _constant(a) or _constant(b):
         return math.nan, math.nan
-    from scipy import stats
+    if np.isnan(a).any() or np.isnan(b).any():
+        return math.nan, math.nan
+    ranks = np.column_stack((_average_ranks(a), _average_ranks(b)))
+    rs: FloatArray = np.asarray(np.corrcoef(ranks, rowvar=False))
+    dof = a.size - 2
+    with np.errstate(divide="ignore"):  # rs may be ±1: t is then infinite and p 0
+        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
+    from scipy.special import stdtr
 
-    result = stats.spearmanr(a, b)
-    return float(result.statistic), float(result.pvalue)
+    p = 2 * stdtr(dof, -np.abs(t))
+    return float(rs[1, 0]), float(p[1, 0])
+
+
+def _average_ranks(x: FloatArray) -> FloatArray:
+    """Ranks 1..n of x, tied values sharing the mean of their ranks (`scipy.stats.rankdata`'s
+    "average"; the ranks are whole or half numbers, so any exact method gives the same floats)."""
+    order = np.argsort(x, kind="stable")
+    ordered = x[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # first index of each run
+    ends = np.r_[starts[1:], x.size]  # one past its last
+    ranks = np.empty(x.size)
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    return ranks
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
@@ -377,14 +404,54 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
 
 def bimodality_coefficient(values: Sequence[float] | FloatArray) -> float:
     """Sarle's bimodality coefficient (g² + 1) / (k + 3(n−1)²/((n−2)(n−3))), with the sample skewness g
-    and excess kurtosis k (bias-corrected, scipy); above 5/9 (a uniform distribution's value) suggests
-    two modes. Not computable (nan): fewer than four values, or all of them equal."""
+    and excess kurtosis k (bias-corrected: `_skewness`, `_excess_kurtosis`); above 5/9 (a uniform
+    distribution's value) suggests two modes. Not computable (nan): fewer than four values, all of them
+    equal, or a nan among them."""
     x = as_array(values)
     n = x.size
     if n < 4 or _constant(x):
         return math.nan
-    from scipy import stats as sp
-
-    g = float(sp.skew(x, bias=False))
-    k = float(sp.kurtosis(x, bias=False))
+    g = _skewness(x)
+    k = _excess_kurtosis(x)
     return (g * g + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
+
+
+def _moments(values: Sequence[float] | FloatArray) -> tuple[int, np.float64, np.float64, np.float64] | None:
+    """(n, m2, m3, m4): the 2nd, 3rd and 4th central moments with `scipy.stats`' own operations (its
+    `_moment`: d², d²·d and (d²)² of d = x − mean, each averaged), so the floats are scipy's; None where
+    scipy's skew and kurtosis are nan: no values, a nan among them, or no spread (m2 ≤ (eps · mean)²)."""
+    x = as_array(values)
+    if x.size == 0:
+        return None
+    mean = np.mean(x, axis=0, keepdims=True)
+    d = x - mean
+    square = d**2
+    m2, m3, m4 = np.mean(square, axis=0), np.mean(square * d, axis=0), np.mean(square**2, axis=0)
+    if np.isnan(mean[0]) or m2 <= (np.finfo(np.float64).eps * mean[0]) ** 2:
+        return None
+    return x.size, m2, m3, m4
+
+
+def _skewness(values: Sequence[float] | FloatArray) -> float:
+    """The bias-corrected sample skewness, as `scipy.stats.skew(x, bias=False)`: √(n(n−1))/(n−2) ·
+    m3/m2^1.5, the uncorrected m3/m2^1.5 for two values (scipy's rule). nan: no values, no spread, or a
+    nan among them."""
+    if (moments := _moments(values)) is None:
+        return math.nan
+    n, m2, m3, _ = moments
+    if n <= 2:
+        return float(m3 / m2**1.5)
+    return float(((n - 1.0) * n) ** 0.5 / (n - 2.0) * m3 / m2**1.5)
+
+
+def _excess_kurtosis(values: Sequence[float] | FloatArray) -> float:
+    """The bias-corrected sample excess kurtosis, as `scipy.stats.kurtosis(x, bias=False)`:
+    ((n²−1)·m4/m2² − 3(n−1)²) / ((n−2)(n−3)), the uncorrected m4/m2² − 3 for up to three values
+    (scipy's rule). nan: no values, no spread, or a nan among them."""
+    if (moments := _moments(values)) is None:
+        return math.nan
+    n, m2, _, m4 = moments
+    if n <= 3:
+        return float(m4 / m2**2.0 - 3)
+    corrected = 1.0 / (n - 2) / (n - 3) * ((n**2 - 1.0) * m4 / m2**2.0 - 3 * (n - 1) ** 2.0)
+    return float(corrected + 3.0 - 3)  # scipy adds 3 (Pearson's) and takes it away (Fisher's)

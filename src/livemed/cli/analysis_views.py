@@ -10,8 +10,6 @@ from rich import box
 from rich.console import Group
 from rich.table import Table
 
-from livemed.analysis.taxonomy import CATEGORIES
-
 if TYPE_CHECKING:  # the analysis modules import scipy: keep `livemed --help` fast
     from livemed.analysis.completeness import Grading
     from livemed.analysis.contamination import ContaminationResult
@@ -171,6 +169,8 @@ def reasons_table(rows: Sequence[ReasonRow]) -> Table:
 
 
 def taxonomy_table(rows: Sequence[DistributionRow]) -> Table:
+    from livemed.analysis.taxonomy import CATEGORIES  # here: leaderboard and scores need none of it
+
     columns = ["model", "classifier", "n", *CATEGORIES, "knowledge", "reasoning", "no clinical error"]
     table = _table("error taxonomy", columns, 2)
     for r in rows:

@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "import-healthbench": ("interop_commands",),
     "export-healthbench": ("interop_commands",),
     "import-kqa": ("interop_commands",),
-    "judges": ("judge_modes", "judges_commands", "judges_validity", "score_commands", "train_commands"),
+    "judges": ("agreement_command", "judge_modes", "judges_commands", "judges_validity", "train_commands"),
     "models": ("models_commands",),
     "release": ("release_commands",),
     "store": ("store_commands",),

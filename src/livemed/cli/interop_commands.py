@@ -15,7 +15,8 @@ from livemed.cli.application import app
 from livemed.cli.context import console, err_console, state
 
 if TYPE_CHECKING:
-    from livemed.records import Case, Rubric
+    from livemed.interop.chunks import Lines
+    from livemed.interop.healthbench import Prepared
     from livemed.store import Store
 
 PUBLISHED = typer.Option(
@@ -77,10 +78,10 @@ class _Findings:
     counts: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
 
-    def add(self, rubric: Rubric, example_id: str) -> None:
+    def add(self, findings: list[str], example_id: str) -> None:
         from livemed.interop.healthbench import finding_kind
 
-        for text in rubric.findings:
+        for text in findings:
             kind = finding_kind(text)
             self.counts[kind] += 1
             self.examples.setdefault(kind, example_id)
@@ -106,9 +107,16 @@ def import_healthbench(
     replace: bool = REPLACE,
     max_record_bytes: int | None = MAX_RECORD_BYTES,
     max_criteria: int | None = MAX_CRITERIA,
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        min=0,
+        help="Processes that parse the file while this one writes (0: parse here; "
+        "default: one per core, at most 4; none for a file under 1 MiB).",
+    ),
 ) -> None:
     """Import HealthBench examples as cases and rubrics (original points and tags kept)."""
-    if load_healthbench(ctx, file, published, replace, max_record_bytes, max_criteria).bad:
+    if load_healthbench(ctx, file, published, replace, max_record_bytes, max_criteria, workers).bad:
         raise typer.Exit(code=1)
 
 
@@ -127,11 +135,13 @@ def load_healthbench(
     replace: bool = False,
     max_record_bytes: int | None = None,
     max_criteria: int | None = None,
+    workers: int | None = None,
 ) -> Imported:
     """`import-healthbench` without the exit: prints what it did, returns the file's case ids."""
     from livemed.errors import InputFileError
+    from livemed.interop.chunks import default_workers, parsed_chunks
     from livemed.interop.dates import resolve_published
-    from livemed.interop.healthbench import read_healthbench
+    from livemed.interop.healthbench import ExampleChunks, Kept, Prepared, stored_lines
 
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
@@ -140,21 +150,29 @@ def load_healthbench(
     counts = Counter[str]()
     out = Imported()
     findings = _Findings()
-    lines = read_healthbench(
-        file, published=date, date_field=basis, max_record_bytes=max_bytes, max_criteria=max_items
-    )
-    chunk: list[tuple[Case, Rubric]] = []
-    for item in lines:
-        if isinstance(item, InputFileError):
-            _skipped(item)
-            out.bad += 1
-            continue
-        out.case_ids.append(item[0].id)
-        chunk.append(item)
-        if len(chunk) >= 500:
-            _put_examples(store, chunk, replace, findings, counts)
-            chunk = []
-    _put_examples(store, chunk, replace, findings, counts)
+    parse = ExampleChunks(file, date, basis, max_bytes, max_items)
+    processes = default_workers(file) if workers is None else workers
+
+    def stored(lines: Lines) -> frozenset[int]:  # stored examples are not parsed again
+        return stored_lines(lines, lambda ids: store.has("case", ids))
+
+    skip = None if replace else stored
+    batch: list[Prepared] = []
+    for chunk in parsed_chunks(file, parse, max_bytes=max_bytes, workers=processes, skip=skip):
+        for item in chunk:
+            if isinstance(item, Prepared):
+                out.case_ids.append(item.case_id)
+                batch.append(item)
+            elif isinstance(item, Kept):
+                out.case_ids.append(item.case_id)
+                counts["kept"] += 1
+            else:
+                _skipped(InputFileError(file, item[1], item[0]))
+                out.bad += 1
+        if len(batch) >= WRITE_BATCH:
+            _put_examples(store, batch, replace, findings, counts)
+            batch = []
+    _put_examples(store, batch, replace, findings, counts)
     written, kept = counts["written"], counts["kept"]
     total = sum(findings.counts.values())
     console.print(
@@ -206,17 +224,20 @@ def import_kqa(
         raise typer.Exit(code=1)
 
 
+WRITE_BATCH = 2000  # examples written in one transaction (4,000 rows)
+
+
 def _put_examples(
-    store: Store, chunk: list[tuple[Case, Rubric]], replace: bool, findings: _Findings, counts: Counter[str]
+    store: Store, batch: list[Prepared], replace: bool, findings: _Findings, counts: Counter[str]
 ) -> None:
-    """Write a chunk of imported examples in one transaction (those already stored are kept)."""
-    stored = set() if replace else store.has("case", [case.id for case, _ in chunk])
-    fresh = [(case, rubric) for case, rubric in chunk if case.id not in stored]
-    store.put([record for pair in fresh for record in pair])
-    for case, rubric in fresh:
-        findings.add(rubric, case.source_id)
+    """Write a batch of parsed examples in one transaction (those already stored are kept)."""
+    stored = set() if replace else store.has("case", [example.case_id for example in batch])
+    fresh = [example for example in batch if example.case_id not in stored]
+    store.put_rows([row for example in fresh for row in example.rows], batch_size=2 * WRITE_BATCH)
+    for example in fresh:
+        findings.add(example.findings, example.source_id)
     counts["written"] += len(fresh)
-    counts["kept"] += len(chunk) - len(fresh)
+    counts["kept"] += len(batch) - len(fresh)
 
 
 def load_kqa(

@@ -1,5 +1,5 @@
 """`livemed judges build|run|report|validate|certify|compare`: judge validation (docs/judges.md).
-(`livemed judges agreement`, against human labels, lives in score_commands.py.)"""
+(`livemed judges agreement`, against human labels, lives in agreement_command.py.)"""
 
 from __future__ import annotations
 

@@ -152,6 +152,73 @@ def _per_group(
     return {name: value for name, value in scores.items() if value is not None}
 
 
+# ------------------------------------------------------------- the same formulas over index groups
+# Scoring many answers to one rubric: its groups (axes, themes, tags) are worked out once as indices
+# into the rubric's criteria, and each answer brings only its verdicts. Every sum runs over the same
+# values in the same order as the Item functions above, so the floats are theirs
+# (tests/grading/test_score_groups.py).
+
+Groups = tuple[tuple[str, tuple[int, ...]], ...]  # (name, criterion indices), sorted by name
+
+
+def index_groups(keys: Sequence[Iterable[str]]) -> Groups:
+    """Each name's criterion indices (an index once per time its criterion names it), sorted by name:
+    `_grouped` of the criteria whose keys are `keys[i]`."""
+    groups: dict[str, list[int]] = {}
+    for index, names in enumerate(keys):
+        for name in names:
+            if (found := groups.get(name)) is None:
+                groups[name] = [index]
+            else:
+                found.append(index)
+    return tuple((name, tuple(groups[name])) for name in sorted(groups))
+
+
+def group_raw(
+    values: Sequence[float],
+    met: Sequence[bool | None],
+    indices: Iterable[int],
+    policy: FailurePolicy = "not-met",
+) -> float | None:
+    """`raw_score` of the criteria at `indices` (weights `values`, verdicts `met`)."""
+    usable = [i for i in indices if met[i] is not None] if policy == "exclude" else list(indices)
+    total = sum(values[i] for i in usable if values[i] > 0)
+    if total <= 0:
+        return None
+    return sum(values[i] for i in usable if met[i] is True) / total
+
+
+def group_scores(
+    values: Sequence[float],
+    met: Sequence[bool | None],
+    groups: Groups,
+    convention: Convention,
+    policy: FailurePolicy = "not-met",
+) -> dict[str, float]:
+    """`_per_group` over index groups: the case formula per name, names without positive weight left out."""
+    out: dict[str, float] = {}
+    for name, indices in groups:
+        raw = group_raw(values, met, indices, policy)
+        if raw is not None:
+            out[name] = clip01(raw) if convention == "livemed" else raw
+    return out
+
+
+def group_coverage_harm(
+    values: Sequence[float], met: Sequence[bool | None], policy: FailurePolicy = "not-met"
+) -> tuple[float, float] | None:
+    """(`coverage`, `harm`) of all the criteria; None when there is no positive weight."""
+    usable = (
+        [i for i in range(len(values)) if met[i] is not None] if policy == "exclude" else range(len(values))
+    )
+    total = sum(values[i] for i in usable if values[i] > 0)
+    if total <= 0:
+        return None
+    covered = sum(values[i] for i in usable if met[i] is True and values[i] > 0)
+    harmed = sum(-values[i] for i in usable if met[i] is True and values[i] < 0)
+    return covered / total, harmed / total
+
+
 # --------------------------------------------------------------------------- aggregates
 
 

@@ -9,17 +9,21 @@ on its answer and than its rubric is kept as it is, so a re-run does only what c
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, NamedTuple, NotRequired
 
-from pydantic import TypeAdapter
+from pydantic import AwareDatetime, TypeAdapter
 from typing_extensions import TypedDict
 
 from livemed.grading import score as S
-from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported
+from livemed.interop.healthbench import EXPORT_AXIS, SOURCE, example_tags_of, is_imported
 from livemed.pipeline import batched
-from livemed.records import Answer, Grade, GradeFailure, Rubric, Score
+from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
+from livemed.records.base import short_hash
 from livemed.records.grading import CALL_FAILED
 from livemed.store import Store
 
@@ -38,24 +42,104 @@ class ScoreRun:
 @dataclass(frozen=True)
 class _Prepared:
     """What scoring needs of one rubric, worked out once for every answer to its case: each criterion's
-    id (a hash), weight, axis, theme and tags, and, under healthbench, the HealthBench tags."""
+    id (a hash), weight, axis, theme and tags; the criteria of each axis, theme and HealthBench tag (as
+    indices); the HealthBench example tags, the rubric's themes and publication date."""
 
-    rubric: Rubric
     ids: tuple[str, ...]
     parts: tuple[tuple[float, str, str | None, tuple[str, ...]], ...]  # value, axis, theme, tags
+    values: tuple[float, ...]
+    axes: S.Groups  # `S.axis_keys` of each criterion
+    example_tags: tuple[str, ...]
+    rubric_themes: tuple[str, ...]
+    published: datetime | None
     positive: bool  # some criterion has a positive weight
     imported: bool
 
     @classmethod
     def of(cls, rubric: Rubric) -> _Prepared:
-        own = not is_imported(rubric)
-        return cls(
-            rubric,
-            tuple(c.id for c in rubric.criteria),
-            tuple((c.value, c.axis if own else "", c.theme, tuple(c.tags)) for c in rubric.criteria),
-            any(c.value > 0 for c in rubric.criteria),
-            not own,
+        criteria = [(c.id, c.value, c.axis, c.theme, tuple(c.tags)) for c in rubric.criteria]
+        return cls._build(
+            criteria, is_imported(rubric), example_tags_of(rubric), rubric.themes, rubric.published
         )
+
+    @classmethod
+    def of_view(cls, view: _RubricView) -> _Prepared:
+        """From the fields scoring reads of a stored rubric (`_RUBRIC`, several times cheaper than the
+        whole record, whose validators and nested models cost ~0.2 ms a rubric): what `Criterion.id`,
+        `Criterion.value`, the two theme validators and `interop.healthbench`'s `is_imported` and
+        `example_tags_of` make of them (tests/grading/test_score_groups.py checks it equals `of`)."""
+        one_theme = _one_theme_spelling
+        criteria = [
+            (
+                short_hash(c["text"], c["axis"], str(c["weight"]), length=12),
+                points if (points := c.get("points")) is not None else float(c["weight"]),
+                c["axis"],
+                one_theme(c.get("theme")),
+                tuple(c.get("tags", ())),
+            )
+            for c in view["criteria"]
+        ]
+        steps = view.get("steps", [])
+        step = next((s for s in steps if s.get("step") == "import" and s.get("source") == SOURCE), None)
+        themes = Rubric._one_spelling_each(view.get("themes", []))
+        if step is not None:
+            example_tags = [str(tag) for tag in step.get("example_tags", [])]
+        else:
+            example_tags = [f"theme:{t}" for t in themes]
+        return cls._build(criteria, step is not None, example_tags, themes, view.get("published"))
+
+    @classmethod
+    def _build(
+        cls,
+        criteria: list[tuple[str, float, str, str | None, tuple[str, ...]]],  # id, value, axis, theme, tags
+        imported: bool,
+        example_tags: list[str],
+        themes: list[str],
+        published: datetime | None,
+    ) -> _Prepared:
+        # an imported criterion's axes are its own `axis:` tags only (its livemed axis may be a stand-in)
+        parts = tuple(
+            (value, "" if imported else axis, theme, tags) for _, value, axis, theme, tags in criteria
+        )
+        axes = []
+        for _, axis, _, tags in parts:  # `S.axis_keys`
+            tagged = [tag.removeprefix("axis:") for tag in tags if tag.startswith("axis:")]
+            axes.append(tagged or ([axis] if axis else []))
+        return cls(
+            ids=tuple(c[0] for c in criteria),
+            parts=parts,
+            values=tuple(part[0] for part in parts),
+            axes=S.index_groups(axes),
+            example_tags=tuple(example_tags),
+            rubric_themes=tuple(themes),
+            published=published,
+            positive=any(part[0] > 0 for part in parts),
+            imported=imported,
+        )
+
+    @functools.cached_property
+    def themes(self) -> S.Groups:
+        """Each criterion's theme (the livemed convention's per-theme scores)."""
+        return S.index_groups([[theme] if theme else [] for _, _, theme, _ in self.parts])
+
+    @functools.cached_property
+    def tags(self) -> S.Groups:
+        """HealthBench's rubric tags (`interop.healthbench.criterion_tags`; the healthbench convention)."""
+        return S.index_groups(
+            [
+                list(tags)
+                if self.imported or tags
+                else [f"axis:{EXPORT_AXIS.get(axis, axis)}", "level:example"]
+                for _, axis, _, tags in self.parts
+            ]
+        )
+
+    def verdicts(self, verdicts: dict[str, bool | None]) -> tuple[bool | None, ...] | None:
+        """Each criterion's verdict, in order; None when one is missing (not fully graded)."""
+        try:
+            return tuple(verdicts[i] for i in self.ids)
+        except KeyError:
+            return None
 
     def items(self, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
         if any(i not in verdicts for i in self.ids):
@@ -64,6 +148,55 @@ class _Prepared:
             S.Item(value, verdicts[i], axis=axis, theme=theme, tags=tags)
             for i, (value, axis, theme, tags) in zip(self.ids, self.parts, strict=True)
         ]
+
+
+class _AnswerView(TypedDict):
+    """The fields of a stored Answer that scoring reads (not its text)."""
+
+    case_id: str
+    model: str
+
+
+_ANSWER = TypeAdapter(_AnswerView)
+
+
+class _AnswerRef(NamedTuple):
+    """An answer as scoring sees it: its id, case and model."""
+
+    id: str
+    case_id: str
+    model: str
+
+
+class _CriterionView(TypedDict):
+    text: str
+    polarity: Literal["positive", "negative"]
+    axis: str
+    weight: int
+    theme: NotRequired[str | None]
+    points: NotRequired[float | None]
+    tags: NotRequired[list[str]]
+
+
+class _StepView(TypedDict, total=False):
+    step: Any
+    source: Any
+    example_tags: Any
+
+
+class _RubricView(TypedDict):
+    """The fields of a stored Rubric that scoring reads (not its findings, nor its steps' outputs)."""
+
+    case_id: str
+    criteria: list[_CriterionView]
+    themes: NotRequired[list[str]]
+    steps: NotRequired[list[_StepView]]
+    published: NotRequired[AwareDatetime | None]
+
+
+_RUBRIC = TypeAdapter(_RubricView)
+# a criterion's theme as its validator spells it; a store holds few themes, each spelled once here
+_one_theme_spelling = functools.lru_cache(maxsize=4096)(Criterion._one_theme_spelling)
 
 
 def items_for(rubric: Rubric, verdicts: dict[str, bool | None]) -> list[S.Item] | None:
@@ -131,11 +264,12 @@ def score_answer(
     convention: S.Convention,
     policy: S.FailurePolicy,
 ) -> Score | None:
-    """The Score record of one graded answer; None when the rubric has no positive weight."""
+    """The Score record of one graded answer (`items`: `items_for(rubric, verdicts)`); None when the
+    rubric has no positive weight."""
     return _score(
         answer,
         _Prepared.of(rubric),
-        items,
+        tuple(item.met for item in items),
         judge=judge,
         failures=failures,
         convention=convention,
@@ -144,30 +278,32 @@ def score_answer(
 
 
 def _score(
-    answer: Answer,
+    answer: Answer | _AnswerRef,
     prepared: _Prepared,
-    items: list[S.Item],
+    met: tuple[bool | None, ...],
     *,
     judge: str,
     failures: int,
     convention: S.Convention,
     policy: S.FailurePolicy,
 ) -> Score | None:
-    value = S.case_score(items, convention, policy)
-    if value is None:
+    values = prepared.values
+    raw = S.group_raw(values, met, range(len(values)), policy)
+    if raw is None:
         return None
-    rubric = prepared.rubric
+    value = S.clip01(raw) if convention == "livemed" else raw
     per_tag: dict[str, float] = {}
     if convention == "healthbench":  # themes are example tags there: each gets the case score
-        per_theme = dict.fromkeys(rubric.themes, value)
-        imported = prepared.imported
-        tagged = [
-            replace(item, tags=tuple(criterion_tags(c, imported=imported)))
-            for item, c in zip(items, rubric.criteria, strict=True)
-        ]
-        per_tag = S.per_tag(tagged, example_tags_of(rubric), convention, policy)
+        per_theme = dict.fromkeys(prepared.rubric_themes, value)
+        # simple-evals' tag metrics: each example tag gets the case score, each rubric tag the case
+        # formula over its own criteria (a rubric tag overrides an example tag of the same name)
+        per_tag = {
+            **dict.fromkeys(prepared.example_tags, value),
+            **S.group_scores(values, met, prepared.tags, convention, policy),
+        }
     else:
-        per_theme = S.per_theme(items, convention, policy)
+        per_theme = S.group_scores(values, met, prepared.themes, convention, policy)
+    coverage, harm = S.group_coverage_harm(values, met, policy) or (0.0, 0.0)
     return Score(
         answer_id=answer.id,
         case_id=answer.case_id,
@@ -175,14 +311,14 @@ def _score(
         judge=judge,
         convention=convention,
         score=value,
-        per_axis=S.per_axis(items, convention, policy),
+        per_axis=S.group_scores(values, met, prepared.axes, convention, policy),
         per_theme=per_theme,
         per_tag=per_tag,
-        coverage=S.coverage(items, policy) or 0.0,
-        harm=S.harm(items, policy) or 0.0,
+        coverage=coverage or 0.0,
+        harm=harm or 0.0,
         failures=failures,
         failure_policy=policy,
-        published=rubric.published,
+        published=prepared.published,
     )
 
 
@@ -204,7 +340,11 @@ def score_all(
     wanted = set(models) if models is not None else {model} if model is not None else None
     run = ScoreRun()
     rubrics: dict[str, _Prepared | None] = {}
-    answers = (a for a in store.iter(Answer) if wanted is None or a.model in wanted)
+    answers = (
+        _AnswerRef(answer_id, view["case_id"], view["model"])
+        for answer_id, view in store.fields(Answer.kind, _ANSWER)
+        if wanted is None or view["model"] in wanted
+    )
     suffix = "" if policy == "not-met" else f":{policy}"
     for chunk in batched(answers, batch_size):
         ids = {a.id: f"score:{a.id}:{judge}:{convention}{suffix}" for a in chunk}
@@ -216,10 +356,10 @@ def score_all(
                 run.scores.append(kept)
         verdicts = verdicts_by_answer(store, [a.id for a in todo], judge) if todo else {}
         new = sorted({a.case_id for a in todo} - rubrics.keys())
-        found = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
+        found = dict(store.fields_many(Rubric.kind, [f"rubric:{case_id}" for case_id in new], _RUBRIC))
         for case_id in new:
-            rubric = found.get(f"rubric:{case_id}")
-            rubrics[case_id] = _Prepared.of(rubric) if rubric is not None else None
+            view = found.get(f"rubric:{case_id}")
+            rubrics[case_id] = _Prepared.of_view(view) if view is not None else None
         fresh: list[Score] = []
         unscored: list[str] = []
         for answer in todo:
@@ -244,7 +384,7 @@ def score_all(
     return run
 
 
-def _current_scores(store: Store, answers: Sequence[Answer], score_ids: list[str]) -> dict[str, Score]:
+def _current_scores(store: Store, answers: Sequence[_AnswerRef], score_ids: list[str]) -> dict[str, Score]:
     """The stored scores (by id) that are newer than every verdict on their answer and its rubric."""
     written = store.updated_at(Score.kind, score_ids)
     if not written:
@@ -270,7 +410,7 @@ def _current_scores(store: Store, answers: Sequence[Answer], score_ids: list[str
 def _score_one(
     run: ScoreRun,
     out: list[Score],
-    answer: Answer,
+    answer: _AnswerRef,
     prepared: _Prepared | None,
     found: tuple[dict[str, bool | None], int],
     unscored: list[str],
@@ -284,13 +424,13 @@ def _score_one(
     if prepared.positive:
         run.answers[answer.model] += 1
     verdicts, failures = found
-    items = prepared.items(verdicts)
-    if items is None:
+    met = prepared.verdicts(verdicts)
+    if met is None:
         run.excluded[NOT_YET_GRADED] += 1
         unscored.append(answer.id)
         return
     record = _score(
-        answer, prepared, items, judge=judge, failures=failures, convention=convention, policy=policy
+        answer, prepared, met, judge=judge, failures=failures, convention=convention, policy=policy
     )
     if record is None:
         run.excluded[S.ZERO_POSITIVE] += 1

@@ -31,18 +31,19 @@ failing on a missing key).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-from pydantic import TypeAdapter
+from typing import Any, NamedTuple
 
 from livemed.errors import InputFileError
 from livemed.interop import fields
+from livemed.interop.chunks import Lines
 from livemed.interop.fields import kind_of
-from livemed.jsonl import parse_objects
+from livemed.jsonl import decode_exact, line_object, parse_object, parse_objects
 from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
+from livemed.store import StoredRow, stored_row
 
 SOURCE = "healthbench"
 LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
@@ -64,7 +65,7 @@ FINDING_AXIS = "no known axis tag"
 FINDING_WEIGHT = "points kept, weight rounded"
 FINDING_NO_POSITIVE = "no positive points (never scored)"
 MAX_CRITERIA_SETTING = "[import] max_criteria, --max-criteria"
-_CRITERIA = TypeAdapter(list[Criterion])
+LIMIT_NAME = "[import] max_record_bytes, --max-record-bytes"
 
 
 def finding(kind: str, detail: str) -> str:
@@ -139,7 +140,8 @@ def _prompt_id(value: Any) -> str:
 
 def _criteria(
     items: Any, theme: str | None, findings: list[str], max_criteria: int | None
-) -> list[Criterion]:
+) -> list[dict[str, Any]]:
+    """The example's criteria as the fields of `Criterion`s (the Rubric validates them, once)."""
     if not isinstance(items, list) or not items:
         got = "an empty list" if items == [] else kind_of(items)
         raise ValueError(f"rubrics: expected a non-empty list of items, got {got}")
@@ -147,12 +149,11 @@ def _criteria(
     found = [c for n, item in enumerate(items) if (c := _criterion(item, f"rubrics[{n}]", theme, findings))]
     if not found:
         raise ValueError("rubrics: no item has non-zero points")
-    criteria = _CRITERIA.validate_python(found)  # one call for the example's criteria (the Rubric keeps them)
-    if not any(c.polarity == "positive" for c in criteria):
+    if not any(c["polarity"] == "positive" for c in found):
         findings.append(
             finding(FINDING_NO_POSITIVE, "every item has negative points: no answer can be scored")
         )
-    return criteria
+    return found
 
 
 def parse_example(
@@ -162,6 +163,13 @@ def parse_example(
 
     `max_criteria`: refuse an example with more rubric items than this."""
     fields.finite_everywhere(data)
+    return _parse(data, published, date_field, max_criteria)
+
+
+def _parse(
+    data: dict[str, Any], published: datetime, date_field: str, max_criteria: int | None
+) -> tuple[Case, Rubric]:
+    """`parse_example` of an object known to hold only finite numbers."""
     prompt_id = _prompt_id(data.get("prompt_id"))
     messages = _messages(data.get("prompt"))
     users = [m["content"] for m in messages if m["role"] == "user" and m["content"].strip()]
@@ -175,7 +183,7 @@ def parse_example(
     if not isinstance(ideal, dict | None):
         raise ValueError(f"ideal_completions_data: expected an object or null, got {kind_of(ideal)}")
     ideal_text = str(ideal.get("ideal_completion", "")).strip() if isinstance(ideal, dict) else ""
-    positives = [c.text for c in criteria if c.polarity == "positive"]
+    positives = [c["text"] for c in criteria if c["polarity"] == "positive"]
     advice = [ideal_text] if ideal_text else positives or [NO_REFERENCE]
     case = Case(
         doc_id=f"{SOURCE}:{prompt_id}",
@@ -206,9 +214,20 @@ def parse_example(
         published=published,
         provenance=Provenance(settings={"imported_from": SOURCE}),
     )
-    if (repeated := rubric.repeated_criterion()) is not None:
+    if (repeated := _repeated(rubric.criteria)) is not None:
         raise ValueError(f"rubric item {repeated.text!r} appears twice with the same axis and points")
     return case, rubric
+
+
+def _repeated(criteria: list[Criterion]) -> Criterion | None:
+    """`Rubric.repeated_criterion` without hashing: a criterion's id is a hash of (text, axis, weight),
+    so two share an id exactly when those are equal."""
+    seen: set[tuple[str, str, int]] = set()
+    for criterion in criteria:
+        if (key := (criterion.text, criterion.axis, criterion.weight)) in seen:
+            return criterion
+        seen.add(key)
+    return None
 
 
 def read_healthbench(
@@ -223,12 +242,88 @@ def read_healthbench(
     (a line over `max_record_bytes` or with more than `max_criteria` rubric items is one such error)."""
     return parse_objects(
         path,
-        lambda data: parse_example(
-            data, published=published, date_field=date_field, max_criteria=max_criteria
-        ),
+        lambda data: _parse(data, published, date_field, max_criteria),
         max_bytes=max_record_bytes,
-        limit_name="[import] max_record_bytes, --max-record-bytes",
+        limit_name=LIMIT_NAME,
+        lenient=fields.finite_everywhere,
     )
+
+
+class Kept(NamedTuple):
+    """An example whose case the store holds already: not parsed again (`stored_lines`)."""
+
+    case_id: str
+
+
+def case_id_of(data: dict[str, Any]) -> str | None:
+    """The id an example's case gets (`Case.id` of `parse_example`), None when its prompt_id is bad."""
+    try:
+        return f"case:{SOURCE}:{_prompt_id(data.get('prompt_id'))}"
+    except ValueError:
+        return None
+
+
+def stored_lines(lines: Lines, stored: Callable[[list[str]], set[str]]) -> frozenset[int]:
+    """The numbers of the lines whose case `stored` (e.g. `Store.has` of kind case) says is stored,
+    from the lines' prompt ids alone; a line that does not decode is never among them."""
+    ids: dict[int, str] = {}
+    for number, raw in lines:
+        data = decode_exact(raw) if isinstance(raw, bytes) else None
+        if isinstance(data, dict) and (case_id := case_id_of(data)) is not None:
+            ids[number] = case_id
+    found = stored(list(dict.fromkeys(ids.values())))
+    return frozenset(number for number, case_id in ids.items() if case_id in found)
+
+
+class Prepared(NamedTuple):
+    """An example ready to store: its case's id and source id, the rubric's findings, both rows."""
+
+    case_id: str
+    source_id: str
+    findings: list[str]
+    rows: tuple[StoredRow, StoredRow]
+
+
+Example = Prepared | Kept | tuple[int, str]  # a bad line is (line number, what is wrong)
+
+
+@dataclass(frozen=True)
+class ExampleChunks:
+    """Parses a chunk of a HealthBench file's lines (`interop.chunks`) into `Prepared` examples, a bad
+    line into (line number, what is wrong), an already stored one into `Kept`: `read_healthbench`'s
+    results, made into store rows where they are parsed (picklable, so that a worker process can run
+    it)."""
+
+    path: Path
+    published: datetime
+    date_field: str
+    max_record_bytes: int | None = None
+    max_criteria: int | None = None
+
+    def __call__(self, lines: Lines, stored: frozenset[int] = frozenset()) -> list[Example]:
+        """The chunk's examples in order; a line among `stored` (`stored_lines`) becomes `Kept`."""
+        out: list[Example] = []
+        for number, raw in lines:
+            if number in stored and isinstance(raw, bytes):
+                data = decode_exact(raw)
+                if isinstance(data, dict) and (case_id := case_id_of(data)) is not None:
+                    out.append(Kept(case_id))
+                    continue
+            item = line_object(self.path, number, raw, self.max_record_bytes, LIMIT_NAME)
+            if item is None:
+                continue
+            parsed = parse_object(self.path, item, self._parse, fields.finite_everywhere)
+            if isinstance(parsed, InputFileError):
+                out.append((number, parsed.detail))
+                continue
+            case, rubric = parsed
+            out.append(
+                Prepared(case.id, case.source_id, rubric.findings, (stored_row(case), stored_row(rubric)))
+            )
+        return out
+
+    def _parse(self, data: dict[str, Any]) -> tuple[Case, Rubric]:
+        return _parse(data, self.published, self.date_field, self.max_criteria)
 
 
 def criterion_tags(criterion: Criterion, *, imported: bool) -> list[str]:

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from livemed.judges.meta import MetaTables
-from livemed.judges.rubric_validation import FILLER
 from livemed.records import Pair, ValidityCard
 from livemed.store import Store
 
@@ -18,6 +17,8 @@ AGREEMENT_NAMESPACE = "judges_agreement"  # run_state: the last `judges agreemen
 
 def length_probe(pairs: Iterable[Pair]) -> list[Pair]:
     """Each pair with its rejected (worse) response padded with fluent filler (the length-bias probe)."""
+    from livemed.judges.rubric_validation import FILLER  # here: `card_line` (scores) needs none of it
+
     out = []
     for pair in pairs:
         padded = pair.rejected.model_copy(

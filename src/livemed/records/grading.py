@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -25,6 +26,7 @@ Axis = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]  # t
 _KEEP_S = ("ss", "is", "us")  # diagnosis, fitness, status: not plurals
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of a short string, asked for every criterion
 def canonical_theme(name: str) -> str:
     """One spelling per theme: lower case, words split on `_` and spaces, the last word singular
     ("emergency_referrals" and "Emergency referral" are both "emergency referral")."""

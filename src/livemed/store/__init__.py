@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
@@ -38,7 +38,16 @@ from livemed.store.schema import (
     state_table,
 )
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "SCHEMA_VERSION", "Store", "display_url", "naive_utc", "resolve_url"]
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "SCHEMA_VERSION",
+    "Store",
+    "StoredRow",
+    "display_url",
+    "naive_utc",
+    "resolve_url",
+    "stored_row",
+]
 
 SCHEMA_VERSION = 3
 
@@ -83,6 +92,7 @@ class Store:
         self.lock_timeout = lock_timeout if lock_timeout is not None else env_lock_timeout()
         self.engine = make_engine(self.url, self.lock_timeout)
         self.dialect = self.engine.dialect.name
+        self._upserts: dict[tuple[str, ...], _Upsert] = {}
         try:
             self._migrate()
         except (sa.exc.OperationalError, sa.exc.DatabaseError, OSError) as exc:
@@ -169,10 +179,15 @@ class Store:
 
     def put(self, records: Iterable[Record], *, batch_size: int = 500) -> int:
         """Upsert records by (kind, id), one transaction per batch; returns how many were written."""
+        return self.put_rows((stored_row(record) for record in records), batch_size=batch_size)
+
+    def put_rows(self, rows: Iterable[StoredRow], *, batch_size: int = 500) -> int:
+        """`put` of records already made into rows (`stored_row`, e.g. in another process): upserted by
+        (kind, id), the last of a repeated id wins, one transaction per batch; returns how many."""
         written = 0
-        batch: list[dict[str, Any]] = []
-        for record in records:
-            batch.append(_row(record))
+        batch: list[StoredRow] = []
+        for row in rows:
+            batch.append(row)
             if len(batch) >= batch_size:
                 written += self._put_rows(batch)
                 batch = []
@@ -180,10 +195,14 @@ class Store:
             written += self._put_rows(batch)
         return written
 
-    def _put_rows(self, rows: list[dict[str, Any]]) -> int:
-        unique = list({(r["kind"], r["id"]): r for r in rows}.values())
+    def _put_rows(self, rows: list[StoredRow]) -> int:
+        unique = list({(r.kind, r.id): r for r in rows}.values())
+        now = naive_utc(utcnow())  # one write time for the transaction's rows
+        values = [
+            (kind, id_, parent, published, now, payload) for kind, id_, parent, published, payload in unique
+        ]
         with self._write() as conn:
-            self._upsert(conn, records_table, unique, ["kind", "id"])
+            self._upsert_values(conn, records_table, values, _KEYS)
         return len(unique)
 
     def get(self, cls: type[R], record_id: str) -> R | None:
@@ -471,11 +490,23 @@ class Store:
         return _WriteTransaction(self)
 
     def _upsert(self, conn: Connection, table: sa.Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
+        """Insert rows (dicts naming every column), or update those whose `keys` exist: SQLAlchemy's
+        `INSERT … ON CONFLICT DO UPDATE`, compiled once per table and run as one DBAPI `executemany`
+        with each value through its column type's bind processor (what `conn.execute` does, without
+        building and caching a statement per call)."""
         if not rows:
             return
-        insert = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
-        updates = {c.name: insert.excluded[c.name] for c in table.columns if c.name not in keys}
-        conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=updates), rows)
+        columns = [c.name for c in table.columns]
+        self._upsert_values(conn, table, [tuple(row[name] for name in columns) for row in rows], keys)
+
+    def _upsert_values(
+        self, conn: Connection, table: sa.Table, rows: Sequence[Sequence[Any]], keys: list[str]
+    ) -> None:
+        """`_upsert` of rows given as value tuples in the table's column order."""
+        upsert = self._upserts.get((table.name, *keys))
+        if upsert is None:
+            upsert = self._upserts[(table.name, *keys)] = _Upsert(table, keys, self.engine.dialect)
+        conn.exec_driver_sql(upsert.sql, upsert.parameters(rows))
 
 
 ANALYZE_FROM = 10_000  # records: below this a SQLite store needs no statistics
@@ -539,17 +570,83 @@ def _locked_error(store: Store, exc: sa.exc.OperationalError) -> Exception:
     return exc
 
 
-def _row(record: Record) -> dict[str, Any]:
+_KEYS = ["kind", "id"]
+
+
+class StoredRow(NamedTuple):
+    """A record as the `records` table keeps it (the write time is added when it is written)."""
+
+    kind: str
+    id: str
+    parent_id: str | None
+    published_at: datetime | None  # naive UTC
+    payload: str  # the record's `model_dump_json()`
+
+
+def stored_row(record: Record) -> StoredRow:
+    """The row of a record (`Store.put_rows` writes it)."""
     if record.kind not in RECORD_TYPES:
         raise TypeError(f"{type(record).__name__} is not a stored record type")
-    return {
-        "kind": record.kind,
-        "id": record.id,
-        "parent_id": record.parent_id,
-        "published_at": naive_utc(record.published_at),
-        "updated_at": naive_utc(utcnow()),
-        "payload": record.model_dump_json(),
-    }
+    published = record.published_at
+    return StoredRow(
+        record.kind,
+        record.id,
+        record.parent_id,
+        naive_utc(published) if published is not None else None,
+        record.model_dump_json(),
+    )
+
+
+def _row(record: Record) -> dict[str, Any]:
+    """A record's row with its write time, as a dict of columns."""
+    return {**stored_row(record)._asdict(), "updated_at": naive_utc(utcnow())}
+
+
+class _Upsert:
+    """A table's `INSERT … ON CONFLICT (keys) DO UPDATE` compiled for one dialect, and its rows (value
+    tuples in the table's column order) as the DBAPI takes them: sequences for SQLite's qmark, dicts
+    for psycopg's pyformat, each value through its column type's bind processor (SQLite's datetime
+    text), made once per distinct value of a call (a batch's rows share their two times)."""
+
+    def __init__(self, table: sa.Table, keys: list[str], dialect: sa.Dialect) -> None:
+        insert = (postgresql.insert if dialect.name == "postgresql" else sqlite.insert)(table)
+        updates = {c.name: insert.excluded[c.name] for c in table.columns if c.name not in keys}
+        compiled = insert.on_conflict_do_update(index_elements=keys, set_=updates).compile(dialect=dialect)
+        self.sql = compiled.string
+        self.columns = [c.name for c in table.columns]
+        order = list(compiled.positiontup or []) if compiled.positional else self.columns
+        self.order = [self.columns.index(name) for name in order] if order != self.columns else None
+        self.named = not compiled.positional
+        self.binds = [
+            (index, bind)
+            for index, column in enumerate(table.columns)
+            if (bind := column.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        ]
+
+    def parameters(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]] | list[dict[str, Any]]:
+        if self.binds:
+            rows = self._bound(rows)
+        if self.order is not None:
+            order = self.order
+            rows = [tuple(row[index] for index in order) for row in rows]
+        if self.named:
+            columns = self.columns
+            return [dict(zip(columns, row, strict=True)) for row in rows]
+        return rows
+
+    def _bound(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+        made: dict[tuple[int, Any], Any] = {}
+        out = []
+        for row in rows:
+            values = list(row)
+            for index, bind in self.binds:
+                key = (index, values[index])
+                value = made.get(key, made)
+                if value is made:
+                    value = made[key] = bind(values[index])
+                values[index] = value
+            out.append(tuple(values))
+        return out
 
 
 def _load(cls: type[R], record_id: str, payload: str) -> R:

@@ -1,0 +1,120 @@
+"""`livemed judges agreement`: a grader's verdicts on human-labelled items, against the labels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from livemed.cli.context import console, err_console, state
+from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
+from livemed.errors import CallsFailedError, UserError
+
+
+@judges_app.command("agreement")
+def agreement(
+    ctx: typer.Context,
+    labels: Path = typer.Option(
+        ..., "--labels", help="JSONL/CSV (response, criterion, label) or K-QA NLI CSV."
+    ),
+    grader: str = typer.Option(..., "--grader", help="Grader model, or offline/lexical."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Use at most this many labelled items."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the metrics as JSON."),
+    grader_template: Path | None = GRADER_TEMPLATE,
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only use cached responses."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit in US dollars."),
+) -> None:
+    """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
+    from livemed.cli.common import make_engine, print_usage, usage_on_failure
+    from livemed.errors import InputFileError
+    from livemed.grading.agreement import grade_items, metrics
+    from livemed.grading.judge import OfflineGrader
+    from livemed.interop.labels import LabelItem, read_labels
+    from livemed.runs import track_run
+
+    app_state = state(ctx)
+    items: list[LabelItem] = []
+    skipped = 0
+    for item in read_labels(labels):
+        if isinstance(item, InputFileError):
+            skipped += 1
+            err_console.print(f"[yellow]skipped[/] {escape(str(item))}", highlight=False)
+        elif limit is None or len(items) < limit:
+            items.append(item)
+    if not items:
+        raise UserError(f"{labels}: no usable labelled items")
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    judge = (
+        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        if grader_template is None
+        else grader_for(app_state, engine, grader, "per-criterion", grader_template)
+    )
+    with (
+        usage_on_failure(engine),
+        track_run(
+            app_state.store,
+            "judges agreement",
+            settings={"labels": str(labels), "grader": judge.id},
+            models=[grader],
+            engine=engine,
+        ) as run,
+    ):
+        predicted, reasons = asyncio.run(grade_items(items, judge))
+        run.counts = {"items": len(items), "call_failed": reasons.get("call_failed", 0), "skipped": skipped}
+    graded = [(i.label, p) for i, p in zip(items, predicted, strict=True) if p is not None]
+    if not graded:
+        print_usage(engine)
+        raise CallsFailedError(f"{len(items)} of {len(items)} items failed: no verdict to measure")
+    result = metrics([h for h, _ in graded], [p for _, p in graded], failures=sum(reasons.values()))
+    app_state.store.state_set("judges_agreement", judge.id, result.as_dict())  # shown on validity cards
+    _print_agreement(judge.id, labels, result.as_dict() | {"failure_reasons": reasons})
+    if json_out is not None:
+        json_out.write_text(json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2), "utf-8")
+    print_usage(engine)
+    _fail_for_agreement(len(items), reasons.get("call_failed", 0), skipped)
+
+
+def _fail_for_agreement(total: int, failed: int, skipped: int) -> None:
+    """Exit 1 when items were left out: failed grader calls (not in the metrics) or unreadable lines."""
+    from livemed.errors import RunError
+
+    if failed:
+        raise CallsFailedError(
+            f"{failed} of {total} items failed (grader calls; left out of the metrics above); "
+            "run again to retry them"
+        )
+    if skipped:
+        raise RunError(
+            f"{skipped} label line(s) could not be read and were skipped (listed above); "
+            "the metrics use the rest"
+        )
+
+
+def _print_agreement(grader: str, labels: Path, data: dict[str, Any]) -> None:
+    kappa = "undefined (one class only)" if data["cohen_kappa"] is None else f"{data['cohen_kappa']:.3f}"
+    console.print(f"grader {grader} vs human labels in {labels} ({data['n']} items)")
+    console.print(
+        f"macro-F1 {data['macro_f1']:.3f} · Cohen's kappa {kappa} · accuracy {data['accuracy']:.3f}"
+    )
+    table = Table()
+    for column in ("class", "precision", "recall", "F1", "support"):
+        table.add_column(column, justify="left" if column == "class" else "right")
+    for name, stats in data["per_class"].items():
+        table.add_row(
+            name,
+            f"{stats['precision']:.3f}",
+            f"{stats['recall']:.3f}",
+            f"{stats['f1']:.3f}",
+            str(stats["support"]),
+        )
+    console.print(table)
+    if data["grader_failures"]:
+        console.print(
+            f"grader failures counted as not met: {data['grader_failures']} {data['failure_reasons']}"
+        )
