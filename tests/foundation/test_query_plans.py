@@ -108,8 +108,10 @@ def _sqlite_scans(path: Path, statements: list[tuple[str, Any]]) -> list[str]:
             details = [str(row[-1]) for row in plan]
             scans = [d for d in details if re.match(r"SCAN (records|response_cache|run_state)\b", d)]
             # a search on the kind alone walks every record of the kind: a scan when the query
-            # also names a parent, an id or a date that an index could have matched
-            narrower = re.search(r"records\.(parent_id|published_at) |records\.id (IN|=)", statement)
+            # also names a parent, an id or a date that an index could have matched, in its WHERE
+            # clause (a column it only reads, as `Store.id_parents` reads parent_id, narrows nothing)
+            where = statement.partition("WHERE")[2]
+            narrower = re.search(r"records\.(parent_id|published_at) |records\.id (IN|=)", where)
             walks = [d for d in details if d.startswith("SEARCH records") and d.endswith("(kind=?)")]
             if (scans or (walks and narrower)) and not _whole_table(statement):
                 bad.append(f"{statement!r}: {details}")

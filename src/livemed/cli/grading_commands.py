@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +81,22 @@ def select_cases(app_state: AppState, status: str | None, limit: int | None) -> 
             return
         count += 1
         yield case
+
+
+def count_cases(app_state: AppState, status: str | None, limit: int | None) -> int:
+    """How many cases `select_cases` yields, without reading them whole (a status: one small view)."""
+    if status is None:
+        found = app_state.store.count().get("case", 0)
+    else:
+        from pydantic import TypeAdapter
+        from typing_extensions import TypedDict
+
+        class Status(TypedDict, total=False):
+            status: str
+
+        view = TypeAdapter(Status)
+        found = sum(v.get("status", "draft") == status for _, v in app_state.store.fields("case", view))
+    return found if limit is None else min(found, limit)
 
 
 def print_result(what: str, result: StageResult) -> None:
@@ -187,21 +203,23 @@ def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:
 
 
 def _retrieval_corpus(
-    app_state: AppState, evidence: str | None, cases: list[Case], samples: int, model: str
+    app_state: AppState, evidence: str | None, cases: Callable[[], Iterator[Case]], samples: int, model: str
 ) -> dict[str, Any]:
     """A retrieving baseline's corpus and its cached BM25 index; nothing to load when every case is
-    answered."""
+    answered (`cases()`: a fresh pass over the cases each time it is called)."""
     from livemed.curate.evidence.factory import default_index_dir
     from livemed.grading.answer import answer_id
+    from livemed.pipeline import batched
 
-    wanted = [answer_id(case.id, model, n) for case in cases for n in range(samples)]
-    if len(app_state.store.has("answer", wanted)) == len(wanted):
-        return {}  # no answer to write: the baseline is never asked, so no index is built
-    index_dir = default_index_dir(app_state.config.curate.index_dir)
-    return {"corpus": _corpus(app_state, evidence, cases), "index_dir": index_dir}
+    for chunk in batched(cases(), 500):
+        wanted = [answer_id(case.id, model, n) for case in chunk for n in range(samples)]
+        if len(app_state.store.has("answer", wanted)) < len(wanted):
+            index_dir = default_index_dir(app_state.config.curate.index_dir)
+            return {"corpus": _corpus(app_state, evidence, cases()), "index_dir": index_dir}
+    return {}  # no answer to write: the baseline is never asked, so no index is built
 
 
-def _corpus(app_state: AppState, evidence: str | None, cases: list[Case]) -> list[Passage]:
+def _corpus(app_state: AppState, evidence: str | None, cases: Iterable[Case]) -> list[Passage]:
     """Passages for offline/retrieval: --evidence, else [curate] evidence, else the cases' own evidence."""
     from livemed.curate.evidence.corpus import Passage
     from livemed.curate.evidence.factory import load_passages
@@ -274,7 +292,10 @@ def answer(
 
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    cases = list(select_cases(app_state, status, limit))
+
+    def cases() -> Iterator[Case]:  # read as they are answered: memory bounded by `answer_all`'s chunk
+        return select_cases(app_state, status, limit)
+
     extra = _retrieval_corpus(app_state, evidence, cases, samples, model) if model in RETRIEVING else {}
     if model == "offline/memorised":
         extra["cutoff"] = _declared_cutoff(app_state, model)
@@ -295,10 +316,12 @@ def answer(
             engine=engine,
             lease=f"answer:{model}",
         ) as run,
-        progress_for(engine, model, f"answers by {model}", total=len(cases) * samples),
+        progress_for(
+            engine, model, f"answers by {model}", total=count_cases(app_state, status, limit) * samples
+        ),
     ):
         result = asyncio.run(
-            answer_all(app_state.store, cases, answerer, settings=settings, samples=samples, pack=pack)
+            answer_all(app_state.store, cases(), answerer, settings=settings, samples=samples, pack=pack)
         )
         settle(run, result, "answers")
     print_result(f"answers by {model}", result)
@@ -328,8 +351,7 @@ def grade(
     if run_elsewhere(ctx, executor):
         return
     from livemed.grading.judge import MODES
-    from livemed.grading.runs import grade_all, plan_stream
-    from livemed.records import Answer
+    from livemed.grading.runs import grade_all, plan_stream, stored_answers
     from livemed.runs import raise_for_calls, settle, track_run
 
     if mode not in MODES:
@@ -340,7 +362,7 @@ def grade(
     grader = grader_for(app_state, engine, judge, mode, grader_template)
     model_id, judge = judge, grader.id
     pack = app_state.pack(domain)
-    answers = (a for a in store.iter(Answer) if model is None or a.model == model)
+    answers = stored_answers(store, model)
     plan = plan_stream(store, answers, pack, judge=grader.id, retry_failures=retry_failures)
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     settings["domain"] = pack.name

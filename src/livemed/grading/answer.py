@@ -126,6 +126,16 @@ def answer_id(case_id: str, model: str, sample: int) -> str:
     return f"answer:{case_id}:{model}:{sample}"
 
 
+def answer_model(answer_id: str, case_id: str) -> str | None:
+    """The model of a stored answer from its id and case id (`answer_id`'s inverse: a model id may
+    hold colons, a sample number does not); None for an id `answer_id` did not make."""
+    head = f"answer:{case_id}:"
+    model, colon, sample = answer_id.removeprefix(head).rpartition(":")
+    if not answer_id.startswith(head) or not colon or not model or not sample.isdigit():
+        return None
+    return model
+
+
 def rejection_id(case_id: str, model: str, sample: int) -> str:
     return f"{STAGE}:{answer_id(case_id, model, sample)}"
 

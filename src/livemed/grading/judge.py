@@ -152,6 +152,17 @@ def grade_id(answer_id: str, criterion_id: str, judge: str) -> str:
     return f"grade:{answer_id}:{criterion_id}:{judge}"
 
 
+def criterion_id(criterion: Criterion) -> str:
+    """`criterion.id`, hashed once per (text, axis, weight) however many answers are graded on it."""
+    return key_id(criterion.text, criterion.axis, criterion.weight)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def key_id(text: str, axis: str, weight: int) -> str:
+    """The id of the criterion with this text, axis and weight (`Criterion.id`)."""
+    return short_hash(text, axis, str(weight), length=12)
+
+
 def conversation_blocks(messages: list[Message]) -> list[str]:
     """The conversation as data: one block per turn, its role in the label (a turn cannot fake another)."""
     return [data_block("turn", m["content"], role=m["role"], n=n) for n, m in enumerate(messages, start=1)]
@@ -213,7 +224,7 @@ def _grade(
     return Grade(
         answer_id=target.answer.id,
         case_id=target.case.id,
-        criterion_id=criterion.id,
+        criterion_id=criterion_id(criterion),
         judge=judge.id,
         met=met,
         explanation=why,
@@ -228,7 +239,7 @@ def _failure(
     return GradeFailure(
         answer_id=target.answer.id,
         case_id=target.case.id,
-        criterion_id=criterion.id,
+        criterion_id=criterion_id(criterion),
         judge=judge.id,
         reason=reason,
         detail=detail,

@@ -123,6 +123,10 @@ class _Prepared:
     texts: tuple[str, ...]
     keys: frozenset[str]
     damping: dict[str, float]  # key -> (sentences holding it) ** -TOPIC_DAMPING: the topic counts less
+    # every passage (first sentence, its clauses, their keys), in `_windows`' order: made once per
+    # response, not once per criterion graded on it
+    spans: tuple[tuple[int, tuple[_Clause, ...], frozenset[str]], ...] = ()
+    numbers: frozenset[str] = frozenset()  # the keys that are numbers
 
 
 @lru_cache(maxsize=1 << 16)
@@ -170,7 +174,14 @@ def prepare(response: str) -> _Prepared:
     for sentence in parsed:
         for k in frozenset().union(*(c.keys for c in sentence)):
             spread[k] = spread.get(k, 0) + 1
-    return _Prepared(parsed, texts, frozenset(spread), {k: n**-TOPIC_DAMPING for k, n in spread.items()})
+    spans = tuple(
+        (start, clauses, frozenset().union(*(c.keys for c in clauses)))
+        for start in range(len(parsed))
+        for clauses in _spans(parsed, start)
+    )
+    damping = {k: n**-TOPIC_DAMPING for k, n in spread.items()}
+    numbers = frozenset(k for k in spread if k[0].isdigit())
+    return _Prepared(parsed, texts, frozenset(spread), damping, spans, numbers)
 
 
 @dataclass(frozen=True)
@@ -180,25 +191,29 @@ class _Criterion:
     wanted: dict[str, float]
     clauses: tuple[_Clause, ...]
     names: dict[str, str]
+    drugs: tuple[str, ...] = ()  # the keys weighted as drugs
+    numbers: tuple[str, ...] = ()  # the keys weighted as numbers
 
 
 @lru_cache(maxsize=4096)
 def _criterion(text: str) -> _Criterion:
     """A criterion prepared once: every answer to a case is graded on the same criteria."""
     names = {key(w): SYNONYMS.get(w, w) for w in _content_words(text)}
-    return _Criterion(terms(text), _clauses(text), names)
+    wanted = terms(text)
+    drugs = tuple(k for k, w in wanted.items() if w == DRUG_WEIGHT)
+    numbers = tuple(k for k, w in wanted.items() if w == NUMBER_WEIGHT)
+    return _Criterion(wanted, _clauses(text), names, drugs, numbers)
 
 
-def _mismatch(criterion: _Criterion, wanted: dict[str, float], response: _Prepared) -> str:
+def _mismatch(criterion: _Criterion, response: _Prepared) -> str:
     """A drug or number the criterion names and the response does not (numbers: when it has any)."""
-    names = criterion.names
-    drugs = sorted(names[k] for k, w in wanted.items() if w == DRUG_WEIGHT and k not in response.keys)
+    drugs = [criterion.names[k] for k in criterion.drugs if k not in response.keys]
     if drugs:
-        return f"the criterion names {', '.join(drugs)}, the response does not"
-    numbers = {k for k in response.keys if k[0].isdigit()}
-    missing = sorted(k for k, w in wanted.items() if w == NUMBER_WEIGHT and k not in numbers)
-    if missing and numbers:
-        return f"the criterion says {', '.join(missing)}, the response gives other numbers"
+        return f"the criterion names {', '.join(sorted(drugs))}, the response does not"
+    numbers = response.numbers
+    missing = [k for k in criterion.numbers if k not in numbers] if numbers else []
+    if missing:
+        return f"the criterion says {', '.join(sorted(missing))}, the response gives other numbers"
     return ""
 
 
@@ -207,14 +222,13 @@ def _windows(response: _Prepared, wanted: dict[str, float], own: tuple[_Clause, 
     wanted = {k: w * response.damping.get(k, 1.0) for k, w in wanted.items()}
     total = sum(wanted.values())
     best, where = 0.0, -1
-    for start in range(len(response.sentences)):
-        for clauses in _spans(response.sentences, start):
-            keys = frozenset().union(*(c.keys for c in clauses))
-            share = sum(w for k, w in wanted.items() if k in keys) / total
-            if share <= best:
-                continue
-            if _agree(own, clauses, wanted):
-                best, where = share, start
+    found = [(k, w) for k, w in wanted.items() if k in response.keys]  # a passage holds only these
+    for start, clauses, keys in response.spans if found else ():
+        share = sum(w for k, w in found if k in keys) / total
+        if share <= best:
+            continue
+        if _agree(own, clauses, wanted):
+            best, where = share, start
     return best, where
 
 
@@ -245,7 +259,7 @@ def match(response: str, criterion: str, threshold: float = MATCH_THRESHOLD) -> 
     if not wanted:
         return False, "criterion has no content words to match"
     prepared = prepare(response)
-    mismatch = _mismatch(prepared_criterion, wanted, prepared)
+    mismatch = _mismatch(prepared_criterion, prepared)
     if mismatch:
         return False, mismatch
     best, where = _windows(prepared, wanted, prepared_criterion.clauses)

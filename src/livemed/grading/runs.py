@@ -19,16 +19,26 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 from livemed.domains import DomainPack
-from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, rejection_id
-from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion, grade_id, is_offline
+from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, answer_model, rejection_id
+from livemed.grading.judge import (
+    Judge,
+    Mode,
+    Target,
+    criterion_id,
+    grade_batch,
+    grade_criterion,
+    grade_id,
+    is_offline,
+    key_id,
+)
 from livemed.models import LLM, Settings
-from livemed.pipeline import Feed, StageResult, batched, item_progress, run_stage
+from livemed.pipeline import Feed, StageResult, batched, frozen_heap, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
 from livemed.records.grading import CALL_FAILED
@@ -47,6 +57,7 @@ def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
     return default
 
 
+@frozen_heap
 async def answer_all(
     store: Store,
     cases: Iterable[Case] | Feed[Case],
@@ -62,27 +73,64 @@ async def answer_all(
     """Every (case, sample) without an answer from this model gets one (or a Rejection).
 
     Up to `window` items are in flight (default: `in_flight(answerer)`); `on_answers` is told of the
-    answers each time a batch of them is written. `cases` may be a `Feed` another stage fills."""
+    answers each time a batch of them is written. `cases` may be a `Feed` another stage fills, or any
+    iterable, read `CASE_CHUNK` cases at a time (memory bounded by the chunk, not by the store)."""
     model = answerer.id
-    keys: list[tuple[Case, int]] = []
+    if isinstance(cases, Feed):
+        return await _answer_feed(
+            store, cases, answerer, settings, samples, batch_size, window, on_answers, pack
+        )
+    prefetch = getattr(answerer, "prefetch", None)  # offline/retrieval: one search per chunk (offline.py)
 
-    def samples_of(case: Case) -> list[tuple[Case, int]]:
-        keys.extend(made := [(case, n) for n in range(samples)])
-        return made
+    def items() -> Iterator[tuple[Case, int]]:
+        for chunk in batched(cases, CASE_CHUNK):
+            keys = [(case, n) for case in chunk for n in range(samples)]
+            answered = store.has("answer", [answer_id(case.id, model, n) for case, n in keys])
+            _drop_stale_rejections(store, [(c.id, n) for c, n in keys], model, answered)
+            if prefetch is not None:
+                prefetch(
+                    list({c.id: c for c, n in keys if answer_id(c.id, model, n) not in answered}.values())
+                )
+            yield from keys
 
-    items = cases.expand(samples_of) if isinstance(cases, Feed) else [k for c in cases for k in samples_of(c)]
-    prefetch = getattr(answerer, "prefetch", None)  # offline/retrieval: one search (grading/offline.py)
-    if prefetch is not None and not isinstance(cases, Feed):  # a feed's cases come later, one batch at a time
-        prefetch(_unanswered(store, keys, model))
+    new: list[Answer] = []  # answers written since their rejections were last looked for
+
+    def drop_stale() -> None:
+        _drop_stale_rejections(store, [(a.case_id, a.sample) for a in new], model, {a.id for a in new})
+        new.clear()
+
+    def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
+        answers = [(item[0], r) for item, records in batch for r in records if isinstance(r, Answer)]
+        new.extend(a for _, a in answers)
+        if len(new) >= 500:
+            drop_stale()
+        if on_answers is not None:
+            on_answers(answers)
+
+    result = await _answer_items(store, items(), answerer, settings, batch_size, window, written, pack)
+    drop_stale()
+    return result
+
+
+CASE_CHUNK = 1000  # cases `answer_all` reads, checks and prefetches at a time
+
+
+async def _answer_items(
+    store: Store,
+    items: Iterable[tuple[Case, int]] | Feed[tuple[Case, int]],
+    answerer: LLM | OfflineAnswerer,
+    settings: Settings,
+    batch_size: int,
+    window: int | None,
+    written: Callable[[list[tuple[tuple[Case, int], Sequence[Record]]]], None],
+    pack: DomainPack | None,
+) -> StageResult:
+    model = answerer.id
 
     async def work(item: tuple[Case, int]) -> list[Record]:
         return await answer_case(item[0], answerer, settings=settings, sample=item[1], pack=pack)
 
-    def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
-        if on_answers is not None:
-            on_answers([(item[0], r) for item, records in batch for r in records if isinstance(r, Answer)])
-
-    result = await run_stage(
+    return await run_stage(
         store,
         items,
         work,
@@ -92,28 +140,79 @@ async def answer_all(
         window=window or in_flight(answerer, batch_size),
         on_batch=written,
     )
-    _drop_stale_rejections(store, [(case.id, n) for case, n in keys], model)
+
+
+async def _answer_feed(
+    store: Store,
+    cases: Feed[Case],
+    answerer: LLM | OfflineAnswerer,
+    settings: Settings,
+    samples: int,
+    batch_size: int,
+    window: int | None,
+    on_answers: Callable[[list[tuple[Case, Answer]]], None] | None,
+    pack: DomainPack | None,
+) -> StageResult:
+    """`answer_all` for cases another stage puts in a feed while this one runs (`livemed eval`)."""
+    keys: list[tuple[Case, int]] = []
+
+    def samples_of(case: Case) -> list[tuple[Case, int]]:
+        keys.extend(made := [(case, n) for n in range(samples)])
+        return made
+
+    def written(batch: list[tuple[tuple[Case, int], Sequence[Record]]]) -> None:
+        if on_answers is not None:
+            on_answers([(item[0], r) for item, records in batch for r in records if isinstance(r, Answer)])
+
+    result = await _answer_items(
+        store, cases.expand(samples_of), answerer, settings, batch_size, window, written, pack
+    )
+    for chunk in batched(keys, 500):
+        _drop_stale_rejections(store, [(case.id, n) for case, n in chunk], answerer.id, None)
     return result
 
 
-def _unanswered(store: Store, keys: list[tuple[Case, int]], model: str) -> list[Case]:
-    """The cases with a sample that has no answer from `model` yet (each once)."""
-    pending: dict[str, Case] = {}
-    for chunk in batched(keys, 500):
-        done = store.has("answer", [answer_id(case.id, model, n) for case, n in chunk])
-        pending.update((case.id, case) for case, n in chunk if answer_id(case.id, model, n) not in done)
-    return list(pending.values())
-
-
-def _drop_stale_rejections(store: Store, keys: list[tuple[str, int]], model: str) -> None:
-    """Delete the Rejection of every (case, sample) that has an answer now."""
+def _drop_stale_rejections(
+    store: Store, keys: list[tuple[str, int]], model: str, answered: set[str] | None
+) -> None:
+    """Delete the Rejection of every (case, sample) that has an answer now (`answered`: the answer
+    ids known to be stored; None: every one of `keys` is looked up)."""
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
-        answered = store.has("answer", [answer_id(c, model, n) for c, n in chunk])
-        candidates = [rejection_id(c, model, n) for c, n in chunk if answer_id(c, model, n) in answered]
+        ids = [answer_id(c, model, n) for c, n in chunk]
+        found = store.has("answer", ids) if answered is None else answered.intersection(ids)
+        candidates = [rejection_id(c, model, n) for (c, n), i in zip(chunk, ids, strict=True) if i in found]
         stale = store.has("rejection", candidates) if candidates else set()
         if stale:
             store.delete("rejection", sorted(stale))
+
+
+class Answered(Protocol):
+    """What planning reads of an answer: its id and its case (an `Answer`, or an `AnswerKey`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def case_id(self) -> str: ...
+
+
+A = TypeVar("A", bound=Answered)
+
+
+class AnswerKey(NamedTuple):
+    """A stored answer's id and case id, read from the index without its payload (`stored_answers`)."""
+
+    id: str
+    case_id: str
+
+
+def stored_answers(store: Store, model: str | None = None) -> Iterator[AnswerKey]:
+    """Every stored answer (of `model`, when given) as an `AnswerKey`, in id order: the order and the
+    answers of `store.iter(Answer)`, without reading or validating a single payload."""
+    for one, case_id in store.id_parents("answer"):
+        if case_id is not None and (model is None or answer_model(one, case_id) == model):
+            yield AnswerKey(one, case_id)
 
 
 @dataclass
@@ -234,13 +333,14 @@ def plan_targets(
 
 def plan_stream(
     store: Store,
-    answers: Iterable[Answer],
+    answers: Iterable[Answered],
     pack: DomainPack | None = None,
     *,
     judge: str,
     retry_failures: bool = False,
 ) -> StreamPlan:
-    """`plan_targets` for a whole store: the same answers are planned, but only their ids are kept;
+    """`plan_targets` for a whole store: the same answers are planned, but only their ids are kept
+    (so `answers` may be `stored_answers`: ids and case ids, no payload);
     the targets (`TargetStream`) are read chunk by chunk while they are graded. One pass over the
     answers reads the criteria's keys and the index of stored grade ids (as a re-run does), counting
     what is done, what cannot be graded and the criteria still to grade (`plan.pending`)."""
@@ -262,25 +362,29 @@ def plan_stream(
 
 def _unsettled(
     store: Store,
-    chunk: list[Answer],
+    chunk: list[A],
     judge: str,
     retry_failures: bool,
     plan: GradePlan,
     keys: dict[str, _RubricKeys] | None = None,
     present: set[str] | None = None,
-) -> list[Answer]:
+) -> list[A]:
     """The answers of `chunk` with a criterion still to grade by `judge` (or without a case or rubric,
     to be counted); the criteria of the others are added to `plan.done`. The rubrics' keys and the
-    cases found are left in `keys` and `present` when given."""
+    cases found are left in `keys` and `present` when given.
+
+    Read from indexes and small views only: the cases' ids, the rubrics' criterion keys (text, axis,
+    weight: a criterion's id) and the answers' grade ids; failures only when the store has any."""
     case_ids = sorted({a.case_id for a in chunk})
     present = present if present is not None else set()
     present.update(store.has("case", case_ids))
     keys = keys if keys is not None else {}
     keys.update(store.fields_many("rubric", [f"rubric:{c}" for c in case_ids], _RUBRIC_KEYS))
-    graded = set(store.ids_by_parents("grade", [a.id for a in chunk]))
+    answer_ids = [a.id for a in chunk]
+    graded = set(store.ids_by_parents("grade", answer_ids))
     failed: set[str] = set()
     if store.any_of("grade_failure"):
-        failures = store.ids_by_parents("grade_failure", [a.id for a in chunk])
+        failures = store.ids_by_parents("grade_failure", answer_ids)
         resolved = sorted(i for i in failures if i in graded)
         if resolved:  # left by a run stopped before its clean-up: a Grade replaced each
             store.delete("grade_failure", resolved)
@@ -291,20 +395,24 @@ def _unsettled(
                 for i, f in store.fields_many("grade_failure", ids, _FAILURE_REASON)
                 if f["reason"] != CALL_FAILED
             }
+    done = graded | failed if failed else graded
+    suffix = f":{judge}"
     todo = []
     hashes: dict[str, list[str]] = {}  # case id -> its criteria's hashes, once for every answer to it
     for answer in chunk:
-        rubric = keys.get(f"rubric:{answer.case_id}")
-        if answer.case_id not in present or rubric is None:
+        case_id = answer.case_id
+        rubric = keys.get(f"rubric:{case_id}")
+        if rubric is None or case_id not in present:
             todo.append(answer)
             continue
-        if answer.case_id not in hashes:
-            hashes[answer.case_id] = [
-                short_hash(c["text"], c["axis"], str(c["weight"]), length=12) for c in rubric["criteria"]
+        criteria = hashes.get(case_id)
+        if criteria is None:
+            criteria = hashes[case_id] = [
+                key_id(c["text"], c["axis"], c["weight"]) for c in rubric["criteria"]
             ]
-        ids = [grade_id(answer.id, h, judge) for h in hashes[answer.case_id]]
-        if all(i in graded or i in failed for i in ids):
-            plan.done += len(ids)
+        head = f"grade:{answer.id}:"  # grade_id(answer.id, criterion, judge), without a call per criterion
+        if all(f"{head}{h}{suffix}" in done for h in criteria):
+            plan.done += len(criteria)
         else:
             todo.append(answer)
     return todo
@@ -352,8 +460,8 @@ class GradeJob:
         key on PostgreSQL), then the batch's grade ids (done once settled: one reply writes them all)."""
         target, criteria = item
         if self.per_criterion:
-            return grade_id(target.answer.id, criteria[0].id, self.judge.id)
-        ids = [grade_id(target.answer.id, c.id, self.judge.id) for c in criteria]
+            return grade_id(target.answer.id, criterion_id(criteria[0]), self.judge.id)
+        ids = [grade_id(target.answer.id, criterion_id(c), self.judge.id) for c in criteria]
         return [f"grade-batch:{target.answer.id}:{self.judge.id}:{short_hash(*sorted(ids))}", *ids]
 
     @property
@@ -368,7 +476,9 @@ class GradeJob:
     async def work(self, item: Item) -> list[Record]:
         target, criteria = item
         judge = self.judge
-        if self.retried and any(grade_id(target.answer.id, c.id, judge.id) in self.retried for c in criteria):
+        if self.retried and any(
+            grade_id(target.answer.id, criterion_id(c), judge.id) in self.retried for c in criteria
+        ):
             judge = self.fresh
         if self.per_criterion:
             return [await grade_criterion(target, criteria[0], judge)]
@@ -383,6 +493,7 @@ class GradeJob:
         return result
 
 
+@frozen_heap
 async def grade_all(
     store: Store,
     targets: Iterable[Target],
@@ -415,6 +526,7 @@ async def grade_all(
             batch_size=batch_size,
             window=window or in_flight(judge, batch_size),
             inline=is_offline(judge),
+            checked=True,
         )
     return job.finish(result)
 
@@ -453,16 +565,24 @@ def _pending(
     settled: Counter[str],
     retried: set[str],
 ) -> Iterator[tuple[Target, list[Criterion]]]:
-    """Each target with the criteria still to grade (one store query per kind per chunk); the
-    criteria left alone are counted in `settled["criteria"]`, and with `retry_failures` the ids of
-    stored failures to grade again are added to `retried`."""
+    """Each target with the criteria still to grade; the criteria left alone (`_settled`'s rule) are
+    counted in `settled["criteria"]`, and with `retry_failures` the ids of stored failures to grade
+    again are added to `retried`. The grades of a chunk are found by answer (one range of the parent
+    index per chunk, however many criteria), failures only when the store has any."""
     for start in range(0, len(targets), 256):
         chunk = targets[start : start + 256]
-        ids = [[grade_id(t.answer.id, c.id, judge) for c in t.rubric.criteria] for t in chunk]
-        flat = [i for group in ids for i in group]
-        done = _settled(store, flat, retry_failures)
+        ids = [[grade_id(t.answer.id, criterion_id(c), judge) for c in t.rubric.criteria] for t in chunk]
+        wanted = {i for group in ids for i in group}
+        answer_ids = [t.answer.id for t in chunk]
+        done = wanted.intersection(store.ids_by_parents("grade", answer_ids))
+        failures: set[str] = set()
+        if store.any_of("grade_failure"):
+            failures = wanted.intersection(store.ids_by_parents("grade_failure", answer_ids)) - done
         if retry_failures:
-            retried.update(store.has("grade_failure", flat) - done)
+            retried.update(failures)
+        elif failures:
+            reasons = store.fields_many("grade_failure", sorted(failures), _FAILURE_REASON)
+            done.update(i for i, f in reasons if f["reason"] != CALL_FAILED)
         settled["criteria"] += len(done)
         for target, group in zip(chunk, ids, strict=True):
             todo = [c for c, i in zip(target.rubric.criteria, group, strict=True) if i not in done]
@@ -518,6 +638,8 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "MAX_IN_FLIGHT",
     "NOT_YET_GRADED",
+    "AnswerKey",
+    "Answered",
     "GradeJob",
     "GradePlan",
     "Item",
@@ -532,6 +654,7 @@ __all__ = [
     "plan_targets",
     "score_all",
     "score_answer",
+    "stored_answers",
     "verdicts_by_answer",
     "verdicts_of",
 ]

@@ -19,19 +19,17 @@ result.answers["openai/gpt-4o"].call_failed, result.grades.written["grade"]
 from __future__ import annotations
 
 import asyncio
-import functools
-import gc
 from collections import Counter
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_id
 from livemed.grading.judge import Judge, Mode, Target
 from livemed.grading.runs import GradeJob, Item, answer_all, in_flight
 from livemed.models import LLM, Settings
-from livemed.pipeline import Feed, StageResult, run_stage
+from livemed.pipeline import Feed, StageResult, frozen_heap, run_stage
 from livemed.records import Answer, Case, Rubric
 from livemed.store import Store
 
@@ -48,22 +46,7 @@ class StreamResult:
     not_graded: Counter[str] = field(default_factory=Counter)  # reason ("no rubric") -> answers
 
 
-def _frozen_heap(run: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
-    """`run` with the heap that exists when it starts (modules, schemas, the cases: they outlive it)
-    frozen (`gc.freeze`) until it ends, so that no collection during the run scans them."""
-
-    @functools.wraps(run)
-    async def frozen(*args: P.args, **kwargs: P.kwargs) -> T:
-        gc.freeze()
-        try:
-            return await run(*args, **kwargs)
-        finally:
-            gc.unfreeze()
-
-    return frozen
-
-
-@_frozen_heap
+@frozen_heap
 async def answer_and_grade(
     store: Store,
     cases: Sequence[Case] | Feed[Case],
@@ -130,6 +113,7 @@ async def answer_and_grade(
             done_ids=job.done_ids,
             batch_size=batch_size,
             window=in_flight(judge, batch_size),
+            checked=True,
         )
     )
     answering = {
