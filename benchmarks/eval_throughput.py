@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bytecode import compile_sources  # benchmarks/ is on the path of a script run
 from fake_server import Server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -244,6 +245,7 @@ def main() -> None:
         "--simple-evals-python", default=sys.executable, help="a Python with its requirements"
     )
     args = parser.parse_args()
+    compile_sources()  # time the start-up an install has (bytecode.py)
     reference = (args.simple_evals.resolve(), args.simple_evals_python) if args.simple_evals else None
     hows = ["eval", "separate"] if args.separate else ["eval"]
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} CPUs")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bytecode import compile_sources  # benchmarks/ is on the path of a script run
 from scale import Backend, workload  # the workload and the stores every scale benchmark uses
 
 HERE = Path(__file__).resolve().parents[1] / "src"
@@ -73,6 +74,7 @@ def main() -> None:
     parser.add_argument("--against", type=Path, nargs="*", default=[], help="other checkouts' src folders")
     parser.add_argument("--workers", help="pass --workers to this checkout's import (default: its own)")
     args = parser.parse_args()
+    compile_sources(*(args.against or []))  # time the start-up an install has (bytecode.py)
     sources = [HERE, *(p.resolve() for p in args.against)]
     print(f"load: {uptime()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="livemed-import-") as tmp:

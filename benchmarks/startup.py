@@ -37,6 +37,7 @@ from pathlib import Path
 
 import eval_throughput
 import scale
+from bytecode import compile_sources  # benchmarks/ is on the path of a script run
 from fake_server import Server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -206,6 +207,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="keep generated stores here (reused by a later run)")
     parser.add_argument("--only", nargs="+", default=["version", "help", "eval", "scores"])
     args = parser.parse_args()
+    compile_sources(
+        *([args.baseline] if args.baseline else [])
+    )  # time the start-up an install has (bytecode.py)
     programs = [Program("this tree", None)]
     if args.baseline is not None:
         programs.insert(0, Program("baseline", args.baseline.resolve()))
