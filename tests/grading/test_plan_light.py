@@ -17,13 +17,13 @@ import pytest
 
 from livemed.grading import runs
 from livemed.grading.answer import answer_id, answer_model
-from livemed.grading.judge import criterion_id, grade_id, key_id
+from livemed.grading.judge import criterion_id, grade_id
 from livemed.grading.lexical import LexicalGrader
 from livemed.grading.offline import ReferenceAnswerer
 from livemed.grading.runs import answer_all, grade_all, plan_stream, plan_targets, stored_answers
 from livemed.models import Settings
 from livemed.records import Answer, Case, Criterion, GradeFailure, Rejection
-from livemed.records.grading import CALL_FAILED
+from livemed.records.grading import CALL_FAILED, criterion_key_id
 from livemed.store import Store
 
 from .builders import make_answer, make_case, make_rubric
@@ -46,7 +46,7 @@ def test_answer_model_is_none_for_an_id_answer_id_did_not_make(one: str) -> None
 
 def test_key_id_is_the_criterion_id() -> None:
     criterion = Criterion(text="Advises rest", polarity="positive", axis="accuracy", weight=3)
-    assert key_id(criterion.text, criterion.axis, criterion.weight) == criterion.id
+    assert criterion_key_id(criterion.text, criterion.axis, criterion.weight) == criterion.id
     assert criterion_id(criterion) == criterion.id
 
 

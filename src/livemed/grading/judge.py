@@ -39,6 +39,7 @@ from livemed.records import (
     Rubric,
     short_hash,
 )
+from livemed.records.grading import criterion_key_id
 
 Mode = Literal["per-criterion", "batched"]
 MODES: tuple[Mode, ...] = ("per-criterion", "batched")
@@ -154,13 +155,7 @@ def grade_id(answer_id: str, criterion_id: str, judge: str) -> str:
 
 def criterion_id(criterion: Criterion) -> str:
     """`criterion.id`, hashed once per (text, axis, weight) however many answers are graded on it."""
-    return key_id(criterion.text, criterion.axis, criterion.weight)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def key_id(text: str, axis: str, weight: int) -> str:
-    """The id of the criterion with this text, axis and weight (`Criterion.id`)."""
-    return short_hash(text, axis, str(weight), length=12)
+    return criterion_key_id(criterion.text, criterion.axis, criterion.weight)
 
 
 def conversation_blocks(messages: list[Message]) -> list[str]:

@@ -35,13 +35,12 @@ from livemed.grading.judge import (
     grade_criterion,
     grade_id,
     is_offline,
-    key_id,
 )
 from livemed.models import LLM, Settings
 from livemed.pipeline import Feed, StageResult, batched, frozen_heap, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
-from livemed.records.grading import CALL_FAILED
+from livemed.records.grading import CALL_FAILED, criterion_key_id
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
@@ -408,7 +407,7 @@ def _unsettled(
         criteria = hashes.get(case_id)
         if criteria is None:
             criteria = hashes[case_id] = [
-                key_id(c["text"], c["axis"], c["weight"]) for c in rubric["criteria"]
+                criterion_key_id(c["text"], c["axis"], c["weight"]) for c in rubric["criteria"]
             ]
         head = f"grade:{answer.id}:"  # grade_id(answer.id, criterion, judge), without a call per criterion
         if all(f"{head}{h}{suffix}" in done for h in criteria):

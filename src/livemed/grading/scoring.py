@@ -23,8 +23,7 @@ from livemed.grading import score as S
 from livemed.interop.healthbench import EXPORT_AXIS, SOURCE, example_tags_of, is_imported
 from livemed.pipeline import batched
 from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
-from livemed.records.base import short_hash
-from livemed.records.grading import CALL_FAILED
+from livemed.records.grading import CALL_FAILED, criterion_key_id
 from livemed.store import Store
 
 NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
@@ -71,7 +70,7 @@ class _Prepared:
         one_theme = _one_theme_spelling
         criteria = [
             (
-                short_hash(c["text"], c["axis"], str(c["weight"]), length=12),
+                criterion_key_id(c["text"], c["axis"], c["weight"]),
                 points if (points := c.get("points")) is not None else float(c["weight"]),
                 c["axis"],
                 one_theme(c.get("theme")),

@@ -74,7 +74,14 @@ class Criterion(BaseModel):
 
     @property
     def id(self) -> str:
-        return short_hash(self.text, self.axis, str(self.weight), length=12)
+        return criterion_key_id(self.text, self.axis, self.weight)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def criterion_key_id(text: str, axis: str, weight: int) -> str:
+    """The id of the criterion with this text, axis and weight (`Criterion.id`), hashed once per key
+    however many answers are graded or scored on it; also for views that read only these fields."""
+    return short_hash(text, axis, str(weight), length=12)
 
 
 class Rubric(Record):
