@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import gc
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from livemed.records import Record, Rejection, is_failed_call
 
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 U = TypeVar("U")
-P = ParamSpec("P")
 
 item_progress: ContextVar[Callable[[int], None] | None] = ContextVar("item_progress", default=None)
 """Called with the number of items finished so far by the running stage (None: nobody watches)."""
@@ -75,35 +72,6 @@ class StageResult:
         others = len(self.causes) - 1
         more = f" (and {others} other cause{'s' if others > 1 else ''})" if others > 0 else ""
         return f"{self.call_failed} of {self.processed} {unit} failed: {cause}{more}; run again to retry them"
-
-
-_FROZEN = [0]  # how many `frozen_heap` runs are under way (the outermost freezes and unfreezes)
-GC_YOUNG = 10_000  # allocations between collections of the youngest generation while a stage runs
-
-
-def frozen_heap(run: Callable[P, Coroutine[Any, Any, U]]) -> Callable[P, Coroutine[Any, Any, U]]:
-    """`run` with the heap that exists when it starts (modules, schemas, the plan: they outlive it)
-    frozen (`gc.freeze`) until it ends, so that no collection during the run scans them, and the
-    youngest generation collected every `GC_YOUNG` allocations instead of 700 (a stage making records
-    by the 100,000 otherwise spends a fifth of its CPU in the collector). Nested runs (eval's answer
-    stages) leave both to the outermost; the thresholds are restored after."""
-
-    @functools.wraps(run)
-    async def frozen(*args: P.args, **kwargs: P.kwargs) -> U:
-        thresholds = gc.get_threshold()
-        if _FROZEN[0] == 0:
-            gc.freeze()
-            gc.set_threshold(max(GC_YOUNG, thresholds[0]), *thresholds[1:])
-        _FROZEN[0] += 1
-        try:
-            return await run(*args, **kwargs)
-        finally:
-            _FROZEN[0] -= 1
-            if _FROZEN[0] == 0:
-                gc.set_threshold(*thresholds)
-                gc.unfreeze()
-
-    return frozen
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -233,7 +233,7 @@ def test_a_checked_stage_takes_its_items_as_given_and_grading_still_skips_what_i
 def test_a_frozen_heap_stage_freezes_once_and_restores_the_collector() -> None:
     import gc
 
-    from livemed.pipeline import GC_YOUNG, frozen_heap
+    from livemed.heap import GC_YOUNG, frozen_heap
 
     seen: list[tuple[int, int]] = []
 

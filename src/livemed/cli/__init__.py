@@ -31,8 +31,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"livemed {__version__}")
         return
     from livemed.cli.application import run
+    from livemed.heap import fewer_collections
 
-    run(argv)
+    with fewer_collections():  # a batch program: the collector out of its way (livemed.heap)
+        run(argv)
 
 
 def __getattr__(name: str) -> Any:

@@ -36,8 +36,9 @@ from livemed.grading.judge import (
     grade_id,
     is_offline,
 )
+from livemed.heap import frozen_heap
 from livemed.models import LLM, Settings
-from livemed.pipeline import Feed, StageResult, batched, frozen_heap, item_progress, run_stage
+from livemed.pipeline import Feed, StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
 from livemed.records.grading import CALL_FAILED, criterion_key_id

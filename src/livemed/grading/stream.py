@@ -28,8 +28,9 @@ from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_id
 from livemed.grading.judge import Judge, Mode, Target
 from livemed.grading.runs import GradeJob, Item, answer_all, in_flight
+from livemed.heap import frozen_heap
 from livemed.models import LLM, Settings
-from livemed.pipeline import Feed, StageResult, frozen_heap, run_stage
+from livemed.pipeline import Feed, StageResult, run_stage
 from livemed.records import Answer, Case, Rubric
 from livemed.store import Store
 
