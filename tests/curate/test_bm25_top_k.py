@@ -113,3 +113,29 @@ def test_hits_equal_bm25s_retrieve_for_medquad_questions_over_the_whole_corpus(
     calls = _counting_topk(monkeypatch)
     assert retriever.hits(questions, k=3) == expected
     assert 0 < len(calls) < len(questions) // 20  # some real ties (~1%), left to bm25s
+
+
+def test_batched_searches_run_with_the_collector_out_of_the_way() -> None:
+    """`hits` and `search_many` run inside `heap.fewer_collections` (the corpus frozen, young
+    collections every GC_YOUNG allocations), whoever calls them, and leave the collector as it was."""
+    import gc
+
+    from livemed.heap import GC_YOUNG
+
+    passages = [Passage(id=f"p{i}", title="", text=f"Fever and cough number {i}. Rest.") for i in range(5)]
+    retriever = BM25Retriever(passages)
+    seen: list[tuple[int, int]] = []
+    real = retriever._bm25.get_scores
+
+    def watched(words: Any) -> Any:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+        return real(words)
+
+    retriever._bm25.get_scores = watched  # type: ignore[method-assign]
+    before = gc.get_threshold()
+    refs = retriever.search_many(["fever cough"], k=2)
+    assert [len(found) for found in refs] == [2]
+    assert seen
+    assert all(frozen > 0 and young == max(GC_YOUNG, before[0]) for frozen, young in seen)
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
