@@ -286,6 +286,42 @@ def test_cache_key_changes_with_provider_options() -> None:
     assert plain != cache_key(model({"reasoning_effort": "high"}), messages, Settings())  # type: ignore[arg-type]
 
 
+def test_cache_key_is_the_hash_of_the_whole_material_dumped_with_sorted_keys() -> None:
+    """The key written part by part is the same sha256 as `json.dumps(material, sort_keys=True,
+    ensure_ascii=False)` of the whole (a changed key would make every cached call be paid again)."""
+    import hashlib
+    import json
+
+    from livemed.config import ModelConfig
+    from livemed.models.engine import cache_key
+    from livemed.models.openai import openai_model
+
+    schema = {"type": "object", "properties": {"met": {"type": "boolean"}, "é": {"enum": ["ü", 1.5]}}}
+    extra = {"reasoning_effort": "high", "chat_template_kwargs": {"z": 1, "a": [None, True]}}
+    messages = [
+        {"role": "system", "content": 'Grade. \u00e9 "quoted" \n newline'},
+        {"role": "user", "content": "Fièvre et toux — 発熱"},
+    ]
+    for body, settings in (
+        ({}, Settings()),
+        (extra, Settings(temperature=0.0, max_tokens=64, seed=7, stop=("\n\n",), json_schema=schema)),
+        (extra, Settings(n=3, top_p=0.5, sample=2)),
+    ):
+        config = Config(models={"openai/m": ModelConfig(base_url="http://127.0.0.1:9/v1", extra_body=body)})
+        model = openai_model("m", config=config)
+        material = {
+            "model": model.id,
+            "endpoint": model.endpoint,
+            "messages": messages,
+            "settings": settings.model_dump(mode="json"),
+            "extra_body": body,
+        }
+        whole = json.dumps(material, sort_keys=True, ensure_ascii=False).encode()
+        expected = hashlib.sha256(whole).hexdigest()
+        assert cache_key(model, messages, settings) == expected  # type: ignore[arg-type]
+        assert cache_key(model, messages, settings) == expected  # type: ignore[arg-type]  # settings cached
+
+
 def test_retry_after_is_honoured_beyond_the_backoff_cap() -> None:
     assert 60.0 <= backoff_delay(0, retry_after=60.0) <= 66.0
     assert backoff_delay(0, retry_after=1000.0) <= 132.0

@@ -53,6 +53,22 @@ async def test_completion_fields_and_request_body(
     assert "response_format" not in body
 
 
+async def test_a_request_body_with_any_text_arrives_as_the_same_json_value(
+    make_engine, server: FakeOpenAIServer, api_key: str
+) -> None:
+    """The body is sent as compact UTF-8 JSON (orjson): the server reads the very messages and schema."""
+    engine, model = make_engine()
+    server.script(Behavior(text="ok"))
+    messages = [{"role": "user", "content": 'Fièvre — 発熱 "quoted" \\ back\nslash \u2028 end'}]
+    schema = {"type": "object", "properties": {"é": {"type": "boolean"}}, "required": ["é"]}
+    await engine.generate(model, messages, Settings(temperature=0.0, json_schema=schema))
+    body = server.chat_requests[0].body
+    assert body is not None
+    assert body["messages"] == messages
+    assert body["response_format"] == response_format(schema)
+    assert body["temperature"] == 0.0
+
+
 async def test_n_choices(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
     engine, model = make_engine()
     server.script(Behavior(text="pick"))

@@ -71,29 +71,42 @@ __all__ = [
 
 
 def cache_key(model: Model, messages: list[Message], settings: Settings) -> str:
-    """Hash of provider, model, endpoint, messages, every sampling setting and the sample index."""
-    material = {
-        "model": model.id,
-        "endpoint": model.endpoint,
-        "messages": messages,
-        "settings": _settings_json(settings),
-        "extra_body": getattr(model, "extra_body", None) or {},  # provider options change the reply too
-    }
-    return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    """Hash of provider, model, endpoint, messages, every sampling setting and the sample index: the
+    sha256 of `json.dumps(material, sort_keys=True, ensure_ascii=False)` of `{"model", "endpoint",
+    "messages", "settings", "extra_body"}`, written part by part in that text's own key order so the
+    settings' part (with a grader's JSON schema, the largest) is made once per Settings object; the
+    same bytes as dumping the whole (tests/models/test_engine.py)."""
+    text = "".join(
+        (
+            '{"endpoint": ',
+            _key_json(model.endpoint),
+            ', "extra_body": ',
+            _key_json(getattr(model, "extra_body", None) or {}),  # provider options change the reply too
+            ', "messages": ',
+            _key_json(messages),
+            ', "model": ',
+            _key_json(model.id),
+            ', "settings": ',
+            _settings_json(settings),
+            "}",
+        )
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
-_SETTINGS_JSON: dict[int, tuple[Settings, dict[str, Any]]] = {}  # id -> (the object, kept alive; its dump)
+_key_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode  # what the key's dumps makes
+_SETTINGS_JSON: dict[int, tuple[Settings, str]] = {}  # id -> (the object, kept alive; its key text)
 
 
-def _settings_json(settings: Settings) -> dict[str, Any]:
-    """`settings.model_dump(mode="json")`, once per Settings object (they are frozen; the same few
-    objects make most calls: a stage's settings, the grader's with its schema)."""
+def _settings_json(settings: Settings) -> str:
+    """`settings.model_dump(mode="json")` as the cache key writes it, once per Settings object (they
+    are frozen; the same few objects make most calls: a stage's settings, the grader's with its schema)."""
     found = _SETTINGS_JSON.get(id(settings))
     if found is not None and found[0] is settings:
         return found[1]
     if len(_SETTINGS_JSON) >= 1024:  # many distinct objects (a sample index each): start again
         _SETTINGS_JSON.clear()
-    dumped = settings.model_dump(mode="json")
+    dumped = _key_json(settings.model_dump(mode="json"))
     _SETTINGS_JSON[id(settings)] = (settings, dumped)
     return dumped
 

@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from livemed.config import Config, ModelConfig
 from livemed.models.base import Completion, FatalModelError, Message, Settings, TransientModelError
 from livemed.models.limits import estimate_tokens
@@ -127,7 +129,7 @@ class OpenAICompatibleModel:
         if client is None or client.loop is not asyncio.get_running_loop():
             client = await self._client_for_loop()
         started = time.perf_counter()
-        body = json.dumps(self.request_body(messages, settings)).encode()
+        body = orjson.dumps(self.request_body(messages, settings))  # UTF-8, compact: the same JSON value
         replica = client.pick()
         url = self.base_urls[replica]
         try:
