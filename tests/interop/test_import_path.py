@@ -247,3 +247,22 @@ def test_a_stored_example_is_not_parsed_again_unless_replaced(any_store: Store, 
     assert stored_lines(lines, lambda ids: any_store.has("case", ids)) == frozenset({1, 2, 3})
     parse = ExampleChunks(path, DAY, "option")
     assert parse(lines, frozenset({2}))[1] == Kept("case:healthbench:p1")
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_line_repeated_in_the_file_is_kept_as_first_written(tmp_path: Path, workers: str) -> None:
+    """Into a store that held no case the import looks nothing up: a prompt id met again after its
+    batch was written is kept (the first version stays), as when the store is asked."""
+    path = workload(tmp_path / "w.jsonl", 2100)  # more than one write batch
+    first = json.loads(path.read_text().split("\n")[0])
+    again = {**first, "prompt": [{"role": "user", "content": "A changed question?"}]}
+    with path.open("a") as handle:
+        handle.write(json.dumps(again) + "\n")
+    store = str(tmp_path / "s.db")
+    result = invoke(store, "import-healthbench", str(path), "--published", "2025-01-01", "--workers", workers)
+    assert result.exit_code == 0, result.output
+    assert "imported 2100 case(s) with rubrics; 0 bad line(s)" in result.output
+    assert "1 already in the store, kept" in result.output
+    with Store(store) as opened:
+        case = opened.get(Case, f"case:healthbench:{first['prompt_id']}")
+    assert case is not None and case.query == first["prompt"][-1]["content"]

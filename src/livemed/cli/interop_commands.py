@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -153,10 +154,18 @@ def load_healthbench(
     parse = ExampleChunks(file, date, basis, max_bytes, max_items)
     processes = default_workers(file) if workers is None else workers
 
-    def stored(lines: Lines) -> frozenset[int]:  # stored examples are not parsed again
-        return stored_lines(lines, lambda ids: store.has("case", ids))
+    # A store that held no case when the import began holds only the cases this import wrote: none of
+    # the file's lines need be looked up before it is parsed, nor its cases in the store when written.
+    held = next(store.ids("case", batch_size=1), None) is not None
+    written: set[str] = set()
 
-    skip = None if replace else stored
+    def already(ids: list[str]) -> set[str]:  # which of these cases the store holds
+        return set() if replace else store.has("case", ids) if held else written.intersection(ids)
+
+    def stored(lines: Lines) -> frozenset[int]:  # stored examples are not parsed again
+        return stored_lines(lines, already)
+
+    skip = stored if held and not replace else None
     batch: list[Prepared] = []
     for chunk in parsed_chunks(file, parse, max_bytes=max_bytes, workers=processes, skip=skip):
         for item in chunk:
@@ -170,9 +179,9 @@ def load_healthbench(
                 _skipped(InputFileError(file, item[1], item[0]))
                 out.bad += 1
         if len(batch) >= WRITE_BATCH:
-            _put_examples(store, batch, replace, findings, counts)
+            written.update(_put_examples(store, batch, already, findings, counts))
             batch = []
-    _put_examples(store, batch, replace, findings, counts)
+    _put_examples(store, batch, already, findings, counts)
     written, kept = counts["written"], counts["kept"]
     total = sum(findings.counts.values())
     console.print(
@@ -228,16 +237,22 @@ WRITE_BATCH = 2000  # examples written in one transaction (4,000 rows)
 
 
 def _put_examples(
-    store: Store, batch: list[Prepared], replace: bool, findings: _Findings, counts: Counter[str]
-) -> None:
-    """Write a batch of parsed examples in one transaction (those already stored are kept)."""
-    stored = set() if replace else store.has("case", [example.case_id for example in batch])
+    store: Store,
+    batch: list[Prepared],
+    already: Callable[[list[str]], set[str]],
+    findings: _Findings,
+    counts: Counter[str],
+) -> list[str]:
+    """Write a batch of parsed examples in one transaction (those `already` stored are kept); returns
+    the ids of the cases written."""
+    stored = already([example.case_id for example in batch])
     fresh = [example for example in batch if example.case_id not in stored]
     store.put_rows([row for example in fresh for row in example.rows], batch_size=2 * WRITE_BATCH)
     for example in fresh:
         findings.add(example.findings, example.source_id)
     counts["written"] += len(fresh)
     counts["kept"] += len(batch) - len(fresh)
+    return [example.case_id for example in fresh]
 
 
 def load_kqa(

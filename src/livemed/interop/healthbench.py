@@ -84,7 +84,47 @@ def _weight(points: float) -> int:
     return weight if weight != 0 else (1 if points > 0 else -1)
 
 
-def _criterion(item: Any, where: str, theme: str | None, findings: list[str]) -> dict[str, Any] | None:
+def _plain_criterion(item: Any, theme: str | None) -> dict[str, Any] | None:
+    """The fields of a `Criterion` for the common rubric item, checked in one pass: an object with a
+    text, a non-zero number of points within range that is a whole number of weight (-10..10), distinct
+    string tags and a known axis. None for any other item (`_checked_criterion` names what is wrong or
+    notes a finding)."""
+    if type(item) is not dict:
+        return None
+    text, points, tags = item.get("criterion"), item.get("points"), item.get("tags")
+    if not (
+        type(text) is str
+        and (text := text.strip())
+        and type(points) in _NUMBERS  # exactly: a bool is no number of points
+        and -10 <= points <= 10  # False for NaN
+        and points != 0
+        and points == int(points)
+        and type(tags) is list
+        and all(type(tag) is str for tag in tags)
+        and len(set(tags)) == len(tags)
+    ):
+        return None
+    axis = next((AXIS_MAP.get(t[5:]) for t in tags if t.startswith("axis:")), None)
+    if axis is None:
+        return None
+    return {
+        "text": text,
+        "polarity": "positive" if points > 0 else "negative",
+        "axis": axis,
+        "weight": int(points),
+        "theme": theme,
+        "points": float(points),
+        "tags": list(tags),
+    }
+
+
+_NUMBERS = (int, float)
+
+
+def _checked_criterion(
+    item: Any, where: str, theme: str | None, findings: list[str]
+) -> dict[str, Any] | None:
+    """A rubric item field by field: each error names its field, each finding is noted."""
     if not isinstance(item, dict):
         raise ValueError(
             f"{where}: expected an object with 'criterion', 'points' and 'tags', got {kind_of(item)}"
@@ -146,7 +186,11 @@ def _criteria(
         got = "an empty list" if items == [] else kind_of(items)
         raise ValueError(f"rubrics: expected a non-empty list of items, got {got}")
     fields.at_most(items, "rubrics", max_criteria, MAX_CRITERIA_SETTING)
-    found = [c for n, item in enumerate(items) if (c := _criterion(item, f"rubrics[{n}]", theme, findings))]
+    found = [
+        c
+        for n, item in enumerate(items)
+        if (c := _plain_criterion(item, theme) or _checked_criterion(item, f"rubrics[{n}]", theme, findings))
+    ]
     if not found:
         raise ValueError("rubrics: no item has non-zero points")
     if not any(c["polarity"] == "positive" for c in found):
@@ -185,6 +229,7 @@ def _parse(
     ideal_text = str(ideal.get("ideal_completion", "")).strip() if isinstance(ideal, dict) else ""
     positives = [c["text"] for c in criteria if c["polarity"] == "positive"]
     advice = [ideal_text] if ideal_text else positives or [NO_REFERENCE]
+    provenance = Provenance(settings={"imported_from": SOURCE})  # frozen: the case's and the rubric's
     case = Case(
         doc_id=f"{SOURCE}:{prompt_id}",
         source=SOURCE,
@@ -196,7 +241,7 @@ def _parse(
         advice=advice,
         messages=messages,
         status="accepted",
-        provenance=Provenance(settings={"imported_from": SOURCE}),
+        provenance=provenance,
     )
     step = {
         "step": "import",
@@ -212,7 +257,7 @@ def _parse(
         findings=findings,
         steps=[step],
         published=published,
-        provenance=Provenance(settings={"imported_from": SOURCE}),
+        provenance=provenance,
     )
     if (repeated := _repeated(rubric.criteria)) is not None:
         raise ValueError(f"rubric item {repeated.text!r} appears twice with the same axis and points")
