@@ -265,4 +265,5 @@ def test_a_line_repeated_in_the_file_is_kept_as_first_written(tmp_path: Path, wo
     assert "1 already in the store, kept" in result.output
     with Store(store) as opened:
         case = opened.get(Case, f"case:healthbench:{first['prompt_id']}")
-    assert case is not None and case.query == first["prompt"][-1]["content"]
+    assert case is not None
+    assert case.query == first["prompt"][-1]["content"]

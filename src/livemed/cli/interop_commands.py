@@ -157,10 +157,10 @@ def load_healthbench(
     # A store that held no case when the import began holds only the cases this import wrote: none of
     # the file's lines need be looked up before it is parsed, nor its cases in the store when written.
     held = next(store.ids("case", batch_size=1), None) is not None
-    written: set[str] = set()
+    written_ids: set[str] = set()
 
     def already(ids: list[str]) -> set[str]:  # which of these cases the store holds
-        return set() if replace else store.has("case", ids) if held else written.intersection(ids)
+        return set() if replace else store.has("case", ids) if held else written_ids.intersection(ids)
 
     def stored(lines: Lines) -> frozenset[int]:  # stored examples are not parsed again
         return stored_lines(lines, already)
@@ -179,7 +179,7 @@ def load_healthbench(
                 _skipped(InputFileError(file, item[1], item[0]))
                 out.bad += 1
         if len(batch) >= WRITE_BATCH:
-            written.update(_put_examples(store, batch, already, findings, counts))
+            written_ids.update(_put_examples(store, batch, already, findings, counts))
             batch = []
     _put_examples(store, batch, already, findings, counts)
     written, kept = counts["written"], counts["kept"]

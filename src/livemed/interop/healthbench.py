@@ -95,7 +95,8 @@ def _plain_criterion(item: Any, theme: str | None) -> dict[str, Any] | None:
     if not (
         type(text) is str
         and (text := text.strip())
-        and type(points) in _NUMBERS  # exactly: a bool is no number of points
+        and isinstance(points, int | float)
+        and type(points) is not bool  # a bool is no number of points
         and -10 <= points <= 10  # False for NaN
         and points != 0
         and points == int(points)
@@ -116,9 +117,6 @@ def _plain_criterion(item: Any, theme: str | None) -> dict[str, Any] | None:
         "points": float(points),
         "tags": list(tags),
     }
-
-
-_NUMBERS = (int, float)
 
 
 def _checked_criterion(
