@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -18,7 +18,9 @@ from pydantic import ValidationError
 from livemed.config import describe_validation_error
 from livemed.errors import InputFileError
 from livemed.records import RECORD_TYPES, Record
-from livemed.store import Store
+
+if TYPE_CHECKING:
+    from livemed.store import Store  # not imported to read a file: SQLAlchemy is a third of a second
 
 T = TypeVar("T")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,18 @@ from typer.testing import CliRunner, Result
 
 from livemed.cli import app
 from livemed.interop import chunks
-from livemed.interop.healthbench import ExampleChunks, Kept, Prepared, case_id_of, parse_example, stored_lines
+from livemed.interop.healthbench import (
+    ExampleChunks,
+    Kept,
+    Prepared,
+    case_id_of,
+    parse_example,
+    row_of,
+    stored_lines,
+)
 from livemed.jsonl import decode_exact, json_objects, read_lines
 from livemed.records import RECORD_TYPES, Case, Rubric
-from livemed.store import Store, naive_utc
+from livemed.store import Store, StoredRow, naive_utc, stored_row
 from livemed.store.schema import records_table
 from tests.grading.test_healthbench import DAY
 from tests.grading.test_healthbench_import import BAD, good, line_of, with_item
@@ -267,3 +276,40 @@ def test_a_line_repeated_in_the_file_is_kept_as_first_written(tmp_path: Path, wo
         case = opened.get(Case, f"case:healthbench:{first['prompt_id']}")
     assert case is not None
     assert case.query == first["prompt"][-1]["content"]
+
+
+def test_rows_made_where_parsed_are_the_stores_rows() -> None:
+    for data in varied():
+        for record in parse_example(data, published=DAY, date_field="option"):
+            assert StoredRow._make(row_of(record)) == stored_row(record)
+
+
+def test_the_parse_needs_no_sqlalchemy_so_workers_start_before_the_store_opens() -> None:
+    code = (
+        "import sys; import livemed.cli.interop_commands, livemed.interop.chunks, "
+        "livemed.interop.healthbench; print(sorted(m for m in sys.modules if m.startswith('sqlalchemy')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_stored_lines_are_kept_in_the_first_chunks_too(
+    any_store: Store, tmp_path: Path, workers: str
+) -> None:
+    """With workers, the first chunks are parsed while the store opens, before anything is looked up:
+    a stored example there is kept all the same, and one whose line is now bad is kept, not reported,
+    as in the chunks looked up before they are parsed."""
+    path = workload(tmp_path / "w.jsonl", 3200)  # the first 2 × 2 + 1 chunks of 500, and more
+    assert invoke(any_store.url, "import-healthbench", str(path), "--published", "2025-01-01").exit_code == 0
+    lines = [json.loads(line) for line in path.read_text().split("\n") if line]
+    for n in (3, 3100):  # a line in the first chunk, one in a chunk looked up first: stored, now bad
+        lines[n]["rubrics"] = "not a list"
+    lines.append({**lines[0], "prompt_id": "new-one"})
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    again = invoke(
+        any_store.url, "import-healthbench", str(path), "--published", "2025-01-01", "--workers", workers
+    )
+    assert again.exit_code == 0, again.output
+    assert "imported 1 case(s) with rubrics; 0 bad line(s)" in again.output
+    assert "3200 already in the store, kept" in again.output

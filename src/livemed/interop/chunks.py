@@ -1,12 +1,18 @@
 """An imported file read in chunks of lines, parsed in worker processes while this process writes.
 
-`parsed_chunks(path, parse, max_bytes=…, workers=…, skip=…)` reads the file's lines
+`parsed_chunks(path, parse, max_bytes=…, workers=…, ready=…)` reads the file's lines
 (`jsonl.read_lines`: a line over `max_bytes` comes as its size, never read whole), hands them on in
-chunks of `CHUNK_LINES`, and yields `parse(chunk, skip(chunk))` for each chunk in file order (`skip`
-runs here: it may read the store). With `workers` > 0 the chunks are parsed by that many forked
-processes (`parse` must be picklable, e.g. a frozen dataclass) and at most `2 × workers + 1` chunks
-are in flight, so memory is bounded by the chunk size, not by the file; with 0 (or where `fork` is
-not available) they are parsed here. Workers ignore Ctrl-C: this process stops them.
+chunks of `CHUNK_LINES`, and yields `parse(chunk, skip(chunk))` for each chunk in file order. With
+`workers` > 0 the chunks are parsed by that many forked processes (`parse` must be picklable, e.g. a
+frozen dataclass) and at most `2 × workers + 1` chunks are in flight, so memory is bounded by the
+chunk size, not by the file; with 0 (or where `fork` is not available) they are parsed here. Workers
+ignore Ctrl-C: this process stops them.
+
+`ready()` is called here once, when the workers have their first chunks to parse (before the first
+chunk when parsing here): the caller's own start-up, such as opening its store (SQLAlchemy's import
+alone is ~0.3 s), then runs while they parse. It returns `skip` (or None), run here for each chunk
+read after it, naming the lines `parse` need not parse (e.g. examples already stored); the first
+chunks are parsed whole.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ R = TypeVar("R")
 CHUNK_LINES = 500
 PARALLEL_FROM_BYTES = 1 << 20  # a smaller file is parsed here: starting a worker costs more than it saves
 Lines = list[tuple[int, bytes | int]]  # (line number, raw line or the size of one over the limit)
+Skip = Callable[[Lines], frozenset[int]]  # the numbers of a chunk's lines not to parse
 
 
 MAX_WORKERS = 4
@@ -52,15 +59,27 @@ def parsed_chunks(
     *,
     max_bytes: int | None,
     workers: int,
-    skip: Callable[[Lines], frozenset[int]] | None = None,
+    ready: Callable[[], Skip | None] | None = None,
 ) -> Iterator[R]:
-    """`parse(chunk, skip(chunk))` of each chunk of the file's lines, in file order (see the module's
-    text); `skip`, run here, names the lines `parse` need not parse (e.g. examples already stored)."""
+    """`parse(chunk, skip(chunk))` of each chunk of the file's lines, in file order, `skip` being what
+    `ready()` returned (see the module's text)."""
     lines = read_lines(path, max_bytes)
     chunks = iter(lambda: list(islice(lines, CHUNK_LINES)), [])
-    jobs = ((chunk, skip(chunk) if skip is not None else frozenset[int]()) for chunk in chunks)
+    skip: Skip | None = None
+    started = False
+
+    def job(chunk: Lines) -> tuple[Lines, frozenset[int]]:
+        return chunk, skip(chunk) if skip is not None else frozenset()
+
+    def start() -> None:
+        nonlocal skip, started
+        if not started:
+            started = True
+            skip = ready() if ready is not None else None
+
     if workers <= 0 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from (parse(*job) for job in jobs)
+        start()
+        yield from (parse(*job(chunk)) for chunk in chunks)
         return
     with (
         _frozen_heap(),
@@ -70,10 +89,12 @@ def parsed_chunks(
     ):
         pending: deque[Future[R]] = deque()
         try:
-            for job in jobs:
-                pending.append(pool.submit(parse, *job))
+            for chunk in chunks:
+                pending.append(pool.submit(parse, *job(chunk)))
                 if len(pending) > 2 * workers:
+                    start()
                     yield pending.popleft().result()
+            start()
             while pending:
                 yield pending.popleft().result()
         finally:

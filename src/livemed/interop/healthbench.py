@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -43,7 +43,6 @@ from livemed.interop.chunks import Lines
 from livemed.interop.fields import kind_of
 from livemed.jsonl import decode_exact, line_object, parse_object, parse_objects
 from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
-from livemed.store import StoredRow, stored_row
 
 SOURCE = "healthbench"
 LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
@@ -318,24 +317,52 @@ def stored_lines(lines: Lines, stored: Callable[[list[str]], set[str]]) -> froze
     return frozenset(number for number, case_id in ids.items() if case_id in found)
 
 
+class Row(NamedTuple):
+    """A record as the store's `records` table keeps it: `livemed.store.StoredRow`'s fields, made
+    where the example is parsed without importing the store (and SQLAlchemy, a third of a second), so
+    that workers can start before it is (`interop.chunks`); `StoredRow._make(row)` is the store's row."""
+
+    kind: str
+    id: str
+    parent_id: str | None
+    published_at: datetime | None  # naive UTC
+    payload: str  # the record's `model_dump_json()`
+
+
+def row_of(record: Case | Rubric) -> Row:
+    """What `livemed.store.stored_row` makes of the record (tests/interop check it is the same)."""
+    published = record.published_at
+    if published is not None and published.tzinfo is not None:  # stored as naive UTC
+        published = published.astimezone(UTC).replace(tzinfo=None)
+    return Row(record.kind, record.id, record.parent_id, published, record.model_dump_json())
+
+
 class Prepared(NamedTuple):
     """An example ready to store: its case's id and source id, the rubric's findings, both rows."""
 
     case_id: str
     source_id: str
     findings: list[str]
-    rows: tuple[StoredRow, StoredRow]
+    rows: tuple[Row, Row]
 
 
-Example = Prepared | Kept | tuple[int, str]  # a bad line is (line number, what is wrong)
+class Bad(NamedTuple):
+    """A line that is not a good example: its number, what is wrong, and the id its case would have
+    when orjson reads the line and its prompt_id is good (the same lines `stored_lines` looks up)."""
+
+    line: int
+    detail: str
+    case_id: str | None
+
+
+Example = Prepared | Kept | Bad
 
 
 @dataclass(frozen=True)
 class ExampleChunks:
     """Parses a chunk of a HealthBench file's lines (`interop.chunks`) into `Prepared` examples, a bad
-    line into (line number, what is wrong), an already stored one into `Kept`: `read_healthbench`'s
-    results, made into store rows where they are parsed (picklable, so that a worker process can run
-    it)."""
+    line into `Bad`, an already stored one into `Kept`: `read_healthbench`'s results, made into store
+    rows where they are parsed (picklable, so that a worker process can run it)."""
 
     path: Path
     published: datetime
@@ -357,12 +384,11 @@ class ExampleChunks:
                 continue
             parsed = parse_object(self.path, item, self._parse, fields.finite_everywhere)
             if isinstance(parsed, InputFileError):
-                out.append((number, parsed.detail))
+                decoded = item[1] if not isinstance(item, InputFileError) and item[2] else None
+                out.append(Bad(number, parsed.detail, case_id_of(decoded) if decoded is not None else None))
                 continue
             case, rubric = parsed
-            out.append(
-                Prepared(case.id, case.source_id, rubric.findings, (stored_row(case), stored_row(rubric)))
-            )
+            out.append(Prepared(case.id, case.source_id, rubric.findings, (row_of(case), row_of(rubric))))
         return out
 
     def _parse(self, data: dict[str, Any]) -> tuple[Case, Rubric]:
