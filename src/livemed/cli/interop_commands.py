@@ -237,7 +237,7 @@ def import_kqa(
         raise typer.Exit(code=1)
 
 
-WRITE_BATCH = 2000  # examples written in one transaction (4,000 rows)
+WRITE_BATCH = 1000  # examples written in one transaction (2,000 rows): the last one is written alone
 
 
 def _put_examples(
