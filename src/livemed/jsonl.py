@@ -7,7 +7,7 @@ malformed line is reported with its file and line number and the other lines sti
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
@@ -133,7 +133,7 @@ def _objects(
             yield item
 
 
-def read_lines(path: Path, max_bytes: int | None) -> Iterator[tuple[int, bytes | int]]:
+def read_lines(path: Path, max_bytes: int | None) -> Generator[tuple[int, bytes | int], None, None]:
     """(line number, raw line) of a JSONL file, a line over `max_bytes` as its size (see `line_object`)."""
     try:
         handle = path.open("rb")

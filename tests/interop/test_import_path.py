@@ -6,6 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import re
 import sqlite3
 import subprocess
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 from typer.testing import CliRunner, Result
 
 from livemed.cli import app
+from livemed.errors import StoreOpenError
 from livemed.interop import chunks
 from livemed.interop.healthbench import (
     ExampleChunks,
@@ -313,3 +315,17 @@ def test_stored_lines_are_kept_in_the_first_chunks_too(
     assert again.exit_code == 0, again.output
     assert "imported 1 case(s) with rubrics; 0 bad line(s)" in again.output
     assert "3200 already in the store, kept" in again.output
+
+
+def test_a_store_that_cannot_open_is_one_error_while_workers_parse(tmp_path: Path) -> None:
+    """The store opens after the workers started: failing there stops them and says why, once."""
+    path = workload(tmp_path / "w.jsonl", 3000)
+    folder = tmp_path / "not-a-store"
+    folder.mkdir()
+    result = invoke(
+        str(folder), "import-healthbench", str(path), "--published", "2025-01-01", "--workers", "2"
+    )
+    assert isinstance(result.exception, StoreOpenError)  # `livemed` prints it as one line, exit 2
+    assert "cannot open store" in str(result.exception)
+    assert "imported" not in result.output
+    assert not multiprocessing.active_children()  # the workers were stopped

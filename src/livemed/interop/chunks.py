@@ -24,7 +24,7 @@ import signal
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
@@ -63,7 +63,16 @@ def parsed_chunks(
 ) -> Iterator[R]:
     """`parse(chunk, skip(chunk))` of each chunk of the file's lines, in file order, `skip` being what
     `ready()` returned (see the module's text)."""
-    lines = read_lines(path, max_bytes)
+    with closing(read_lines(path, max_bytes)) as lines:  # the file is closed however the caller stops
+        yield from _parsed(lines, parse, workers, ready)
+
+
+def _parsed(
+    lines: Iterator[tuple[int, bytes | int]],
+    parse: Callable[[Lines, frozenset[int]], R],
+    workers: int,
+    ready: Callable[[], Skip | None] | None,
+) -> Iterator[R]:
     chunks = iter(lambda: list(islice(lines, CHUNK_LINES)), [])
     skip: Skip | None = None
     started = False
