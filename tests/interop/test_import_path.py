@@ -296,16 +296,13 @@ def test_the_parse_needs_no_sqlalchemy_so_workers_start_before_the_store_opens()
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
-def test_stored_lines_are_kept_in_the_first_chunks_too(
-    any_store: Store, tmp_path: Path, workers: str
-) -> None:
-    """With workers, the first chunks are parsed while the store opens, before anything is looked up:
-    a stored example there is kept all the same, and one whose line is now bad is kept, not reported,
-    as in the chunks looked up before they are parsed."""
+def test_stored_lines_are_kept_with_workers_too(any_store: Store, tmp_path: Path, workers: str) -> None:
+    """Into a store that holds cases, every chunk is looked up before it is parsed: a stored example is
+    kept, one whose line is now bad is kept, not reported, in the first chunks as in the later ones."""
     path = workload(tmp_path / "w.jsonl", 3200)  # the first 2 × 2 + 1 chunks of 500, and more
     assert invoke(any_store.url, "import-healthbench", str(path), "--published", "2025-01-01").exit_code == 0
     lines = [json.loads(line) for line in path.read_text().split("\n") if line]
-    for n in (3, 3100):  # a line in the first chunk, one in a chunk looked up first: stored, now bad
+    for n in (3, 3100):  # a line in the first chunk, one in a later chunk: stored, now bad
         lines[n]["rubrics"] = "not a list"
     lines.append({**lines[0], "prompt_id": "new-one"})
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
@@ -315,6 +312,41 @@ def test_stored_lines_are_kept_in_the_first_chunks_too(
     assert again.exit_code == 0, again.output
     assert "imported 1 case(s) with rubrics; 0 bad line(s)" in again.output
     assert "3200 already in the store, kept" in again.output
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_into_a_new_store_a_line_repeating_a_written_case_is_kept_even_if_bad(
+    tmp_path: Path, workers: str
+) -> None:
+    path = workload(tmp_path / "w.jsonl", 1500)  # the first 1,000 are written before the last line is read
+    first = json.loads(path.read_text().split("\n")[0])
+    with path.open("a") as handle:
+        handle.write(json.dumps({**first, "rubrics": "not a list"}) + "\n")
+    store = str(tmp_path / "new.db")
+    result = invoke(store, "import-healthbench", str(path), "--published", "2025-01-01", "--workers", workers)
+    assert result.exit_code == 0, result.output
+    assert "imported 1500 case(s) with rubrics; 0 bad line(s)" in result.output
+    assert "1 already in the store, kept" in result.output
+
+
+def test_with_overlap_the_first_chunks_are_parsed_before_ready_and_whole(tmp_path: Path) -> None:
+    path = workload(tmp_path / "w.jsonl", 4000)  # 8 chunks
+    parse = ExampleChunks(path, DAY, "option")
+    calls: list[int] = []
+
+    def skip_all(lines: chunks.Lines) -> frozenset[int]:
+        calls.append(lines[0][0])
+        return frozenset(number for number, _ in lines)
+
+    for overlap, workers, parsed in ((True, 2, 5 * 500), (False, 2, 0), (True, 0, 0)):
+        calls.clear()
+        out = chunks.parsed_chunks(
+            path, parse, max_bytes=None, workers=workers, ready=lambda: skip_all, overlap=overlap
+        )
+        items = [item for chunk in out for item in chunk]
+        assert sum(isinstance(item, Prepared) for item in items) == parsed, (overlap, workers)
+        assert sum(isinstance(item, Kept) for item in items) == 4000 - parsed
+        assert calls == [n * 500 + 1 for n in range(parsed // 500, 8)]  # skip: the chunks read after ready
 
 
 def test_a_store_that_cannot_open_is_one_error_while_workers_parse(tmp_path: Path) -> None:

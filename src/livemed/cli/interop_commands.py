@@ -129,6 +129,13 @@ class Imported:
     bad: int = 0
 
 
+def _new_store(ctx: typer.Context) -> bool:
+    """Whether the store is a SQLite file not created yet (it can hold no case): then the workers parse
+    while this process imports SQLAlchemy and creates it (`parsed_chunks(overlap=True)`)."""
+    location = state(ctx).store_location
+    return "://" not in location and not Path(location).expanduser().exists()
+
+
 def load_healthbench(
     ctx: typer.Context,
     file: Path,
@@ -171,7 +178,10 @@ def load_healthbench(
         return stored if held and not replace else None
 
     batch: list[Prepared] = []
-    for chunk in parsed_chunks(file, parse, max_bytes=max_bytes, workers=processes, ready=ready):
+    chunks = parsed_chunks(
+        file, parse, max_bytes=max_bytes, workers=processes, ready=ready, overlap=_new_store(ctx)
+    )
+    for chunk in chunks:
         for item in chunk:
             if isinstance(item, Prepared):
                 out.case_ids.append(item.case_id)

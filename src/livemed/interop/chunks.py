@@ -8,11 +8,12 @@ frozen dataclass) and at most `2 × workers + 1` chunks are in flight, so memory
 chunk size, not by the file; with 0 (or where `fork` is not available) they are parsed here. Workers
 ignore Ctrl-C: this process stops them.
 
-`ready()` is called here once, when the workers have their first chunks to parse (before the first
-chunk when parsing here): the caller's own start-up, such as opening its store (SQLAlchemy's import
-alone is ~0.3 s), then runs while they parse. It returns `skip` (or None), run here for each chunk
-read after it, naming the lines `parse` need not parse (e.g. examples already stored); the first
-chunks are parsed whole.
+`ready()` is called here once, before the first chunk is parsed; it returns `skip` (or None), run
+here for each chunk, naming the lines `parse` need not parse (e.g. examples already stored). With
+`overlap` (and workers), it is called once the first 2 × workers + 1 chunks are being parsed instead:
+the caller's own start-up, such as opening its store (SQLAlchemy's import alone is ~0.3 s), then
+runs while they parse, and those first chunks are parsed whole (for a caller that knows there is
+nothing to skip, e.g. a store about to be created).
 """
 
 from __future__ import annotations
@@ -60,11 +61,12 @@ def parsed_chunks(
     max_bytes: int | None,
     workers: int,
     ready: Callable[[], Skip | None] | None = None,
+    overlap: bool = False,
 ) -> Iterator[R]:
     """`parse(chunk, skip(chunk))` of each chunk of the file's lines, in file order, `skip` being what
     `ready()` returned (see the module's text)."""
     with closing(read_lines(path, max_bytes)) as lines:  # the file is closed however the caller stops
-        yield from _parsed(lines, parse, workers, ready)
+        yield from _parsed(lines, parse, workers, ready, overlap)
 
 
 def _parsed(
@@ -72,6 +74,7 @@ def _parsed(
     parse: Callable[[Lines, frozenset[int]], R],
     workers: int,
     ready: Callable[[], Skip | None] | None,
+    overlap: bool,
 ) -> Iterator[R]:
     chunks = iter(lambda: list(islice(lines, CHUNK_LINES)), [])
     skip: Skip | None = None
@@ -86,6 +89,8 @@ def _parsed(
             started = True
             skip = ready() if ready is not None else None
 
+    if not overlap or workers <= 0:
+        start()
     if workers <= 0 or "fork" not in multiprocessing.get_all_start_methods():
         start()
         yield from (parse(*job(chunk)) for chunk in chunks)
