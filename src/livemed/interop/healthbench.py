@@ -42,7 +42,7 @@ from livemed.interop import fields
 from livemed.interop.chunks import Lines
 from livemed.interop.fields import kind_of
 from livemed.jsonl import decode_exact, line_object, parse_object, parse_objects
-from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
+from livemed.records import Case, Criterion, Rubric
 
 SOURCE = "healthbench"
 LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
@@ -91,20 +91,23 @@ def _plain_criterion(item: Any, theme: str | None) -> dict[str, Any] | None:
     if type(item) is not dict:
         return None
     text, points, tags = item.get("criterion"), item.get("points"), item.get("tags")
-    if not (
-        type(text) is str
-        and (text := text.strip())
-        and isinstance(points, int | float)
-        and type(points) is not bool  # a bool is no number of points
-        and -10 <= points <= 10  # False for NaN
-        and points != 0
-        and points == int(points)
-        and type(tags) is list
-        and all(type(tag) is str for tag in tags)
-        and len(set(tags)) == len(tags)
-    ):
+    if type(text) is not str or type(tags) is not list or not (text := text.strip()):
         return None
-    axis = next((AXIS_MAP.get(t[5:]) for t in tags if t.startswith("axis:")), None)
+    if type(points) is not int and type(points) is not float:  # exactly: a bool is no number of points
+        return None
+    if not (-10 <= points <= 10 and points != 0 and points == int(points)):  # NaN fails the first
+        return None
+    try:
+        "".join(tags)  # every tag a string (one pass in C)
+    except TypeError:
+        return None
+    if len(set(tags)) != len(tags):
+        return None
+    axis = None
+    for tag in tags:
+        if tag.startswith("axis:"):
+            axis = AXIS_MAP.get(tag[5:])
+            break
     if axis is None:
         return None
     return {
@@ -226,19 +229,18 @@ def _parse(
     ideal_text = str(ideal.get("ideal_completion", "")).strip() if isinstance(ideal, dict) else ""
     positives = [c["text"] for c in criteria if c["polarity"] == "positive"]
     advice = [ideal_text] if ideal_text else positives or [NO_REFERENCE]
-    provenance = Provenance(settings={"imported_from": SOURCE})  # frozen: the case's and the rubric's
     case = Case(
         doc_id=f"{SOURCE}:{prompt_id}",
         source=SOURCE,
         source_id=prompt_id,
         published=published,
         date_field=date_field,
-        narrative=Narrative(),
+        narrative={},  # validated as an empty Narrative with the case, in one call
         query=users[-1],
         advice=advice,
         messages=messages,
         status="accepted",
-        provenance=provenance,
+        provenance={"settings": {"imported_from": SOURCE}},
     )
     step = {
         "step": "import",
@@ -254,7 +256,7 @@ def _parse(
         findings=findings,
         steps=[step],
         published=published,
-        provenance=provenance,
+        provenance=case.provenance,  # frozen: one for the case and its rubric
     )
     if (repeated := _repeated(rubric.criteria)) is not None:
         raise ValueError(f"rubric item {repeated.text!r} appears twice with the same axis and points")
