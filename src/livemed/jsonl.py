@@ -7,10 +7,10 @@ malformed line is reported with its file and line number and the other lines sti
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -18,7 +18,9 @@ from pydantic import ValidationError
 from livemed.config import describe_validation_error
 from livemed.errors import InputFileError
 from livemed.records import RECORD_TYPES, Record
-from livemed.store import Store
+
+if TYPE_CHECKING:
+    from livemed.store import Store  # not imported to read a file: SQLAlchemy is a third of a second
 
 T = TypeVar("T")
 
@@ -131,7 +133,7 @@ def _objects(
             yield item
 
 
-def read_lines(path: Path, max_bytes: int | None) -> Iterator[tuple[int, bytes | int]]:
+def read_lines(path: Path, max_bytes: int | None) -> Generator[tuple[int, bytes | int], None, None]:
     """(line number, raw line) of a JSONL file, a line over `max_bytes` as its size (see `line_object`)."""
     try:
         handle = path.open("rb")

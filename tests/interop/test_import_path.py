@@ -6,8 +6,10 @@ nothing."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import re
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,20 @@ import sqlalchemy as sa
 from typer.testing import CliRunner, Result
 
 from livemed.cli import app
+from livemed.errors import StoreOpenError
 from livemed.interop import chunks
-from livemed.interop.healthbench import ExampleChunks, Kept, Prepared, case_id_of, parse_example, stored_lines
+from livemed.interop.healthbench import (
+    ExampleChunks,
+    Kept,
+    Prepared,
+    case_id_of,
+    parse_example,
+    row_of,
+    stored_lines,
+)
 from livemed.jsonl import decode_exact, json_objects, read_lines
 from livemed.records import RECORD_TYPES, Case, Rubric
-from livemed.store import Store, naive_utc
+from livemed.store import Store, StoredRow, naive_utc, stored_row
 from livemed.store.schema import records_table
 from tests.grading.test_healthbench import DAY
 from tests.grading.test_healthbench_import import BAD, good, line_of, with_item
@@ -247,3 +258,106 @@ def test_a_stored_example_is_not_parsed_again_unless_replaced(any_store: Store, 
     assert stored_lines(lines, lambda ids: any_store.has("case", ids)) == frozenset({1, 2, 3})
     parse = ExampleChunks(path, DAY, "option")
     assert parse(lines, frozenset({2}))[1] == Kept("case:healthbench:p1")
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_line_repeated_in_the_file_is_kept_as_first_written(tmp_path: Path, workers: str) -> None:
+    """Into a store that held no case the import looks nothing up: a prompt id met again after its
+    batch was written is kept (the first version stays), as when the store is asked."""
+    path = workload(tmp_path / "w.jsonl", 2100)  # more than one write batch
+    first = json.loads(path.read_text().split("\n")[0])
+    again = {**first, "prompt": [{"role": "user", "content": "A changed question?"}]}
+    with path.open("a") as handle:
+        handle.write(json.dumps(again) + "\n")
+    store = str(tmp_path / "s.db")
+    result = invoke(store, "import-healthbench", str(path), "--published", "2025-01-01", "--workers", workers)
+    assert result.exit_code == 0, result.output
+    assert "imported 2100 case(s) with rubrics; 0 bad line(s)" in result.output
+    assert "1 already in the store, kept" in result.output
+    with Store(store) as opened:
+        case = opened.get(Case, f"case:healthbench:{first['prompt_id']}")
+    assert case is not None
+    assert case.query == first["prompt"][-1]["content"]
+
+
+def test_rows_made_where_parsed_are_the_stores_rows() -> None:
+    for data in varied():
+        for record in parse_example(data, published=DAY, date_field="option"):
+            assert StoredRow._make(row_of(record)) == stored_row(record)
+
+
+def test_the_parse_needs_no_sqlalchemy_so_workers_start_before_the_store_opens() -> None:
+    code = (
+        "import sys; import livemed.cli.interop_commands, livemed.interop.chunks, "
+        "livemed.interop.healthbench; print(sorted(m for m in sys.modules if m.startswith('sqlalchemy')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_stored_lines_are_kept_with_workers_too(any_store: Store, tmp_path: Path, workers: str) -> None:
+    """Into a store that holds cases, every chunk is looked up before it is parsed: a stored example is
+    kept, one whose line is now bad is kept, not reported, in the first chunks as in the later ones."""
+    path = workload(tmp_path / "w.jsonl", 3200)  # the first 2 × 2 + 1 chunks of 500, and more
+    assert invoke(any_store.url, "import-healthbench", str(path), "--published", "2025-01-01").exit_code == 0
+    lines = [json.loads(line) for line in path.read_text().split("\n") if line]
+    for n in (3, 3100):  # a line in the first chunk, one in a later chunk: stored, now bad
+        lines[n]["rubrics"] = "not a list"
+    lines.append({**lines[0], "prompt_id": "new-one"})
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    again = invoke(
+        any_store.url, "import-healthbench", str(path), "--published", "2025-01-01", "--workers", workers
+    )
+    assert again.exit_code == 0, again.output
+    assert "imported 1 case(s) with rubrics; 0 bad line(s)" in again.output
+    assert "3200 already in the store, kept" in again.output
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_into_a_new_store_a_line_repeating_a_written_case_is_kept_even_if_bad(
+    tmp_path: Path, workers: str
+) -> None:
+    path = workload(tmp_path / "w.jsonl", 1500)  # the first 1,000 are written before the last line is read
+    first = json.loads(path.read_text().split("\n")[0])
+    with path.open("a") as handle:
+        handle.write(json.dumps({**first, "rubrics": "not a list"}) + "\n")
+    store = str(tmp_path / "new.db")
+    result = invoke(store, "import-healthbench", str(path), "--published", "2025-01-01", "--workers", workers)
+    assert result.exit_code == 0, result.output
+    assert "imported 1500 case(s) with rubrics; 0 bad line(s)" in result.output
+    assert "1 already in the store, kept" in result.output
+
+
+def test_with_overlap_the_first_chunks_are_parsed_before_ready_and_whole(tmp_path: Path) -> None:
+    path = workload(tmp_path / "w.jsonl", 4000)  # 8 chunks
+    parse = ExampleChunks(path, DAY, "option")
+    calls: list[int] = []
+
+    def skip_all(lines: chunks.Lines) -> frozenset[int]:
+        calls.append(lines[0][0])
+        return frozenset(number for number, _ in lines)
+
+    for overlap, workers, parsed in ((True, 2, 5 * 500), (False, 2, 0), (True, 0, 0)):
+        calls.clear()
+        out = chunks.parsed_chunks(
+            path, parse, max_bytes=None, workers=workers, ready=lambda: skip_all, overlap=overlap
+        )
+        items = [item for chunk in out for item in chunk]
+        assert sum(isinstance(item, Prepared) for item in items) == parsed, (overlap, workers)
+        assert sum(isinstance(item, Kept) for item in items) == 4000 - parsed
+        assert calls == [n * 500 + 1 for n in range(parsed // 500, 8)]  # skip: the chunks read after ready
+
+
+def test_a_store_that_cannot_open_is_one_error_while_workers_parse(tmp_path: Path) -> None:
+    """The store opens after the workers started: failing there stops them and says why, once."""
+    path = workload(tmp_path / "w.jsonl", 3000)
+    folder = tmp_path / "not-a-store"
+    folder.mkdir()
+    result = invoke(
+        str(folder), "import-healthbench", str(path), "--published", "2025-01-01", "--workers", "2"
+    )
+    assert isinstance(result.exception, StoreOpenError)  # `livemed` prints it as one line, exit 2
+    assert "cannot open store" in str(result.exception)
+    assert "imported" not in result.output
+    assert not multiprocessing.active_children()  # the workers were stopped

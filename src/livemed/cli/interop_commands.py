@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -128,6 +129,13 @@ class Imported:
     bad: int = 0
 
 
+def _new_store(ctx: typer.Context) -> bool:
+    """Whether the store is a SQLite file not created yet (it can hold no case): then the workers parse
+    while this process imports SQLAlchemy and creates it (`parsed_chunks(overlap=True)`)."""
+    location = state(ctx).store_location
+    return "://" not in location and not Path(location).expanduser().exists()
+
+
 def load_healthbench(
     ctx: typer.Context,
     file: Path,
@@ -145,34 +153,49 @@ def load_healthbench(
 
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
-    store = state(ctx).store
     max_bytes, max_items = _limits(ctx, max_record_bytes, max_criteria)
     counts = Counter[str]()
     out = Imported()
     findings = _Findings()
     parse = ExampleChunks(file, date, basis, max_bytes, max_items)
     processes = default_workers(file) if workers is None else workers
+    opened: list[Store] = []  # the store, opened once the workers parse (`parsed_chunks`' ready)
+    held = False  # whether the store held a case when the import began
+    written_ids: set[str] = set()
+
+    # A store that held no case holds only the cases this import wrote: none of the file's lines need
+    # be looked up before it is parsed, nor its cases in the store when they are written.
+    def already(ids: list[str]) -> set[str]:  # which of these cases the store holds
+        return set() if replace else opened[0].has("case", ids) if held else written_ids.intersection(ids)
 
     def stored(lines: Lines) -> frozenset[int]:  # stored examples are not parsed again
-        return stored_lines(lines, lambda ids: store.has("case", ids))
+        return stored_lines(lines, already)
 
-    skip = None if replace else stored
+    def ready() -> Callable[[Lines], frozenset[int]] | None:
+        nonlocal held
+        opened.append(state(ctx).store)
+        held = next(opened[0].ids("case", batch_size=1), None) is not None
+        return stored if held and not replace else None
+
     batch: list[Prepared] = []
-    for chunk in parsed_chunks(file, parse, max_bytes=max_bytes, workers=processes, skip=skip):
+    chunks = parsed_chunks(
+        file, parse, max_bytes=max_bytes, workers=processes, ready=ready, overlap=_new_store(ctx)
+    )
+    for chunk in chunks:
         for item in chunk:
             if isinstance(item, Prepared):
                 out.case_ids.append(item.case_id)
                 batch.append(item)
-            elif isinstance(item, Kept):
-                out.case_ids.append(item.case_id)
+            elif item.case_id is not None and (isinstance(item, Kept) or already([item.case_id])):
+                out.case_ids.append(item.case_id)  # a stored case's line is not parsed, or its faults told
                 counts["kept"] += 1
             else:
-                _skipped(InputFileError(file, item[1], item[0]))
+                _skipped(InputFileError(file, item.detail, item.line))
                 out.bad += 1
         if len(batch) >= WRITE_BATCH:
-            _put_examples(store, batch, replace, findings, counts)
+            written_ids.update(_put_examples(opened[0], batch, already, findings, counts))
             batch = []
-    _put_examples(store, batch, replace, findings, counts)
+    _put_examples(opened[0], batch, already, findings, counts)
     written, kept = counts["written"], counts["kept"]
     total = sum(findings.counts.values())
     console.print(
@@ -224,20 +247,29 @@ def import_kqa(
         raise typer.Exit(code=1)
 
 
-WRITE_BATCH = 2000  # examples written in one transaction (4,000 rows)
+WRITE_BATCH = 1000  # examples written in one transaction (2,000 rows): the last one is written alone
 
 
 def _put_examples(
-    store: Store, batch: list[Prepared], replace: bool, findings: _Findings, counts: Counter[str]
-) -> None:
-    """Write a batch of parsed examples in one transaction (those already stored are kept)."""
-    stored = set() if replace else store.has("case", [example.case_id for example in batch])
+    store: Store,
+    batch: list[Prepared],
+    already: Callable[[list[str]], set[str]],
+    findings: _Findings,
+    counts: Counter[str],
+) -> list[str]:
+    """Write a batch of parsed examples in one transaction (those `already` stored are kept); returns
+    the ids of the cases written."""
+    from livemed.store import StoredRow
+
+    stored = already([example.case_id for example in batch])
     fresh = [example for example in batch if example.case_id not in stored]
-    store.put_rows([row for example in fresh for row in example.rows], batch_size=2 * WRITE_BATCH)
+    rows = [StoredRow._make(row) for example in fresh for row in example.rows]
+    store.put_rows(rows, batch_size=2 * WRITE_BATCH)
     for example in fresh:
         findings.add(example.findings, example.source_id)
     counts["written"] += len(fresh)
     counts["kept"] += len(batch) - len(fresh)
+    return [example.case_id for example in fresh]
 
 
 def load_kqa(

@@ -1,12 +1,19 @@
 """An imported file read in chunks of lines, parsed in worker processes while this process writes.
 
-`parsed_chunks(path, parse, max_bytes=…, workers=…, skip=…)` reads the file's lines
+`parsed_chunks(path, parse, max_bytes=…, workers=…, ready=…)` reads the file's lines
 (`jsonl.read_lines`: a line over `max_bytes` comes as its size, never read whole), hands them on in
-chunks of `CHUNK_LINES`, and yields `parse(chunk, skip(chunk))` for each chunk in file order (`skip`
-runs here: it may read the store). With `workers` > 0 the chunks are parsed by that many forked
-processes (`parse` must be picklable, e.g. a frozen dataclass) and at most `2 × workers + 1` chunks
-are in flight, so memory is bounded by the chunk size, not by the file; with 0 (or where `fork` is
-not available) they are parsed here. Workers ignore Ctrl-C: this process stops them.
+chunks of `CHUNK_LINES`, and yields `parse(chunk, skip(chunk))` for each chunk in file order. With
+`workers` > 0 the chunks are parsed by that many forked processes (`parse` must be picklable, e.g. a
+frozen dataclass) and at most `2 × workers + 1` chunks are in flight, so memory is bounded by the
+chunk size, not by the file; with 0 (or where `fork` is not available) they are parsed here. Workers
+ignore Ctrl-C: this process stops them.
+
+`ready()` is called here once, before the first chunk is parsed; it returns `skip` (or None), run
+here for each chunk, naming the lines `parse` need not parse (e.g. examples already stored). With
+`overlap` (and workers), it is called once the first 2 × workers + 1 chunks are being parsed instead:
+the caller's own start-up, such as opening its store (SQLAlchemy's import alone is ~0.3 s), then
+runs while they parse, and those first chunks are parsed whole (for a caller that knows there is
+nothing to skip, e.g. a store about to be created).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import signal
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
@@ -30,6 +37,7 @@ R = TypeVar("R")
 CHUNK_LINES = 500
 PARALLEL_FROM_BYTES = 1 << 20  # a smaller file is parsed here: starting a worker costs more than it saves
 Lines = list[tuple[int, bytes | int]]  # (line number, raw line or the size of one over the limit)
+Skip = Callable[[Lines], frozenset[int]]  # the numbers of a chunk's lines not to parse
 
 
 MAX_WORKERS = 4
@@ -52,15 +60,40 @@ def parsed_chunks(
     *,
     max_bytes: int | None,
     workers: int,
-    skip: Callable[[Lines], frozenset[int]] | None = None,
+    ready: Callable[[], Skip | None] | None = None,
+    overlap: bool = False,
 ) -> Iterator[R]:
-    """`parse(chunk, skip(chunk))` of each chunk of the file's lines, in file order (see the module's
-    text); `skip`, run here, names the lines `parse` need not parse (e.g. examples already stored)."""
-    lines = read_lines(path, max_bytes)
+    """`parse(chunk, skip(chunk))` of each chunk of the file's lines, in file order, `skip` being what
+    `ready()` returned (see the module's text)."""
+    with closing(read_lines(path, max_bytes)) as lines:  # the file is closed however the caller stops
+        yield from _parsed(lines, parse, workers, ready, overlap)
+
+
+def _parsed(
+    lines: Iterator[tuple[int, bytes | int]],
+    parse: Callable[[Lines, frozenset[int]], R],
+    workers: int,
+    ready: Callable[[], Skip | None] | None,
+    overlap: bool,
+) -> Iterator[R]:
     chunks = iter(lambda: list(islice(lines, CHUNK_LINES)), [])
-    jobs = ((chunk, skip(chunk) if skip is not None else frozenset[int]()) for chunk in chunks)
+    skip: Skip | None = None
+    started = False
+
+    def job(chunk: Lines) -> tuple[Lines, frozenset[int]]:
+        return chunk, skip(chunk) if skip is not None else frozenset()
+
+    def start() -> None:
+        nonlocal skip, started
+        if not started:
+            started = True
+            skip = ready() if ready is not None else None
+
+    if not overlap or workers <= 0:
+        start()
     if workers <= 0 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from (parse(*job) for job in jobs)
+        start()
+        yield from (parse(*job(chunk)) for chunk in chunks)
         return
     with (
         _frozen_heap(),
@@ -70,10 +103,12 @@ def parsed_chunks(
     ):
         pending: deque[Future[R]] = deque()
         try:
-            for job in jobs:
-                pending.append(pool.submit(parse, *job))
+            for chunk in chunks:
+                pending.append(pool.submit(parse, *job(chunk)))
                 if len(pending) > 2 * workers:
+                    start()
                     yield pending.popleft().result()
+            start()
             while pending:
                 yield pending.popleft().result()
         finally:

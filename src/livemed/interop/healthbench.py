@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,8 +42,7 @@ from livemed.interop import fields
 from livemed.interop.chunks import Lines
 from livemed.interop.fields import kind_of
 from livemed.jsonl import decode_exact, line_object, parse_object, parse_objects
-from livemed.records import Case, Criterion, Narrative, Provenance, Rubric
-from livemed.store import StoredRow, stored_row
+from livemed.records import Case, Criterion, Rubric
 
 SOURCE = "healthbench"
 LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
@@ -84,7 +83,48 @@ def _weight(points: float) -> int:
     return weight if weight != 0 else (1 if points > 0 else -1)
 
 
-def _criterion(item: Any, where: str, theme: str | None, findings: list[str]) -> dict[str, Any] | None:
+def _plain_criterion(item: Any, theme: str | None) -> dict[str, Any] | None:
+    """The fields of a `Criterion` for the common rubric item, checked in one pass: an object with a
+    text, a non-zero number of points within range that is a whole number of weight (-10..10), distinct
+    string tags and a known axis. None for any other item (`_checked_criterion` names what is wrong or
+    notes a finding)."""
+    if type(item) is not dict:
+        return None
+    text, points, tags = item.get("criterion"), item.get("points"), item.get("tags")
+    if type(text) is not str or type(tags) is not list or not (text := text.strip()):
+        return None
+    if type(points) is not int and type(points) is not float:  # exactly: a bool is no number of points
+        return None
+    if not (-10 <= points <= 10 and points != 0 and points == int(points)):  # NaN fails the first
+        return None
+    try:
+        "".join(tags)  # every tag a string (one pass in C)
+    except TypeError:
+        return None
+    if len(set(tags)) != len(tags):
+        return None
+    axis = None
+    for tag in tags:
+        if tag.startswith("axis:"):
+            axis = AXIS_MAP.get(tag[5:])
+            break
+    if axis is None:
+        return None
+    return {
+        "text": text,
+        "polarity": "positive" if points > 0 else "negative",
+        "axis": axis,
+        "weight": int(points),
+        "theme": theme,
+        "points": float(points),
+        "tags": list(tags),
+    }
+
+
+def _checked_criterion(
+    item: Any, where: str, theme: str | None, findings: list[str]
+) -> dict[str, Any] | None:
+    """A rubric item field by field: each error names its field, each finding is noted."""
     if not isinstance(item, dict):
         raise ValueError(
             f"{where}: expected an object with 'criterion', 'points' and 'tags', got {kind_of(item)}"
@@ -146,7 +186,11 @@ def _criteria(
         got = "an empty list" if items == [] else kind_of(items)
         raise ValueError(f"rubrics: expected a non-empty list of items, got {got}")
     fields.at_most(items, "rubrics", max_criteria, MAX_CRITERIA_SETTING)
-    found = [c for n, item in enumerate(items) if (c := _criterion(item, f"rubrics[{n}]", theme, findings))]
+    found = [
+        c
+        for n, item in enumerate(items)
+        if (c := _plain_criterion(item, theme) or _checked_criterion(item, f"rubrics[{n}]", theme, findings))
+    ]
     if not found:
         raise ValueError("rubrics: no item has non-zero points")
     if not any(c["polarity"] == "positive" for c in found):
@@ -191,12 +235,12 @@ def _parse(
         source_id=prompt_id,
         published=published,
         date_field=date_field,
-        narrative=Narrative(),
+        narrative={},  # validated as an empty Narrative with the case, in one call
         query=users[-1],
         advice=advice,
         messages=messages,
         status="accepted",
-        provenance=Provenance(settings={"imported_from": SOURCE}),
+        provenance={"settings": {"imported_from": SOURCE}},
     )
     step = {
         "step": "import",
@@ -212,7 +256,7 @@ def _parse(
         findings=findings,
         steps=[step],
         published=published,
-        provenance=Provenance(settings={"imported_from": SOURCE}),
+        provenance=case.provenance,  # frozen: one for the case and its rubric
     )
     if (repeated := _repeated(rubric.criteria)) is not None:
         raise ValueError(f"rubric item {repeated.text!r} appears twice with the same axis and points")
@@ -275,24 +319,52 @@ def stored_lines(lines: Lines, stored: Callable[[list[str]], set[str]]) -> froze
     return frozenset(number for number, case_id in ids.items() if case_id in found)
 
 
+class Row(NamedTuple):
+    """A record as the store's `records` table keeps it: `livemed.store.StoredRow`'s fields, made
+    where the example is parsed without importing the store (and SQLAlchemy, a third of a second), so
+    that workers can start before it is (`interop.chunks`); `StoredRow._make(row)` is the store's row."""
+
+    kind: str
+    id: str
+    parent_id: str | None
+    published_at: datetime | None  # naive UTC
+    payload: str  # the record's `model_dump_json()`
+
+
+def row_of(record: Case | Rubric) -> Row:
+    """What `livemed.store.stored_row` makes of the record (tests/interop check it is the same)."""
+    published = record.published_at
+    if published is not None and published.tzinfo is not None:  # stored as naive UTC
+        published = published.astimezone(UTC).replace(tzinfo=None)
+    return Row(record.kind, record.id, record.parent_id, published, record.model_dump_json())
+
+
 class Prepared(NamedTuple):
     """An example ready to store: its case's id and source id, the rubric's findings, both rows."""
 
     case_id: str
     source_id: str
     findings: list[str]
-    rows: tuple[StoredRow, StoredRow]
+    rows: tuple[Row, Row]
 
 
-Example = Prepared | Kept | tuple[int, str]  # a bad line is (line number, what is wrong)
+class Bad(NamedTuple):
+    """A line that is not a good example: its number, what is wrong, and the id its case would have
+    when orjson reads the line and its prompt_id is good (the same lines `stored_lines` looks up)."""
+
+    line: int
+    detail: str
+    case_id: str | None
+
+
+Example = Prepared | Kept | Bad
 
 
 @dataclass(frozen=True)
 class ExampleChunks:
     """Parses a chunk of a HealthBench file's lines (`interop.chunks`) into `Prepared` examples, a bad
-    line into (line number, what is wrong), an already stored one into `Kept`: `read_healthbench`'s
-    results, made into store rows where they are parsed (picklable, so that a worker process can run
-    it)."""
+    line into `Bad`, an already stored one into `Kept`: `read_healthbench`'s results, made into store
+    rows where they are parsed (picklable, so that a worker process can run it)."""
 
     path: Path
     published: datetime
@@ -314,12 +386,11 @@ class ExampleChunks:
                 continue
             parsed = parse_object(self.path, item, self._parse, fields.finite_everywhere)
             if isinstance(parsed, InputFileError):
-                out.append((number, parsed.detail))
+                decoded = item[1] if not isinstance(item, InputFileError) and item[2] else None
+                out.append(Bad(number, parsed.detail, case_id_of(decoded) if decoded is not None else None))
                 continue
             case, rubric = parsed
-            out.append(
-                Prepared(case.id, case.source_id, rubric.findings, (stored_row(case), stored_row(rubric)))
-            )
+            out.append(Prepared(case.id, case.source_id, rubric.findings, (row_of(case), row_of(rubric))))
         return out
 
     def _parse(self, data: dict[str, Any]) -> tuple[Case, Rubric]:
