@@ -69,6 +69,26 @@ async def test_a_request_body_with_any_text_arrives_as_the_same_json_value(
     assert body["temperature"] == 0.0
 
 
+async def test_a_reply_orjson_cannot_read_exactly_is_read_by_pythons_json(
+    make_engine, server: FakeOpenAIServer, api_key: str
+) -> None:
+    """Replies are decoded with orjson only where it reads them as Python's json would: a reply with
+    NaN (orjson refuses it) or an integer past 64 bits (orjson would make it a float) is read as before."""
+    engine, model = make_engine()
+    reply = (
+        '{"id": "chatcmpl-x", "object": "chat.completion", "created": 123456789012345678901234, '
+        '"model": "fake-gpt", "choices": [{"index": 0, "finish_reason": "stop", "logprobs": NaN, '
+        '"message": {"role": "assistant", "content": "Fièvre: rest."}}], '
+        '"usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}'
+    )
+    server.script(Behavior(body_text=reply))
+    out = await engine.generate(model, HELLO, Settings())
+    assert isinstance(out, Completion)
+    assert out.text == "Fièvre: rest."
+    assert out.raw["created"] == 123456789012345678901234
+    assert isinstance(out.raw["created"], int)
+
+
 async def test_n_choices(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
     engine, model = make_engine()
     server.script(Behavior(text="pick"))

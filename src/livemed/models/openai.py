@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from livemed.config import Config, ModelConfig
+from livemed.jsonl import decode_exact
 from livemed.models.base import Completion, FatalModelError, Message, Settings, TransientModelError
 from livemed.models.limits import estimate_tokens
 from livemed.models.replies import parse_chat_completion
@@ -142,10 +143,12 @@ class OpenAICompatibleModel:
             raise TransientModelError(f"{self.id}: cannot reach {url}: {cause}") from None
         if status >= 400:
             raise self._status_error(status, headers, raw, url)
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            raise TransientModelError(self._malformed(url)) from None
+        data = decode_exact(raw)  # orjson where it reads the reply as Python's json would
+        if data is None:
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                raise TransientModelError(self._malformed(url)) from None
         if not self._may_echo_key(raw):  # nothing to scrub: the body is not encoded again to look
             return self._parse(data, time.perf_counter() - started, estimate_tokens(messages))
         return self.parse_response(data, time.perf_counter() - started, estimate_tokens(messages))
