@@ -256,14 +256,17 @@ class _Claimer(Generic[T]):
 
     def claim(self, todo: list[T]) -> list[T]:
         """The items of `todo` this worker now holds and that are still not done; the rest wait."""
-        mine = self.claims.take([self.key(item) for item in todo])
-        self.deferred.extend(item for item in todo if self.key(item) not in mine)
-        ours = [item for item in todo if self.key(item) in mine]
+        keys = [self.key(item) for item in todo]  # each item's key made once (a grade id: a hash)
+        mine = self.claims.take(keys)
+        self.deferred.extend(item for item, key in zip(todo, keys, strict=True) if key not in mine)
+        ours = [(item, key) for item, key in zip(todo, keys, strict=True) if key in mine]
         if self.redo or not ours:
-            return ours
-        still = _not_done(self.claims.store, ours, self.output_id, self.output_kinds, self.done_ids)
-        left = {self.key(item) for item in still}
-        done = [key for item in ours if (key := self.key(item)) not in left]
+            return [item for item, _ in ours]
+        still = _not_done(
+            self.claims.store, [item for item, _ in ours], self.output_id, self.output_kinds, self.done_ids
+        )
+        left = {id(item) for item in still}
+        done = [key for item, key in ours if id(item) not in left]
         if done:
             self.claims.release(done)
             self.result.skipped += len(done)

@@ -505,7 +505,8 @@ class Store:
         """`_upsert` of rows given as value tuples in the table's column order."""
         upsert = self._upserts.get((table.name, *keys))
         if upsert is None:
-            upsert = self._upserts[(table.name, *keys)] = _Upsert(table, keys, self.engine.dialect)
+            made = _ArrayUpsert if self.dialect == "postgresql" else _Upsert
+            upsert = self._upserts[(table.name, *keys)] = made(table, keys, self.engine.dialect)
         conn.exec_driver_sql(upsert.sql, upsert.parameters(rows))
 
 
@@ -647,6 +648,40 @@ class _Upsert:
                 values[index] = value
             out.append(tuple(values))
         return out
+
+
+class _ArrayUpsert:
+    """PostgreSQL's upsert of a whole batch as one statement: `INSERT … SELECT FROM unnest(one array
+    per column) ON CONFLICT (keys) DO UPDATE`. psycopg sends a DBAPI `executemany` as a pipeline of one
+    statement per row (each converted and dispatched on its own); one statement of a few arrays is one
+    round trip and one plan however many rows. ON CONFLICT cannot change a row twice in one statement,
+    so of a repeated key the last row is kept (what the row-by-row upsert left)."""
+
+    def __init__(self, table: sa.Table, keys: list[str], dialect: sa.Dialect) -> None:
+        preparer = dialect.identifier_preparer
+        names = [preparer.quote(c.name) for c in table.columns]
+        arrays = ", ".join(
+            f"%(c{index})b::{column.type.compile(dialect=dialect)}[]"
+            for index, column in enumerate(table.columns)
+        )
+        updates = ", ".join(
+            f"{name} = excluded.{name}"
+            for column, name in zip(table.columns, names, strict=True)
+            if column.name not in keys
+        )
+        conflict = ", ".join(preparer.quote(key) for key in keys)
+        action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
+        self.sql = (
+            f"INSERT INTO {preparer.format_table(table)} ({', '.join(names)}) "
+            f"SELECT * FROM unnest({arrays}) ON CONFLICT ({conflict}) {action}"
+        )
+        self.columns = len(table.columns)
+        self.keys = [[c.name for c in table.columns].index(key) for key in keys]
+
+    def parameters(self, rows: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
+        keys = self.keys
+        unique = list({tuple(row[index] for index in keys): row for row in rows}.values())
+        return {f"c{index}": [row[index] for row in unique] for index in range(self.columns)}
 
 
 def _load(cls: type[R], record_id: str, payload: str) -> R:

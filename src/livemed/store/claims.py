@@ -6,12 +6,13 @@ claims each batch of pending items before it runs them and gives the claims back
 are written, so N `livemed grade` / `answer` / `curate` / `eval` processes on one store run every
 item once. Claiming is one transaction:
 
-1. `SELECT … FOR UPDATE SKIP LOCKED` the existing claims of the batch: rows another worker is taking
+1. the items nobody claims are inserted (`ON CONFLICT DO NOTHING`, in key order so two workers never
+   deadlock; on PostgreSQL one statement over an array of keys, `RETURNING` the ones inserted): those
+   are ours;
+2. of the rest, the existing claims are read `FOR UPDATE SKIP LOCKED`: rows another worker is taking
    at this moment are skipped, not waited for;
-2. those whose holder is gone (heartbeat older than `ttl_s`, or its process dead on this host) are
-   taken over, with an `UPDATE`;
-3. the items nobody claimed are inserted (`ON CONFLICT DO NOTHING`, in key order so two workers never
-   deadlock); the ones inserted are ours.
+3. those whose holder is gone (heartbeat older than `ttl_s`, or its process dead on this host) are
+   taken over, with an `UPDATE`.
 
 A heartbeat thread renews the holder's claims every `ttl_s / 6` seconds, so a worker killed with
 `kill -9` leaves claims that expire after `ttl_s` (at once for a process gone from this host) and
@@ -40,7 +41,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import Connection
 
 from livemed.records.base import utcnow
 from livemed.store.connect import naive_utc
@@ -54,6 +56,13 @@ log = logging.getLogger("livemed.claims")
 
 NAMESPACE = "claim"
 CLAIM_TTL_S = float(os.environ.get("LIVEMED_CLAIM_TTL_S", "60"))  # a claim not renewed this long is free
+
+# The free claims of a batch, inserted by one statement over an array of keys (see `Claims._insert_free`).
+_INSERT_FREE = (
+    "INSERT INTO run_state (namespace, key, updated_at, value) "
+    "SELECT %(namespace)s, k, %(now)s, %(value)s FROM unnest(%(keys)b::text[]) AS k ORDER BY k "
+    "ON CONFLICT (namespace, key) DO NOTHING RETURNING key"
+)
 
 
 class Claims:
@@ -75,52 +84,60 @@ class Claims:
             return set()
         keys = {self._key(item): item for item in items}
         now = utcnow().replace(tzinfo=None)  # naive UTC, as the store keeps times
+        with self.store._write() as conn:
+            mine = self._insert_free(conn, sorted(keys), now)
+            rest = sorted(key for key in keys if key not in mine)
+            if rest:
+                mine.update(self._take_over(conn, rest, now))
+        return {keys[key] for key in mine}
+
+    def _insert_free(self, conn: Connection, keys: list[str], now: datetime) -> set[str]:
+        """Insert a claim for each of `keys` nobody claims (`ON CONFLICT DO NOTHING`, in key order so
+        two workers never deadlock); returns the keys inserted. PostgreSQL: one statement over an
+        array of keys, `RETURNING` the inserted ones."""
+        if self.store.dialect == "postgresql":
+            rows = conn.exec_driver_sql(
+                _INSERT_FREE, {"keys": keys, "namespace": NAMESPACE, "now": now, "value": self.value}
+            )
+            return {key for (key,) in rows}
+        fresh = [{"namespace": NAMESPACE, "key": key, "updated_at": now, "value": self.value} for key in keys]
+        conn.execute(sqlite.insert(state_table).on_conflict_do_nothing(), fresh)
+        inserted = sa.select(state_table.c.key).where(
+            state_table.c.namespace == NAMESPACE,
+            self.store._one_of(state_table.c.key, keys),
+            state_table.c.value == self.value,
+        )
+        return set(conn.execute(inserted).scalars())
+
+    def _take_over(self, conn: Connection, keys: list[str], now: datetime) -> set[str]:
+        """Of `keys`, claimed already, those this worker may take (its own, or from a gone holder),
+        taken; a claim row another worker is changing at this moment is skipped, not waited for."""
         found = sa.select(state_table.c.key, state_table.c.value, state_table.c.updated_at).where(
-            state_table.c.namespace == NAMESPACE, state_table.c.key.in_(sorted(keys))
+            state_table.c.namespace == NAMESPACE, self.store._one_of(state_table.c.key, keys)
         )
         if self.store.dialect == "postgresql":
             found = found.with_for_update(skip_locked=True)
-        mine: set[str] = set()
-        with self.store._write() as conn:
-            rows = conn.execute(found).all()
-            existing = {row.key for row in rows}
-            takeable = sorted(row.key for row in rows if self._free(row.value, row.updated_at, now))
-            if takeable:
-                conn.execute(
-                    state_table.update()
-                    .where(state_table.c.namespace == NAMESPACE, state_table.c.key.in_(takeable))
-                    .values(value=self.value, updated_at=now)
-                )
-                mine.update(takeable)
-                self.taken_over += sum(1 for row in rows if row.key in takeable and not self._ours(row.value))
-            fresh = [
-                {"namespace": NAMESPACE, "key": key, "updated_at": now, "value": self.value}
-                for key in sorted(keys)
-                if key not in existing
-            ]
-            if fresh:
-                insert = (postgresql.insert if self.store.dialect == "postgresql" else sqlite.insert)(
-                    state_table
-                )
-                statement = insert.on_conflict_do_nothing(index_elements=["namespace", "key"])
-                conn.execute(statement, fresh)
-                inserted = sa.select(state_table.c.key).where(
-                    state_table.c.namespace == NAMESPACE,
-                    state_table.c.key.in_([row["key"] for row in fresh]),
-                    state_table.c.value == self.value,
-                )
-                mine.update(conn.execute(inserted).scalars())
-        return {keys[key] for key in mine}
+        rows = conn.execute(found).all()
+        takeable = sorted(row.key for row in rows if self._free(row.value, row.updated_at, now))
+        if takeable:
+            conn.execute(
+                state_table.update()
+                .where(state_table.c.namespace == NAMESPACE, self.store._one_of(state_table.c.key, takeable))
+                .values(value=self.value, updated_at=now)
+            )
+            self.taken_over += sum(1 for row in rows if row.key in takeable and not self._ours(row.value))
+        return set(takeable)
 
     def release(self, items: Sequence[str]) -> None:
         """Give back this worker's claims on `items` (after their outputs are written, or unfinished)."""
         keys = [self._key(item) for item in items]
+        step = len(keys) if self.store.dialect == "postgresql" else 500  # an array, or IN lists
         with self.store._write() as conn:
-            for start in range(0, len(keys), 500):
+            for start in range(0, len(keys), step or 1):
                 conn.execute(
                     state_table.delete().where(
                         state_table.c.namespace == NAMESPACE,
-                        state_table.c.key.in_(keys[start : start + 500]),
+                        self.store._one_of(state_table.c.key, keys[start : start + step]),
                         state_table.c.value == self.value,
                     )
                 )
@@ -140,7 +157,7 @@ class Claims:
         keys = {self._key(item): item for item in items}
         query = sa.select(state_table.c.key).where(
             state_table.c.namespace == NAMESPACE,
-            state_table.c.key.in_(list(keys)),
+            self.store._one_of(state_table.c.key, list(keys)),
             state_table.c.value != self.value,
         )
         with self.store.engine.connect() as conn:
