@@ -11,7 +11,12 @@ then the growth ratio of each step's time between consecutive sizes (linear = 10
 the issue's bound is 11×). Prints `uptime` first and last: the machine is shared.
 
     .venv/bin/python benchmarks/scale.py [--sizes 1000 10000] [--backends sqlite postgresql]
-        [--repeat 3] [--once-from 100000] [--steps import answer-1 grade ...]
+        [--repeat 3] [--once-from 100000] [--steps import answer-1 grade ...] [--against SRC]
+
+With two backends it also prints each step's PostgreSQL ÷ SQLite ratio of median wall and CPU time
+(the issue's bound for PostgreSQL: 2×). `--against SRC` runs another checkout's sources (e.g.
+`git archive main src | tar -x -C /tmp/base`, then `--against /tmp/base/src`, run with PYTHONPATH) in
+turn with this one, run for run, and prints this ÷ that per step.
 
 `--steps` chooses the steps reported; the import, both answers and the first `grade` always run (the
 others need them), and `scores` runs when it or an analysis is asked for.
@@ -100,8 +105,18 @@ class Step:
     units: int  # examples, answers or grades the step handles (for the rate)
 
 
-def run(folder: Path, store: str, name: str, units: int, *argv: str, allow: tuple[int, ...] = (0,)) -> Step:
+def run(
+    folder: Path,
+    store: str,
+    name: str,
+    units: int,
+    *argv: str,
+    allow: tuple[int, ...] = (0,),
+    source: str | None = None,
+) -> Step:
     env = {**os.environ, "COLUMNS": "160", "LIVEMED_STORE": store}
+    if source:  # another checkout's livemed, ahead of this environment's
+        env["PYTHONPATH"] = source
     started = time.monotonic()
     process = subprocess.Popen(
         [str(PROGRAM), *argv], cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -176,7 +191,9 @@ STEPS = (
 )
 
 
-def measure(backend: str, data: Path, n: int, steps: tuple[str, ...]) -> list[Step]:
+def measure(
+    backend: str, data: Path, n: int, steps: tuple[str, ...], source: str | None = None
+) -> list[Step]:
     criteria = sum(6 + (i % 2) for i in range(n))
     answers, grades = n * len(CANDIDATES), criteria * len(CANDIDATES)
     judge = ["--judge", JUDGE]
@@ -199,11 +216,12 @@ def measure(backend: str, data: Path, n: int, steps: tuple[str, ...]) -> list[St
             needed.add("scores")
         for name, units, argv, allow in plan:
             if name in steps or name in needed:
-                step = run(folder, store, name, units, *argv, allow=allow)
+                step = run(folder, store, name, units, *argv, allow=allow, source=source)
                 if name in steps:
                     out.append(step)
                 print(
-                    f"  {backend:10} n={n:>7} {name:14} {step.wall_s:8.2f} s  cpu {step.cpu_s:7.2f} s  "
+                    f"  {label(source):8} {backend:10} n={n:>7} {name:14} {step.wall_s:8.2f} s  "
+                    f"cpu {step.cpu_s:7.2f} s  "
                     f"{step.rss_mib:7.0f} MiB  "
                     f"{units / step.wall_s:10.0f} /s  store {step.size_mib:8.1f} MiB",
                     flush=True,
@@ -214,6 +232,10 @@ def measure(backend: str, data: Path, n: int, steps: tuple[str, ...]) -> list[St
 def steps_after(name: str, steps: tuple[str, ...]) -> bool:
     """Whether `name` or a step after it is asked for (the analyses read what `scores` wrote)."""
     return any(STEPS.index(step) >= STEPS.index(name) for step in steps)
+
+
+def label(source: str | None) -> str:
+    return "against" if source else "this"
 
 
 def uptime() -> str:
@@ -229,33 +251,41 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per size below --once-from")
     parser.add_argument("--once-from", type=int, default=100_000, help="sizes from this one run once")
     parser.add_argument("--steps", nargs="+", default=list(STEPS), choices=STEPS)
+    parser.add_argument("--against", help="another checkout's src folder, run in turn with this one")
     args = parser.parse_args()
-    compile_sources()  # time the start-up an install has (bytecode.py)
+    sources = [None, str(Path(args.against).resolve())] if args.against else [None]
+    compile_sources(*(s for s in sources if s))  # time the start-up an install has (bytecode.py)
     print(f"load before: {uptime()}")
-    results: dict[tuple[str, int], dict[str, list[Step]]] = {}
+    results: dict[tuple[str, str, int], dict[str, list[Step]]] = {}
     with tempfile.TemporaryDirectory(prefix="livemed-scale-data-") as tmp:
         for n in args.sizes:
             data = workload(Path(tmp) / f"healthbench-{n}.jsonl", n)
-            for backend in args.backends:
-                repeat = 1 if n >= args.once_from else args.repeat
-                cell = results.setdefault((backend, n), {})
-                for _ in range(repeat):
-                    for step in measure(backend, data, n, tuple(args.steps)):
-                        cell.setdefault(step.name, []).append(step)
+            repeat = 1 if n >= args.once_from else args.repeat
+            for _ in range(repeat):  # interleaved: each run of every backend and source in turn
+                for backend in args.backends:
+                    for source in sources:
+                        cell = results.setdefault((label(source), backend, n), {})
+                        for step in measure(backend, data, n, tuple(args.steps), source):
+                            cell.setdefault(step.name, []).append(step)
+                print(f"  load: {uptime()}", flush=True)
     print(f"load after: {uptime()}")
     summary(results, args)
+    ratios(results, args)
 
 
-def summary(results: dict[tuple[str, int], dict[str, list[Step]]], args: Any) -> None:
+Results = dict[tuple[str, str, int], dict[str, list[Step]]]  # (source label, backend, size) → steps
+
+
+def summary(results: Results, args: Any) -> None:
     print(
         "\nmedian wall s [min–max] · median CPU s [min–max] · peak RSS MiB (max) · rate /s (wall) · store MiB"
     )
-    for (backend, n), cell in results.items():
+    for (code, backend, n), cell in results.items():
         for name, steps in cell.items():
             walls, cpus = [s.wall_s for s in steps], [s.cpu_s for s in steps]
             med = statistics.median(walls)
             print(
-                f"{backend:10} n={n:>7} {name:14} {med:8.2f} [{min(walls):.2f}–{max(walls):.2f}]  "
+                f"{code:8} {backend:10} n={n:>7} {name:14} {med:8.2f} [{min(walls):.2f}–{max(walls):.2f}]  "
                 f"cpu {statistics.median(cpus):7.2f} [{min(cpus):.2f}–{max(cpus):.2f}]  "
                 f"{max(s.rss_mib for s in steps):7.0f} MiB  {steps[0].units / med:10.0f} /s  "
                 f"{steps[-1].size_mib:8.1f} MiB"
@@ -263,7 +293,7 @@ def summary(results: dict[tuple[str, int], dict[str, list[Step]]], args: Any) ->
     print("\ngrowth of median wall (and CPU) time between sizes (work grows by the size ratio; bound 1.1×)")
     for backend in args.backends:
         for small, large in zip(args.sizes, args.sizes[1:], strict=False):
-            a, b = results.get((backend, small), {}), results.get((backend, large), {})
+            a, b = results.get(("this", backend, small), {}), results.get(("this", backend, large), {})
             for name in args.steps:
                 if name in a and name in b:
                     ta = statistics.median(s.wall_s for s in a[name])
@@ -275,6 +305,37 @@ def summary(results: dict[tuple[str, int], dict[str, list[Step]]], args: Any) ->
                         f"{backend:10} {name:14} {small}→{large}: ×{ratio:.1f} (CPU ×{cb / ca:.1f}) "
                         f"(work ×{work:g}; wall ratio to bound {ratio / (1.1 * work):.2f})"
                     )
+
+
+def ratios(results: Results, args: Any) -> None:
+    """PostgreSQL ÷ SQLite per step (each source), and this ÷ the `--against` source per step."""
+    pairs = []
+    if {"sqlite", "postgresql"} <= set(args.backends):
+        pairs += [
+            (f"{code}: postgresql ÷ sqlite", (code, "postgresql", n), (code, "sqlite", n))
+            for code in ("this", "against")
+            for n in args.sizes
+        ]
+    if args.against:
+        pairs += [
+            (f"{backend}: this ÷ against", ("this", backend, n), ("against", backend, n))
+            for backend in args.backends
+            for n in args.sizes
+        ]
+    for title, top, bottom in pairs:
+        a, b = results.get(top), results.get(bottom)
+        if not a or not b:
+            continue
+        print(f"\n{title}, n={top[2]} (median wall, median CPU)")
+        for name in args.steps:
+            if name in a and name in b:
+                wall = statistics.median(s.wall_s for s in a[name]) / statistics.median(
+                    s.wall_s for s in b[name]
+                )
+                cpu = statistics.median(s.cpu_s for s in a[name]) / statistics.median(
+                    s.cpu_s for s in b[name]
+                )
+                print(f"  {name:14} wall ×{wall:.2f}  CPU ×{cpu:.2f}")
 
 
 if __name__ == "__main__":

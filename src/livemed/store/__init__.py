@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from livemed import __version__
@@ -55,7 +55,7 @@ R = TypeVar("R", bound=Record)
 V = TypeVar("V")
 
 _ID_PAYLOAD = (records_table.c.id, records_table.c.payload)
-_TEXT_ARRAY = postgresql.ARRAY(sa.Text)
+_TEXT_ARRAY = sa.ARRAY(sa.Text)  # the generic type: no import of the PostgreSQL dialect on SQLite
 
 _UNBOUNDED = (
     ("records", "id"),
@@ -92,7 +92,7 @@ class Store:
         self.lock_timeout = lock_timeout if lock_timeout is not None else env_lock_timeout()
         self.engine = make_engine(self.url, self.lock_timeout)
         self.dialect = self.engine.dialect.name
-        self._upserts: dict[tuple[str, ...], _Upsert] = {}
+        self._upserts: dict[tuple[str, ...], _Upsert | _ArrayUpsert] = {}
         try:
             self._migrate()
         except (sa.exc.OperationalError, sa.exc.DatabaseError, OSError) as exc:
@@ -506,7 +506,8 @@ class Store:
         upsert = self._upserts.get((table.name, *keys))
         if upsert is None:
             made = _ArrayUpsert if self.dialect == "postgresql" else _Upsert
-            upsert = self._upserts[(table.name, *keys)] = made(table, keys, self.engine.dialect)
+            upsert = made(table, keys, self.engine.dialect)
+            self._upserts[(table.name, *keys)] = upsert
         conn.exec_driver_sql(upsert.sql, upsert.parameters(rows))
 
 
@@ -604,35 +605,31 @@ def _row(record: Record) -> dict[str, Any]:
 
 
 class _Upsert:
-    """A table's `INSERT … ON CONFLICT (keys) DO UPDATE` compiled for one dialect, and its rows (value
-    tuples in the table's column order) as the DBAPI takes them: sequences for SQLite's qmark, dicts
-    for psycopg's pyformat, each value through its column type's bind processor (SQLite's datetime
-    text), made once per distinct value of a call (a batch's rows share their two times)."""
+    """SQLite's `INSERT … ON CONFLICT (keys) DO UPDATE` of a table, compiled once, and its rows (value
+    tuples in the table's column order) as the DBAPI's `executemany` takes them (qmark sequences),
+    each value through its column type's bind processor (SQLite's datetime text), made once per
+    distinct value of a call (a batch's rows share their two times). PostgreSQL: `_ArrayUpsert`."""
 
     def __init__(self, table: sa.Table, keys: list[str], dialect: sa.Dialect) -> None:
-        insert = (postgresql.insert if dialect.name == "postgresql" else sqlite.insert)(table)
+        insert = sqlite.insert(table)
         updates = {c.name: insert.excluded[c.name] for c in table.columns if c.name not in keys}
         compiled = insert.on_conflict_do_update(index_elements=keys, set_=updates).compile(dialect=dialect)
         self.sql = compiled.string
         self.columns = [c.name for c in table.columns]
-        order = list(compiled.positiontup or []) if compiled.positional else self.columns
+        order = list(compiled.positiontup or [])
         self.order = [self.columns.index(name) for name in order] if order != self.columns else None
-        self.named = not compiled.positional
         self.binds = [
             (index, bind)
             for index, column in enumerate(table.columns)
             if (bind := column.type.dialect_impl(dialect).bind_processor(dialect)) is not None
         ]
 
-    def parameters(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]] | list[dict[str, Any]]:
+    def parameters(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
         if self.binds:
             rows = self._bound(rows)
         if self.order is not None:
             order = self.order
             rows = [tuple(row[index] for index in order) for row in rows]
-        if self.named:
-            columns = self.columns
-            return [dict(zip(columns, row, strict=True)) for row in rows]
         return rows
 
     def _bound(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
