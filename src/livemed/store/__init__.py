@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 3
+CHUNK_SQLITE, CHUNK_POSTGRESQL = 500, 5000  # ids per `IN (…)` / `= ANY(array)` lookup (`Store.chunk`)
 
 R = TypeVar("R", bound=Record)
 V = TypeVar("V")
@@ -92,6 +93,9 @@ class Store:
         self.lock_timeout = lock_timeout if lock_timeout is not None else env_lock_timeout()
         self.engine = make_engine(self.url, self.lock_timeout)
         self.dialect = self.engine.dialect.name
+        # ids per lookup statement: SQLite binds each as a placeholder of an IN list; PostgreSQL takes
+        # one array parameter, so a batch of a stage (512 grades) is one statement, not two
+        self.chunk = CHUNK_POSTGRESQL if self.dialect == "postgresql" else CHUNK_SQLITE
         self._upserts: dict[tuple[str, ...], _Upsert | _ArrayUpsert] = {}
         try:
             self._migrate()
@@ -177,11 +181,11 @@ class Store:
 
     # ------------------------------------------------------------------ records
 
-    def put(self, records: Iterable[Record], *, batch_size: int = 500) -> int:
+    def put(self, records: Iterable[Record], *, batch_size: int = 1024) -> int:
         """Upsert records by (kind, id), one transaction per batch; returns how many were written."""
         return self.put_rows((stored_row(record) for record in records), batch_size=batch_size)
 
-    def put_rows(self, rows: Iterable[StoredRow], *, batch_size: int = 500) -> int:
+    def put_rows(self, rows: Iterable[StoredRow], *, batch_size: int = 1024) -> int:
         """`put` of records already made into rows (`stored_row`, e.g. in another process): upserted by
         (kind, id), the last of a repeated id wins, one transaction per batch; returns how many."""
         written = 0
@@ -220,7 +224,7 @@ class Store:
         return {row.id: _load(cls, row.id, row.payload) for row in rows}
 
     def has(self, kind: str, ids: Sequence[str]) -> set[str]:
-        """The subset of `ids` that are stored under `kind`."""
+        """The subset of `ids` that are stored under `kind` (one query per `Store.chunk` ids)."""
         return set(self._ids_where_in(kind, records_table.c.id, ids))
 
     def ids(self, kind: str, *, batch_size: int = 5000) -> Iterator[str]:
@@ -299,21 +303,25 @@ class Store:
         values: Sequence[str],
         columns: Sequence[sa.ColumnElement[Any]],
     ) -> Iterator[sa.Row[Any]]:
-        """Rows of `kind` whose `key` (id or parent id) is one of `values`, one query per 500."""
+        """Rows of `kind` whose `key` (id or parent id) is one of `values`, one query per 500 (rows
+        with payloads: a bounded result on either backend)."""
+        step = CHUNK_SQLITE
         with self.engine.connect() as conn:
-            for start in range(0, len(values), 500):
+            for start in range(0, len(values), step):
                 query = sa.select(*columns).where(
-                    records_table.c.kind == kind, self._one_of(key, values[start : start + 500])
+                    records_table.c.kind == kind, self._one_of(key, values[start : start + step])
                 )
                 yield from conn.execute(query).all()
 
     def _ids_where_in(self, kind: str, key: sa.ColumnElement[Any], values: Sequence[str]) -> list[str]:
-        """The ids of `_where_in`'s rows, as plain strings (no row objects: a re-run reads 100,000s)."""
+        """The ids of `_where_in`'s rows, as plain strings (no row objects: a re-run reads 100,000s),
+        one query per `Store.chunk` values."""
         found: list[str] = []
+        step = self.chunk
         with self.engine.connect() as conn:
-            for start in range(0, len(values), 500):
+            for start in range(0, len(values), step):
                 query = sa.select(records_table.c.id).where(
-                    records_table.c.kind == kind, self._one_of(key, values[start : start + 500])
+                    records_table.c.kind == kind, self._one_of(key, values[start : start + step])
                 )
                 found.extend(conn.execute(query).scalars().all())
         return found
@@ -329,12 +337,12 @@ class Store:
     def updated_at(self, kind: str, ids: Sequence[str], *, by_parent: bool = False) -> dict[str, datetime]:
         """When each of `ids` was last written (naive UTC): the records of `kind` with those ids, or,
         `by_parent`, the latest write among the records whose parent each id is. Ids with nothing
-        stored are left out; one query per 500 ids, answered from an index."""
+        stored are left out; one query per `Store.chunk` ids, answered from an index."""
         key = records_table.c.parent_id if by_parent else records_table.c.id
         found: dict[str, datetime] = {}
         with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
+            for start in range(0, len(ids), self.chunk):
+                chunk = list(ids[start : start + self.chunk])
                 query = sa.select(key, sa.func.max(records_table.c.updated_at)).where(
                     records_table.c.kind == kind, self._one_of(key, chunk)
                 )
@@ -371,8 +379,8 @@ class Store:
     def delete(self, kind: str, ids: Sequence[str]) -> int:
         deleted = 0
         with self._write() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
+            for start in range(0, len(ids), self.chunk):
+                chunk = list(ids[start : start + self.chunk])
                 result = conn.execute(
                     sa.delete(records_table).where(
                         records_table.c.kind == kind, self._one_of(records_table.c.id, chunk)
@@ -396,17 +404,17 @@ class Store:
             self._upsert(conn, cache_table, [row], ["key"])
 
     def cache_get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Cached payloads for those of `keys` that are in the cache (one query per 500 keys)."""
+        """Cached payloads for those of `keys` that are in the cache (one query per `Store.chunk` keys)."""
         return {key: dict(json.loads(text)) for key, text in self.cache_get_many_json(keys).items()}
 
     def cache_get_many_json(self, keys: Sequence[str]) -> dict[str, str]:
         """Like `cache_get_many`, with each payload as its stored JSON text (for fast validation)."""
         found: dict[str, str] = {}
         with self.engine.connect() as conn:
-            for start in range(0, len(keys), 500):
-                chunk = list(keys[start : start + 500])
+            for start in range(0, len(keys), self.chunk):
+                chunk = list(keys[start : start + self.chunk])
                 query = sa.select(cache_table.c.key, cache_table.c.payload).where(
-                    cache_table.c.key.in_(chunk)
+                    self._one_of(cache_table.c.key, chunk)
                 )
                 found.update((key, payload) for key, payload in conn.execute(query).all())
         return found

@@ -130,17 +130,18 @@ class Claims:
 
     def release(self, items: Sequence[str]) -> None:
         """Give back this worker's claims on `items` (after their outputs are written, or unfinished)."""
-        keys = [self._key(item) for item in items]
-        step = len(keys) if self.store.dialect == "postgresql" else 500  # an array, or IN lists
         with self.store._write() as conn:
-            for start in range(0, len(keys), step or 1):
-                conn.execute(
-                    state_table.delete().where(
-                        state_table.c.namespace == NAMESPACE,
-                        self.store._one_of(state_table.c.key, keys[start : start + step]),
-                        state_table.c.value == self.value,
-                    )
+            self._delete_ours(conn, [self._key(item) for item in items])
+
+    def _delete_ours(self, conn: Connection, keys: list[str]) -> None:
+        for start in range(0, len(keys), self.store.chunk):
+            conn.execute(
+                state_table.delete().where(
+                    state_table.c.namespace == NAMESPACE,
+                    self.store._one_of(state_table.c.key, keys[start : start + self.store.chunk]),
+                    state_table.c.value == self.value,
                 )
+            )
 
     def beat(self) -> int:
         """Renew every claim this worker holds; returns how many."""
