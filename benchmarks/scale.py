@@ -100,6 +100,7 @@ class Step:
     name: str
     wall_s: float
     cpu_s: float  # user + system time of the process: less sensitive than wall time to a loaded machine
+    server_s: float | None  # PostgreSQL: CPU of the server's backends that ended meanwhile (see server_cpu)
     rss_mib: float
     size_mib: float
     units: int  # examples, answers or grades the step handles (for the rate)
@@ -115,6 +116,7 @@ def run(
     source: str | None = None,
 ) -> Step:
     env = {**os.environ, "COLUMNS": "160", "LIVEMED_STORE": store}
+    server = server_cpu(store)
     if source:  # another checkout's livemed, ahead of this environment's
         env["PYTHONPATH"] = source
     started = time.monotonic()
@@ -128,7 +130,31 @@ def run(
     if code not in allow:
         raise SystemExit(f"livemed {' '.join(argv)} exited {code}: {process.stderr.read().decode()[-2000:]}")
     cpu = usage.ru_utime + usage.ru_stime
-    return Step(name, wall, cpu, usage.ru_maxrss / 1024, store_size(store), units)
+    served = None if server is None else (server_cpu(store) or 0.0) - server
+    return Step(name, wall, cpu, served, usage.ru_maxrss / 1024, store_size(store), units)
+
+
+def server_cpu(store: str) -> float | None:
+    """A local PostgreSQL server's CPU seconds so far in the backends that have ended: the postmaster's
+    children's user + system time (`/proc/<pid>/stat` fields 16-17), which grows by a backend's CPU
+    when the backend exits. A step's command closes its connections when it ends, so the difference
+    over the step is the server's work for it (plus any other client's backends that ended
+    meanwhile: the server may be shared). None when the server's files are not readable here."""
+    if "://" not in store:
+        return None
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(store)
+    try:
+        with engine.connect() as conn:
+            folder = conn.execute(sa.text("SHOW data_directory")).scalar_one()
+        pid = (Path(folder) / "postmaster.pid").read_text().split()[0]
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (sa.exc.DBAPIError, OSError, IndexError):
+        return None
+    finally:
+        engine.dispose()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 def store_size(store: str) -> float:
@@ -219,9 +245,10 @@ def measure(
                 step = run(folder, store, name, units, *argv, allow=allow, source=source)
                 if name in steps:
                     out.append(step)
+                served = "" if step.server_s is None else f"server {step.server_s:6.2f} s  "
                 print(
                     f"  {label(source):8} {backend:10} n={n:>7} {name:14} {step.wall_s:8.2f} s  "
-                    f"cpu {step.cpu_s:7.2f} s  "
+                    f"cpu {step.cpu_s:7.2f} s  {served}"
                     f"{step.rss_mib:7.0f} MiB  "
                     f"{units / step.wall_s:10.0f} /s  store {step.size_mib:8.1f} MiB",
                     flush=True,
@@ -288,7 +315,7 @@ def summary(results: Results, args: Any) -> None:
                 f"{code:8} {backend:10} n={n:>7} {name:14} {med:8.2f} [{min(walls):.2f}–{max(walls):.2f}]  "
                 f"cpu {statistics.median(cpus):7.2f} [{min(cpus):.2f}–{max(cpus):.2f}]  "
                 f"{max(s.rss_mib for s in steps):7.0f} MiB  {steps[0].units / med:10.0f} /s  "
-                f"{steps[-1].size_mib:8.1f} MiB"
+                f"{steps[-1].size_mib:8.1f} MiB{served(steps)}"
             )
     print("\ngrowth of median wall (and CPU) time between sizes (work grows by the size ratio; bound 1.1×)")
     for backend in args.backends:
@@ -335,7 +362,18 @@ def ratios(results: Results, args: Any) -> None:
                 cpu = statistics.median(s.cpu_s for s in a[name]) / statistics.median(
                     s.cpu_s for s in b[name]
                 )
-                print(f"  {name:14} wall ×{wall:.2f}  CPU ×{cpu:.2f}")
+                total = statistics.median(s.cpu_s + (s.server_s or 0) for s in a[name]) / statistics.median(
+                    s.cpu_s + (s.server_s or 0) for s in b[name]
+                )
+                print(f"  {name:14} wall ×{wall:.2f}  CPU ×{cpu:.2f}  CPU with the server's ×{total:.2f}")
+
+
+def served(steps: list[Step]) -> str:
+    """The median server CPU of PostgreSQL steps [min–max], when it was measured."""
+    times = [s.server_s for s in steps if s.server_s is not None]
+    if not times:
+        return ""
+    return f"  server cpu {statistics.median(times):.2f} [{min(times):.2f}–{max(times):.2f}]"
 
 
 if __name__ == "__main__":

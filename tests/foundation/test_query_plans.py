@@ -73,12 +73,14 @@ def _commands(data: Path, out: Path) -> list[list[str]]:
     ]
 
 
-def _recorded(store: str, data: Path, out: Path) -> list[tuple[str, Any]]:
+def _recorded(
+    store: str, data: Path, out: Path, heads: tuple[str, ...] = ("SELECT", "DELETE")
+) -> list[tuple[str, Any]]:
     seen: list[tuple[str, Any]] = []
 
     def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
         head = statement.lstrip().split(None, 1)[0].upper()
-        if not many and head in ("SELECT", "DELETE") and "sqlite_master" not in statement:
+        if not many and head in heads and "sqlite_master" not in statement:
             seen.append((statement, parameters))
 
     sa.event.listen(Engine, "before_cursor_execute", record)
@@ -192,16 +194,25 @@ def postgres_store() -> Iterator[Store]:
 
 
 def test_every_postgres_query_uses_an_index(postgres_store: Store, workload: tuple[Path, Path]) -> None:
+    """Also the claims' statements on `run_state` and the batch upserts (`INSERT … SELECT FROM
+    unnest(…) ON CONFLICT`): each conflict is found through the primary key."""
     data, out = workload
     url = postgres_store.engine.url.render_as_string(hide_password=False)
-    statements = _recorded(url, data, out)
+    statements = _recorded(url, data, out, ("SELECT", "DELETE", "INSERT"))
     assert len(statements) > 12
+    upserts = [s for s, _ in statements if s.startswith("INSERT") and "unnest(" in s]
+    assert any(s.startswith("INSERT INTO records") for s in upserts)
+    assert any(s.startswith("INSERT INTO run_state") for s in upserts)  # a batch's claims
+    assert any("DELETE FROM run_state" in s for s, _ in statements)  # their release
     bad = []
     with postgres_store.engine.connect() as conn:
         conn.exec_driver_sql("ANALYZE")
         conn.exec_driver_sql("SET enable_seqscan = off")
         for statement, parameters in statements:
             plan = "\n".join(str(r[0]) for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
-            if "Seq Scan on records" in plan and not _whole_table(statement):
+            scans = re.search(r"Seq Scan on (records|run_state|response_cache)\b", plan)
+            if scans and not _whole_table(statement):
                 bad.append(f"{statement!r}:\n{plan}")
+            if statement.startswith("INSERT") and not re.search(r"Conflict Arbiter Indexes: \w+_pkey", plan):
+                bad.append(f"{statement!r} finds its conflicts without the primary key:\n{plan}")
     assert bad == []

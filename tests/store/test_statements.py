@@ -1,0 +1,115 @@
+"""How many statements the store sends: on PostgreSQL a batch is one statement (arrays, not a pipeline of
+one statement per row), a claim of a free batch one INSERT and its release one DELETE; a SQLite store
+never imports SQLAlchemy's PostgreSQL dialect."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from livemed.store import Store, StoredRow
+from livemed.store.claims import Claims
+from tests.conftest import _fresh_postgres, _postgres_url
+from tests.store.test_write_path import case
+
+
+@contextmanager
+def sent() -> Iterator[list[tuple[str, bool]]]:
+    """Every statement any engine sends meanwhile: (its first words, whether it was an executemany)."""
+    seen: list[tuple[str, bool]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        seen.append((" ".join(statement.split()[:4]), many))
+
+    sa.event.listen(Engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(Engine, "before_cursor_execute", record)
+
+
+def rows(n: int) -> list[StoredRow]:
+    payload = case(0).model_dump_json()
+    return [StoredRow("case", f"case:{i:05d}", f"doc:{i % 7}", None, payload) for i in range(n)]
+
+
+@pytest.fixture
+def pg_store() -> Iterator[Store]:
+    base = _postgres_url()
+    if not base:
+        pytest.skip("PostgreSQL not configured (set LIVEMED_TEST_POSTGRES_URL; .ci/run does)")
+    yield from _fresh_postgres(base)
+
+
+def test_a_postgresql_batch_is_one_statement(pg_store: Store) -> None:
+    with sent() as seen:
+        assert pg_store.put_rows(rows(1000)) == 1000
+    inserts = [s for s in seen if s[0].startswith("INSERT INTO records")]
+    assert inserts == [("INSERT INTO records (kind,", False)]  # one statement, not an executemany
+    ids = [f"case:{i:05d}" for i in range(0, 2400, 2)]  # 1,200 ids, half of them stored
+    with sent() as seen:
+        found = pg_store.has("case", ids)
+    assert found == {f"case:{i:05d}" for i in range(0, 1000, 2)}
+    assert [s for s in seen if s[0].startswith("SELECT")] == [("SELECT records.id FROM records", False)]
+    entries = [(f"k{i % 300}", "m", {"n": i}) for i in range(600)]  # each key twice: the last wins
+    with sent() as seen:
+        pg_store.cache_put_many(entries)
+    assert [s for s in seen if s[0].startswith("INSERT")] == [("INSERT INTO response_cache (key,", False)]
+    assert pg_store.cache_get("k7") == {"n": 307}
+    assert pg_store.cache_count() == 300
+
+
+def test_a_free_batch_is_claimed_by_one_insert_and_given_back_by_one_delete(pg_store: Store) -> None:
+    mine, theirs = Claims(pg_store, "grade"), Claims(pg_store, "grade")
+    assert theirs.take(["a", "b"]) == {"a", "b"}
+    items = [f"item-{i}" for i in range(512)]
+    with sent() as seen:
+        assert mine.take(items) == set(items)
+    writes = [s for s in seen if not s[0].startswith(("BEGIN", "COMMIT", "ROLLBACK", "select pg_"))]
+    assert writes == [("INSERT INTO run_state (namespace,", False)]  # no look: every item was free
+    with sent() as seen:
+        assert mine.take(["a", "item-0", "c"]) == {"item-0", "c"}  # held by a live worker: left to it
+    assert sum(1 for s in seen if s[0].startswith("INSERT")) == 1
+    with sent() as seen:
+        mine.release([*items, "c", "a"])  # "a" is not ours: left as it is
+    assert [s for s in seen if s[0].startswith("DELETE")] == [("DELETE FROM run_state WHERE", False)]
+    held = pg_store.state_items("claim")
+    assert set(held) == {"grade|a", "grade|b"}
+    assert all(value["holder"] == theirs.holder for value in held.values())
+
+
+def test_lookups_of_more_ids_than_one_statement_takes(any_store: Store) -> None:
+    any_store.put_rows(rows(300))
+    ids = [f"case:{i:05d}" for i in range(12_000)]  # several chunks on either backend
+    assert any_store.has("case", ids) == {f"case:{i:05d}" for i in range(300)}
+    assert sorted(any_store.ids_by_parents("case", ["doc:3", "doc:9", *ids])) == [
+        f"case:{i:05d}" for i in range(3, 300, 7)
+    ]
+    assert any_store.delete("case", ids[::2]) == 150
+    assert any_store.count()["case"] == 150
+
+
+def test_a_sqlite_store_never_imports_the_postgresql_dialect(tmp_path: Any) -> None:
+    script = f"""
+import sys
+from livemed.store import Store
+from livemed.store.claims import Claims
+import livemed.store.leases
+store = Store({str(tmp_path / "s.db")!r})
+store.put_rows([])
+assert store.has("case", ["x"]) == set()
+assert Claims(store, "grade").take(["x"]) == {{"x"}}
+store.cache_put_many([("k", "m", {{}})])
+store.close()
+loaded = sorted(m for m in sys.modules if "postgres" in m or m.startswith("psycopg"))
+assert loaded == [], loaded
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
