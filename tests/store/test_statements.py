@@ -10,13 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from livemed.store import Store, StoredRow
 from livemed.store.claims import Claims
-from tests.conftest import _fresh_postgres, _postgres_url
+from tests.foundation import test_claims
 from tests.store.test_write_path import case
 
 
@@ -35,17 +34,12 @@ def sent() -> Iterator[list[tuple[str, bool]]]:
         sa.event.remove(Engine, "before_cursor_execute", record)
 
 
+pg_store = test_claims.pg_store  # the fixture: a fresh PostgreSQL store (skipped without one)
+
+
 def rows(n: int) -> list[StoredRow]:
     payload = case(0).model_dump_json()
     return [StoredRow("case", f"case:{i:05d}", f"doc:{i % 7}", None, payload) for i in range(n)]
-
-
-@pytest.fixture
-def pg_store() -> Iterator[Store]:
-    base = _postgres_url()
-    if not base:
-        pytest.skip("PostgreSQL not configured (set LIVEMED_TEST_POSTGRES_URL; .ci/run does)")
-    yield from _fresh_postgres(base)
 
 
 def test_a_postgresql_batch_is_one_statement(pg_store: Store) -> None:
@@ -53,6 +47,12 @@ def test_a_postgresql_batch_is_one_statement(pg_store: Store) -> None:
         assert pg_store.put_rows(rows(1000)) == 1000
     inserts = [s for s in seen if s[0].startswith("INSERT INTO records")]
     assert inserts == [("INSERT INTO records (kind,", False)]  # one statement, not an executemany
+    from psycopg.adapt import PyFormat
+    from psycopg.types.array import ListBinaryDumper
+
+    with pg_store.engine.connect() as conn:  # lists go in PostgreSQL's binary array format
+        adapters = conn.connection.dbapi_connection.adapters  # type: ignore[union-attr]
+        assert adapters.get_dumper(list, PyFormat.AUTO) is ListBinaryDumper
     ids = [f"case:{i:05d}" for i in range(0, 2400, 2)]  # 1,200 ids, half of them stored
     with sent() as seen:
         found = pg_store.has("case", ids)
