@@ -265,7 +265,7 @@ class _Claimer(Generic[T]):
         still = _not_done(
             self.claims.store, [item for item, _ in ours], self.output_id, self.output_kinds, self.done_ids
         )
-        left = {id(item) for item in still}
+        left = {id(item) for item in still}  # `_not_done` keeps the item objects it was given
         done = [key for item, key in ours if id(item) not in left]
         if done:
             self.claims.release(done)
