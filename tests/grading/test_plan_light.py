@@ -188,6 +188,28 @@ def test_answer_all_reads_its_cases_a_chunk_at_a_time(
     }
 
 
+def test_an_offline_answerer_writes_its_answers_in_offline_batches(tmp_path: Path) -> None:
+    """An offline answerer's items never wait: they are written `OFFLINE_BATCH` a transaction (an LLM's
+    64), so a store, PostgreSQL's most of all, gets fewer, larger writes."""
+    store = Store(tmp_path / "s.db")
+    cases = [make_case(f"demo:{i}") for i in range(runs.OFFLINE_BATCH + 88)]
+    store.put(cases)
+    sizes: list[int] = []
+    result = asyncio.run(
+        answer_all(
+            store,
+            iter(cases),
+            ReferenceAnswerer(),
+            settings=Settings(),
+            on_answers=lambda batch: sizes.append(len(batch)),
+        )
+    )
+    assert result.written == {"answer": len(cases)}
+    assert sum(sizes) == len(cases)
+    assert max(sizes) > 64  # not an LLM's batch
+    assert max(sizes) <= runs.OFFLINE_BATCH
+
+
 def test_streamed_answers_delete_stale_rejections_of_new_and_earlier_answers(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     cases = [make_case(f"demo:{i}") for i in range(3)]

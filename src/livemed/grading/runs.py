@@ -45,7 +45,7 @@ from livemed.records.grading import CALL_FAILED, criterion_key_id
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
-OFFLINE_BATCH = 512  # an offline grader's items per write (no calls in flight: fewer, larger writes)
+OFFLINE_BATCH = 512  # an offline model's items per write (no calls in flight: fewer, larger writes)
 
 
 def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
@@ -65,17 +65,20 @@ async def answer_all(
     *,
     settings: Settings,
     samples: int = 1,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     window: int | None = None,
     on_answers: Callable[[list[tuple[Case, Answer]]], None] | None = None,
     pack: DomainPack | None = None,
 ) -> StageResult:
     """Every (case, sample) without an answer from this model gets one (or a Rejection).
 
-    Up to `window` items are in flight (default: `in_flight(answerer)`); `on_answers` is told of the
-    answers each time a batch of them is written. `cases` may be a `Feed` another stage fills, or any
-    iterable, read `CASE_CHUNK` cases at a time (memory bounded by the chunk, not by the store)."""
+    Written `batch_size` items a transaction (default 64; `OFFLINE_BATCH` for an offline answerer,
+    whose items never wait). Up to `window` items are in flight (default: `in_flight(answerer)`);
+    `on_answers` is told of the answers each time a batch of them is written. `cases` may be a `Feed`
+    another stage fills, or any iterable, read `CASE_CHUNK` cases at a time (memory bounded by the
+    chunk, not by the store)."""
     model = answerer.id
+    batch_size = batch_size or (64 if isinstance(answerer, LLM) else OFFLINE_BATCH)
     if isinstance(cases, Feed):
         return await _answer_feed(
             store, cases, answerer, settings, samples, batch_size, window, on_answers, pack
