@@ -27,12 +27,11 @@ from livemed.interop.healthbench import (
     Prepared,
     case_id_of,
     parse_example,
-    row_of,
     stored_lines,
 )
 from livemed.jsonl import decode_exact, json_objects, read_lines
 from livemed.records import RECORD_TYPES, Case, Rubric
-from livemed.store import Store, StoredRow, naive_utc, stored_row
+from livemed.store import Store, naive_utc
 from livemed.store.schema import records_table
 from tests.grading.test_healthbench import DAY
 from tests.grading.test_healthbench_import import BAD, good, line_of, with_item
@@ -278,12 +277,6 @@ def test_a_line_repeated_in_the_file_is_kept_as_first_written(tmp_path: Path, wo
         case = opened.get(Case, f"case:healthbench:{first['prompt_id']}")
     assert case is not None
     assert case.query == first["prompt"][-1]["content"]
-
-
-def test_rows_made_where_parsed_are_the_stores_rows() -> None:
-    for data in varied():
-        for record in parse_example(data, published=DAY, date_field="option"):
-            assert StoredRow._make(row_of(record)) == stored_row(record)
 
 
 def test_the_parse_needs_no_sqlalchemy_so_workers_start_before_the_store_opens() -> None:

@@ -259,12 +259,9 @@ def _put_examples(
 ) -> list[str]:
     """Write a batch of parsed examples in one transaction (those `already` stored are kept); returns
     the ids of the cases written."""
-    from livemed.store import StoredRow
-
     stored = already([example.case_id for example in batch])
     fresh = [example for example in batch if example.case_id not in stored]
-    rows = [StoredRow._make(row) for example in fresh for row in example.rows]
-    store.put_rows(rows, batch_size=2 * WRITE_BATCH)
+    store.put_rows([row for example in fresh for row in example.rows], batch_size=2 * WRITE_BATCH)
     for example in fresh:
         findings.add(example.findings, example.source_id)
     counts["written"] += len(fresh)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -43,6 +43,7 @@ from livemed.interop.chunks import Lines
 from livemed.interop.fields import kind_of
 from livemed.jsonl import decode_exact, line_object, parse_object, parse_objects
 from livemed.records import Case, Criterion, Rubric
+from livemed.records.rows import StoredRow, stored_row
 
 SOURCE = "healthbench"
 LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
@@ -319,33 +320,13 @@ def stored_lines(lines: Lines, stored: Callable[[list[str]], set[str]]) -> froze
     return frozenset(number for number, case_id in ids.items() if case_id in found)
 
 
-class Row(NamedTuple):
-    """A record as the store's `records` table keeps it: `livemed.store.StoredRow`'s fields, made
-    where the example is parsed without importing the store (and SQLAlchemy, a third of a second), so
-    that workers can start before it is (`interop.chunks`); `StoredRow._make(row)` is the store's row."""
-
-    kind: str
-    id: str
-    parent_id: str | None
-    published_at: datetime | None  # naive UTC
-    payload: str  # the record's `model_dump_json()`
-
-
-def row_of(record: Case | Rubric) -> Row:
-    """What `livemed.store.stored_row` makes of the record (tests/interop check it is the same)."""
-    published = record.published_at
-    if published is not None and published.tzinfo is not None:  # stored as naive UTC
-        published = published.astimezone(UTC).replace(tzinfo=None)
-    return Row(record.kind, record.id, record.parent_id, published, record.model_dump_json())
-
-
 class Prepared(NamedTuple):
     """An example ready to store: its case's id and source id, the rubric's findings, both rows."""
 
     case_id: str
     source_id: str
     findings: list[str]
-    rows: tuple[Row, Row]
+    rows: tuple[StoredRow, StoredRow]
 
 
 class Bad(NamedTuple):
@@ -390,7 +371,9 @@ class ExampleChunks:
                 out.append(Bad(number, parsed.detail, case_id_of(decoded) if decoded is not None else None))
                 continue
             case, rubric = parsed
-            out.append(Prepared(case.id, case.source_id, rubric.findings, (row_of(case), row_of(rubric))))
+            out.append(
+                Prepared(case.id, case.source_id, rubric.findings, (stored_row(case), stored_row(rubric)))
+            )
         return out
 
     def _parse(self, data: dict[str, Any]) -> tuple[Case, Rubric]:

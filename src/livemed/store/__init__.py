@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
@@ -20,13 +20,13 @@ from sqlalchemy.engine import Connection
 
 from livemed import __version__
 from livemed.errors import StoreLockedError, StoreOpenError, StoreRecordError, StoreVersionError
-from livemed.records import RECORD_TYPES, Record, utcnow
+from livemed.records import Record, utcnow
+from livemed.records.rows import StoredRow, naive_utc, stored_row
 from livemed.store.connect import (
     DEFAULT_LOCK_TIMEOUT,
     display_url,
     env_lock_timeout,
     make_engine,
-    naive_utc,
     resolve_url,
 )
 from livemed.store.schema import (
@@ -581,30 +581,6 @@ def _locked_error(store: Store, exc: sa.exc.OperationalError) -> Exception:
 
 
 _KEYS = ["kind", "id"]
-
-
-class StoredRow(NamedTuple):
-    """A record as the `records` table keeps it (the write time is added when it is written)."""
-
-    kind: str
-    id: str
-    parent_id: str | None
-    published_at: datetime | None  # naive UTC
-    payload: str  # the record's `model_dump_json()`
-
-
-def stored_row(record: Record) -> StoredRow:
-    """The row of a record (`Store.put_rows` writes it)."""
-    if record.kind not in RECORD_TYPES:
-        raise TypeError(f"{type(record).__name__} is not a stored record type")
-    published = record.published_at
-    return StoredRow(
-        record.kind,
-        record.id,
-        record.parent_id,
-        naive_utc(published) if published is not None else None,
-        record.model_dump_json(),
-    )
 
 
 def _row(record: Record) -> dict[str, Any]:

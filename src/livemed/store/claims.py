@@ -45,7 +45,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from livemed.records.base import utcnow
-from livemed.store.connect import naive_utc
+from livemed.records.rows import naive_utc
 from livemed.store.leases import pid_alive, this_host
 from livemed.store.schema import state_table
 

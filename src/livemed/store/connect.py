@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +12,6 @@ from sqlalchemy.engine import Connection, Engine
 from livemed.errors import ConfigError, MissingDependencyError, StoreOpenError
 
 DEFAULT_LOCK_TIMEOUT = 30.0
-
-
-def naive_utc(moment: datetime | None) -> datetime | None:
-    """Times are stored as naive UTC, identically on SQLite and PostgreSQL."""
-    if moment is None or moment.tzinfo is None:
-        return moment
-    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def resolve_url(location: str | Path) -> str:

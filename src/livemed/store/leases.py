@@ -30,7 +30,7 @@ import sqlalchemy as sa
 
 from livemed.errors import StageBusyError
 from livemed.records.base import utcnow
-from livemed.store.connect import naive_utc
+from livemed.records.rows import naive_utc
 from livemed.store.schema import state_table
 
 if TYPE_CHECKING:
