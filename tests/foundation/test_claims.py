@@ -76,6 +76,21 @@ def test_the_heartbeat_keeps_claims_alive_and_the_end_gives_them_back(any_store:
     assert Claims(any_store, "grade").held_elsewhere(["x"]) == set()
 
 
+def test_a_worker_that_ends_removes_the_claims_gone_holders_left_in_its_scope(any_store: Store) -> None:
+    """A worker killed after writing an item and before giving its claim back leaves a claim that no
+    later worker takes over (the item is done): the next to end on that scope removes it, and only it."""
+    left = Claims(any_store, "grade")
+    assert left.take(["done", "silent", "alive"]) == {"done", "silent", "alive"}
+    _age(any_store, "grade", "done", 0, pid=dead_pid(), host=left.host)  # killed on this host
+    _age(any_store, "grade", "silent", 61, pid=1, host="another-host")
+    _age(any_store, "grade", "alive", 0, pid=1, host="another-host")  # a live worker elsewhere
+    assert Claims(any_store, "answer").take(["done"]) == {"done"}  # another scope's claim
+    _age(any_store, "answer", "done", 0, pid=dead_pid(), host=left.host)
+    with Claims(any_store, "grade", ttl_s=60).beating() as next_worker:
+        assert next_worker.take(["other"]) == {"other"}
+    assert set(any_store.state_items(NAMESPACE)) == {"grade|alive", "answer|done"}
+
+
 def test_a_claim_row_being_taken_is_skipped_not_waited_for(pg_store: Store) -> None:
     gone = Claims(pg_store, "grade", ttl_s=1)
     gone.take(["locked", "free"])

@@ -14,6 +14,9 @@ item once. Claiming is one transaction:
 3. those whose holder is gone (heartbeat older than `ttl_s`, or its process dead on this host) are
    taken over, with an `UPDATE`.
 
+A worker gives back its claims when it ends, and removes the gone holders' claims of its scope with
+them (a worker killed between writing an item and giving back its claim leaves one nobody takes over).
+
 A heartbeat thread renews the holder's claims every `ttl_s / 6` seconds, so a worker killed with
 `kill -9` leaves claims that expire after `ttl_s` (at once for a process gone from this host) and
 another worker re-claims them. On SQLite the stage lease (`store.leases`) keeps one process per stage
@@ -188,10 +191,32 @@ class Claims:
                 log.debug("claim heartbeat failed: %s", exc)
 
     def _release_all(self) -> None:
+        """Give back this worker's claims, and drop those of gone holders in its scope: a worker killed
+        after writing an item's outputs and before giving its claim back leaves a claim nobody would
+        take over (the item is done), so the next worker to end on that scope removes it."""
         with self.store._write() as conn:
             conn.execute(
                 state_table.delete().where(
                     state_table.c.namespace == NAMESPACE, state_table.c.value == self.value
+                )
+            )
+            self._delete_gone(conn)
+
+    def _delete_gone(self, conn: Connection) -> None:
+        scope = sa.select(state_table.c.key, state_table.c.value, state_table.c.updated_at).where(
+            state_table.c.namespace == NAMESPACE,
+            state_table.c.key > f"{self.scope}|",  # every key `<scope>|…` (a range of the primary key)
+            state_table.c.key < f"{self.scope}}}",  # "}" follows "|"
+        )
+        if self.store.dialect == "postgresql":
+            scope = scope.with_for_update(skip_locked=True)  # a claim being taken now is not gone
+        now = utcnow().replace(tzinfo=None)
+        gone = sorted(row.key for row in conn.execute(scope) if self._free(row.value, row.updated_at, now))
+        for start in range(0, len(gone), self.store.chunk):
+            conn.execute(
+                state_table.delete().where(
+                    state_table.c.namespace == NAMESPACE,
+                    self.store._one_of(state_table.c.key, gone[start : start + self.store.chunk]),
                 )
             )
 
