@@ -11,8 +11,14 @@ first request to its last reply), the bound (min(concurrency ÷ latency, the wor
 limit: requests ÷ (2 × latency), an answer then its grades)) and achieved ÷ bound, the most requests
 in flight at the server, client CPU ms per request (user + sys of the livemed process(es), all of
 it: start-up, import, scoring included), the same over the calls alone (process CPU sampled every
-20 ms, from the server's first request to its last reply), client peak RSS, time from process start
-to the first request, and end-to-end wall. `separate` runs `import-healthbench`, `answer`, `grade`, `scores`
+20 ms, from the server's first request to its last reply), the fake server's CPU ms per request (its
+process, over the run), the CPU ceiling ÷ bound (the req/s this machine's cores can serve at the
+measured client (calls alone) plus server CPU per request, cores ÷ (client + server CPU per request),
+as a fraction of the bound: below 1, a client at this CPU per request cannot reach the bound while it
+shares these cores with the server), the client CPU ms per request that 0.85 of the bound would leave
+room for (cores ÷ (0.85 × bound) − the server's CPU per request), client peak RSS, time from process
+start to the first request, and end-to-end wall.
+`separate` runs `import-healthbench`, `answer`, `grade`, `scores`
 one after the other (req/s over answer+grade from the first request to the last reply, as above).
 
 `--simple-evals PATH` also runs openai/simple-evals' own HealthBench runner (`simple_evals.py --eval
@@ -55,6 +61,7 @@ PROGRAM = Path(sys.executable).with_name("livemed")
 KEY_ENV = "LIVEMED_BENCH_KEY"
 CRITERIA = 5
 CANDIDATE, JUDGE = "openai/bench-candidate", "openai/bench-judge"
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 SIMPLE_EVALS_THREADS = 120  # its default: examples in flight (each grades its items on a small pool)
 
 
@@ -185,6 +192,7 @@ def measure(
     server: Server, data: Path, concurrency: int, latency: float, how: str, reference: tuple[Path, str] | None
 ) -> dict[str, Any]:
     server.reset()
+    server_cpu = server.cpu_s()
     separate = how == "separate"
     with tempfile.TemporaryDirectory(prefix="livemed-eval-bench-") as tmp:
         config = project(Path(tmp), server.base_url, concurrency)
@@ -203,6 +211,7 @@ def measure(
         else:
             steps = [run(config, "eval", str(data), "-m", CANDIDATE, "--judge", JUDGE, *published)]
     stats = server.stats()
+    server_cpu = server.cpu_s() - server_cpu
     requests = int(stats["requests"])
     calls_s = stats["last_done_at"] - stats["first_at"]
     if how == "simple-evals":
@@ -210,6 +219,8 @@ def measure(
     bound = min(concurrency / latency, requests / (2 * latency)) if latency else None
     rate = requests / calls_s
     cpu = sum(s.cpu_s for s in steps)
+    calls_cpu = sum(cpu_between(s, stats["first_at"], stats["last_done_at"]) for s in steps)
+    ceiling = CORES * requests / (calls_cpu + server_cpu)  # req/s the machine's cores serve at these costs
     first_step = steps[1] if separate else steps[0]
     return {
         "requests": requests,
@@ -218,9 +229,10 @@ def measure(
         "of_bound": rate / bound if bound else None,
         "max_in_flight": stats["max_in_flight"],
         "cpu_ms_per_request": 1000 * cpu / requests,
-        "calls_cpu_ms_per_request": 1000
-        * sum(cpu_between(s, stats["first_at"], stats["last_done_at"]) for s in steps)
-        / requests,
+        "calls_cpu_ms_per_request": 1000 * calls_cpu / requests,
+        "server_cpu_ms_per_request": 1000 * server_cpu / requests,
+        "cpu_ceiling_of_bound": ceiling / bound if bound else None,
+        "client_ms_for_085": 1000 * (CORES / (0.85 * bound) - server_cpu / requests) if bound else None,
         "peak_rss_mb": max(s.rss_mb for s in steps),
         "first_request_s": stats["first_at"] - first_step.started,
         "wall_s": sum(s.wall_s for s in steps),
@@ -255,6 +267,9 @@ def main() -> None:
         "max_in_flight",
         "cpu_ms_per_request",
         "calls_cpu_ms_per_request",
+        "server_cpu_ms_per_request",
+        "cpu_ceiling_of_bound",
+        "client_ms_for_085",
         "peak_rss_mb",
         "first_request_s",
         "wall_s",
