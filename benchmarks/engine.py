@@ -3,6 +3,7 @@
     python benchmarks/engine.py                 # the full set (about a minute)
     python benchmarks/engine.py --calls 500     # quicker
     python benchmarks/engine.py --only throughput --calls 3000 --concurrency 256   # one row
+    python benchmarks/engine.py --only reference --calls 3000 --reference-concurrency 256
 
 1. Throughput: N calls at concurrency 8, 32, 128 with 100 ms server latency. The bound is
    concurrency / latency calls per second; the figure is achieved / bound (aim: >= 0.85 at 32,
@@ -172,16 +173,24 @@ async def client_only_calls(server: Server, calls: int, concurrency: int) -> flo
     return wall
 
 
-def reference(calls: int, latency: float) -> None:
+REFERENCE_CONCURRENCY = (32, 128)  # `--reference-concurrency` sets others
+
+
+def reference(calls: int, latency: float, concurrencies: tuple[int, ...] = REFERENCE_CONCURRENCY) -> None:
     server = Server(latency)
     try:
         print("## reference: a bare aiohttp client, and the openai client without the engine, same server")
-        for concurrency in (32, 128):
+        for concurrency in concurrencies:
             bound = concurrency / latency
+            cpu, server_cpu = time.process_time(), server.cpu_s()  # the warm-up round included
             bare = calls / asyncio.run(bare_calls(server, calls, concurrency)) / bound
+            cpu, server_cpu = time.process_time() - cpu, server.cpu_s() - server_cpu
             client = calls / asyncio.run(client_only_calls(server, calls, concurrency)) / bound
+            sent = calls + concurrency
             print(
-                f"concurrency {concurrency}: bare aiohttp {bare:.2f} of the bound, openai client {client:.2f}"
+                f"concurrency {concurrency}: bare aiohttp {bare:.2f} of the bound "
+                f"(client {1000 * cpu / sent:.2f}, server {1000 * server_cpu / sent:.2f} CPU ms/call), "
+                f"openai client {client:.2f}"
             )
     finally:
         server.stop()
@@ -232,13 +241,22 @@ def main() -> None:
     parser.add_argument(
         "--concurrency", type=int, nargs="+", default=list(THROUGHPUT_CONCURRENCY), help="throughput's"
     )
+    parser.add_argument(
+        "--reference-concurrency",
+        type=int,
+        nargs="+",
+        default=list(REFERENCE_CONCURRENCY),
+        help="reference's",
+    )
     args = parser.parse_args()
     os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    steps = (("reference", reference), ("faults", faults), ("cache", cached))
+    steps = (("faults", faults), ("cache", cached))
     if args.only in (None, "throughput"):
         throughput(args.calls, args.latency, tuple(args.concurrency))
+    if args.only in (None, "reference"):
+        reference(args.calls, args.latency, tuple(args.reference_concurrency))
     for name, step in steps:
         if args.only in (None, name):
             step(args.calls, args.latency)
