@@ -178,7 +178,8 @@ async def run_stage(
     claimed first (`store.claims`, scope `claim_scope`, default the first output kind, keyed by the
     item's first output id), an item another worker holds is left to it and looked at again at the
     end (done by then, or re-claimed when that worker is gone), and claims are given back once the
-    outputs are written. On SQLite the stage lease keeps one process, and nothing is claimed.
+    outputs are written (a key several items share, e.g. an answer's criteria, once the last of this
+    worker's items under it is written). On SQLite the stage lease keeps one process, and nothing is claimed.
     """
     result = StageResult()
     running = _Window(store, result, on_item, on_batch, batch_size, window or batch_size)
