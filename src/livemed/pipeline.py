@@ -178,7 +178,8 @@ async def run_stage(
     claimed first (`store.claims`, scope `claim_scope`, default the first output kind, keyed by the
     item's first output id), an item another worker holds is left to it and looked at again at the
     end (done by then, or re-claimed when that worker is gone), and claims are given back once the
-    outputs are written. On SQLite the stage lease keeps one process, and nothing is claimed.
+    outputs are written (a key several items share, e.g. an answer's criteria, once the last of this
+    worker's items under it is written). On SQLite the stage lease keeps one process, and nothing is claimed.
     """
     result = StageResult()
     running = _Window(store, result, on_item, on_batch, batch_size, window or batch_size)
@@ -230,6 +231,7 @@ class _Claimer(Generic[T]):
         self.claims, self.result, self.output_id, self.output_kinds = claims, result, output_id, output_kinds
         self.redo, self.done_ids = redo, done_ids
         self.deferred: list[T] = []  # pending items another worker held when this one looked
+        self.held: Counter[str] = Counter()  # this worker's items in flight, by claim key
         self.poll_s = min(1.0, claims.ttl_s / 10)
         self._beating = claims.beating()
         self._beating.__enter__()
@@ -255,11 +257,17 @@ class _Claimer(Generic[T]):
         return _as_list(self.output_id(item))[0]
 
     def claim(self, todo: list[T]) -> list[T]:
-        """The items of `todo` this worker now holds and that are still not done; the rest wait."""
+        """The items of `todo` this worker now holds and that are still not done; the rest wait.
+
+        Several items may share a key (per-criterion grading: an answer's criteria): a key this worker
+        holds for items in flight is its own without asking the store, and `held` counts its items in
+        flight, so the claim is given back when the last of them is written (or found done)."""
         keys = [self.key(item) for item in todo]  # each item's key made once (a grade id: a hash)
-        mine = self.claims.take(keys)
+        asked = [key for key in dict.fromkeys(keys) if not self.held[key]]
+        mine = self.claims.take(asked) | {key for key in keys if self.held[key]}
         self.deferred.extend(item for item, key in zip(todo, keys, strict=True) if key not in mine)
         ours = [(item, key) for item, key in zip(todo, keys, strict=True) if key in mine]
+        self.held.update(key for _, key in ours)
         if self.redo or not ours:
             return [item for item, _ in ours]
         still = _not_done(
@@ -268,10 +276,19 @@ class _Claimer(Generic[T]):
         left = {id(item) for item in still}  # `_not_done` keeps the item objects it was given
         done = [key for item, key in ours if id(item) not in left]
         if done:
-            self.claims.release(done)
+            self._give_back(done)
             self.result.skipped += len(done)
             self.result.elsewhere += len(done)
         return still
+
+    def _give_back(self, keys: list[str]) -> None:
+        """One item of each of `keys` is written or done: give back the keys left with none in flight."""
+        self.held.subtract(keys)
+        free = [key for key in dict.fromkeys(keys) if self.held[key] <= 0]
+        for key in free:
+            del self.held[key]
+        if free:
+            self.claims.release(free)
 
     def retry(self) -> list[T]:
         """The deferred items to run now: not done, and free (given back, or their holder is gone)."""
@@ -294,7 +311,7 @@ class _Claimer(Generic[T]):
                 await running.pause(self.poll_s)
 
     def written(self, items: Sequence[T]) -> None:
-        self.claims.release([self.key(item) for item in items])
+        self._give_back([self.key(item) for item in items])
 
     def close(self) -> None:
         self._beating.__exit__(None, None, None)
@@ -449,7 +466,7 @@ def _not_done(
     done_ids: Callable[[list[str]], set[str]] | None = None,
 ) -> list[T]:
     ids = [_as_list(output_id(item)) for item in batch]
-    flat = [one for item_ids in ids for one in item_ids]
+    flat = list(dict.fromkeys(one for item_ids in ids for one in item_ids))  # items may share a claim key
     done: set[str] = set() if done_ids is None else done_ids(flat)
     for kind in output_kinds if done_ids is None else ():
         done |= store.has(kind, flat)

@@ -198,3 +198,36 @@ def test_a_live_workers_items_are_waited_for_not_done_twice(pg_store: Store) -> 
     thread.join()
     assert set(calls) == set(items[2:])
     assert (result.processed, result.skipped, result.elsewhere) == (4, 2, 2)
+
+
+def test_items_sharing_a_key_keep_its_claim_until_the_last_is_written(pg_store: Store) -> None:
+    """Several items under one claim key (per-criterion grading: an answer's criteria), spread over
+    batches: the key stays claimed while any of its items is in flight, and is given back at the end."""
+    items = list(range(9))
+    other = Claims(pg_store, "rejection")
+    free_while_running: list[int] = []
+    ran: Counter[int] = Counter()
+
+    async def work(item: int) -> list[Record]:
+        ran[item] += 1
+        if other.take([f"group:{item // 3}"]):  # another worker could take a key still in use
+            free_while_running.append(item)
+            other.release([f"group:{item // 3}"])
+        await asyncio.sleep(0)
+        return [Rejection(record_id=f"doc:{item}", record_kind="doc", stage="test", reason="r", detail="d")]
+
+    result = asyncio.run(
+        run_stage(
+            pg_store,
+            items,
+            work,
+            output_id=lambda item: [f"group:{item // 3}", f"doc:{item}"],
+            output_kinds=["rejection"],
+            batch_size=2,  # group 0 spans the batches [0, 1] and [2, 3]
+        )
+    )
+    assert free_while_running == []
+    assert set(ran.values()) == {1}
+    assert len(ran) == 9
+    assert result.processed == 9
+    assert pg_store.state_items(NAMESPACE) == {}  # every key given back

@@ -140,12 +140,13 @@ def test_n_workers_on_one_postgresql_store_send_each_call_once(
 
 
 @pytest.mark.parametrize(
-    ("mode", "key"), [("per-criterion", "grade|grade:"), ("batched", "grade|grade-batch:")]
+    ("mode", "key"), [("per-criterion", "grade|grade-answer:"), ("batched", "grade|grade-batch:")]
 )
 def test_a_killed_worker_loses_its_claims_to_the_next_and_nothing_is_lost(
     tmp_path: Path, pg_url: str, mode: str, key: str
 ) -> None:
-    """Per criterion a claim is a grade; batched, an answer's batch of criteria (one call)."""
+    """Per criterion a claim is an answer (its criteria in flight share it); batched, an answer's
+    batch of criteria (one call)."""
     data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
     total = EXAMPLES * CRITERIA
     with FakeOpenAIServer(responder=judge_responder(latency=0.4)) as server:

@@ -458,12 +458,15 @@ class GradeJob:
                 else:
                     yield target, todo
 
-    def output_id(self, item: Item) -> str | list[str]:
-        """Per criterion: the grade id. Batched: a key for the answer's batch of criteria (the claim
-        key on PostgreSQL), then the batch's grade ids (done once settled: one reply writes them all)."""
+    def output_id(self, item: Item) -> list[str]:
+        """The claim key on PostgreSQL (`run_stage` claims an item by its first id), then the grade ids.
+        Per criterion the key is the answer's (`grade-answer:`): one claim covers every criterion of an
+        answer in flight. Batched it is the answer's batch of criteria (`grade-batch:`; done once settled:
+        one reply writes them all). Neither key is a stored id, so an item is done when its grades are."""
         target, criteria = item
         if self.per_criterion:
-            return grade_id(target.answer.id, criterion_id(criteria[0]), self.judge.id)
+            grade = grade_id(target.answer.id, criterion_id(criteria[0]), self.judge.id)
+            return [f"grade-answer:{target.answer.id}:{self.judge.id}", grade]
         ids = [grade_id(target.answer.id, criterion_id(c), self.judge.id) for c in criteria]
         return [f"grade-batch:{target.answer.id}:{self.judge.id}:{short_hash(*sorted(ids))}", *ids]
 
@@ -473,8 +476,22 @@ class GradeJob:
 
     def done_ids(self, ids: list[str]) -> set[str]:
         """The grade ids that count as done: Grades, and (unless retrying failures) unusable verdicts.
-        Another worker's unparsable verdict is not graded again; a failed call is (`_settled`)."""
-        return _settled(self.store, ids, self.retry_failures)
+        Another worker's unparsable verdict is not graded again; a failed call is (`_settled`).
+        `output_id`'s ids (a claim key, then the grade ids of its answer) are looked up by answer (a
+        range of the parent index for a batch's answers, as `_pending` does), other ids one by one."""
+        answers = list(dict.fromkeys(a for a in map(self._answer_of, ids) if a is not None))
+        if not answers:
+            return _settled(self.store, ids, self.retry_failures)
+        return _settled_of(self.store, answers, set(ids), self.retry_failures)[0]
+
+    def _answer_of(self, key: str) -> str | None:
+        """The answer id a claim key of `output_id` names (None for a grade id)."""
+        judge = f":{self.judge.id}"
+        if key.startswith("grade-batch:"):
+            key = "grade-answer:" + key[len("grade-batch:") :].rsplit(":", 1)[0]  # less the batch's hash
+        if key.startswith("grade-answer:") and key.endswith(judge):
+            return key[len("grade-answer:") : -len(judge)]
+        return None
 
     async def work(self, item: Item) -> list[Record]:
         target, criteria = item
@@ -576,21 +593,29 @@ def _pending(
         chunk = targets[start : start + 256]
         ids = [[grade_id(t.answer.id, criterion_id(c), judge) for c in t.rubric.criteria] for t in chunk]
         wanted = {i for group in ids for i in group}
-        answer_ids = [t.answer.id for t in chunk]
-        done = wanted.intersection(store.ids_by_parents("grade", answer_ids))
-        failures: set[str] = set()
-        if store.any_of("grade_failure"):
-            failures = wanted.intersection(store.ids_by_parents("grade_failure", answer_ids)) - done
+        done, failures = _settled_of(store, [t.answer.id for t in chunk], wanted, retry_failures)
         if retry_failures:
             retried.update(failures)
-        elif failures:
-            reasons = store.fields_many("grade_failure", sorted(failures), _FAILURE_REASON)
-            done.update(i for i, f in reasons if f["reason"] != CALL_FAILED)
         settled["criteria"] += len(done)
         for target, group in zip(chunk, ids, strict=True):
             todo = [c for c, i in zip(target.rubric.criteria, group, strict=True) if i not in done]
             if todo:
                 yield target, todo
+
+
+def _settled_of(
+    store: Store, answer_ids: Sequence[str], wanted: set[str], retry_failures: bool
+) -> tuple[set[str], set[str]]:
+    """Of `wanted` (grade ids of these answers), those settled by `_settled`'s rule, and the stored
+    failures among them; found by answer, failures only when the store has any."""
+    done = wanted.intersection(store.ids_by_parents("grade", answer_ids))
+    failures: set[str] = set()
+    if store.any_of("grade_failure"):
+        failures = wanted.intersection(store.ids_by_parents("grade_failure", answer_ids)) - done
+    if failures and not retry_failures:
+        reasons = store.fields_many("grade_failure", sorted(failures), _FAILURE_REASON)
+        done.update(i for i, f in reasons if f["reason"] != CALL_FAILED)
+    return done, failures
 
 
 def _drop_resolved_failures(store: Store, answer_ids: Sequence[str], judge: str) -> None:
