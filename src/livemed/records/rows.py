@@ -30,11 +30,6 @@ def stored_row(record: Record) -> StoredRow:
     """The row of a record (`Store.put_rows` writes it)."""
     if record.kind not in RECORD_TYPES:
         raise TypeError(f"{type(record).__name__} is not a stored record type")
-    published = record.published_at
     return StoredRow(
-        record.kind,
-        record.id,
-        record.parent_id,
-        naive_utc(published) if published is not None else None,
-        record.model_dump_json(),
+        record.kind, record.id, record.parent_id, naive_utc(record.published_at), record.model_dump_json()
     )

@@ -137,12 +137,16 @@ class Claims:
             self._delete_ours(conn, [self._key(item) for item in items])
 
     def _delete_ours(self, conn: Connection, keys: list[str]) -> None:
+        self._delete(conn, keys, state_table.c.value == self.value)
+
+    def _delete(self, conn: Connection, keys: list[str], *where: sa.ColumnElement[bool]) -> None:
+        """Delete the claims on `keys` (that also meet `where`), `Store.chunk` keys a statement."""
         for start in range(0, len(keys), self.store.chunk):
             conn.execute(
                 state_table.delete().where(
                     state_table.c.namespace == NAMESPACE,
                     self.store._one_of(state_table.c.key, keys[start : start + self.store.chunk]),
-                    state_table.c.value == self.value,
+                    *where,
                 )
             )
 
@@ -212,13 +216,7 @@ class Claims:
             scope = scope.with_for_update(skip_locked=True)  # a claim being taken now is not gone
         now = utcnow().replace(tzinfo=None)
         gone = sorted(row.key for row in conn.execute(scope) if self._free(row.value, row.updated_at, now))
-        for start in range(0, len(gone), self.store.chunk):
-            conn.execute(
-                state_table.delete().where(
-                    state_table.c.namespace == NAMESPACE,
-                    self.store._one_of(state_table.c.key, gone[start : start + self.store.chunk]),
-                )
-            )
+        self._delete(conn, gone)
 
     def _ours(self, value: str) -> bool:
         return value == self.value
