@@ -153,6 +153,29 @@ def test_two_processes_writing_one_sqlite_store(tmp_path: Path) -> None:
             assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
 
 
+def test_a_new_sqlite_store_has_large_pages_and_an_existing_one_keeps_its_own(tmp_path: Path) -> None:
+    from livemed.store.connect import SQLITE_PAGE_SIZE
+
+    def page_size(path: Path) -> int:
+        with sqlite3.connect(path) as conn:
+            return int(conn.execute("PRAGMA page_size").fetchone()[0])
+
+    with Store(tmp_path / "new.db") as made:
+        made.put([doc("1")])
+    assert page_size(tmp_path / "new.db") == SQLITE_PAGE_SIZE != 4096
+    older = tmp_path / "older.db"  # a store made with SQLite's default pages, as livemed made them before
+    with sqlite3.connect(older) as conn:
+        conn.execute("PRAGMA page_size=4096")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE kept (x)")
+    with Store(older) as reopened:
+        reopened.put([doc(str(n)) for n in range(50)])
+        assert reopened.count() == {"doc": 50}
+    assert page_size(older) == 4096
+    with sqlite3.connect(older) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
 def test_second_writer_waits_then_fails_clearly_when_the_lock_is_held(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     Store(path).close()

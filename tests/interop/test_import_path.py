@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import random
 import re
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner, Result
@@ -22,6 +24,7 @@ from livemed.cli import app
 from livemed.errors import StoreOpenError
 from livemed.interop import chunks
 from livemed.interop.healthbench import (
+    Bad,
     ExampleChunks,
     Kept,
     Prepared,
@@ -31,6 +34,7 @@ from livemed.interop.healthbench import (
 )
 from livemed.jsonl import decode_exact, json_objects, read_lines
 from livemed.records import RECORD_TYPES, Case, Rubric
+from livemed.records.rows import stored_row
 from livemed.store import Store, naive_utc
 from livemed.store.schema import records_table
 from tests.grading.test_healthbench import DAY
@@ -68,6 +72,25 @@ def varied() -> list[dict[str, Any]]:
         good("v-theme", example_tags=["theme:Emergency_Referrals", "physician_agreed_category:x"]),
         {**good("v-int-id"), "prompt_id": 1234},
         good("v-system", prompt=[{"role": "system", "content": "Be brief."}, *good("y")["prompt"]]),
+        good(
+            "v-controls",
+            prompt=[{"role": "user", "content": "nul \u0000 bel \u0007 us \u001f del \u007f / \\"}],
+        ),
+        good(
+            "v-floats",
+            unknown=[1e300, 5e-324, 0.1, 1.7976931348623157e308, -2.5e-5, 1e16, 9223372036854775807],
+        ),
+        good("v-themes", example_tags=["theme:Global_Health", "theme:global health", "theme:hedging"]),
+        good("v-no-theme", example_tags=[]),
+        good(  # a plain item and one with a finding in one rubric
+            "v-mixed",
+            rubrics=[*good("z")["rubrics"], {"criterion": "Explains why.", "points": 1.5, "tags": []}],
+        ),
+        good(
+            "v-all-negative",
+            rubrics=[{"criterion": "Recommends aspirin.", "points": -6, "tags": ["axis:safety"]}],
+        ),
+        good("v-no-ideal", ideal_completions_data=None),
     ]
 
 
@@ -354,3 +377,69 @@ def test_a_store_that_cannot_open_is_one_error_while_workers_parse(tmp_path: Pat
     assert "cannot open store" in str(result.exception)
     assert "imported" not in result.output
     assert not multiprocessing.active_children()  # the workers were stopped
+
+
+def _random_example(rng: random.Random, number: int) -> dict[str, Any]:
+    """A HealthBench example of random shape: texts drawn from ASCII, controls, escapes and non-ASCII,
+    plain and odd rubric items, themes in several spellings, unknown keys with numbers of every size."""
+    alphabet = 'abc XYZ 019 "\\/\n\t\u0000\u001f\u007f\u00e9\u2028\u4e2d\U0001f600'
+
+    def text() -> str:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) + "."
+
+    def item() -> dict[str, Any]:
+        axis = rng.choice(["accuracy", "completeness", "communication_quality", "instruction_following", "x"])
+        points = rng.choice([1, 2, 5, 10, -3, -10, 2.5, 12, 0.25])
+        tags = rng.choice([[f"axis:{axis}", "level:example"], [f"axis:{axis}"], [], ["level:cluster"]])
+        return {"criterion": text(), "points": points, "tags": tags}
+
+    themes = rng.sample(["theme:hedging", "theme:Global_Health", "theme:emergency_referrals", "other:x"], 2)
+    data: dict[str, Any] = {
+        "prompt": [
+            {"role": r, "content": text()}
+            for r in ("system", "user", "assistant", "user")[: rng.randint(2, 4)]
+        ],
+        "rubrics": [item() for _ in range(rng.randint(1, 8))],
+        "example_tags": themes,
+        "prompt_id": rng.choice([f"r-{number}", number]),
+        "ideal_completions_data": rng.choice(
+            [None, {"ideal_completion": text(), "ideal_completions_group": "G"}]
+        ),
+    }
+    if rng.random() < 0.5:
+        data["extra"] = {"n": rng.choice([0.1, 1e300, -0.0, 5e-324, 2**62, -7]), "s": text()}
+    return data
+
+
+def _parsed_or_error(data: dict[str, Any]) -> tuple[Case, Rubric] | str:
+    try:
+        return parse_example(data, published=DAY, date_field="option")
+    except ValueError as error:
+        return str(error)
+
+
+def test_every_row_of_a_chunk_is_what_the_record_models_make_for_random_examples(tmp_path: Path) -> None:
+    """`ExampleChunks` validates the first example of a chunk and writes the others' payloads from its
+    dump: for 2,000 random examples in chunks of 50, every row equals `stored_row` of `parse_example`'s
+    records byte for byte (creation times aside), and each payload validates back to itself."""
+    rng = random.Random(20)
+    examples = [_random_example(rng, n) for n in range(2000)]
+    lines: chunks.Lines = [(n, orjson.dumps(d) + b"\n") for n, d in enumerate(examples, start=1)]
+    parse = ExampleChunks(tmp_path / "random.jsonl", DAY, "option")
+    got = [example for at in range(0, len(lines), 50) for example in parse(lines[at : at + 50])]
+    assert len(got) == len(examples)
+    prepared = 0
+    for data, example in zip(examples, got, strict=True):
+        records = _parsed_or_error(data)
+        if isinstance(records, str):
+            assert isinstance(example, Bad)
+            assert example.detail == records
+            continue
+        assert isinstance(example, Prepared)
+        prepared += 1
+        for row, record in zip(example.rows, records, strict=True):
+            expected = stored_row(record)
+            assert row[:4] == expected[:4]
+            assert CREATED.sub("", row.payload) == CREATED.sub("", expected.payload)
+            assert RECORD_TYPES[record.kind].model_validate_json(row.payload).model_dump_json() == row.payload
+    assert prepared > 1000  # most examples are good ones, so the rows written from a dump are tested

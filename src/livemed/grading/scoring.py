@@ -23,7 +23,7 @@ from livemed.grading import score as S
 from livemed.interop.healthbench import EXPORT_AXIS, SOURCE, example_tags_of, is_imported
 from livemed.pipeline import batched
 from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
-from livemed.records.grading import CALL_FAILED, criterion_key_id
+from livemed.records.grading import CALL_FAILED, canonical_themes, criterion_key_id
 from livemed.store import Store
 
 NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
@@ -80,7 +80,7 @@ class _Prepared:
         ]
         steps = view.get("steps", [])
         step = next((s for s in steps if s.get("step") == "import" and s.get("source") == SOURCE), None)
-        themes = Rubric._one_spelling_each(view.get("themes", []))
+        themes = canonical_themes(view.get("themes", []))
         if step is not None:
             example_tags = [str(tag) for tag in step.get("example_tags", [])]
         else:

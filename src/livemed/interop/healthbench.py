@@ -37,13 +37,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
+
 from livemed.errors import InputFileError
 from livemed.interop import fields
 from livemed.interop.chunks import Lines
 from livemed.interop.fields import kind_of
 from livemed.jsonl import decode_exact, line_object, parse_object, parse_objects
-from livemed.records import Case, Criterion, Rubric
-from livemed.records.rows import StoredRow, stored_row
+from livemed.records import Case, Criterion, Provenance, Rubric
+from livemed.records.grading import canonical_theme, canonical_themes
+from livemed.records.rows import StoredRow, naive_utc, stored_row
 
 SOURCE = "healthbench"
 LIVEMED_GROUP = "livemed_reference"  # `ideal_completions_group` of exported livemed gold advice
@@ -85,7 +88,7 @@ def _weight(points: float) -> int:
 
 
 def _plain_criterion(item: Any, theme: str | None) -> dict[str, Any] | None:
-    """The fields of a `Criterion` for the common rubric item, checked in one pass: an object with a
+    """The `Criterion` (`_criterion`) of the common rubric item, checked in one pass: an object with a
     text, a non-zero number of points within range that is a whole number of weight (-10..10), distinct
     string tags and a known axis. None for any other item (`_checked_criterion` names what is wrong or
     notes a finding)."""
@@ -111,15 +114,7 @@ def _plain_criterion(item: Any, theme: str | None) -> dict[str, Any] | None:
             break
     if axis is None:
         return None
-    return {
-        "text": text,
-        "polarity": "positive" if points > 0 else "negative",
-        "axis": axis,
-        "weight": int(points),
-        "theme": theme,
-        "points": float(points),
-        "tags": list(tags),
-    }
+    return _criterion(text, "positive" if points > 0 else "negative", axis, int(points), theme, points, tags)
 
 
 def _checked_criterion(
@@ -148,14 +143,22 @@ def _checked_criterion(
     if weight != points:
         detail = f"points {points:g} of {text[:60]!r} stored as weight {weight}; scores use the points"
         findings.append(finding(FINDING_WEIGHT, detail))
+    return _criterion(text, "positive" if points > 0 else "negative", axis, weight, theme, points, tags)
+
+
+def _criterion(
+    text: str, polarity: str, axis: str, weight: int, theme: str | None, points: float, tags: list[str]
+) -> dict[str, Any]:
+    """A `Criterion` as validation leaves it: its fields in the model's order, as JSON values."""
     return {
         "text": text,
-        "polarity": "positive" if points > 0 else "negative",
+        "polarity": polarity,
         "axis": axis,
         "weight": weight,
         "theme": theme,
-        "points": points,
-        "tags": tags,
+        "source_fact": None,
+        "points": float(points),
+        "tags": list(tags),
     }
 
 
@@ -182,7 +185,7 @@ def _prompt_id(value: Any) -> str:
 def _criteria(
     items: Any, theme: str | None, findings: list[str], max_criteria: int | None
 ) -> list[dict[str, Any]]:
-    """The example's criteria as the fields of `Criterion`s (the Rubric validates them, once)."""
+    """The example's criteria as `_criterion`s (`theme`: the example's first theme, in one spelling)."""
     if not isinstance(items, list) or not items:
         got = "an empty list" if items == [] else kind_of(items)
         raise ValueError(f"rubrics: expected a non-empty list of items, got {got}")
@@ -215,6 +218,20 @@ def _parse(
     data: dict[str, Any], published: datetime, date_field: str, max_criteria: int | None
 ) -> tuple[Case, Rubric]:
     """`parse_example` of an object known to hold only finite numbers."""
+    return _records(_own_fields(data, max_criteria), published, date_field, _provenance())
+
+
+class Own(NamedTuple):
+    """An example's own fields of its Case and of its Rubric, as their validation leaves them (JSON
+    values, in the models' field order). Every other field is the same for each example of an import:
+    its date, where the date came from, the import's provenance (`_records`)."""
+
+    case: dict[str, Any]
+    rubric: dict[str, Any]
+
+
+def _own_fields(data: dict[str, Any], max_criteria: int | None) -> Own:
+    """Every check of an example, and its own fields; raises ValueError naming the field at fault."""
     prompt_id = _prompt_id(data.get("prompt_id"))
     messages = _messages(data.get("prompt"))
     users = [m["content"] for m in messages if m["role"] == "user" and m["content"].strip()]
@@ -222,27 +239,15 @@ def _parse(
         raise ValueError("prompt: no user message")
     example_tags = fields.string_list(data.get("example_tags"), "example_tags", unique=True)
     themes = [t.removeprefix("theme:") for t in example_tags if t.startswith("theme:")]
+    theme = (canonical_theme(themes[0]) or None) if themes else None  # as `Criterion.theme` spells it
     findings: list[str] = []
-    criteria = _criteria(data.get("rubrics"), themes[0] if themes else None, findings, max_criteria)
+    criteria = _criteria(data.get("rubrics"), theme, findings, max_criteria)
     ideal = data.get("ideal_completions_data") or None
     if not isinstance(ideal, dict | None):
         raise ValueError(f"ideal_completions_data: expected an object or null, got {kind_of(ideal)}")
     ideal_text = str(ideal.get("ideal_completion", "")).strip() if isinstance(ideal, dict) else ""
     positives = [c["text"] for c in criteria if c["polarity"] == "positive"]
-    advice = [ideal_text] if ideal_text else positives or [NO_REFERENCE]
-    case = Case(
-        doc_id=f"{SOURCE}:{prompt_id}",
-        source=SOURCE,
-        source_id=prompt_id,
-        published=published,
-        date_field=date_field,
-        narrative={},  # validated as an empty Narrative with the case, in one call
-        query=users[-1],
-        advice=advice,
-        messages=messages,
-        status="accepted",
-        provenance={"settings": {"imported_from": SOURCE}},
-    )
+    doc_id = f"{SOURCE}:{prompt_id}"
     step = {
         "step": "import",
         "source": SOURCE,
@@ -250,27 +255,53 @@ def _parse(
         "ideal_completions_data": ideal,
         "original": data,  # exported back as it came: 0-point items, unknown keys and all
     }
-    rubric = Rubric(
-        case_id=case.id,
-        criteria=criteria,
-        themes=themes,
-        findings=findings,
-        steps=[step],
-        published=published,
-        provenance=case.provenance,  # frozen: one for the case and its rubric
+    if (repeated := _repeated(criteria)) is not None:
+        raise ValueError(f"rubric item {repeated!r} appears twice with the same axis and points")
+    return Own(
+        {
+            "doc_id": doc_id,
+            "source_id": prompt_id,
+            "query": users[-1],
+            "advice": [ideal_text] if ideal_text else positives or [NO_REFERENCE],
+            "messages": messages,
+        },
+        {
+            "case_id": f"case:{doc_id}",  # `Case.id`
+            "criteria": criteria,
+            "themes": canonical_themes(themes),
+            "findings": findings,
+            "steps": [step],
+        },
     )
-    if (repeated := _repeated(rubric.criteria)) is not None:
-        raise ValueError(f"rubric item {repeated.text!r} appears twice with the same axis and points")
+
+
+def _provenance() -> Provenance:
+    return Provenance(settings={"imported_from": SOURCE})
+
+
+def _records(own: Own, published: datetime, date_field: str, provenance: Provenance) -> tuple[Case, Rubric]:
+    """The example's Case and Rubric, validated."""
+    case = Case(
+        source=SOURCE,
+        published=published,
+        date_field=date_field,
+        narrative={},  # validated as an empty Narrative with the case, in one call
+        status="accepted",
+        provenance=provenance,
+        **own.case,
+    )
+    rubric = Rubric(published=published, provenance=provenance, **own.rubric)
     return case, rubric
 
 
-def _repeated(criteria: list[Criterion]) -> Criterion | None:
-    """`Rubric.repeated_criterion` without hashing: a criterion's id is a hash of (text, axis, weight),
-    so two share an id exactly when those are equal."""
+def _repeated(criteria: list[dict[str, Any]]) -> str | None:
+    """The text of a criterion another one shares its id with (`Rubric.repeated_criterion`), without
+    hashing: a criterion's id is a hash of (text, axis, weight), so two share one exactly when those
+    are equal."""
     seen: set[tuple[str, str, int]] = set()
     for criterion in criteria:
-        if (key := (criterion.text, criterion.axis, criterion.weight)) in seen:
-            return criterion
+        if (key := (criterion["text"], criterion["axis"], criterion["weight"])) in seen:
+            return key[0]
         seen.add(key)
     return None
 
@@ -356,6 +387,7 @@ class ExampleChunks:
     def __call__(self, lines: Lines, stored: frozenset[int] = frozenset()) -> list[Example]:
         """The chunk's examples in order; a line among `stored` (`stored_lines`) becomes `Kept`."""
         out: list[Example] = []
+        rows = _Rows(self.published, self.date_field, _provenance())
         for number, raw in lines:
             if number in stored and isinstance(raw, bytes):
                 data = decode_exact(raw)
@@ -365,19 +397,59 @@ class ExampleChunks:
             item = line_object(self.path, number, raw, self.max_record_bytes, LIMIT_NAME)
             if item is None:
                 continue
-            parsed = parse_object(self.path, item, self._parse, fields.finite_everywhere)
-            if isinstance(parsed, InputFileError):
+            own = parse_object(self.path, item, self._own_fields, fields.finite_everywhere)
+            if isinstance(own, InputFileError):
                 decoded = item[1] if not isinstance(item, InputFileError) and item[2] else None
-                out.append(Bad(number, parsed.detail, case_id_of(decoded) if decoded is not None else None))
+                out.append(Bad(number, own.detail, case_id_of(decoded) if decoded is not None else None))
                 continue
-            case, rubric = parsed
+            exact = not isinstance(item, InputFileError) and item[2]
             out.append(
-                Prepared(case.id, case.source_id, rubric.findings, (stored_row(case), stored_row(rubric)))
+                Prepared(
+                    own.rubric["case_id"], own.case["source_id"], own.rubric["findings"], rows.of(own, exact)
+                )
             )
         return out
 
-    def _parse(self, data: dict[str, Any]) -> tuple[Case, Rubric]:
-        return _parse(data, self.published, self.date_field, self.max_criteria)
+    def _own_fields(self, data: dict[str, Any]) -> Own:
+        return _own_fields(data, self.max_criteria)
+
+
+class _Rows:
+    """The store rows of a chunk's examples. The first example's Case and Rubric are validated and
+    dumped as JSON values: every other field of theirs is the same for each example of the chunk (its
+    date, where the date came from, one provenance), so a later example's payload is that dump with
+    the example's own fields (`Own`, as validation leaves them: `_own_fields` checked them all) put in
+    place, written by orjson: byte for byte the payload that validating and dumping each example makes
+    (tests/interop/test_import_path.py), in less than half the time (docs/benchmarks.md). A line that
+    Python's json read (a number orjson does not read exactly) is validated and dumped on its own."""
+
+    def __init__(self, published: datetime, date_field: str, provenance: Provenance) -> None:
+        self.published, self.date_field, self.provenance = published, date_field, provenance
+        self.published_at = naive_utc(published)
+        self.templates: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def of(self, own: Own, exact: bool) -> tuple[StoredRow, StoredRow]:
+        if self.templates is None or not exact:
+            case, rubric = _records(own, self.published, self.date_field, self.provenance)
+            if self.templates is None and exact:
+                self.templates = (case.model_dump(mode="json"), rubric.model_dump(mode="json"))
+            return stored_row(case), stored_row(rubric)
+        case_json, rubric_json = self.templates
+        case_id, doc_id = own.rubric["case_id"], own.case["doc_id"]
+        return (
+            StoredRow(Case.kind, case_id, doc_id, self.published_at, _dumps({**case_json, **own.case})),
+            StoredRow(
+                Rubric.kind,
+                f"rubric:{case_id}",
+                case_id,
+                self.published_at,
+                _dumps({**rubric_json, **own.rubric}),
+            ),
+        )
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return orjson.dumps(value).decode()
 
 
 def criterion_tags(criterion: Criterion, *, imported: bool) -> list[str]:

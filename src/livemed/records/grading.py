@@ -36,6 +36,11 @@ def canonical_theme(name: str) -> str:
     return " ".join(words)
 
 
+def canonical_themes(names: list[str]) -> list[str]:
+    """A rubric's themes as it keeps them: each in its one spelling, once, blank ones dropped."""
+    return list(dict.fromkeys(t for t in map(canonical_theme, names) if t))
+
+
 class Criterion(BaseModel):
     """One bipolar rubric criterion; the sign of its weight matches its polarity."""
 
@@ -99,7 +104,7 @@ class Rubric(Record):
     @field_validator("themes")
     @classmethod
     def _one_spelling_each(cls, value: list[str]) -> list[str]:
-        return list(dict.fromkeys(t for t in map(canonical_theme, value) if t))
+        return canonical_themes(value)
 
     def repeated_criterion(self) -> Criterion | None:
         """A criterion whose id another one shares (it would be graded once and counted twice), if any.
