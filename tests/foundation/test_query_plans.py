@@ -6,8 +6,9 @@ recorded; each recorded SELECT and DELETE is then explained with its own paramet
 (`EXPLAIN QUERY PLAN`): no step may `SCAN` a table, except for a whole-table aggregate the command
 really needs (listed below with why). PostgreSQL (`EXPLAIN`, with sequential scans priced out, since
 on a table this small a scan is cheapest): no `Seq Scan` on `records`, i.e. an index matches every
-query. The SQLite plans are taken twice: without statistics (a store never analysed) and with the
-statistics of a large store.
+query, in the plan made with its values and in the generic plan a store's connection runs. The
+SQLite plans are taken twice: without statistics (a store never analysed) and with the statistics of
+a large store.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.records.rows import StoredRow
 from livemed.store import Store
 
 from ..conftest import _fresh_postgres, _postgres_url
@@ -205,14 +207,82 @@ def test_every_postgres_query_uses_an_index(postgres_store: Store, workload: tup
     assert any(s.startswith("INSERT INTO run_state") for s in upserts)  # a batch's claims
     assert any("DELETE FROM run_state" in s for s, _ in statements)  # their release
     bad = []
-    with postgres_store.engine.connect() as conn:
+    with postgres_store.engine.connect() as conn:  # rolled back at the end: the prepared ones ran
         conn.exec_driver_sql("ANALYZE")
         conn.exec_driver_sql("SET enable_seqscan = off")
         for statement, parameters in statements:
-            plan = "\n".join(str(r[0]) for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
+            custom = "\n".join(str(r[0]) for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
+            generic = _prepared_plan(conn, statement, parameters, analyze=False)  # as livemed runs it
+            plan = f"{custom}\n{generic}"
             scans = re.search(r"Seq Scan on (records|run_state|response_cache)\b", plan)
             if scans and not _whole_table(statement):
                 bad.append(f"{statement!r}:\n{plan}")
             if statement.startswith("INSERT") and not re.search(r"Conflict Arbiter Indexes: \w+_pkey", plan):
                 bad.append(f"{statement!r} finds its conflicts without the primary key:\n{plan}")
     assert bad == []
+
+
+def _prepared_plan(conn: Any, statement: str, parameters: Any, *, analyze: bool = True) -> str:
+    """`EXPLAIN [ANALYZE]` of a statement prepared on this connection as psycopg prepares a statement
+    it runs often (a named server-side statement; preparing runs it once), planned as the connection's
+    settings plan it (a store's: generically, `connect._on_postgres_connect`)."""
+    import psycopg  # only where PostgreSQL is configured
+
+    raw = conn.connection.driver_connection
+    raw.execute(statement, parameters, prepare=True)
+    name, types = raw.execute(
+        "SELECT name, parameter_types::text[] FROM pg_prepared_statements ORDER BY prepare_time DESC LIMIT 1"
+    ).fetchone()
+    if isinstance(parameters, dict):  # in the order psycopg numbers them: of first appearance
+        names = dict.fromkeys(re.findall(r"%\((\w+)\)[sb]", statement))
+        values = [parameters[name] for name in names]
+    else:
+        values = list(parameters or [])
+    casts = f"({', '.join(f'%s::{kind}' for kind in types)})" if types else ""
+    with psycopg.ClientCursor(raw) as cursor:  # the values as literals: EXECUTE takes no parameters
+        cursor.execute(f"EXPLAIN {'ANALYZE ' if analyze else ''}EXECUTE {name}{casts}", values)
+        return "\n".join(str(r[0]) for r in cursor.fetchall())
+
+
+def test_postgres_finds_records_by_parent_through_the_index_when_the_statistics_lag(
+    postgres_store: Store,
+) -> None:
+    """What `grade` does to the statistics: ANALYZE ran when the store held no grade, then 20,000 were
+    written. The lookup of grades by answer, planned as a store's connection plans it, still descends
+    the parent index once per answer; priced with those statistics and the lookup's values it walked
+    every grade of the kind with the answers as a filter (the plan without `force_generic_plan`)."""
+    store = postgres_store
+    cases = [f"case:{n:04d}" for n in range(100)]  # a store after import and answer: its kinds, parents
+    answers = [f"answer:{n:04d}" for n in range(200)]
+    store.put_rows(
+        [
+            *(StoredRow("case", c, c.replace("case:", "doc:"), None, "{}") for c in cases),
+            *(StoredRow("rubric", c.replace("case:", "rubric:"), c, None, "{}") for c in cases),
+            *(StoredRow("answer", a, cases[n % 100], None, "{}") for n, a in enumerate(answers)),
+        ]
+    )
+    with store.engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE records")
+        conn.commit()
+    graded = answers[:150]
+    store.put_rows(
+        [StoredRow("grade", f"grade:{a}:{k:03d}", a, None, "{}") for a in graded for k in range(134)],
+        batch_size=5000,
+    )
+    wanted = answers[140:160]  # ten graded, ten not
+    seen: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        seen.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        found = store.ids_by_parents("grade", wanted)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", record)
+    assert len(found) == 10 * 134
+    assert len(seen) == 1
+    with store.engine.connect() as conn:
+        plan = _prepared_plan(conn, *seen[0])
+    assert re.search(r"Index Cond: .*parent_id = ANY", plan), plan
+    assert "Rows Removed by Filter" not in plan, plan

@@ -45,7 +45,7 @@ from livemed.records.grading import CALL_FAILED, criterion_key_id
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
-OFFLINE_BATCH = 512  # an offline model's items per write (no calls in flight: fewer, larger writes)
+OFFLINE_BATCH = 2048  # an offline model's items per write (no calls in flight: fewer, larger writes)
 
 
 def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
@@ -464,11 +464,11 @@ class GradeJob:
         answer in flight. Batched it is the answer's batch of criteria (`grade-batch:`; done once settled:
         one reply writes them all). Neither key is a stored id, so an item is done when its grades are."""
         target, criteria = item
+        answer, judge = target.answer.id, self.judge.id  # properties: each made once an item
         if self.per_criterion:
-            grade = grade_id(target.answer.id, criterion_id(criteria[0]), self.judge.id)
-            return [f"grade-answer:{target.answer.id}:{self.judge.id}", grade]
-        ids = [grade_id(target.answer.id, criterion_id(c), self.judge.id) for c in criteria]
-        return [f"grade-batch:{target.answer.id}:{self.judge.id}:{short_hash(*sorted(ids))}", *ids]
+            return [f"grade-answer:{answer}:{judge}", grade_id(answer, criterion_id(criteria[0]), judge)]
+        ids = [grade_id(answer, criterion_id(c), judge) for c in criteria]
+        return [f"grade-batch:{answer}:{judge}:{short_hash(*sorted(ids))}", *ids]
 
     @property
     def output_kinds(self) -> list[str]:

@@ -62,7 +62,7 @@ def make_engine(url: str, lock_timeout: float) -> Engine:
         except ImportError:
             raise MissingDependencyError("psycopg", "postgres") from None
         engine = sa.create_engine(url, pool_pre_ping=True)
-        sa.event.listen(engine, "connect", _binary_lists)
+        sa.event.listen(engine, "connect", _on_postgres_connect)
         return engine
     raise ConfigError(f"unsupported store URL {display_url(url)!r}: use a file path or postgresql+psycopg://")
 
@@ -99,10 +99,23 @@ def sqlite_engine(url: str, lock_timeout: float) -> Engine:
     return engine
 
 
-def _binary_lists(dbapi_conn: Any, _record: Any) -> None:
-    """psycopg sends a Python list (the store's `= ANY(array)` lookups) in PostgreSQL's binary array
-    format rather than as array text: no quoting pass over each element, half the client time of a
-    500-id lookup."""
+def _on_postgres_connect(dbapi_conn: Any, _record: Any) -> None:
+    """A new PostgreSQL connection's settings.
+
+    - psycopg sends a Python list (the store's `= ANY(array)` lookups) in PostgreSQL's binary array
+      format rather than as array text: no quoting pass over each element, half the client time of a
+      500-id lookup.
+    - Statements are planned without their parameters' values (`plan_cache_mode =
+      force_generic_plan`, and planned once where psycopg prepares them). A plan priced with a
+      lookup's values uses the table's statistics, and those lag the writes of a run: autovacuum
+      analyses a table after a tenth of it changed, at most once a minute. `grade` writes a kind the
+      last ANALYZE saw no row of, so its lookups by answer were planned as a walk of every grade of
+      the kind with the answers as a filter (18,000 index entries read per lookup by mid-run, 10 s of
+      the server's time in one 10k-example run; tests/foundation/test_query_plans.py). A generic
+      plan prices each index by its columns alone and finds the answers through the index."""
     from psycopg.types.array import ListBinaryDumper
 
     dbapi_conn.adapters.register_dumper(list, ListBinaryDumper)
+    with dbapi_conn.cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    dbapi_conn.commit()
