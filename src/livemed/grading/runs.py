@@ -45,7 +45,16 @@ from livemed.records.grading import CALL_FAILED, criterion_key_id
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
-OFFLINE_BATCH = 2048  # an offline model's items per write (no calls in flight: fewer, larger writes)
+OFFLINE_BATCH = 512  # an offline model's items per write (no calls in flight: fewer, larger writes)
+# On PostgreSQL each batch is claimed, looked at again, written and given back: four round trips and
+# the server's work on them, so larger batches (`grade` at 10k: 21.5-22.4 s against 25.4-26.9 s with
+# 512). On SQLite 2,048 cost `grade` more CPU (12.9-14.3 against 11.1-13.2 s; docs/benchmarks.md).
+OFFLINE_BATCH_POSTGRESQL = 2048
+
+
+def offline_batch(store: Store) -> int:
+    """An offline model's items per write on this store."""
+    return OFFLINE_BATCH_POSTGRESQL if store.dialect == "postgresql" else OFFLINE_BATCH
 
 
 def in_flight(model: LLM | OfflineAnswerer | Judge, default: int = 64) -> int:
@@ -72,13 +81,13 @@ async def answer_all(
 ) -> StageResult:
     """Every (case, sample) without an answer from this model gets one (or a Rejection).
 
-    Written `batch_size` items a transaction (default 64; `OFFLINE_BATCH` for an offline answerer,
+    Written `batch_size` items a transaction (default 64; `offline_batch` for an offline answerer,
     whose items never wait). Up to `window` items are in flight (default: `in_flight(answerer)`);
     `on_answers` is told of the answers each time a batch of them is written. `cases` may be a `Feed`
     another stage fills, or any iterable, read `CASE_CHUNK` cases at a time (memory bounded by the
     chunk, not by the store)."""
     model = answerer.id
-    batch_size = batch_size or (64 if isinstance(answerer, LLM) else OFFLINE_BATCH)
+    batch_size = batch_size or (64 if isinstance(answerer, LLM) else offline_batch(store))
     if isinstance(cases, Feed):
         return await _answer_feed(
             store, cases, answerer, settings, samples, batch_size, window, on_answers, pack
@@ -529,10 +538,10 @@ async def grade_all(
 
     Up to `window` calls' items are in flight (default: `in_flight(judge)`). `done`: criteria found
     graded already by `plan_targets` (left out of `targets`), counted as seen and skipped. Grades are
-    written `batch_size` items a transaction (default 64; `OFFLINE_BATCH` for an offline grader,
+    written `batch_size` items a transaction (default 64; `offline_batch` for an offline grader,
     whose items finish at once)."""
     job = GradeJob(store, judge, mode, retry_failures)
-    batch_size = batch_size or (64 if isinstance(judge, LLM) else OFFLINE_BATCH)
+    batch_size = batch_size or (64 if isinstance(judge, LLM) else offline_batch(store))
     if mode == "per-criterion":
         job.settled["criteria"] += done
     with _settled_count_as_done(job.settled if mode == "per-criterion" else None):
