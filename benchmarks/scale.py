@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -104,6 +105,7 @@ class Step:
     rss_mib: float
     size_mib: float
     units: int  # examples, answers or grades the step handles (for the rate)
+    autovacuum: bool = False  # PostgreSQL: an autovacuum worker ran on the store while the step did
 
 
 def run(
@@ -120,18 +122,57 @@ def run(
     if source:  # another checkout's livemed, ahead of this environment's
         env["PYTHONPATH"] = source
     started = time.monotonic()
-    process = subprocess.Popen(
-        [str(PROGRAM), *argv], cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.monotonic() - started
+    with AutovacuumWatch(store) as watch:
+        process = subprocess.Popen(
+            [str(PROGRAM), *argv], cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        assert process.stderr is not None
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.monotonic() - started
     code = os.waitstatus_to_exitcode(status)
     if code not in allow:
         raise SystemExit(f"livemed {' '.join(argv)} exited {code}: {process.stderr.read().decode()[-2000:]}")
     cpu = usage.ru_utime + usage.ru_stime
     served = None if server is None else (server_cpu(store) or 0.0) - server
-    return Step(name, wall, cpu, served, usage.ru_maxrss / 1024, store_size(store), units)
+    return Step(name, wall, cpu, served, usage.ru_maxrss / 1024, store_size(store), units, watch.seen)
+
+
+class AutovacuumWatch:
+    """Whether PostgreSQL's autovacuum worked on the store's database while a step ran (polled every
+    0.25 s from `pg_stat_activity`): its upkeep of an earlier step's writes (the visibility map and
+    statistics after `grade`'s 130,000 rows) shares the two cores and counts in the server's CPU."""
+
+    def __init__(self, store: str) -> None:
+        self.store, self.seen = store, False
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def __enter__(self) -> AutovacuumWatch:
+        if "://" in self.store:
+            self.thread = threading.Thread(target=self._poll, daemon=True)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+
+    def _poll(self) -> None:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(self.store, poolclass=sa.pool.NullPool)
+        query = sa.text(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE backend_type = 'autovacuum worker' AND datname = current_database()"
+        )
+        try:
+            with engine.connect() as conn:
+                while not self.stop.wait(0.25):
+                    self.seen = self.seen or bool(conn.execute(query).scalar_one())
+                    conn.rollback()
+        finally:
+            engine.dispose()
 
 
 def server_cpu(store: str) -> float | None:
@@ -246,6 +287,7 @@ def measure(
                 if name in steps:
                     out.append(step)
                 served = "" if step.server_s is None else f"server {step.server_s:6.2f} s  "
+                served += "autovacuum  " if step.autovacuum else ""
                 print(
                     f"  {label(source):8} {backend:10} n={n:>7} {name:14} {step.wall_s:8.2f} s  "
                     f"cpu {step.cpu_s:7.2f} s  {served}"
@@ -373,7 +415,9 @@ def served(steps: list[Step]) -> str:
     times = [s.server_s for s in steps if s.server_s is not None]
     if not times:
         return ""
-    return f"  server cpu {statistics.median(times):.2f} [{min(times):.2f}–{max(times):.2f}]"
+    vacuumed = sum(s.autovacuum for s in steps)
+    seen = f", autovacuum in {vacuumed} of {len(steps)}" if vacuumed else ""
+    return f"  server cpu {statistics.median(times):.2f} [{min(times):.2f}–{max(times):.2f}]{seen}"
 
 
 if __name__ == "__main__":
