@@ -46,7 +46,7 @@ from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
 OFFLINE_BATCH = 512  # an offline model's items per write (no calls in flight: fewer, larger writes)
-# On PostgreSQL each batch is claimed, looked at again, written and given back: four round trips and
+# On PostgreSQL each batch is claimed, looked at again, written and given back: four or five round trips and
 # the server's work on them, so larger batches (`grade` at 10k: 21.5-22.4 s against 25.4-26.9 s with
 # 512). On SQLite 2,048 cost `grade` more CPU (12.9-14.3 against 11.1-13.2 s; docs/benchmarks.md).
 OFFLINE_BATCH_POSTGRESQL = 2048
