@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import multiprocessing
+import random
 import sqlite3
 import threading
 from datetime import UTC, datetime, timedelta
@@ -8,11 +10,12 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from pydantic import TypeAdapter
 
 from livemed import store as store_module
 from livemed.errors import ConfigError, StoreLockedError, StoreVersionError
 from livemed.records import Case, Doc, Grade, Record, Rejection
-from livemed.store import Store, display_url, resolve_url
+from livemed.store import Store, StoredRow, display_url, resolve_url
 from tests.foundation.factories import doc, every_record
 
 
@@ -76,6 +79,38 @@ def test_reads_stream_in_pages(any_store: Store) -> None:
     rest = list(stream)
     assert len(rest) == 1049
     assert len([s for s in statements if "FROM records" in s]) == 12  # 11 pages and one empty page
+
+
+def test_lookups_of_every_size_find_each_stored_row_once(any_store: Store) -> None:
+    """The batched lookups (by id, by parent, the write times, run state's keys) run one compiled
+    statement per size: SQLite pads the values to a power of two with the last one (see
+    `Store._lookup`). Every size, with missing and repeated values, finds exactly the stored rows,
+    each once, with its own payload, value or write time (a naive UTC datetime)."""
+    rows = [
+        StoredRow("probe", f"probe:{i:05d}", f"parent:{i // 2:05d}", None, json.dumps({"n": i}))
+        for i in range(1300)
+    ]
+    any_store.put_rows(rows)
+    any_store.state_set_many("probe", {r.id: {"n": i} for i, r in enumerate(rows)})
+    any_store.state_set_many("other", {r.id: {"n": -1} for r in rows[:10]})
+    written = any_store.updated_at("probe", [r.id for r in rows])
+    view = TypeAdapter(dict[str, int])
+    rng = random.Random(7)
+    for size in (1, 2, 3, 255, 256, 257, 499, 500, 501, 1001, 1300):
+        chosen = rng.sample(range(1300), size)
+        ids = [f"probe:{i:05d}" for i in chosen]
+        asked = [*ids, "probe:missing", ids[0]]
+        assert any_store.has("probe", asked) == set(ids)
+        found = list(any_store.fields_many("probe", asked, view))
+        assert sorted(found) == sorted((f"probe:{i:05d}", {"n": i}) for i in chosen)
+        assert any_store.state_many("probe", asked) == {f"probe:{i:05d}": {"n": i} for i in chosen}
+        assert any_store.updated_at("probe", asked) == {one: written[one] for one in ids}
+        parents = sorted({f"parent:{i // 2:05d}" for i in chosen})
+        children = any_store.ids_by_parents("probe", [*parents, "parent:missing", parents[-1]])
+        assert sorted(children) == sorted(r.id for r in rows if r.parent_id in set(parents))
+        latest = any_store.updated_at("probe", [*parents, "parent:missing"], by_parent=True)
+        assert latest == {p: max(written[r.id] for r in rows if r.parent_id == p) for p in parents}
+    assert all(isinstance(moment, datetime) and moment.tzinfo is None for moment in written.values())
 
 
 def test_state_and_cache(any_store: Store) -> None:

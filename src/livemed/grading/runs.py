@@ -26,6 +26,7 @@ from typing_extensions import TypedDict
 
 from livemed.domains import DomainPack
 from livemed.grading.answer import OfflineAnswerer, answer_case, answer_id, answer_model, rejection_id
+from livemed.grading.criterion_ids import criterion_ids
 from livemed.grading.judge import (
     Judge,
     Mode,
@@ -41,7 +42,7 @@ from livemed.models import LLM, Settings
 from livemed.pipeline import Feed, StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
-from livemed.records.grading import CALL_FAILED, criterion_key_id
+from livemed.records.grading import CALL_FAILED
 from livemed.store import Store
 
 MAX_IN_FLIGHT = 4096  # items in flight per stage at most, whatever the models allow (memory)
@@ -286,21 +287,11 @@ class TargetStream:
                     yield Target(answer, case, rubric, self.pack)
 
 
-class _CriterionKey(TypedDict):
-    text: str
-    axis: str
-    weight: int
-
-
-class _RubricKeys(TypedDict):
-    criteria: list[_CriterionKey]
-
-
 class _FailureReason(TypedDict):
     reason: str
 
 
-_RUBRIC_KEYS, _FAILURE_REASON = TypeAdapter(_RubricKeys), TypeAdapter(_FailureReason)
+_FAILURE_REASON = TypeAdapter(_FailureReason)
 
 
 def plan_targets(
@@ -358,7 +349,7 @@ def plan_stream(
     what is done, what cannot be graded and the criteria still to grade (`plan.pending`)."""
     counted, skipped, ids, pending = GradePlan(), Counter[str](), list[str](), 0
     for chunk in batched(answers, 500):
-        keys: dict[str, _RubricKeys] = {}
+        keys: dict[str, list[str]] = {}
         present: set[str] = set()
         for answer in _unsettled(store, chunk, judge, retry_failures, counted, keys, present):
             rubric = keys.get(f"rubric:{answer.case_id}")
@@ -368,7 +359,7 @@ def plan_stream(
                 skipped["no rubric"] += 1
             else:
                 ids.append(answer.id)
-                pending += len(rubric["criteria"])
+                pending += len(rubric)
     return StreamPlan(TargetStream(store, ids, pack, skipped), skipped, counted.done, pending)
 
 
@@ -378,20 +369,21 @@ def _unsettled(
     judge: str,
     retry_failures: bool,
     plan: GradePlan,
-    keys: dict[str, _RubricKeys] | None = None,
+    keys: dict[str, list[str]] | None = None,
     present: set[str] | None = None,
 ) -> list[A]:
     """The answers of `chunk` with a criterion still to grade by `judge` (or without a case or rubric,
-    to be counted); the criteria of the others are added to `plan.done`. The rubrics' keys and the
-    cases found are left in `keys` and `present` when given.
+    to be counted); the criteria of the others are added to `plan.done`. The rubrics' criterion ids
+    and the cases found are left in `keys` and `present` when given.
 
-    Read from indexes and small views only: the cases' ids, the rubrics' criterion keys (text, axis,
-    weight: a criterion's id) and the answers' grade ids; failures only when the store has any."""
+    Read from indexes and small views only: the cases' ids, the rubrics' criterion ids
+    (`criterion_ids`: kept in run state while a rubric is not written again) and the answers' grade
+    ids; failures only when the store has any."""
     case_ids = sorted({a.case_id for a in chunk})
     present = present if present is not None else set()
     present.update(store.has("case", case_ids))
     keys = keys if keys is not None else {}
-    keys.update(store.fields_many("rubric", [f"rubric:{c}" for c in case_ids], _RUBRIC_KEYS))
+    keys.update(criterion_ids(store, [f"rubric:{c}" for c in case_ids]))
     answer_ids = [a.id for a in chunk]
     graded = set(store.ids_by_parents("grade", answer_ids))
     failed: set[str] = set()
@@ -410,18 +402,12 @@ def _unsettled(
     done = graded | failed if failed else graded
     suffix = f":{judge}"
     todo = []
-    hashes: dict[str, list[str]] = {}  # case id -> its criteria's hashes, once for every answer to it
     for answer in chunk:
         case_id = answer.case_id
-        rubric = keys.get(f"rubric:{case_id}")
-        if rubric is None or case_id not in present:
+        criteria = keys.get(f"rubric:{case_id}")
+        if criteria is None or case_id not in present:
             todo.append(answer)
             continue
-        criteria = hashes.get(case_id)
-        if criteria is None:
-            criteria = hashes[case_id] = [
-                criterion_key_id(c["text"], c["axis"], c["weight"]) for c in rubric["criteria"]
-            ]
         head = f"grade:{answer.id}:"  # grade_id(answer.id, criterion, judge), without a call per criterion
         if all(f"{head}{h}{suffix}" in done for h in criteria):
             plan.done += len(criteria)
