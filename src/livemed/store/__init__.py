@@ -294,15 +294,13 @@ class Store:
         for one, payload in self._where_in(kind, "id", ids):
             yield one, _load_view(kind, view, one, payload)
 
-    def _where_in(
-        self, kind: str, key: str, values: Sequence[str], shape: str = "payloads"
-    ) -> Iterator[tuple[Any, ...]]:
-        """Rows (`shape`, see `_SHAPES`) of `kind` whose `key` (id or parent id) is one of `values`,
+    def _where_in(self, kind: str, key: str, values: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """(id, payload) of the records of `kind` whose `key` (id or parent id) is one of `values`,
         each once, one query per 500 (rows with payloads: a bounded result on either backend)."""
         step, values = CHUNK_SQLITE, list(dict.fromkeys(values))  # a value in two queries: its rows twice
         with self.engine.connect() as conn:
             for start in range(0, len(values), step):
-                yield from self._lookup(conn, shape, kind, key, values[start : start + step])
+                yield from self._lookup(conn, "payloads", kind, key, values[start : start + step])
 
     def _ids_where_in(self, kind: str, key: str, values: Sequence[str]) -> list[str]:
         """The ids of `_where_in`'s rows, as plain strings (no row objects: a re-run reads 100,000s),
