@@ -221,12 +221,13 @@ class Store:
 
     def get_many(self, cls: type[R], ids: Sequence[str]) -> dict[str, R]:
         """The stored records of `ids` by id (missing ones left out; one query per 500 ids)."""
-        rows = self._where_in(cls.kind, "id", ids)
-        return {one: _load(cls, one, payload) for one, payload in rows}
+        return {
+            one: _load(cls, one, payload) for one, payload in self._lookup("payloads", cls.kind, "id", ids)
+        }
 
     def has(self, kind: str, ids: Sequence[str]) -> set[str]:
         """The subset of `ids` that are stored under `kind` (one query per `Store.chunk` ids)."""
-        return set(self._ids_where_in(kind, "id", ids))
+        return {row[0] for row in self._lookup("ids", kind, "id", ids)}
 
     def ids(self, kind: str, *, batch_size: int = 5000) -> Iterator[str]:
         for rows in self._pages(kind, ("id",), batch_size=batch_size):
@@ -260,7 +261,7 @@ class Store:
 
     def by_parents(self, cls: type[R], parent_ids: Sequence[str]) -> Iterator[R]:
         """Records of one type whose parent is one of `parent_ids` (one query per 500 parents)."""
-        for one, payload in self._where_in(cls.kind, "parent_id", parent_ids):
+        for one, payload in self._lookup("payloads", cls.kind, "parent_id", parent_ids):
             yield _load(cls, one, payload)
 
     def any_of(self, kind: str) -> bool:
@@ -271,7 +272,7 @@ class Store:
 
     def ids_by_parents(self, kind: str, parent_ids: Sequence[str]) -> list[str]:
         """The ids of the records of `kind` whose parent is one of `parent_ids` (from the index alone)."""
-        return self._ids_where_in(kind, "parent_id", parent_ids)
+        return [row[0] for row in self._lookup("ids", kind, "parent_id", parent_ids)]
 
     def fields_by_parents(
         self, kind: str, parent_ids: Sequence[str], view: TypeAdapter[V]
@@ -279,7 +280,7 @@ class Store:
         """(id, view) of the records of `kind` whose parent is one of `parent_ids`, each payload read
         through `view` (a TypeAdapter of a TypedDict naming only the fields a caller needs: several
         times cheaper than the whole record). One query per 500 parents."""
-        for one, payload in self._where_in(kind, "parent_id", parent_ids):
+        for one, payload in self._lookup("payloads", kind, "parent_id", parent_ids):
             yield one, _load_view(kind, view, one, payload)
 
     def fields(self, kind: str, view: TypeAdapter[V], *, batch_size: int = 1000) -> Iterator[tuple[str, V]]:
@@ -291,37 +292,27 @@ class Store:
     def fields_many(self, kind: str, ids: Sequence[str], view: TypeAdapter[V]) -> Iterator[tuple[str, V]]:
         """(id, view) of the stored records of `kind` among `ids`, read through `view` (see
         `fields_by_parents`); missing ids left out, one query per 500 ids."""
-        for one, payload in self._where_in(kind, "id", ids):
+        for one, payload in self._lookup("payloads", kind, "id", ids):
             yield one, _load_view(kind, view, one, payload)
 
-    def _where_in(self, kind: str, key: str, values: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        """(id, payload) of the records of `kind` whose `key` (id or parent id) is one of `values`,
-        each once, one query per 500 (rows with payloads: a bounded result on either backend)."""
-        step, values = CHUNK_SQLITE, list(dict.fromkeys(values))  # a value in two queries: its rows twice
+    def _lookup(self, shape: str, scope: str, key: str, values: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """The rows of statement `shape` (`_SHAPES`) for the rows of `scope` (a kind of record, or a
+        namespace of run state) whose `key` is one of `values`, each value asked once (a value in two
+        queries would find its rows twice), on one connection: `Store.chunk` values a query, 500 for
+        rows with payloads (a bounded result on either backend)."""
+        step = CHUNK_SQLITE if shape == "payloads" else self.chunk
+        values = list(dict.fromkeys(values))
         with self.engine.connect() as conn:
             for start in range(0, len(values), step):
-                yield from self._lookup(conn, "payloads", kind, key, values[start : start + step])
+                yield from self._lookup_chunk(conn, shape, scope, key, values[start : start + step])
 
-    def _ids_where_in(self, kind: str, key: str, values: Sequence[str]) -> list[str]:
-        """The ids of `_where_in`'s rows, as plain strings (no row objects: a re-run reads 100,000s),
-        one query per `Store.chunk` values."""
-        found: list[str] = []
-        step, values = self.chunk, list(dict.fromkeys(values))
-        with self.engine.connect() as conn:
-            for start in range(0, len(values), step):
-                found.extend(
-                    row[0] for row in self._lookup(conn, "ids", kind, key, values[start : start + step])
-                )
-        return found
-
-    def _lookup(
+    def _lookup_chunk(
         self, conn: Connection, shape: str, scope: str, key: str, values: Sequence[str]
     ) -> list[tuple[Any, ...]]:
-        """The statement `shape` (`_SHAPES`) for the rows of `scope` (a kind of record, or a namespace
-        of run state) whose `key` is one of `values` (at most `Store.chunk`), run as the driver's
-        statement (`_lookup_sql`) and read as the driver's tuples (`_driver_rows`). On SQLite the
-        values are padded with the last one to the statement's number of placeholders (a value twice
-        finds its row once)."""
+        """One query of `_lookup` (at most `Store.chunk` values), run as the driver's statement
+        (`_lookup_sql`) and read as the driver's tuples (`_driver_rows`). On SQLite the values are
+        padded with the last one to the statement's number of placeholders (a value twice finds its
+        row once)."""
         params: Any
         if self.dialect == "postgresql":
             sql, params = self._lookup_sql(shape, key, 0), {"scope": scope, "values": list(values)}
@@ -334,7 +325,7 @@ class Store:
         return _driver_rows(conn.exec_driver_sql(sql, params))
 
     def _lookup_sql(self, shape: str, key: str, size: int) -> str:
-        """The text of `_lookup`'s statement, compiled by SQLAlchemy once per shape: `key = ANY(array)`
+        """The text of a `_lookup` statement, compiled by SQLAlchemy once per shape: `key = ANY(array)`
         on PostgreSQL (one text whatever the number of values, see `_one_of`), `key IN (?, …)` with
         `size` placeholders on SQLite. Built per call (500 values coerced, the statement cached) and
         read as Row objects, the lookups of `grade` with nothing to do at 10k examples took 0.40 s to
@@ -370,12 +361,9 @@ class Store:
         dialect = self.engine.dialect
         parse = records_table.c.updated_at.type.dialect_impl(dialect).result_processor(dialect, None)
         found: dict[str, datetime] = {}
-        step, ids = self.chunk, list(dict.fromkeys(ids))
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), step):
-                for k, t in self._lookup(conn, shape, kind, key, ids[start : start + step]):
-                    if t is not None:  # SQLite's text of a time: parsed as SQLAlchemy would
-                        found[k] = t if parse is None else cast(datetime, parse(t))
+        for k, t in self._lookup(shape, kind, key, ids):
+            if t is not None:  # SQLite's text of a time: parsed as SQLAlchemy would
+                found[k] = t if parse is None else cast(datetime, parse(t))
         return found
 
     def _pages(
@@ -495,13 +483,7 @@ class Store:
 
     def state_many(self, namespace: str, keys: Sequence[str]) -> dict[str, Any]:
         """The values of those of `keys` that `namespace` holds (one query per `Store.chunk` keys)."""
-        found: dict[str, Any] = {}
-        step, keys = self.chunk, list(dict.fromkeys(keys))
-        with self.engine.connect() as conn:
-            for start in range(0, len(keys), step):
-                rows = self._lookup(conn, "state", namespace, "key", keys[start : start + step])
-                found.update((key, json.loads(value)) for key, value in rows)
-        return found
+        return {key: json.loads(value) for key, value in self._lookup("state", namespace, "key", keys)}
 
     def state_set_many(self, namespace: str, values: dict[str, Any]) -> None:
         """`state_set` of several keys in one transaction."""
