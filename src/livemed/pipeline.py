@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from livemed.records import Record, Rejection, is_failed_call
+from livemed.records import Record, Rejection, is_failed_call, is_unusable_verdict
 
 if TYPE_CHECKING:
     from livemed.store import Store
@@ -51,6 +51,7 @@ class StageResult:
     call_failed: int = 0  # items whose outputs include a failed call (not done; retried next run)
     causes: Counter[str] = field(default_factory=Counter)  # why those calls failed, by detail
     elsewhere: int = 0  # of `skipped`: items another worker on the store did while this one ran
+    unusable: Counter[str] = field(default_factory=Counter)  # verdicts given but unusable, by reason
 
     def merge(self, other: StageResult) -> None:
         self.seen += other.seen
@@ -63,15 +64,34 @@ class StageResult:
         self.call_failed += other.call_failed
         self.causes.update(other.causes)
         self.elsewhere += other.elsewhere
+        self.unusable.update(other.unusable)
 
     def failure_line(self, unit: str) -> str | None:
-        """`12 of 12 answers failed: <cause>; run again to retry them`, or None when no call failed."""
+        """`12 of 12 answers failed: <cause>; run again to retry them`, and/or `40 of 40 verdicts
+        unusable (...)`; None when no call failed and every verdict was usable."""
+        parts = []
+        if self.unusable:
+            parts.append(self.unusable_line())
         if not self.call_failed:
-            return None
+            return parts[0] if parts else None
         cause, _ = self.causes.most_common(1)[0] if self.causes else ("a model call failed", 0)
         others = len(self.causes) - 1
         more = f" (and {others} other cause{'s' if others > 1 else ''})" if others > 0 else ""
-        return f"{self.call_failed} of {self.processed} {unit} failed: {cause}{more}; run again to retry them"
+        parts.insert(0, f"{self.call_failed} of {self.processed} {unit} failed: {cause}{more}")
+        return "; ".join(parts) + RETRY
+
+    def unusable_line(self) -> str:
+        """`40 of 40 verdicts unusable (unparsable 40): their answers are not graded (...)`."""
+        n = sum(self.unusable.values())
+        verdicts = self.written.get("grade", 0) + n
+        why = ", ".join(f"{reason} {count}" for reason, count in self.unusable.most_common())
+        return (
+            f"{n} of {verdicts} verdicts unusable ({why}): their answers are not graded; "
+            "grade them again with --retry-failures"
+        )
+
+
+RETRY = "; run again to retry them"  # the end of a line of failed calls
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -424,10 +444,7 @@ class _Window(Generic[T]):
             self.claimer.written([item for item, _ in finished])
         self.result.processed += len(finished)
         for _, produced in finished:
-            failed = [record for record in produced if is_failed_call(record)]
-            if failed:
-                self.result.call_failed += 1
-                self.result.causes[failure_cause(failed[0])] += 1
+            self._count_failures(produced)
         for record in records:
             self.result.written[record.kind] += 1
             if isinstance(record, Rejection):
@@ -438,6 +455,17 @@ class _Window(Generic[T]):
                 self.on_item(item, produced)
         if self.on_batch is not None and finished:
             self.on_batch(finished)
+
+    def _count_failures(self, produced: Sequence[Record]) -> None:
+        """An item whose outputs include a failed call is counted once (with its cause); each unusable
+        verdict is counted by its reason."""
+        failed = [record for record in produced if is_failed_call(record)]
+        if failed:
+            self.result.call_failed += 1
+            self.result.causes[failure_cause(failed[0])] += 1
+        for record in produced:
+            if is_unusable_verdict(record):
+                self.result.unusable[record.reason] += 1
 
     async def cancel(self) -> None:
         """Cancel what is still in flight and wait until it has stopped (no task outlives the run)."""

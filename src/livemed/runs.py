@@ -37,6 +37,7 @@ from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 from livemed.errors import CallsFailedError
+from livemed.pipeline import RETRY
 from livemed.records import Run, utcnow
 from livemed.store import Store, leases
 
@@ -122,6 +123,8 @@ def settle(run: Run, result: StageResult, unit: str) -> None:
         "call_failed": result.call_failed,
         **dict(result.written),
     }
+    if result.unusable:
+        run.counts["unusable"] = sum(result.unusable.values())
     line = result.failure_line(unit)
     if line is not None:
         run.error = line
@@ -138,21 +141,25 @@ def settle_stages(run: Run, stages: Sequence[tuple[str, StageResult, str]]) -> N
         run.counts["call_failed"] = run.counts.get("call_failed", 0) + result.call_failed
         run.counts.update({f"{name}: {k}": v for k, v in result.written.items()})
         run.counts[f"{name}: call_failed"] = result.call_failed
+        if result.unusable:
+            run.counts["unusable"] = run.counts.get("unusable", 0) + sum(result.unusable.values())
     parts = [line for _, result, unit in stages if (line := result.failure_line(unit))]
     if parts:
-        suffix = "; run again to retry them"
-        run.error = "; ".join(p.removesuffix(suffix) for p in parts) + suffix
+        retry = any(p.endswith(RETRY) for p in parts)
+        run.error = "; ".join(p.removesuffix(RETRY) for p in parts) + (RETRY if retry else "")
 
 
 def raise_for_calls(run: Run) -> None:
-    """Exit 1 (after the command's output) with the failure line when some items' calls failed."""
-    if run.counts.get("call_failed"):
+    """Exit 1 (after the command's output) with the failure line when some items' calls failed or a
+    grader's verdicts were unusable (a grader that did not grade has not graded)."""
+    if run.counts.get("call_failed") or run.counts.get("unusable"):
         raise CallsFailedError(run.error or f"{run.counts['call_failed']} call(s) failed")
 
 
 def _outcome(run: Run) -> str:
     failed, processed = run.counts.get("call_failed", 0), run.counts.get("processed", 0)
-    if failed and failed < processed:
+    unusable, graded = run.counts.get("unusable", 0), run.counts.get("grade", 0)
+    if (failed and failed < processed) or (unusable and graded):
         return "partial"
     return "failed" if run.error else "ok"
 

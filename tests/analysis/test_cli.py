@@ -214,14 +214,14 @@ def test_tables_name_convention_judge_and_failure_policy(project: Path) -> None:
     invoke(project, "leaderboard")
     rows = list(csv.DictReader((project / "results" / "leaderboard.csv").read_text().splitlines()))
     assert {(r["convention"], r["judge"], r["failure_policy"]) for r in rows} == {
-        ("livemed", "fake/judge", "not-met")
+        ("livemed", "fake/judge", "strict")
     }
     invoke(project, "report", "--out", str(project / "site" / "r.html"), "--max-cases", "1")
     folder = project / "site" / "r-tables"
     for path in sorted(folder.glob("*.json")):
         summary = json.loads(path.read_text())["summary"]
         assert (summary["convention"], summary["judge"], summary["failure_policy"]) == (
-            "livemed", "fake/judge", "not-met"
+            "livemed", "fake/judge", "strict"
         ), path.name  # fmt: skip
     assert "n_tested" in json.loads((folder / "contamination.json").read_text())["summary"]
 
@@ -255,7 +255,7 @@ def test_unknown_convention_or_policy_and_missing_scores_are_user_errors(
 ) -> None:
     with pytest.raises(UserError, match="use one of livemed, healthbench"):
         invoke(project, "leaderboard", "--convention", "healthbenhc")
-    with pytest.raises(UserError, match="use one of not-met, exclude"):
+    with pytest.raises(UserError, match="use one of strict, not-met, exclude"):
         invoke(project, "trends", "--policy", "skip")
     with pytest.raises(UserError, match="livemed scores --judge J --convention healthbench"):
         invoke(project, "leaderboard", "--convention", "healthbench")

@@ -299,4 +299,4 @@ def test_exclude_scores_stored_under_the_old_id_are_replaced(sqlite_store: Any) 
     score_all(sqlite_store, "j", policy="exclude")
     assert [s.id for s in sqlite_store.iter(Score)] == [score.id]  # one exclude score per answer again
     score_all(sqlite_store, "j")  # the default policy never deletes anything
-    assert sorted(s.failure_policy for s in sqlite_store.iter(Score)) == ["exclude", "not-met"]
+    assert sorted(s.failure_policy for s in sqlite_store.iter(Score)) == ["exclude", "strict"]

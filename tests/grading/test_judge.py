@@ -12,7 +12,8 @@ from livemed.grading.judge import (
     grade_criterion,
     per_criterion_messages,
 )
-from livemed.grading.runs import grade_all, score_all
+from livemed.grading.runs import grade_all
+from livemed.grading.scoring import UNUSABLE, FailureShare, score_all
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
@@ -144,18 +145,31 @@ async def test_scores_count_failures_and_apply_the_policy(sqlite_store: Store) -
     t = target()
     sqlite_store.put([t.case, t.rubric, t.answer])
     await grade_all(sqlite_store, [t], judge(function=scripted_by_criterion))
-    # colchicine (+6) met, fever (+4) not met, ibuprofen (-9) failed
-    run = score_all(sqlite_store, "fake/judge")
+    # colchicine (+6) met, fever (+4) not met, ibuprofen (-9) failed: 1 of 3 verdicts unusable
+    strict = score_all(sqlite_store, "fake/judge")  # the default: the answer is not graded
+    assert strict.scores == []
+    assert strict.excluded == {UNUSABLE: 1}
+    assert strict.answers == {"fake/candidate": 1}
+    assert strict.shares == {"fake/candidate": FailureShare(1, 3)}
+    above = score_all(sqlite_store, "fake/judge", policy="not-met")  # 33 % > the 5 % allowed
+    assert above.scores == []
+    assert above.excluded == {UNUSABLE: 1}
+    run = score_all(sqlite_store, "fake/judge", policy="not-met", max_failure_share=0.5)
     (score,) = run.scores
     assert score.score == 0.6
     assert score.failures == 1
+    assert score.failure_policy == "not-met"
+    assert score.id.endswith(":livemed:not-met")
     assert score.convention == "livemed"
     assert score.coverage == 0.6
     assert score.harm == 0.0
     assert score.per_axis == {"accuracy": 1.0, "safety": 0.0}
-    excluded = score_all(sqlite_store, "fake/judge", policy="exclude").scores[0]
+    excluded = score_all(sqlite_store, "fake/judge", policy="exclude", max_failure_share=0.5).scores[0]
     assert excluded.score == 0.6
     assert excluded.failure_policy == "exclude"
+    # a stricter share later: the stored not-met score is current, yet no longer allowed, so it goes
+    assert score_all(sqlite_store, "fake/judge", policy="not-met").scores == []
+    assert not sqlite_store.has("score", [score.id])
 
 
 async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store) -> None:

@@ -270,3 +270,86 @@ def _wait_for(condition: Any, *, seconds: float) -> None:
             pass
         time.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['{"verdicts": []}', '{"ok": true}', "I cannot help with that."],
+    ids=["no-verdicts", "other-json", "refusal"],
+)
+def test_a_grader_that_gave_no_usable_verdict_has_graded_nothing(tmp_path: Path, reply: str) -> None:
+    """A batched grader whose every reply is valid HTTP but holds no usable verdict: `grade` exits 1
+    with one line, its Run is failed, and `scores` ranks no one (never 0.000, never "graded N/N")."""
+    with FakeOpenAIServer(default=Behavior(text=reply)) as server:
+        config = _project(tmp_path, server.base_url)
+        with Store(tmp_path / "livemed.db") as store:
+            answers = store.count()["answer"]
+            criteria = sum(len(r.criteria) for r in store.iter(Rubric))
+        graded = livemed(config, "grade", "--judge", MODEL, "--mode", "batched")
+        assert graded.returncode == 1, graded.stderr
+        line = last_line(graded)
+        reason = "missing_verdict" if reply == '{"verdicts": []}' else "unparsable"
+        assert line == (
+            f"error: {criteria} of {criteria} verdicts unusable ({reason} {criteria}): their answers are "
+            "not graded; grade them again with --retry-failures"
+        )
+        [run] = runs(config, "grade")
+        assert (run.outcome, run.counts["unusable"]) == ("failed", criteria)
+
+        for policy in ("strict", "not-met", "exclude"):
+            scored = livemed(config, "scores", "--judge", MODEL, "--policy", policy)
+            assert scored.returncode == 1, scored.stdout
+            assert f"offline/reference (0 of {answers} answers graded)" in last_line(scored)
+            assert f"grade --judge {MODEL} --retry-failures" in last_line(scored)
+            assert f"unusable verdicts, offline/reference: {criteria} of {criteria} (100.0%)" in scored.stdout
+            assert "0.000" not in scored.stdout
+        with Store(tmp_path / "livemed.db") as store:
+            assert store.count().get(Score.kind, 0) == 0
+
+        evaluated = livemed(
+            config, "eval", "--model", "offline/reference", "--judge", MODEL, "--mode", "batched"
+        )
+        assert evaluated.returncode == 1
+        assert "verdicts unusable" in last_line(evaluated) or "not ranked" in last_line(evaluated)
+        with Store(tmp_path / "livemed.db") as store:
+            assert store.count().get(Score.kind, 0) == 0
+
+
+def test_a_few_unusable_verdicts_are_counted_only_when_asked_and_below_the_share(tmp_path: Path) -> None:
+    """One unusable verdict among many: strict leaves its answer ungraded; `--policy not-met` scores it
+    as not met when its share is at most --max-failure-share (the share shown); above it, it is refused."""
+    sent = {"n": 0}
+
+    def reply(body: dict[str, Any]) -> Behavior:
+        sent["n"] += 1
+        repair = any(m.get("role") == "assistant" for m in body.get("messages") or [])
+        if sent["n"] == 1 or repair:  # the first criterion's call, and its one repair
+            return Behavior(text="met, I suppose")
+        return Behavior(text='{"explanation": "ok", "criteria_met": true}')
+
+    with FakeOpenAIServer(responder=reply) as server:
+        config = _project(tmp_path, server.base_url, extra="max_concurrency = 1\n")
+        with Store(tmp_path / "livemed.db") as store:
+            answers = store.count()["answer"]
+            criteria = sum(len(r.criteria) for r in store.iter(Rubric))
+        graded = livemed(config, "grade", "--judge", MODEL)
+        assert graded.returncode == 1
+        assert last_line(graded).startswith(f"error: 1 of {criteria} verdicts unusable (unparsable 1)")
+        strict = livemed(config, "scores", "--judge", MODEL)
+        assert strict.returncode == 1
+        assert f"({answers - 1} of {answers} answers graded)" in last_line(strict)
+        allowed = f"{2 / criteria:.3f}"  # twice the share of one verdict
+        counted = livemed(
+            config, "scores", "--judge", MODEL, "--policy", "not-met", "--max-failure-share", allowed
+        )
+        assert counted.returncode == 0, counted.stderr
+        share = f"{1 / criteria:.1%}"
+        assert f"unusable verdicts, offline/reference: 1 of {criteria} ({share}); counted as not-met" in (
+            counted.stdout
+        )
+        assert f"{answers}/{answers}" in counted.stdout
+        refused = livemed(
+            config, "scores", "--judge", MODEL, "--policy", "not-met", "--max-failure-share", "0"
+        )
+        assert refused.returncode == 1
+        assert "above --max-failure-share 0" in refused.stdout

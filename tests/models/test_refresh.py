@@ -69,7 +69,10 @@ def test_grade_retry_failures_reaches_the_model_for_exactly_the_failed_criteria(
         args = ["-c", str(config), "--store", str(tmp_path / "s.db"), "grade", "--judge", "openai/fake-gpt"]
         args += ["--mode", mode]
         first = CliRunner().invoke(app, args)
-        assert first.exit_code == 0, first.output
+        assert first.exit_code == 1, first.output  # a verdict that cannot be used fails the run
+        unusable = 1 if mode == "per-criterion" else 3
+        assert f"{unusable} of 3 verdicts unusable (unparsable {unusable})" in str(first.exception)
+        assert "--retry-failures" in str(first.exception)
         with Store(tmp_path / "s.db") as store:
             failed = [f.reason for f in store.iter(GradeFailure)]
         assert failed == (["unparsable"] if mode == "per-criterion" else ["unparsable"] * 3)

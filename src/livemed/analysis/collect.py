@@ -27,7 +27,7 @@ class ScoreSet:
     judge: str | None
     convention: str
     rows: list[CaseScore]
-    policy: str = "not-met"
+    policy: str = "strict"
     grading: dict[str, Grading] = field(default_factory=dict)
 
     def context(self) -> dict[str, str | None]:
@@ -41,7 +41,7 @@ class ScoreSet:
         return [r for r in self.rows if r.model not in names], left_out
 
 
-def check_choice(convention: str, policy: str = "not-met") -> None:
+def check_choice(convention: str, policy: str = "strict") -> None:
     """A one-line UserError for an unknown convention or failure policy, naming the allowed values."""
     if convention not in CONVENTIONS:
         raise UserError(f"unknown --convention {convention!r}: use one of {', '.join(CONVENTIONS)}")
@@ -50,7 +50,7 @@ def check_choice(convention: str, policy: str = "not-met") -> None:
 
 
 def pick_judge(
-    all_scores: Iterable[Score], judge: str | None, convention: str, policy: str = "not-met"
+    all_scores: Iterable[Score], judge: str | None, convention: str, policy: str = "strict"
 ) -> str | None:
     """The judge to analyse: the one asked for, or the only one there is."""
     check_choice(convention, policy)
@@ -124,7 +124,7 @@ def _choice(view: _Choice) -> tuple[str, str, str]:
 
 
 def load_scores(
-    store: Store, *, judge: str | None = None, convention: str = "livemed", policy: str = "not-met"
+    store: Store, *, judge: str | None = None, convention: str = "livemed", policy: str = "strict"
 ) -> ScoreSet:
     """One judge's scores under one convention and one failure policy (never a mix), averaged per
     (model, case), dated by their cases.

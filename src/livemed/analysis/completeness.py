@@ -2,8 +2,9 @@
 
 An answer is counted when its case has a rubric with positive weight (one without can never be
 scored); it is graded when it has a Score from the analysed judge, convention and policy. An answer
-with a grader call that failed has no Score (`scores` leaves it "not yet graded"), so a dead judge
-shows as 0 of N graded, never as a score of 0.
+with a grader call that failed, or (under the default policy) an unusable verdict, has no Score
+(`scores` leaves it "not yet graded"), so a dead or unusable judge shows as 0 of N graded, never as a
+score of 0.
 """
 
 from __future__ import annotations
@@ -93,11 +94,13 @@ def incomplete(grading: Mapping[str, Grading]) -> list[Grading]:
     return [g for g in grading.values() if not g.complete]
 
 
-def not_ranked_line(left_out: Sequence[Grading], judge: str | None) -> str:
-    """The one line a ranking command fails with when it left incompletely graded models out."""
+def not_ranked_line(left_out: Sequence[Grading], judge: str | None, *, unusable: bool = False) -> str:
+    """The one line a ranking command fails with when it left incompletely graded models out
+    (`unusable`: some verdicts were unusable, which only `grade --retry-failures` grades again)."""
     who = ", ".join(f"{g.model} ({g.graded} of {g.answers} answers graded)" for g in left_out)
     j = judge or "J"
+    again = " --retry-failures" if unusable else ""
     return (
-        f"not ranked, grading incomplete: {who}; run `livemed grade --judge {j}` and `livemed scores "
+        f"not ranked, grading incomplete: {who}; run `livemed grade --judge {j}{again}` and `livemed scores "
         f"--judge {j}` again, or pass --allow-incomplete to rank them as they are"
     )

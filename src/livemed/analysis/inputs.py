@@ -35,13 +35,13 @@ class CaseScore:
     answer_ids: tuple[str, ...] = ()
 
 
-def judges(scores: Iterable[Score], convention: str = "livemed", policy: str = "not-met") -> list[str]:
+def judges(scores: Iterable[Score], convention: str = "livemed", policy: str = "strict") -> list[str]:
     """The judges that produced scores under a convention and failure policy, sorted."""
     return sorted({s.judge for s in scores if s.convention == convention and s.failure_policy == policy})
 
 
 def select(
-    scores: Iterable[Score], *, judge: str | None, convention: str = "livemed", policy: str = "not-met"
+    scores: Iterable[Score], *, judge: str | None, convention: str = "livemed", policy: str = "strict"
 ) -> list[Score]:
     """Scores of one convention and one failure policy, and of one judge when given."""
     return [

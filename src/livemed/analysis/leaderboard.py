@@ -30,7 +30,7 @@ class LeaderboardRow(BaseModel):
     grade_failures: int
     convention: str = "livemed"
     judge: str | None = None
-    failure_policy: str = "not-met"
+    failure_policy: str = "strict"
     answers_graded: int | None = Field(default=None, description="answers with a score (fully graded)")
     answers_total: int | None = Field(default=None, description="answers that could have one")
     complete: bool = Field(default=True, description="every answer of the model is graded")
@@ -80,7 +80,7 @@ def leaderboard(
     level: float = 0.95,
     convention: str = "livemed",
     judge: str | None = None,
-    policy: str = "not-met",
+    policy: str = "strict",
     grading: Mapping[str, Grading] | None = None,
 ) -> list[LeaderboardRow]:
     """One row per model, best mean first (ties broken by model name), with its grading completeness.

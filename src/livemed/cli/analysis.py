@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 JUDGE = typer.Option(None, "--judge", help="Judge whose scores to analyse (needed when there are several).")
 CONVENTION = typer.Option("livemed", "--convention", help="Scoring convention: livemed or healthbench.")
 POLICY = typer.Option(
-    "not-met", "--policy", help="Analyse scores made with this failure policy: not-met (default) or exclude."
+    "strict",
+    "--policy",
+    help="Analyse scores made with this failure policy: strict (default), not-met or exclude (see scores).",
 )
 OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: \\[analysis] out_dir).")
 SEED = typer.Option(None, "--seed", help="Random seed of the bootstrap and permutation tests.")
@@ -92,7 +94,7 @@ def _scores(
 def _show_scores(scored: ScoreSet, convention: str, policy: str) -> None:
     console.print(
         f"[dim]{len(scored.rows)} (model, case) scores · judge {scored.judge} · {convention} scoring · "
-        f"failed verdicts: {policy}[/]"
+        f"unusable verdicts: {policy}[/]"
     )
     console.print(grading_table(list(scored.grading.values())))
 

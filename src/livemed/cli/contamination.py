@@ -81,7 +81,7 @@ def contamination_command(
     if min_post is not None:
         s = s.model_copy(update={"min_post": min_post})
     if scores is not None:
-        if judge is not None or policy != "not-met":
+        if judge is not None or policy != "strict":
             raise UserError(
                 "--judge and --policy choose among the store's scores; they do not apply to --scores"
             )

@@ -230,16 +230,24 @@ def _finish(
     """Score the candidates' fully graded answers, print the leaderboard, write --json; exit 1 when
     calls failed (the failure rules) or a model could not be ranked."""
     from livemed.analysis.completeness import not_ranked_line
-    from livemed.cli.score_commands import print_scores, ranked_rows, warn_bimodal, windowed
+    from livemed.cli.score_commands import (
+        failure_share_lines,
+        print_scores,
+        ranked_rows,
+        warn_bimodal,
+        windowed,
+    )
     from livemed.errors import RunError
-    from livemed.grading.runs import score_all
+    from livemed.grading.scoring import score_all
     from livemed.judges.cards import card_line
     from livemed.runs import raise_for_calls
 
     scored = score_all(app_state.store, plan.judge, convention=convention, models=plan.models)  # type: ignore[arg-type]
     scored = windowed(app_state, scored, *window)  # --min-date/--max-date/--after-cutoff: what is ranked
     rows, ranked, left_out = ranked_rows(scored, convention, seed=seed, allow_incomplete=allow_incomplete)
-    print_scores(rows, f"scores by {plan.judge} · convention: {convention} · failed verdicts: not-met")
+    print_scores(rows, f"scores by {plan.judge} · convention: {convention} · unusable verdicts: strict")
+    for line in failure_share_lines(scored, "strict"):
+        console.print(line, markup=False)
     console.print(card_line(app_state.store, plan.judge), markup=False)
     for reason, n in sorted(scored.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
@@ -248,7 +256,7 @@ def _finish(
         _write_json(json_out, ranked, plan.models, seed)
     raise_for_calls(run)
     if left_out:
-        raise RunError(not_ranked_line(left_out, plan.judge))
+        raise RunError(not_ranked_line(left_out, plan.judge, unusable=bool(scored.shares)))
 
 
 def _write_json(path: Path, ranked: list[Score], models: list[str], seed: int) -> None:

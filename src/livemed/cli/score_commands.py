@@ -33,7 +33,21 @@ def scores(
     convention: str = typer.Option(
         "livemed", "--convention", help="livemed (clipped per case) or healthbench."
     ),
-    policy: str = typer.Option("not-met", "--policy", help="Failed verdicts: not-met (default) or exclude."),
+    policy: str = typer.Option(
+        "strict",
+        "--policy",
+        help="Unusable verdicts: strict (default: the answer is not graded), not-met (counted as not met) "
+        "or exclude (the criterion left out); not-met and exclude apply only to a model whose unusable "
+        "verdicts are at most --max-failure-share of its verdicts.",
+    ),
+    max_failure_share: float = typer.Option(
+        0.05,
+        "--max-failure-share",
+        min=0.0,
+        max=1.0,
+        help="Largest share of a model's verdicts that may be unusable for --policy not-met or exclude "
+        "to score them (e.g. 0.05).",
+    ),
     model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate."),
     seed: int | None = typer.Option(
         None,
@@ -63,8 +77,8 @@ def scores(
 
     if convention not in S.CONVENTIONS:
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
-    if policy not in ("not-met", "exclude"):
-        raise ConfigError(f"--policy must be not-met or exclude, got {policy!r}")
+    if policy not in S.POLICIES:
+        raise ConfigError(f"--policy must be one of {', '.join(S.POLICIES)}, got {policy!r}")
     if by is not None and by not in S.BREAKDOWNS:
         raise ConfigError(f"--by must be one of {', '.join(S.BREAKDOWNS)}, got {by!r}")
     if by == "tag" and convention != "healthbench":
@@ -75,12 +89,20 @@ def scores(
         "judge": judge,
         "convention": convention,
         "failure_policy": policy,
+        "max_failure_share": max_failure_share,
         "model": model,
         "seed": seed,
     }
     store = state(ctx).existing_store
     with track_run(store, "scores", settings=settings) as record:
-        run = score_all(store, judge, convention=convention, policy=policy, model=model)  # type: ignore[arg-type]
+        run = score_all(
+            store,
+            judge,
+            convention=convention,
+            policy=policy,
+            model=model,
+            max_failure_share=max_failure_share,
+        )
         record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}
     run = windowed(state(ctx), run, min_date, max_date, after_cutoff)
     rows, ranked, left_out = ranked_rows(
@@ -89,7 +111,9 @@ def scores(
     grading = count(run.answers, run.scores)
     boot = {"seed": seed, "resamples": analysis.resamples}
     breakdown = S.breakdown(ranked, by, convention, **boot) if by else []  # type: ignore[arg-type]
-    print_scores(rows, f"scores by {judge} · convention: {convention} · failed verdicts: {policy}")
+    print_scores(rows, f"scores by {judge} · convention: {convention} · unusable verdicts: {policy}")
+    for line in failure_share_lines(run, policy):
+        console.print(line, markup=False)
     from livemed.judges.cards import card_line
 
     console.print(card_line(store, judge), markup=False)
@@ -107,6 +131,10 @@ def scores(
             "models": rows,
             "by": {by: breakdown} if by else {},
             "excluded": dict(run.excluded),
+            "max_failure_share": max_failure_share,
+            "unusable_verdicts": {
+                m: share._asdict() | {"share": share.share} for m, share in run.shares.items()
+            },
             "grading": [g.model_dump() for g in grading.values()],
             "not_ranked": [g.model for g in left_out],
             "score_distribution": [asdict(row) for row in distribution],
@@ -115,7 +143,24 @@ def scores(
         json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
         console.print(f"wrote {json_out}")
     if left_out:
-        raise RunError(not_ranked_line(left_out, judge))
+        raise RunError(not_ranked_line(left_out, judge, unusable=bool(run.shares)))
+
+
+def failure_share_lines(run: ScoreRun, policy: str) -> list[str]:
+    """One line per model with unusable verdicts: their share, and whether the policy scored them."""
+    lines = []
+    for name, share in sorted(run.shares.items()):
+        counted = policy != "strict" and share.share <= run.max_failure_share
+        how = (
+            f"counted as {policy}"
+            if counted
+            else "its answers with one are not graded"
+            + ("" if policy == "strict" else f" (above --max-failure-share {run.max_failure_share:g})")
+        )
+        lines.append(
+            f"unusable verdicts, {name}: {share.failed} of {share.verdicts} ({share.share:.1%}); {how}"
+        )
+    return lines
 
 
 def windowed(
@@ -175,7 +220,9 @@ def ranked_rows(
     rows = S.leaderboard(ranked, convention, **boot)  # type: ignore[arg-type]
     for row in rows:
         g = grading[row["model"]]
+        share = run.shares.get(row["model"])
         row.update(answers_graded=g.graded, answers_total=g.answers, complete=g.complete)
+        row["unusable_share"] = share.share if share is not None else 0.0
     return rows, ranked, left_out
 
 
@@ -183,7 +230,7 @@ def print_scores(rows: list[dict[str, Any]], title: str) -> None:
     from livemed.cli.analysis_views import graded_cell, interval
 
     table = Table(title=title)
-    for column in ("model", "score", "95% CI", "n", "graded", "coverage", "harm", "failures"):
+    for column in ("model", "score", "95% CI", "n", "graded", "coverage", "harm", "unusable"):
         table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
     for row in rows:
         table.add_row(
@@ -194,7 +241,7 @@ def print_scores(rows: list[dict[str, Any]], title: str) -> None:
             graded_cell(row["answers_graded"], row["answers_total"]),
             f"{row['coverage']:.3f}",
             f"{row['harm']:.3f}",
-            str(row["failures"]),
+            f"{row.get('unusable_share', 0.0):.1%}",
         )
     console.print(table)
 

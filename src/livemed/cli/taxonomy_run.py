@@ -53,7 +53,7 @@ def run_taxonomy(
     classifier: str,
     judge: str | None,
     convention: str,
-    policy: str = "not-met",
+    policy: str = "strict",
     no_cache: bool = False,
     cache_read_only: bool = False,
     max_cost: float | None = None,

@@ -10,8 +10,10 @@ integer weight; P = Σ w over positive criteria; a verdict is met, not met, or f
 - harm           = Σ |w| over met negative criteria / P   (≥ 0; raw = coverage − harm)
 - P == 0         → every one of these is `None`: the case has nothing to earn and is left out of
                    aggregates, counted with the reason "zero positive weight".
-- failed verdict → policy "not-met" (default, the method's rule): not met for either polarity;
-                   policy "exclude": the criterion leaves both numerator and denominator.
+- failed verdict → policy "strict" (default): the answer is not graded (no score; `grading.scoring`);
+                   policy "not-met" (the method's rule, chosen by the user): not met for either polarity;
+                   policy "exclude": the criterion leaves both numerator and denominator. Both apply
+                   only while a model's failed verdicts are at most `MAX_FAILURE_SHARE` of its verdicts.
 
 Per-axis and per-theme scores apply the same formula to the subset of criteria with that axis or
 theme. Every aggregate names its convention. Bootstrap intervals resample cases (`RESAMPLES` times,
@@ -34,9 +36,11 @@ if TYPE_CHECKING:
     from livemed.records import Score
 
 Convention = Literal["livemed", "healthbench"]
-FailurePolicy = Literal["not-met", "exclude"]
+FailurePolicy = Literal["strict", "not-met", "exclude"]
 CONVENTIONS: tuple[Convention, ...] = ("livemed", "healthbench")
-POLICIES: tuple[FailurePolicy, ...] = ("not-met", "exclude")
+POLICIES: tuple[FailurePolicy, ...] = ("strict", "not-met", "exclude")
+DEFAULT_POLICY: FailurePolicy = "strict"
+MAX_FAILURE_SHARE = 0.05  # not-met / exclude score failed verdicts only up to this share of a model's
 ZERO_POSITIVE = "zero positive weight"
 BOOTSTRAP_BATCH_VALUES = 1 << 21  # resampled values held at once by `bootstrap` (~16 MiB per array)
 RESAMPLES = 2000  # bootstrap resamples: the default of [analysis] resamples, so scores and leaderboard agree

@@ -1,7 +1,11 @@
 """Scores from stored verdicts: every answer fully graded by a judge gets a `Score` record.
 
 An answer with a criterion whose grader call failed is *not yet graded*: it gets no Score, and a score
-stored for it earlier is removed (a failed call never stays a number). Answers are scored in chunks:
+stored for it earlier is removed (a failed call never stays a number). So is an answer with an unusable
+verdict (unparsable, missing or ambiguous) under the default policy `strict`; the policies `not-met`
+and `exclude` score such verdicts only for a model whose failed verdicts are at most
+`max_failure_share` of its verdicts from the judge (`failure_shares`; above it, the answers with one
+are not graded, and the share is on the ScoreRun for the table). Answers are scored in chunks:
 verdicts are read for 500 answers at a time (only the fields scoring uses), each chunk's scores are
 written before the next chunk is read (a killed run keeps them), and a score newer than every verdict
 on its answer and than its rubric is kept as it is, so a re-run does only what changed.
@@ -27,6 +31,7 @@ from livemed.records.grading import CALL_FAILED, canonical_themes, criterion_key
 from livemed.store import Store
 
 NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
+UNUSABLE = "not yet graded (an unusable verdict)"
 CHUNK = 500  # answers scored (and their scores written) per batch
 RUBRIC_CACHE = 20_000  # rubrics kept between batches at most (memory)
 
@@ -36,6 +41,19 @@ class ScoreRun:
     scores: list[Score] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)
     answers: Counter[str] = field(default_factory=Counter)  # model -> answers with a scorable rubric
+    shares: dict[str, FailureShare] = field(default_factory=dict)  # models with an unusable verdict
+    max_failure_share: float = S.MAX_FAILURE_SHARE
+
+
+class FailureShare(NamedTuple):
+    """A model's unusable verdicts from one judge out of all its verdicts from that judge."""
+
+    failed: int
+    verdicts: int
+
+    @property
+    def share(self) -> float:
+        return self.failed / self.verdicts if self.verdicts else 0.0
 
 
 @dataclass(frozen=True)
@@ -326,31 +344,44 @@ def score_all(
     judge: str,
     *,
     convention: S.Convention = "livemed",
-    policy: S.FailurePolicy = "not-met",
+    policy: S.FailurePolicy = S.DEFAULT_POLICY,
     model: str | None = None,
     models: Collection[str] | None = None,
     batch_size: int = CHUNK,
+    max_failure_share: float = S.MAX_FAILURE_SHARE,
 ) -> ScoreRun:
     """Score every answer (of `model`, or of `models`) fully graded by `judge`; others are counted by
     reason. Streams `batch_size` answers at a time: their verdicts and rubrics are read, and their
     scores written, one chunk at a time, so a killed run keeps the chunks it finished. An answer whose
     stored score was written after every verdict on it and after its rubric is current: that score is
-    read back, not computed again (a re-run with nothing new reads no verdicts)."""
+    read back, not computed again (a re-run with nothing new reads no verdicts). An answer with an
+    unusable verdict is scored only under `not-met`/`exclude` and only for a model whose share of
+    unusable verdicts is at most `max_failure_share`."""
     wanted = set(models) if models is not None else {model} if model is not None else None
-    run = ScoreRun()
+    run = ScoreRun(shares=failure_shares(store, judge, wanted), max_failure_share=max_failure_share)
+    counted = frozenset(
+        name for name, share in run.shares.items() if policy != "strict" and share.share <= max_failure_share
+    )
     rubrics: dict[str, _Prepared | None] = {}
     answers = (
         _AnswerRef(answer_id, view["case_id"], view["model"])
         for answer_id, view in store.fields(Answer.kind, _ANSWER)
         if wanted is None or view["model"] in wanted
     )
-    suffix = "" if policy == "not-met" else f":{policy}"
     for chunk in batched(answers, batch_size):
-        ids = {a.id: f"score:{a.id}:{judge}:{convention}{suffix}" for a in chunk}
+        ids = {a.id: score_id(a.id, judge, convention, policy) for a in chunk}
         current = _current_scores(store, chunk, list(ids.values()))
-        todo = [a for a in chunk if ids[a.id] not in current]
+        todo: list[_AnswerRef] = []
+        unscored: list[str] = []
         for answer in chunk:
-            if (kept := current.get(ids[answer.id])) is not None:
+            kept = current.get(ids[answer.id])
+            if kept is None or kept.failure_policy != policy:  # a legacy score under the default id
+                todo.append(answer)
+            elif kept.failures and answer.model not in counted:
+                run.answers[answer.model] += 1
+                run.excluded[UNUSABLE] += 1
+                unscored.append(answer.id)
+            else:
                 run.answers[answer.model] += 1  # a stored score means the rubric has a positive weight
                 run.scores.append(kept)
         verdicts = verdicts_by_answer(store, [a.id for a in todo], judge) if todo else {}
@@ -360,27 +391,50 @@ def score_all(
             view = found.get(f"rubric:{case_id}")
             rubrics[case_id] = _Prepared.of_view(view) if view is not None else None
         fresh: list[Score] = []
-        unscored: list[str] = []
         for answer in todo:
+            prepared, found_verdicts = rubrics[answer.case_id], verdicts[answer.id]
+            counts = answer.model in counted  # its unusable verdicts are scored by the policy
             _score_one(
-                run,
-                fresh,
-                answer,
-                rubrics[answer.case_id],
-                verdicts[answer.id],
-                unscored,
-                judge,
-                convention,
-                policy,
+                run, fresh, answer, prepared, found_verdicts, unscored, judge, convention, policy, counts
             )
         store.put(fresh)
         run.scores.extend(fresh)
         _drop_stale_scores(store, unscored, judge, convention, policy)
-        if policy != "not-met":
+        if policy != "strict":
             _drop_legacy_ids(store, fresh)
         if len(rubrics) > RUBRIC_CACHE:  # answers come in case order: older cases are not asked again
             rubrics.clear()
     return run
+
+
+def score_id(answer_id: str, judge: str, convention: str, policy: str) -> str:
+    """`Score.id` of an answer's score (the default policy's id has no suffix)."""
+    suffix = "" if policy == "strict" else f":{policy}"
+    return f"score:{answer_id}:{judge}:{convention}{suffix}"
+
+
+def failure_shares(store: Store, judge: str, wanted: Collection[str] | None) -> dict[str, FailureShare]:
+    """Per model (of `wanted`, or every model) with an unusable verdict from `judge`: how many of its
+    verdicts from `judge` are unusable. Stored failures are few: their answers' verdicts are counted
+    only when there is one (a store without any reads no grade)."""
+    failed: Counter[str] = Counter()
+    for _, failure in store.fields(GradeFailure.kind, _FAILED):
+        if failure["judge"] == judge and failure["reason"] != CALL_FAILED:
+            failed[failure["answer_id"]] += 1
+    if not failed:
+        return {}
+    by_model: dict[str, list[str]] = {}
+    for answer_id, view in store.fields(Answer.kind, _ANSWER):
+        if wanted is None or view["model"] in wanted:
+            by_model.setdefault(view["model"], []).append(answer_id)
+    suffix = f":{judge}"
+    out: dict[str, FailureShare] = {}
+    for name, answer_ids in by_model.items():
+        unusable = sum(failed.get(a, 0) for a in answer_ids)
+        if unusable:
+            graded = sum(i.endswith(suffix) for i in store.ids_by_parents(Grade.kind, answer_ids))
+            out[name] = FailureShare(unusable, graded + unusable)
+    return out
 
 
 def _current_scores(store: Store, answers: Sequence[_AnswerRef], score_ids: list[str]) -> dict[str, Score]:
@@ -395,14 +449,14 @@ def _current_scores(store: Store, answers: Sequence[_AnswerRef], score_ids: list
     rubric_ids = sorted({f"rubric:{a.case_id}" for a in answers})
     rubric_written = store.updated_at(Rubric.kind, rubric_ids)
     current = []
-    for answer, score_id in zip(answers, score_ids, strict=True):
-        at = written.get(score_id)
+    for answer, one in zip(answers, score_ids, strict=True):
+        at = written.get(one)
         rubric_at = rubric_written.get(f"rubric:{answer.case_id}")
         verdict_at = latest.get(answer.id)
         if at is None or rubric_at is None or verdict_at is None:
             continue
         if at > verdict_at and at > rubric_at:
-            current.append(score_id)
+            current.append(one)
     return store.get_many(Score, current) if current else {}
 
 
@@ -416,6 +470,7 @@ def _score_one(
     judge: str,
     convention: S.Convention,
     policy: S.FailurePolicy,
+    counts_unusable: bool,
 ) -> None:
     if prepared is None:
         run.excluded["no rubric"] += 1
@@ -424,8 +479,8 @@ def _score_one(
         run.answers[answer.model] += 1
     verdicts, failures = found
     met = prepared.verdicts(verdicts)
-    if met is None:
-        run.excluded[NOT_YET_GRADED] += 1
+    if met is None or (failures and not counts_unusable and prepared.positive):
+        run.excluded[NOT_YET_GRADED if met is None else UNUSABLE] += 1
         unscored.append(answer.id)
         return
     record = _score(
@@ -440,8 +495,7 @@ def _score_one(
 def _drop_stale_scores(store: Store, answer_ids: list[str], judge: str, convention: str, policy: str) -> None:
     """A score stored earlier for an answer that is not fully graded now (e.g. by a livemed that scored
     failed grader calls as not met) is removed: a failed call never stays a number."""
-    suffix = "" if policy == "not-met" else f":{policy}"
-    ids = [f"score:{a}:{judge}:{convention}{suffix}" for a in answer_ids]
+    ids = [score_id(a, judge, convention, policy) for a in answer_ids]
     for start in range(0, len(ids), 500):
         stale = store.has(Score.kind, ids[start : start + 500])
         if stale:
@@ -449,10 +503,10 @@ def _drop_stale_scores(store: Store, answer_ids: list[str], judge: str, conventi
 
 
 def _drop_legacy_ids(store: Store, scores: Sequence[Score]) -> None:
-    """Before scores carried their failure policy in their id, an `exclude` score took the default id:
-    such a stored score is replaced by the one just written beside it."""
+    """Before scores carried their failure policy in their id, a `not-met` (the default then) or `exclude`
+    score took the default id: such a stored score is replaced by the one just written beside it."""
     legacy = [s.id.rsplit(":", 1)[0] for s in scores]
     found = store.has(Score.kind, legacy)
-    stale = [i for i in found if (old := store.get(Score, i)) is not None and old.failure_policy != "not-met"]
+    stale = [i for i in found if (old := store.get(Score, i)) is not None and old.failure_policy != "strict"]
     if stale:
         store.delete(Score.kind, sorted(stale))

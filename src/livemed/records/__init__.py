@@ -7,6 +7,8 @@ record's `kind` to its class; the store and the JSONL import use it.
 
 from __future__ import annotations
 
+from typing_extensions import TypeIs
+
 from livemed.records.base import Provenance, Record, short_hash, utcnow
 from livemed.records.cases import (
     AdviceCheck,
@@ -48,6 +50,12 @@ def is_failed_call(record: Record) -> bool:
     """Whether `record` stands for a call that failed (a retried Rejection, a `call_failed` GradeFailure)
     rather than a result: the item it belongs to is not done, and the command that wrote it fails."""
     return isinstance(record, Rejection | GradeFailure) and record.call_failed
+
+
+def is_unusable_verdict(record: Record) -> TypeIs[GradeFailure]:
+    """Whether `record` is a verdict the grader gave but that cannot be used (unparsable, missing from a
+    batch, ambiguous): the answer is not graded under the default policy, and the command fails."""
+    return isinstance(record, GradeFailure) and not record.call_failed
 
 
 def record_type(kind: str) -> type[Record]:
@@ -96,6 +104,7 @@ __all__ = [
     "ValidityCard",
     "is_call_failure",
     "is_failed_call",
+    "is_unusable_verdict",
     "record_type",
     "short_hash",
     "utcnow",

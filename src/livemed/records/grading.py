@@ -177,7 +177,8 @@ class Grade(Record):
 
 
 class GradeFailure(Record):
-    """A verdict that could not be obtained or parsed; counted, and not met for either polarity."""
+    """A verdict that could not be obtained (`call_failed`) or used (unparsable, missing, ambiguous): the
+    answer is not graded while it stands (unless a score's failure policy counts it; `grading.score`)."""
 
     kind: ClassVar[str] = "grade_failure"
 
@@ -223,13 +224,13 @@ class Score(Record):
     coverage: float = Field(ge=0.0, le=1.0)
     harm: float = Field(ge=0.0)
     failures: int = Field(default=0, ge=0)
-    failure_policy: Literal["not-met", "exclude"] = "not-met"
+    failure_policy: Literal["strict", "not-met", "exclude"] = "strict"
     published: AwareDatetime | None = None
 
     @property
     def id(self) -> str:
-        # the default policy keeps the original id; `exclude` scores sit beside them, never over them
-        policy = "" if self.failure_policy == "not-met" else f":{self.failure_policy}"
+        # the default policy keeps the original id; `not-met` and `exclude` scores sit beside them
+        policy = "" if self.failure_policy == "strict" else f":{self.failure_policy}"
         return f"score:{self.answer_id}:{self.judge}:{self.convention}{policy}"
 
     @property

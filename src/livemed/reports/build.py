@@ -79,7 +79,7 @@ class ReportData:
     cases: list[CaseView]
     n_cases: int
     charts: dict[str, Chart] = field(default_factory=dict)
-    policy: str = "not-met"
+    policy: str = "strict"
     grading: list[Grading] = field(default_factory=list)
     not_ranked: list[Grading] = field(default_factory=list)
     score_distribution: list[BimodalityRow] = field(default_factory=list)
@@ -99,7 +99,7 @@ def build_report(
     settings: AnalysisSettings | None = None,
     judge: str | None = None,
     convention: str = "livemed",
-    policy: str = "not-met",
+    policy: str = "strict",
     max_cases: int = 100,
     title: str = "livemed report",
     allow_incomplete: bool = False,
