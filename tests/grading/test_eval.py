@@ -181,6 +181,73 @@ def test_a_failing_grader_endpoint_fails_eval_with_one_line_and_no_scores(
     assert run.outcome == "partial"  # the answers succeeded, every grade failed
 
 
+def test_eval_writes_simple_evals_allresults_beside_the_metrics(tmp_path: Path) -> None:
+    """`<stem>_allresults.json` in simple-evals' shape: score, metrics without it, and per sample an
+    escaped HTML page, the conversation with the reply, and the graded rubric items; a verdict that
+    could not be read is null (it counted as not met), never a made-up grade."""
+    import hashlib
+
+    data = healthbench_file(tmp_path / "hb.jsonl", n=2)
+    lines = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    lines[0]["prompt"][0]["content"] += " <script>alert(1)</script>"
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    judge = judge_responder()
+
+    def respond(body: dict[str, Any]) -> Behavior:
+        about = any("(1) for case 1" in str(m["content"]) for m in body["messages"])  # the repair too
+        return Behavior(text="no verdict here") if about else judge(body)
+
+    with FakeOpenAIServer(responder=respond) as server:
+        config = project(tmp_path / "p", server.base_url, server.base_url)
+        args = ["eval", str(data), "-m", CANDIDATE, "--judge", JUDGE, "--convention", "healthbench"]
+        result = cli(config, *args, "--json", str(tmp_path / "out" / "hb.json"))
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "out" / "hb.json").read_text(encoding="utf-8"))
+    full = json.loads((tmp_path / "out" / "hb_allresults.json").read_text(encoding="utf-8"))
+    assert set(full) == {"score", "metrics", "htmls", "convos", "metadata"}
+    assert full["score"] == metrics["score"]
+    assert full["metrics"] == {k: v for k, v in metrics.items() if k != "score"}
+    assert "score:n_samples" in full["metrics"]
+    samples = full["metadata"]["example_level_metadata"]
+    assert len(full["htmls"]) == len(full["convos"]) == len(samples) == 2
+    with Store(config.parent / "livemed.db") as store:
+        answers = {a.case_id: a for a in store.iter(Answer)}
+        scores = {s.case_id: s for s in store.iter(Score)}
+    for convo, sample, line in zip(full["convos"], samples, lines, strict=True):
+        assert set(sample) == {
+            "score",
+            "usage",
+            "rubric_items",
+            "prompt",
+            "completion",
+            "prompt_id",
+            "completion_id",
+        }
+        answer = answers[f"case:healthbench:{line['prompt_id']}"]
+        assert sample["prompt_id"] == line["prompt_id"]
+        assert sample["prompt"] == line["prompt"]  # an imported conversation is sent as it is
+        assert convo == [*line["prompt"], {"role": "assistant", "content": answer.text}]
+        assert sample["completion"] == [{"role": "assistant", "content": answer.text}]
+        assert (
+            sample["completion_id"] == hashlib.sha256((line["prompt_id"] + answer.text).encode()).hexdigest()
+        )
+        assert sample["score"] == scores[answer.case_id].score
+        assert sample["usage"]["input_tokens"] == answer.prompt_tokens
+        assert sample["usage"]["input_cached_tokens"] is None
+        items = sample["rubric_items"]
+        assert [(i["criterion"], i["points"], i["tags"]) for i in items] == [
+            (r["criterion"], r["points"], r["tags"]) for r in line["rubrics"]
+        ]
+        assert set(items[0]) == {"criterion", "points", "tags", "criteria_met", "explanation"}
+    assert [i["criteria_met"] for i in samples[0]["rubric_items"]] == [True, True, True, False]
+    unread = samples[1]["rubric_items"][1]
+    assert unread["criteria_met"] is None
+    assert unread["explanation"] == "no verdict (unparsable): counted as not met"
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in full["htmls"][0]
+    assert "<script>" not in full["htmls"][0]
+    assert "<h3>Sampled message</h3>" in full["htmls"][1]
+
+
 def test_eval_needs_the_healthbench_convention_for_simple_evals_json(tmp_path: Path) -> None:
     config = project(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1")
     result = program(config, "eval", "-m", CANDIDATE, "--judge", JUDGE, "--json", str(tmp_path / "x.json"))

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,10 @@ def export(config: Path, fmt: str, out: Path, *extra: str) -> Any:
     return result
 
 
-def test_parquet_round_trips_the_jsonl_rows(config: Path, tmp_path: Path) -> None:
+def test_parquet_round_trips_the_jsonl_rows_with_published_a_utc_timestamp(
+    config: Path, tmp_path: Path
+) -> None:
+    pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     export(config, "parquet", tmp_path / "pq")
     assert (
@@ -38,8 +42,52 @@ def test_parquet_round_trips_the_jsonl_rows(config: Path, tmp_path: Path) -> Non
     )
     lines = (tmp_path / "j" / "cases.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines]
-    assert pq.read_table(tmp_path / "pq" / "cases.parquet").to_pylist() == rows
+    table = pq.read_table(tmp_path / "pq" / "cases.parquet")
+    assert table.schema.field("published").type == pa.timestamp("us", tz="UTC")
+    read = table.to_pylist()
+    assert all(r["published"].utcoffset() == timedelta(0) for r in read)
+    assert [{**r, "published": r["published"].isoformat()} for r in read] == rows
     assert rows
+
+
+def test_the_parquet_file_loads_with_datasets_as_a_timestamp(config: Path, tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    export(config, "parquet", tmp_path / "pq")
+    path = tmp_path / "pq" / "cases.parquet"
+    loaded = datasets.load_dataset("parquet", data_files=str(path), cache_dir=str(tmp_path / "cache"))
+    manifest = json.loads((tmp_path / "pq" / "manifest.json").read_text(encoding="utf-8"))
+    assert loaded["train"].num_rows == manifest["cases"] > 0
+    assert loaded["train"].features["published"] == datasets.Value("timestamp[us, tz=UTC]")
+    assert sorted(loaded["train"]["content_hash"]) == sorted(manifest["hashes"].values())
+
+
+def test_a_parquet_export_passes_verify_and_a_changed_row_fails_it(config: Path, tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "pq"
+    export(config, "parquet", out)
+    path = out / "cases.parquet"
+    n = pq.read_table(path).num_rows
+    good = cli(config, "release", "verify", str(out))
+    assert good.exit_code == 0, good.output
+    assert f"{n} row(s) match the manifest; {n} rehashed from their content" in " ".join(good.output.split())
+    table = pq.read_table(path)
+    later = [
+        value + timedelta(days=1) if i == 0 else value
+        for i, value in enumerate(table["published"].to_pylist())
+    ]
+    index = table.schema.get_field_index("published")
+    changed = table.set_column(
+        index, table.schema.field(index), pa.array(later, type=table.schema.field(index).type)
+    )
+    pq.write_table(changed, path)
+    bad = cli(config, "release", "verify", str(out))
+    assert bad.exit_code == 1
+    first = table.to_pylist()[0]["id"]
+    assert str(bad.exception) == (
+        f"{out}: 1 mismatch(es) against its manifest; the first: cases.parquet:1 ({first}): "
+        "column 'published' differs from its case_json/rubric_json"
+    )
 
 
 def test_the_hf_folder_loads_with_datasets_and_its_card_names_licences_and_the_hash(

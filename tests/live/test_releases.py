@@ -8,10 +8,12 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from livemed.records import Case, Release, ReleaseItem, Rubric
 from livemed.releases.manifest import canonical, case_hash, release_hash, sha256
 from livemed.store import Store
-from tests.live.helpers import cli, project
+from tests.live.helpers import cli, program, project
 
 UNTIL = "2026-12-31"
 
@@ -268,3 +270,87 @@ def test_the_hf_card_names_the_one_licence_every_case_shares_else_other(config: 
     assert hf_license("https://creativecommons.org/licenses/by-nc/4.0/") == "cc-by-nc-4.0"
     assert hf_license("MIT (OpenAI HealthBench)") == "mit"
     assert hf_license("publisher copyright") is None
+
+
+ROWS = {"jsonl": "cases.jsonl", "hf": "data/test.jsonl", "healthbench": "healthbench.jsonl"}
+ROWS["inspect"] = "samples.jsonl"
+
+
+def _edit_first_line(path: Path, edit: Any) -> dict[str, Any]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    edit(first)
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    return first
+
+
+EDITS = {  # a change none of the content checks sees: only the row's own hash in the manifest does
+    "jsonl": lambda r: r.update(licence="CC0-1.0 (edited)"),
+    "hf": lambda r: r.update(text_included=False),
+    "healthbench": lambda r: r["rubrics"][0].update(points=r["rubrics"][0]["points"] + 1),
+    "inspect": lambda r: r["criteria"][0].update(text="Something else entirely."),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(ROWS))
+def test_every_export_passes_verify_and_a_changed_row_fails_it_with_one_line(
+    config: Path, tmp_path: Path, fmt: str
+) -> None:
+    ok(config, "release", "create", "r1", "--until", UNTIL)
+    out = tmp_path / fmt
+    ok(config, "release", "export", "r1", "--format", fmt, "--out", str(out))
+    n = len(jsonl(out / ROWS[fmt]))
+    assert n > 0
+    assert f"{out}: {n} row(s) match the manifest" in " ".join(
+        ok(config, "release", "verify", str(out)).output.split()
+    )
+    changed = _edit_first_line(out / ROWS[fmt], EDITS[fmt])
+    bad = cli(config, "release", "verify", str(out))
+    assert bad.exit_code == 1
+    key = changed.get("id", changed.get("prompt_id"))
+    name = Path(ROWS[fmt]).name
+    message = str(bad.exception)
+    assert "\n" not in message
+    assert message == (
+        f"{out}: 1 mismatch(es) against its manifest; the first: {name}:1 ({key}): "
+        "not the row exported (its row hash is not the manifest's)"
+    )
+
+
+def test_the_manifest_of_a_healthbench_export_lists_only_the_cases_it_carries(
+    config: Path, tmp_path: Path
+) -> None:
+    key = _as_pubmed(config)  # no text to export: no HealthBench example
+    ok(config, "release", "create", "r1", "--until", UNTIL)
+    out = tmp_path / "hb"
+    ok(config, "release", "export", "r1", "--format", "healthbench", "--out", str(out))
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    frozen = release(config, "r1").manifest
+    assert key not in manifest["hashes"]
+    assert manifest["hashes"] == {k: v for k, v in frozen.items() if k != key}
+    assert (manifest["cases"], manifest["left_out"]) == (len(frozen) - 1, 1)
+    assert sorted(manifest["row_hashes"]) == sorted(
+        line["prompt_id"] for line in jsonl(out / "healthbench.jsonl")
+    )
+    ok(config, "release", "verify", str(out))
+
+
+def test_verify_names_a_row_that_is_not_json_and_a_manifest_of_no_known_format(
+    config: Path, tmp_path: Path
+) -> None:
+    ok(config, "release", "create", "r1", "--until", UNTIL)
+    out = tmp_path / "out"
+    ok(config, "release", "export", "r1", "--format", "jsonl", "--out", str(out))
+    data = out / "cases.jsonl"
+    lines = data.read_text(encoding="utf-8").splitlines()
+    data.write_text("\n".join(["{not json", *lines[1:]]) + "\n", encoding="utf-8")
+    bad = program(config, "release", "verify", str(out))
+    assert bad.returncode == 1
+    last = " ".join(bad.stderr.strip().splitlines()[-1].split())
+    assert last.endswith("the first: cases.jsonl:1: not a JSON object")
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    (out / "manifest.json").write_text(json.dumps({**manifest, "format": "csv"}), encoding="utf-8")
+    unknown = program(config, "release", "verify", str(out))
+    assert unknown.returncode == 2
+    assert "format 'csv' is none of livemed's exports" in unknown.stderr
+    assert "Traceback" not in unknown.stderr

@@ -37,9 +37,11 @@ from livemed.errors import ConfigError, RunError, UserError
 from livemed.executors import run_elsewhere
 
 if TYPE_CHECKING:
+    from livemed.domains import DomainPack
     from livemed.grading.stream import StreamResult
     from livemed.models import Engine, Settings
     from livemed.records import Case, Run, Score
+    from livemed.store import Store
 
 FORMATS = ("healthbench", "kqa", "livemed")
 
@@ -253,23 +255,31 @@ def _finish(
         console.print(f"answers left out ({reason}): {n}")
     warn_bimodal(scored.scores)
     if json_out is not None:
-        _write_json(json_out, ranked, plan.models, seed)
+        _write_json(json_out, ranked, plan.models, seed, app_state.store, app_state.pack(plan.domain))
     raise_for_calls(run)
     if left_out:
         raise RunError(not_ranked_line(left_out, plan.judge, unusable=bool(scored.shares)))
 
 
-def _write_json(path: Path, ranked: list[Score], models: list[str], seed: int) -> None:
-    from livemed.interop.healthbench_results import results_path, simple_evals_metrics
+def _write_json(
+    path: Path, ranked: list[Score], models: list[str], seed: int, store: Store, pack: DomainPack
+) -> None:
+    """Each model's simple-evals metrics JSON and, beside it, its `_allresults.json`."""
+    from livemed.interop import healthbench_results as R
 
     for model in models:
         mine = [s for s in ranked if s.model == model]
         if not mine:
             continue
-        target = results_path(path, model, len(models) > 1)
+        target = R.results_path(path, model, len(models) > 1)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(simple_evals_metrics(mine, seed=seed), indent=2), encoding="utf-8")
-        console.print(f"wrote {target}", markup=False)
+        metrics = R.simple_evals_metrics(mine, seed=seed)
+        target.write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        full = R.allresults_path(target)
+        full.write_text(
+            json.dumps(R.simple_evals_allresults(store, mine, metrics, pack), indent=2), encoding="utf-8"
+        )
+        console.print(f"wrote {target} and {full}", markup=False)
 
 
 def _override_concurrency(app_state: AppState, model_ids: list[str], concurrency: int) -> None:

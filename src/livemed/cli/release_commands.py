@@ -1,4 +1,4 @@
-"""`livemed release create|list|show|diff|retire|export`: frozen, content-hashed snapshots, their exports."""
+"""`livemed release create|list|show|diff|retire|export|verify`: frozen, content-hashed snapshots, exports."""
 
 from __future__ import annotations
 
@@ -155,17 +155,19 @@ def export_command(
 
 @release_app.command("verify")
 def verify_command(
-    folder: Path = typer.Argument(..., help="A jsonl or hf export (with its manifest.json)."),
+    folder: Path = typer.Argument(..., help="An export folder of any format (with its manifest.json)."),
 ) -> None:
     """Recompute an export's hashes from its rows: exit 1 with what does not match."""
     from livemed.errors import RunError
-    from livemed.releases.exports.rows import verify
+    from livemed.releases.exports.verify import verify
 
     by_content, rows, problems = verify(folder)
     for problem in problems:
         console.print(f"[red]mismatch[/] {escape(problem)}", highlight=False)
     if problems:
-        raise RunError(f"{folder}: {len(problems)} mismatch(es) against its manifest")
+        raise RunError(
+            f"{folder}: {len(problems)} mismatch(es) against its manifest; the first: {problems[0]}"
+        )
     console.print(
         f"{folder}: {rows} row(s) match the manifest; {by_content} rehashed from their content", markup=False
     )

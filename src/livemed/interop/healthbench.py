@@ -478,6 +478,11 @@ def example_tags_of(rubric: Rubric) -> list[str]:
     return [f"theme:{t}" for t in rubric.themes]
 
 
+def prompt_id_of(case: Case) -> str:
+    """The case's HealthBench `prompt_id`: an imported example's own, else the case id."""
+    return case.source_id if case.source == SOURCE else case.id
+
+
 def to_healthbench(case: Case, rubric: Rubric, prompt: list[dict[str, str]]) -> dict[str, Any]:
     """A livemed case and rubric as one HealthBench example (a dict to write as a JSONL line)."""
     imported = _import_step(rubric)
@@ -503,6 +508,6 @@ def to_healthbench(case: Case, rubric: Rubric, prompt: list[dict[str, str]]) -> 
             for c in rubric.criteria
         ],
         "example_tags": example_tags,
-        "prompt_id": case.source_id if case.source == SOURCE else case.id,
+        "prompt_id": prompt_id_of(case),
         "ideal_completions_data": ideal,
     }

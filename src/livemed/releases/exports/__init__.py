@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from livemed.errors import ConfigError
-from livemed.records import Release
+from livemed.records import Release, ReleaseItem
 from livemed.releases.exports.rows import Selection, select, write_manifest
 from livemed.store import Store
 
@@ -24,8 +24,17 @@ FORMATS = ("jsonl", "parquet", "healthbench", "hf", "inspect")
 class ExportResult:
     selection: Selection
     files: list[Path]
-    written: int  # cases written
-    left_out: int = 0  # cases a format could not carry (HealthBench without their text)
+    carried: list[ReleaseItem]  # the cases written
+    rows: dict[str, str]  # each written row's id -> its `row_hash`
+
+    @property
+    def written(self) -> int:
+        return len(self.carried)
+
+    @property
+    def left_out(self) -> int:
+        """Cases a format could not carry (HealthBench and Inspect: without their text)."""
+        return len(self.selection.items) - len(self.carried)
 
 
 def _writer(fmt: str) -> Callable[[Selection, Path], ExportResult]:
@@ -60,7 +69,7 @@ def export_release(
     out.mkdir(parents=True, exist_ok=True)
     selection = select(store, release, embargo_days=embargo_days, include_text=include_text)
     result = writer(selection, out)
-    result.files.append(write_manifest(out, selection, fmt))
+    result.files.append(write_manifest(out, result, fmt))
     return result
 
 

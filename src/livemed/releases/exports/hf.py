@@ -9,13 +9,13 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from livemed.releases.exports.rows import Selection, rows, write_jsonl
+from livemed.releases.exports.rows import ROW_FILES, Selection, row_hashes, rows, write_jsonl
 from livemed.releases.licences import licence_of
 
 if TYPE_CHECKING:
     from livemed.releases.exports import ExportResult
 
-DATA_FILE = "data/test.jsonl"
+DATA_FILE = ROW_FILES["hf"]
 _CC = re.compile(r"\bcc[ -]?(by(?:[ -](?:sa|nc|nd|nc[ -]sa|nc[ -]nd))?)[ -]?(\d\.\d)\b")
 _CC_URL = re.compile(r"creativecommons\.org/licenses/(by(?:-(?:sa|nc|nd|nc-sa|nc-nd))?)/(\d\.\d)")
 
@@ -44,10 +44,11 @@ def write_hf_export(selection: Selection, out: Path) -> ExportResult:
     from livemed.releases.exports import ExportResult
 
     (out / "data").mkdir(parents=True, exist_ok=True)
-    written = write_jsonl(out / DATA_FILE, rows(selection))
+    data = list(rows(selection))
+    write_jsonl(out / DATA_FILE, iter(data))
     card = out / "README.md"
     card.write_text(dataset_card(selection), encoding="utf-8")
-    return ExportResult(selection, [out / DATA_FILE, card], written)
+    return ExportResult(selection, [out / DATA_FILE, card], selection.items, row_hashes(data))
 
 
 def dataset_card(selection: Selection) -> str:

@@ -14,12 +14,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from livemed.releases.exports.rows import Selection
+from livemed.releases.exports.rows import ROW_FILES, Selection, row_hash
 
 if TYPE_CHECKING:
     from livemed.releases.exports import ExportResult
 
-SAMPLES = "samples.jsonl"
+SAMPLES = ROW_FILES["inspect"]
 TASK_FILE = "livemed_task.py"
 
 TASK_TEMPLATE = '''"""Inspect AI task for livemed release {name!r} (release hash {hash}).
@@ -46,12 +46,11 @@ def write_inspect_export(selection: Selection, out: Path) -> ExportResult:
     from livemed.grading.answer import candidate_messages, conversation
     from livemed.releases.exports import ExportResult
 
-    written = left_out = 0
+    carried, hashes = [], {}
     with (out / SAMPLES).open("w", encoding="utf-8") as handle:
         for item in selection.items:
             if not selection.with_text(item) or not any(c.value > 0 for c in item.rubric.criteria):
-                left_out += 1  # no text to run, or nothing to score
-                continue
+                continue  # no text to run, or nothing to score: left out (counted)
             sample = {
                 "id": item.case.id,
                 "input": candidate_messages(item.case),
@@ -60,10 +59,11 @@ def write_inspect_export(selection: Selection, out: Path) -> ExportResult:
                 "content_hash": item.content_hash,
             }
             handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
-            written += 1
+            carried.append(item)
+            hashes[item.case.id] = row_hash(sample)
     task = out / TASK_FILE
     release = selection.release
     task.write_text(
         TASK_TEMPLATE.format(name=release.name, hash=release.release_hash, samples=SAMPLES), encoding="utf-8"
     )
-    return ExportResult(selection, [out / SAMPLES, task], written, left_out)
+    return ExportResult(selection, [out / SAMPLES, task], carried, hashes)

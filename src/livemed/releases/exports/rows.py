@@ -6,7 +6,9 @@ N days up to `until` stays in the store (the private-latest set) and out of the 
 
 Every row carries the case's content hash; a row whose licence lets the text out carries the case and
 rubric content too (`case_json`, `rubric_json`: their canonical JSON, from which the hash is
-recomputed), a restricted one only its ids, link, date and hash.
+recomputed), a restricted one only its ids, link, date and hash. The manifest lists, besides each
+exported case's content hash, each row's own hash (`row_hash`: sha256 of its canonical JSON), so any
+format's rows — HealthBench lines and Inspect samples too — can be checked as they were written.
 """
 
 from __future__ import annotations
@@ -17,16 +19,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from livemed.errors import UserError
 from livemed.records import Release, ReleaseItem
 from livemed.releases.licences import licence_of, redistributable
-from livemed.releases.manifest import canonical, content, items, release_hash
+from livemed.releases.manifest import canonical, content, items, release_hash, sha256
 from livemed.store import Store
 
+if TYPE_CHECKING:
+    from livemed.releases.exports import ExportResult
+
 MANIFEST_FILE = "manifest.json"
-ROW_FILES = ("cases.jsonl", "data/test.jsonl")  # the jsonl and hf exports' rows
+ROW_FILES = {  # each format's file of rows, the one `release verify` checks
+    "jsonl": "cases.jsonl",
+    "parquet": "cases.parquet",
+    "healthbench": "healthbench.jsonl",
+    "hf": "data/test.jsonl",
+    "inspect": "samples.jsonl",
+}
+ROW_IDS = {"healthbench": "prompt_id"}  # the key of a row's id where it is not `id`
 
 
 @dataclass
@@ -98,11 +109,22 @@ def rows(selection: Selection) -> Iterator[dict[str, Any]]:
         yield row(item, selection.with_text(item))
 
 
-def manifest(selection: Selection, fmt: str) -> dict[str, Any]:
+def row_hash(record: dict[str, Any]) -> str:
+    """The hash of one exported row: sha256 of its canonical JSON (`release verify` recomputes it)."""
+    return sha256(canonical(record))
+
+
+def row_hashes(records: list[dict[str, Any]], key: str = "id") -> dict[str, str]:
+    """Each row's id and hash, for the manifest's `row_hashes`."""
+    return {record[key]: row_hash(record) for record in records}
+
+
+def manifest(result: ExportResult, fmt: str) -> dict[str, Any]:
     """The export's manifest: the release hash (of the whole release, as stored), the hash of what this
-    export carries, and every exported case's hash."""
+    export carries, every exported case's hash and every written row's."""
+    selection = result.selection
     release = selection.release
-    exported = {item.case.id: item.content_hash for item in selection.items}
+    exported = {item.case.id: item.content_hash for item in result.carried}
     return {
         "release": release.name,
         "until": release.until.isoformat(),
@@ -110,16 +132,18 @@ def manifest(selection: Selection, fmt: str) -> dict[str, Any]:
         "export_hash": release_hash(exported),
         "format": fmt,
         "cases": len(exported),
+        "left_out": result.left_out,
         "embargo_days": selection.embargo_days,
         "embargoed": selection.embargoed,
         "text_withheld": dict(selection.restricted),
         "hashes": exported,
+        "row_hashes": result.rows,
     }
 
 
-def write_manifest(out: Path, selection: Selection, fmt: str) -> Path:
+def write_manifest(out: Path, result: ExportResult, fmt: str) -> Path:
     path = out / MANIFEST_FILE
-    path.write_text(json.dumps(manifest(selection, fmt), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(manifest(result, fmt), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 
@@ -130,73 +154,3 @@ def write_jsonl(path: Path, records: Iterator[dict[str, Any]]) -> int:
             handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
     return count
-
-
-VISIBLE = (
-    "id",
-    "source",
-    "source_id",
-    "url",
-    "published",
-    "narrative",
-    "query",
-    "advice",
-    "criteria",
-    "specialties",
-)
-
-
-def visible_mismatches(found: dict[str, Any]) -> list[str]:
-    """The visible columns of a row with text that differ from what its `case_json`/`rubric_json` give
-    (rebuilt with `row`, the export's own function): readers use those columns, the hash covers the JSON."""
-    from pydantic import ValidationError
-
-    from livemed.records import Case, Rubric
-
-    try:
-        case = Case.model_validate_json(found["case_json"])
-        rubric = Rubric.model_validate_json(found["rubric_json"])
-    except ValidationError as exc:
-        return [f"case_json/rubric_json are not a case and rubric ({exc.error_count()} error(s))"]
-    item = ReleaseItem(release=found.get("release") or "-", case=case, rubric=rubric, content_hash="0" * 64)
-    rebuilt = row(item, with_text=True)
-    return [
-        f"column {name!r} differs from its case_json/rubric_json"
-        for name in VISIBLE
-        if found.get(name) != rebuilt[name]
-    ]
-
-
-def verify(folder: Path) -> tuple[int, int, list[str]]:
-    """Check an exported folder against its manifest: every row's content hash recomputed from its
-    `case_json`/`rubric_json` (rows with text) and its visible columns (advice, criteria, ...) equal to
-    what that JSON gives, every row listed in the manifest with that hash, and the export hash over the
-    manifest's hashes. Returns (rows checked by content, rows, problems)."""
-    from livemed.releases.manifest import sha256
-
-    manifest_path = folder / MANIFEST_FILE
-    try:
-        found = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{manifest_path}: cannot read the manifest ({exc})") from None
-    hashes: dict[str, str] = found.get("hashes", {})
-    data = next((folder / name for name in ROW_FILES if (folder / name).exists()), None)
-    if data is None:
-        raise UserError(f"{folder}: no {' or '.join(ROW_FILES)} to verify")
-    problems, by_content, count = [], 0, 0
-    for number, line in enumerate(data.read_text(encoding="utf-8").splitlines(), start=1):
-        row, count = json.loads(line), count + 1
-        where = f"{data.name}:{number} ({row.get('id')})"
-        if hashes.get(row["id"]) != row["content_hash"]:
-            problems.append(f"{where}: not in the manifest with this hash")
-        if row.get("case_json") is not None:
-            content_of = {"case": json.loads(row["case_json"]), "rubric": json.loads(row["rubric_json"])}
-            by_content += 1
-            if sha256(canonical(content_of)) != row["content_hash"]:
-                problems.append(f"{where}: its content does not hash to its content_hash")
-            problems += [f"{where}: {problem}" for problem in visible_mismatches(row)]
-    if count != len(hashes):
-        problems.append(f"{data.name}: {count} row(s), the manifest lists {len(hashes)}")
-    if release_hash(hashes) != found.get("export_hash"):
-        problems.append(f"{MANIFEST_FILE}: export_hash does not match its hashes")
-    return by_content, count, problems

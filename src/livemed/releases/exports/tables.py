@@ -3,27 +3,30 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from livemed.errors import UserError
-from livemed.releases.exports.rows import Selection, rows, write_jsonl
+from livemed.releases.exports.rows import ROW_FILES, Selection, row_hash, row_hashes, rows, write_jsonl
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from livemed.releases.exports import ExportResult
 
-CASES_JSONL = "cases.jsonl"
-CASES_PARQUET = "cases.parquet"
-HEALTHBENCH_JSONL = "healthbench.jsonl"
+CASES_JSONL = ROW_FILES["jsonl"]
+CASES_PARQUET = ROW_FILES["parquet"]
+HEALTHBENCH_JSONL = ROW_FILES["healthbench"]
 
 
 def write_jsonl_export(selection: Selection, out: Path) -> ExportResult:
     from livemed.releases.exports import ExportResult
 
     path = out / CASES_JSONL
-    return ExportResult(selection, [path], write_jsonl(path, rows(selection)))
+    data = list(rows(selection))
+    write_jsonl(path, iter(data))
+    return ExportResult(selection, [path], selection.items, row_hashes(data))
 
 
 def parquet_schema() -> pa.Schema:
@@ -45,7 +48,7 @@ def parquet_schema() -> pa.Schema:
         ("source", pa.string()),
         ("source_id", pa.string()),
         ("url", pa.string()),
-        ("published", pa.string()),
+        ("published", pa.timestamp("us", tz="UTC")),
         ("licence", pa.string()),
         ("text_included", pa.bool_()),
         ("narrative", pa.string()),
@@ -69,9 +72,10 @@ def write_parquet_export(selection: Selection, out: Path) -> ExportResult:
     except ImportError:
         raise UserError("the parquet format needs pyarrow: pip install 'livemed[export]'") from None
     data = list(rows(selection))
+    typed = [{**r, "published": datetime.fromisoformat(r["published"])} for r in data]  # a timestamp column
     path = out / CASES_PARQUET
-    pq.write_table(pa.Table.from_pylist(data, schema=parquet_schema()), path)
-    return ExportResult(selection, [path], len(data))
+    pq.write_table(pa.Table.from_pylist(typed, schema=parquet_schema()), path)
+    return ExportResult(selection, [path], selection.items, row_hashes(data))
 
 
 def write_healthbench_export(selection: Selection, out: Path) -> ExportResult:
@@ -82,15 +86,14 @@ def write_healthbench_export(selection: Selection, out: Path) -> ExportResult:
     from livemed.releases.exports import ExportResult
 
     path = out / HEALTHBENCH_JSONL
-    written = left_out = 0
+    carried, hashes = [], {}
     with path.open("w", encoding="utf-8") as handle:
         for item in selection.items:
             if not selection.with_text(item):
-                left_out += 1
                 continue
             prompt = [{"role": m["role"], "content": m["content"]} for m in conversation(item.case)]
-            handle.write(
-                json.dumps(to_healthbench(item.case, item.rubric, prompt), ensure_ascii=False) + "\n"
-            )
-            written += 1
-    return ExportResult(selection, [path], written, left_out)
+            line = to_healthbench(item.case, item.rubric, prompt)
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+            carried.append(item)
+            hashes[line["prompt_id"]] = row_hash(line)
+    return ExportResult(selection, [path], carried, hashes)
