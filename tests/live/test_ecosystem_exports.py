@@ -16,7 +16,7 @@ import pytest
 
 from livemed.records import ReleaseItem
 from livemed.store import Store
-from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
+from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_responder
 from tests.live.helpers import cli
 
 pytestmark = pytest.mark.ecosystem
@@ -135,3 +135,28 @@ def test_the_inspect_task_runs_with_inspect_eval_against_the_fake_server(
     assert log.results is not None
     # the fake judge meets every positive criterion and no negative one: livemed's case score is 1
     assert log.results.scores[0].metrics["mean"].value == pytest.approx(1.0)
+
+
+def test_the_inspect_task_gives_no_score_for_unreadable_verdicts(config: Path, tmp_path: Path) -> None:
+    """A grader whose replies cannot be read: the sample is an error in Inspect's log, never a score."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    out = tmp_path / "inspect"
+    export(config, "inspect", out)
+
+    def reply(body: dict[str, Any]) -> Behavior:
+        last = str(body["messages"][-1]["content"])
+        return Behavior(text="it is met, I think" if "<<<DATA criterion" in last else "See a doctor.")
+
+    inspect = Path(sys.executable).with_name("inspect")
+    with FakeOpenAIServer(responder=reply) as server:
+        env = {**os.environ, "FAKE_BASE_URL": server.base_url, "FAKE_API_KEY": "sk-test-not-real"}
+        args = [str(inspect), "eval", "livemed_task.py", "--model", "openai-api/fake/fake-candidate"]
+        args += ["--limit", "1", "--log-dir", str(tmp_path / "logs"), "--display", "none"]
+        subprocess.run(args, cwd=out, env=env, capture_output=True, text=True, timeout=300)
+    log = read_eval_log(str(next((tmp_path / "logs").glob("*.eval"))))
+    assert log.status == "error"
+    assert log.error is not None
+    assert "grader verdicts unreadable" in log.error.message
+    assert log.results is None or not log.results.scores

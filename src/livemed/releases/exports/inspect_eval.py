@@ -4,8 +4,9 @@ Used by the exported `livemed_task.py`; needs `inspect-ai` (`pip install 'liveme
 sample is one case: the candidate model answers livemed's patient prompt (`candidate_messages`); the
 grader (`-T grader=...`, else the evaluated model) judges each criterion with livemed's own
 per-criterion prompt (`grading.judge.per_criterion_messages`, temperature 0); the sample's score is
-livemed's case score (`grading.score.case_score`, convention livemed, a verdict that cannot be read
-counts as not met), and the scorer's metadata says how many verdicts could not be read.
+livemed's case score (`grading.score.case_score`, convention livemed). A verdict that cannot be read
+is not a score: the scorer raises (`UnreadableVerdicts`), so Inspect records the sample as an error
+(and, by its default `fail_on_error`, fails the eval) rather than a number.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ def _sample(record: dict[str, Any]) -> Sample:
     )
 
 
+class UnreadableVerdicts(RuntimeError):
+    """The grader's reply to some criteria of a sample could not be read: the sample has no score."""
+
+
 @scorer(metrics=[mean(), stderr()])
 def livemed_rubric(grader: str | None = None) -> Scorer:
     """livemed's case score of the reply, one grader call per criterion."""
@@ -55,23 +60,30 @@ def livemed_rubric(grader: str | None = None) -> Scorer:
         model = get_model(grader) if grader else get_model()
         convo: list[Message] = state.metadata["conversation"]
         response = state.output.completion
-        items, unreadable, verdicts = [], 0, {}
+        items, unreadable, verdicts = [], [], {}
         for raw in state.metadata["criteria"]:
             criterion = Criterion.model_validate(raw)
             messages = per_criterion_messages(convo, response, criterion)
             reply = await model.generate(_chat(messages), config=GenerateConfig(temperature=0))  # type: ignore[arg-type]
-            verdict, _ = parse_as(Verdict, reply.completion)
-            met = None if verdict is None else verdict.criteria_met
-            unreadable += met is None
-            verdicts[criterion.id] = met
-            items.append(S.Item(criterion.value, met, axis=criterion.axis))
-        value = S.case_score(items, "livemed", "not-met")
+            verdict, reason = parse_as(Verdict, reply.completion)
+            if verdict is None:
+                unreadable.append(f"{criterion.id}: {reason}")
+                continue
+            verdicts[criterion.id] = verdict.criteria_met
+            items.append(S.Item(criterion.value, verdict.criteria_met, axis=criterion.axis))
+        if unreadable:
+            n = len(state.metadata["criteria"])
+            raise UnreadableVerdicts(
+                f"sample {state.sample_id}: {len(unreadable)} of {n} grader verdicts unreadable "
+                f"(the first: {unreadable[0]:.200}); no score"
+            )
+        value = S.case_score(items, "livemed", "strict")
         if value is None:  # the export leaves such rubrics out; a hand-edited file may not
             raise ValueError(f"sample {state.sample_id}: its rubric has no positive criterion to score")
         return Score(
             value=value,
             answer=response,
-            metadata={"verdicts": verdicts, "unreadable_verdicts": unreadable},
+            metadata={"verdicts": verdicts},
         )
 
     return score
