@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 
 from livemed import __version__
 from livemed.cli.context import AppState, console, err_console, widen_piped_output
+from livemed.cli.help_types import plain_types
 from livemed.errors import LivemedError
 
 # Every command and group of `livemed` -> the modules (of livemed.cli) that define it. Their order is
@@ -83,11 +84,16 @@ class LazyGroup(TyperGroup):
 
     _built_with: frozenset[str] | None = None  # the command modules imported when `commands` was built
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        plain_types(self)  # `--help`: no `<bool>` after a flag (cli/help_types.py)
+
     def _refresh(self, name: str | None) -> None:
         load(name)
         if self._built_with != frozenset(_loaded):
             self._built_with = frozenset(_loaded)
             self.commands = typer.main.get_group(app).commands
+            plain_types(self)  # `--help`: no `<bool>` after a flag (cli/help_types.py)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name in COMMANDS:
