@@ -128,9 +128,19 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     store: str | None = typer.Option(
-        None, "--store", help="Store path or URL (default: $LIVEMED_STORE, livemed.toml, ./livemed.db)."
+        None,
+        "--store",
+        metavar="PATH|URL",
+        help="Store path or URL, e.g. results.db or postgresql+psycopg://user@host/livemed "
+        "(default: $LIVEMED_STORE, livemed.toml, ./livemed.db).",
     ),
-    config: str | None = typer.Option(None, "--config", "-c", help="Project file (default: ./livemed.toml)."),
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="Project file, e.g. weekly.toml (default: ./livemed.toml).",
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, metavar="", help="Print the version and exit."
     ),

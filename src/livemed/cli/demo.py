@@ -134,11 +134,15 @@ NEXT_STEPS = """\
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("livemed-demo"), "--out", help="Project folder for the demo run."),
+    out: Path = typer.Option(
+        Path("livemed-demo"), "--out", metavar="DIR", help="Project folder for the demo run."
+    ),
     evidence: str | None = typer.Option(
         None,
         "--evidence",
-        help="Evidence corpus (JSONL or MedQuAD, or `medquad` once fetched) instead of the bundled demo set.",
+        metavar="FILE|NAME",
+        help="Evidence corpus (JSONL or MedQuAD, or `medquad` once fetched), e.g. passages.jsonl, instead of "
+        "the bundled demo set.",
     ),
     fresh: bool = typer.Option(False, "--fresh", help="Delete the folder first and start over."),
 ) -> None:

@@ -3,7 +3,8 @@
 typer prints an option's Python type (`<bool>`, `<str>`, `<list[str]>`) where the option declares no
 metavar, a flag's `<bool>` included, and an argument's type beside its name. livemed's options declare
 their metavar (`MODEL`, `YYYY-MM-DD`, `FILE`, or their choices); `plain_types` clears the column where
-there is nothing to type: a flag takes no value, and an argument's name is already its metavar.
+there is nothing to type (a flag takes no value, and an argument's name is already its metavar) and
+names the value of an option that declares no metavar after the option (`--cutoffs CUTOFFS`).
 """
 
 from __future__ import annotations
@@ -30,5 +31,7 @@ def plain_types(command: Any) -> None:
             param.metavar = ""
         elif isinstance(param, TyperArgument):
             param.__class__ = NamedArgument
+        elif isinstance(param, TyperOption) and param.metavar is None and param.name:
+            param.metavar = param.name.upper()  # an option that declares none: its name, as argparse would
     for sub in getattr(command, "commands", {}).values():
         plain_types(sub)

@@ -43,11 +43,14 @@ class CheckResult:
 def check(
     ctx: typer.Context,
     model_id: str = typer.Argument(..., metavar="MODEL", help="A model id such as openai/gpt-4o-mini."),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per call (default: the config's)."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", metavar="SECONDS", help="Seconds per call, e.g. 30 (default: the config's)."
+    ),
     max_tokens: int = typer.Option(
         CHECK_MAX_TOKENS,
         "--max-tokens",
         min=1,
+        metavar="N",
         help="Completion tokens per call (thinking models need many).",
     ),
 ) -> None:

@@ -29,23 +29,37 @@ if TYPE_CHECKING:
 @app.command()
 def scores(
     ctx: typer.Context,
-    judge: str = typer.Option(..., "--judge", help="Whose grades to score."),
-    convention: str = typer.Option(
-        "livemed", "--convention", help="livemed (clipped per case) or healthbench."
+    judge: str = typer.Option(
+        ..., "--judge", metavar="MODEL", help="Whose grades to score, e.g. offline/lexical."
     ),
-    policy: str = typer.Option("not-met", "--policy", help="Failed verdicts: not-met (default) or exclude."),
-    model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate."),
+    convention: str = typer.Option(
+        "livemed", "--convention", metavar="livemed|healthbench", help="Clipped per case, or HealthBench's."
+    ),
+    policy: str = typer.Option(
+        "not-met", "--policy", metavar="not-met|exclude", help="What a failed verdict counts as."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", "-m", metavar="MODEL", help="Only this candidate, e.g. offline/empty."
+    ),
     seed: int | None = typer.Option(
         None,
         "--seed",
-        help="Bootstrap seed (default: \\[analysis] seed); \\[analysis] resamples, as leaderboard.",
+        metavar="N",
+        help="Bootstrap seed, e.g. 7 (default: \\[analysis] seed); \\[analysis] resamples, as leaderboard.",
     ),
     by: str | None = typer.Option(
-        None, "--by", help="Also break scores down by axis, theme, or tag (HealthBench's tag metrics)."
+        None,
+        "--by",
+        metavar="axis|theme|tag",
+        help="Also break scores down by axis, theme, or tag (HealthBench's tag metrics).",
     ),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the leaderboard as JSON."),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write the leaderboard as JSON, e.g. scores.json."
+    ),
     allow_incomplete: bool = typer.Option(
-        False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked)."
+        False,
+        "--allow-incomplete/--no-allow-incomplete",
+        help="Also rank models whose answers are not all graded (marked).",
     ),
     min_date: str | None = MIN_DATE,
     max_date: str | None = MAX_DATE,
