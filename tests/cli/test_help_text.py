@@ -86,7 +86,9 @@ def test_allow_incomplete_is_a_flag_with_its_negative() -> None:
     assert ctx.params["allow_incomplete"] is True
     ctx = scores.make_context("scores", ["--judge", "offline/lexical", "--no-allow-incomplete"])
     assert ctx.params["allow_incomplete"] is False
-    with pytest.raises(_click.exceptions.UsageError, match="true"):  # a flag takes no value: `true` is left over
+    with pytest.raises(
+        _click.exceptions.UsageError, match="true"
+    ):  # a flag takes no value: `true` is left over
         scores.make_context("scores", ["--judge", "offline/lexical", "--allow-incomplete", "true"])
 
 

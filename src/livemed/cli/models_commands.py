@@ -187,6 +187,19 @@ def list_models(ctx: typer.Context) -> None:
         console.print(f"simulations among them (for the contamination view): {', '.join(SIMULATED)}")
     else:
         console.print("offline baselines: none registered")
+    for line in _offline_elsewhere():
+        console.print(line)
+
+
+def _offline_elsewhere() -> list[str]:
+    """The offline ids one command takes besides the baselines: the pair judges and the taxonomy's."""
+    from livemed.analysis.taxonomy import HEURISTIC_ID
+    from livemed.judges.baselines import BASELINES
+
+    return [
+        f"offline pair judges (judges run, judges certify): {', '.join(BASELINES)}",
+        f"offline error classifier (taxonomy --classifier): {HEURISTIC_ID}",
+    ]
 
 
 def _configured_table(config: Config) -> Table | str:
