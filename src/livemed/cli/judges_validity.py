@@ -148,12 +148,20 @@ def validate_command(
         raise CallsFailedError(run.error)
 
 
-def _data_dir(data: Path | None) -> Path:
-    if data is not None:
-        return data
-    if os.environ.get("LIVEMED_SHARED_DATA"):
-        return Path(os.environ["LIVEMED_SHARED_DATA"])
-    raise UserError("pass --data DIR: a folder with pubmedqa/, medcalc_bench/ and medqa/ (as ../shared/data)")
+NO_DATA = "pairs: no --data DIR (a folder with pubmedqa/, medcalc_bench/ and medqa/) nor $LIVEMED_SHARED_DATA"
+
+
+def _battery_of(grader: str, data: Path | None, seed: int, per_dataset: int) -> tuple[list[Pair], list[str]]:
+    """The battery's pairs from --data (or $LIVEMED_SHARED_DATA) and what is not in it. Without either,
+    no pairs: said so for a grader that judges pairs (its card then has the rubric part only), not for an
+    offline rubric grader, which judges none."""
+    from livemed.judges.baselines import BASELINES
+    from livemed.judges.cards import battery_pairs
+
+    folder = data if data is not None else os.environ.get("LIVEMED_SHARED_DATA")
+    if folder:
+        return battery_pairs(Path(folder), seed, per_dataset)
+    return [], [] if grader.startswith("offline/") and grader not in BASELINES else [NO_DATA]
 
 
 def _pair_battery(
@@ -173,8 +181,8 @@ def _pair_battery(
     from livemed.judges.run import JudgeRun, jobs, judge_pairs
     from livemed.records import JudgeVerdict, Pair
 
-    if grader.startswith("offline/") and grader not in BASELINES:
-        return None, None, None  # an offline rubric grader cannot judge pairs
+    if not pairs or (grader.startswith("offline/") and grader not in BASELINES):
+        return None, None, None  # no pair part: no pairs found, or an offline rubric grader (it judges none)
     llm = judge_llm(app_state, engine, grader)
     stored = store.get_many(Pair, [p.id for p in pairs])  # a full `judges build` made them already
     store.put([p for p in pairs if p.id not in stored])
@@ -262,7 +270,7 @@ def certify(
     probe, the rubric mutations) and store a validity card for this grader configuration."""
     from livemed.grading.judge import PROMPT_HASHES as GRADE_HASHES
     from livemed.grading.template import load_template
-    from livemed.judges.cards import AGREEMENT_NAMESPACE, battery_pairs, card_line, pair_metrics
+    from livemed.judges.cards import AGREEMENT_NAMESPACE, card_line, pair_metrics
     from livemed.judges.templates import PROMPT_HASHES
     from livemed.records import ValidityCard, short_hash
     from livemed.runs import track_run
@@ -270,7 +278,7 @@ def certify(
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    pairs, missing = battery_pairs(_data_dir(data), seed, pairs_per_dataset)
+    pairs, missing = _battery_of(grader, data, seed, pairs_per_dataset)
     for note in missing:
         console.print(f"[yellow]not in the battery:[/] {note}")
     _something_to_measure(store, grader, pairs, missing)
