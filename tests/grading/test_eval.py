@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.errors import UserError
 from livemed.records import Answer, Grade, GradeFailure, Run, Score
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_reply, judge_responder
@@ -281,3 +282,28 @@ def test_eval_with_a_healthbench_style_grader_template(
         assert {s.judge for s in store.iter(Score)} == {judge}
         [run] = [r for r in store.iter(Run) if r.command == "eval"]
     assert run.settings["grader_template"].startswith("hb-grader.txt sha256:")
+
+
+def test_a_missing_file_is_one_line_whose_advice_runs(tmp_path: Path, shared_data: Path) -> None:
+    """`eval nofile`: the file does not exist (not "pass --format"); without FILE, eval runs on the store."""
+    store = ["--store", str(tmp_path / "s.db")]
+    runner = CliRunner(env={"COLUMNS": "200"})
+    kqa = str(shared_data / "k-qa" / "questions_w_answers.jsonl")
+    assert (
+        runner.invoke(app, [*store, "import-kqa", kqa, "--published", "2024-01-01", "--limit", "2"]).exit_code
+        == 0
+    )
+    assert runner.invoke(app, [*store, "rubrics", "--writer", "offline/rules"]).exit_code == 0
+    argv = [*store, "eval", "-m", "offline/reference", "--judge", "offline/lexical"]
+    missing = runner.invoke(app, [*argv[:3], str(tmp_path / "nofile"), *argv[3:]])
+    assert isinstance(missing.exception, UserError)
+    assert missing.exception.exit_code == 2
+    message = str(missing.exception)
+    assert message.endswith(
+        "does not exist: name a HealthBench, K-QA or livemed JSONL file, or none to "
+        "evaluate the store's cases"
+    )
+    assert "--format" not in message
+    advised = runner.invoke(app, argv)  # the advice: no FILE, the store's cases
+    assert advised.exit_code == 0, advised.output
+    assert "offline/reference" in advised.output

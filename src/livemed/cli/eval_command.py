@@ -123,6 +123,7 @@ def eval_command(
         return
 
     _check(mode, convention, json_out, fmt)
+    _check_file(file)
     models = list(dict.fromkeys(models))
     app_state = state(ctx)
     if concurrency is not None:
@@ -156,6 +157,16 @@ def _check(mode: str, convention: str, json_out: Path | None, fmt: str | None) -
         raise ConfigError("--json writes simple-evals' HealthBench results: add --convention healthbench")
     if fmt is not None and fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+
+
+def _check_file(file: Path | None) -> None:
+    """FILE names a file that exists; the advice for one that does not is to name one, or none."""
+    if file is not None and not file.is_file():
+        what = "is a folder" if file.is_dir() else "does not exist"
+        raise UserError(
+            f"{file} {what}: name a HealthBench, K-QA or livemed JSONL file, or none to evaluate the "
+            "store's cases"
+        )
 
 
 @dataclass
