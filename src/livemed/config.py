@@ -19,6 +19,7 @@ from livemed.errors import ConfigError
 
 CONFIG_FILE = "livemed.toml"
 DEFAULT_STORE = "livemed.db"
+NAMED_CORPORA = ("medquad", "demo")  # evidence corpora by name (curate.evidence.factory.resolve_evidence)
 
 
 class ModelConfig(BaseModel):
@@ -227,7 +228,23 @@ def load_config(path: str | Path | None = None) -> Config:
     except ValidationError as exc:
         raise ConfigError(f"{path}: {describe_validation_error(exc)}") from None
     config.path = path.resolve()
+    _anchor_paths(config.curate, config.path.parent)
     return config
+
+
+def project_path(value: str, folder: Path) -> str:
+    """A path written in livemed.toml, relative to the file's folder unless it is absolute."""
+    p = Path(value).expanduser()
+    return str(p if p.is_absolute() else folder / p)
+
+
+def _anchor_paths(curate: CurateConfig, folder: Path) -> None:
+    """`[curate]`'s evidence file and index folder, relative to livemed.toml (a named corpus stays a name),
+    so a project folder works from any working folder and after it is moved."""
+    if curate.evidence is not None and curate.evidence not in NAMED_CORPORA:
+        curate.evidence = project_path(curate.evidence, folder)
+    if curate.index_dir is not None:
+        curate.index_dir = project_path(curate.index_dir, folder)
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -339,3 +339,27 @@ def test_trends_give_no_interval_below_the_minimum_n_and_mark_the_cutoff(demo_ru
     assert 'class="cutoff"' in html
     assert "cutoff 2024-11-30: 5 models" in html
     assert "cutoff off this axis: offline/drift-control (2026-12-31)" in html
+
+
+def test_the_demo_project_names_no_absolute_path_and_works_moved(
+    demo_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The demo's livemed.toml names the bundled evidence `demo` and the rest relative to itself, so a copy
+    elsewhere (or after a reinstall) still curates; an older demo's site-packages path still works too."""
+    folder, _ = demo_run
+    config = (folder / "livemed.toml").read_text(encoding="utf-8")
+    settings = [line.split("=", 1)[1].strip().strip('"') for line in config.splitlines() if " = " in line]
+    assert 'evidence = "demo"' in config
+    assert not [value for value in settings if Path(value).is_absolute()]
+    assert "site-packages" not in config
+    assert str(folder) not in config
+    moved = tmp_path / "elsewhere" / "copy"
+    shutil.copytree(folder, moved)
+    curate_one = ["--config", str(moved / "livemed.toml"), "curate", "--redo", "--limit", "1"]
+    result = CliRunner().invoke(app, curate_one)  # from another working folder: config-relative paths
+    assert result.exit_code == 0, result.output
+    assert "1 document" in " ".join(result.output.split())
+    stale = "/gone/venv/lib/python3.11/site-packages/livemed/demo/data/evidence.jsonl"
+    (moved / "livemed.toml").write_text(config.replace('"demo"', f'"{stale}"', 1), encoding="utf-8")
+    result = CliRunner().invoke(app, curate_one)
+    assert result.exit_code == 0, result.output

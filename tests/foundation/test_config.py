@@ -73,3 +73,30 @@ def test_store_location_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert store_location(config, "cli.db") == "cli.db"
     monkeypatch.delenv("LIVEMED_STORE")
     assert store_location(Config()) == "livemed.db"
+
+
+def test_curate_paths_are_relative_to_the_project_file(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    path = project / "livemed.toml"
+    path.write_text('[curate]\nevidence = "passages.jsonl"\nindex_dir = "indexes"\n', encoding="utf-8")
+    config = load_config(path)
+    assert config.curate.evidence == str(project.resolve() / "passages.jsonl")
+    assert config.curate.index_dir == str(project.resolve() / "indexes")
+    for kept in ("demo", "medquad", str(tmp_path / "elsewhere.jsonl")):  # names and absolute paths stay
+        path.write_text(f'[curate]\nevidence = "{kept}"\n', encoding="utf-8")
+        assert load_config(path).curate.evidence == kept
+
+
+def test_a_bundled_demo_path_of_another_installation_is_this_ones_copy(tmp_path: Path) -> None:
+    from livemed.curate.evidence.factory import resolve_evidence
+    from livemed.demo import demo_evidence_path
+
+    gone = "/old/venv/lib/python3.11/site-packages/livemed/demo/data/evidence.jsonl"
+    assert resolve_evidence(gone) == demo_evidence_path()
+    assert resolve_evidence("demo") == demo_evidence_path()
+    mine = tmp_path / "livemed" / "demo" / "data" / "evidence.jsonl"  # a real file there is the user's
+    mine.parent.mkdir(parents=True)
+    mine.write_text("{}\n")
+    assert resolve_evidence(mine) == mine
+    assert resolve_evidence(tmp_path / "missing.jsonl") == tmp_path / "missing.jsonl"

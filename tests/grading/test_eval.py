@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.errors import UserError
 from livemed.records import Answer, Grade, GradeFailure, Run, Score
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_reply, judge_responder
@@ -183,8 +184,9 @@ def test_a_failing_grader_endpoint_fails_eval_with_one_line_and_no_scores(
 
 def test_eval_writes_simple_evals_allresults_beside_the_metrics(tmp_path: Path) -> None:
     """`<stem>_allresults.json` in simple-evals' shape: score, metrics without it, and per sample an
-    escaped HTML page, the conversation with the reply, and the graded rubric items; a verdict that
-    could not be read is null (it counted as not met), never a made-up grade."""
+    escaped HTML page, the conversation with the reply, and the graded rubric items. A verdict that
+    could not be read leaves its answer not graded (eval exits 1); `scores --policy not-met` may count
+    it, and then its rubric item is null (`healthbench_results`), never a made-up grade."""
     import hashlib
 
     data = healthbench_file(tmp_path / "hb.jsonl", n=2)
@@ -201,7 +203,22 @@ def test_eval_writes_simple_evals_allresults_beside_the_metrics(tmp_path: Path) 
         config = project(tmp_path / "p", server.base_url, server.base_url)
         args = ["eval", str(data), "-m", CANDIDATE, "--judge", JUDGE, "--convention", "healthbench"]
         result = cli(config, *args, "--json", str(tmp_path / "out" / "hb.json"))
-    assert result.exit_code == 0, result.output
+        assert result.exit_code == 1  # one verdict unusable: that answer is not graded, nothing ranked
+        assert "1 of 8 verdicts unusable (unparsable 1)" in str(result.exception)
+        assert not (tmp_path / "out" / "hb_allresults.json").exists()
+        cli(config, "scores", "--judge", JUDGE, "--convention", "healthbench", "--policy", "not-met",
+            "--max-failure-share", "0.2")  # fmt: skip
+        from livemed.domains import medical
+        from livemed.interop import healthbench_results as R
+
+        with Store(config.parent / "livemed.db") as store:
+            counted = [s for s in store.iter(Score) if s.failure_policy == "not-met"]
+            assert len(counted) == 2
+            metrics = R.simple_evals_metrics(counted, seed=0)
+            full = R.simple_evals_allresults(store, counted, metrics, medical())
+        (tmp_path / "out").mkdir(exist_ok=True)
+        (tmp_path / "out" / "hb.json").write_text(json.dumps(metrics), encoding="utf-8")
+        (tmp_path / "out" / "hb_allresults.json").write_text(json.dumps(full), encoding="utf-8")
     metrics = json.loads((tmp_path / "out" / "hb.json").read_text(encoding="utf-8"))
     full = json.loads((tmp_path / "out" / "hb_allresults.json").read_text(encoding="utf-8"))
     assert set(full) == {"score", "metrics", "htmls", "convos", "metadata"}
@@ -242,7 +259,7 @@ def test_eval_writes_simple_evals_allresults_beside_the_metrics(tmp_path: Path) 
     assert [i["criteria_met"] for i in samples[0]["rubric_items"]] == [True, True, True, False]
     unread = samples[1]["rubric_items"][1]
     assert unread["criteria_met"] is None
-    assert unread["explanation"] == "no verdict (unparsable): counted as not met"
+    assert unread["explanation"] == "no verdict (unparsable): counted as not met"  # --policy not-met
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in full["htmls"][0]
     assert "<script>" not in full["htmls"][0]
     assert "<h3>Sampled message</h3>" in full["htmls"][1]
@@ -348,3 +365,28 @@ def test_eval_with_a_healthbench_style_grader_template(
         assert {s.judge for s in store.iter(Score)} == {judge}
         [run] = [r for r in store.iter(Run) if r.command == "eval"]
     assert run.settings["grader_template"].startswith("hb-grader.txt sha256:")
+
+
+def test_a_missing_file_is_one_line_whose_advice_runs(tmp_path: Path, shared_data: Path) -> None:
+    """`eval nofile`: the file does not exist (not "pass --format"); without FILE, eval runs on the store."""
+    store = ["--store", str(tmp_path / "s.db")]
+    runner = CliRunner(env={"COLUMNS": "200"})
+    kqa = str(shared_data / "k-qa" / "questions_w_answers.jsonl")
+    assert (
+        runner.invoke(app, [*store, "import-kqa", kqa, "--published", "2024-01-01", "--limit", "2"]).exit_code
+        == 0
+    )
+    assert runner.invoke(app, [*store, "rubrics", "--writer", "offline/rules"]).exit_code == 0
+    argv = [*store, "eval", "-m", "offline/reference", "--judge", "offline/lexical"]
+    missing = runner.invoke(app, [*argv[:3], str(tmp_path / "nofile"), *argv[3:]])
+    assert isinstance(missing.exception, UserError)
+    assert missing.exception.exit_code == 2
+    message = str(missing.exception)
+    assert message.endswith(
+        "does not exist: name a HealthBench, K-QA or livemed JSONL file, or none to "
+        "evaluate the store's cases"
+    )
+    assert "--format" not in message
+    advised = runner.invoke(app, argv)  # the advice: no FILE, the store's cases
+    assert advised.exit_code == 0, advised.output
+    assert "offline/reference" in advised.output

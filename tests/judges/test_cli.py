@@ -304,3 +304,37 @@ def test_train_help_names_the_train_extra() -> None:
     assert "pip install 'livemed[train]'" in result.output
     regimes = CliRunner().invoke(app, ["judges", "regimes", "--help"], env={"COLUMNS": "250"})
     assert "hf/ checkpoint needs 'livemed[train]'" in regimes.output
+
+
+def test_the_unvalidated_hint_runs_as_printed(tmp_path: Path, shared_data: Path) -> None:
+    """`scores` says how to certify an unvalidated grader; that command, as printed, writes its card."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    store = answered_store(tmp_path, shared_data)
+    run(store, "grade", "--judge", "offline/lexical")
+    text = run(store, "scores", "--judge", "offline/lexical")
+    (hint,) = re.findall(r"run `(livemed [^`]+)`", text)
+    env = {k: v for k, v in os.environ.items() if k != "LIVEMED_SHARED_DATA"} | {"LIVEMED_STORE": str(store)}
+    program = [sys.executable, "-c", "from livemed.cli import main; main()"]
+    done = subprocess.run(
+        [*program, *shlex.split(hint)[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "grader offline/lexical validity card" in " ".join(done.stdout.split())
+    assert "offline/lexical validity card" in run(store, "scores", "--judge", "offline/lexical")
+
+
+def test_certify_without_data_writes_the_rubric_part_and_says_the_pairs_are_missing(
+    tmp_path: Path, shared_data: Path, fake_provider: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LIVEMED_SHARED_DATA", raising=False)
+    store = answered_store(tmp_path, shared_data)
+    text = run(store, "judges", "certify", "--grader", "fake/grader", "--samples", "1", "--cases", "2")
+    assert "not in the battery: pairs: no --data DIR" in text
+    with Store(store) as s:
+        (card,) = list(s.iter(ValidityCard))
+    assert card.metrics["rubric"] is not None
+    assert card.metrics["pairs"] is None

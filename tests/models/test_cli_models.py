@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 from io import StringIO
@@ -202,3 +203,20 @@ def test_a_max_cost_stop_keeps_paid_answers_and_prints_the_usage(
         stored = sum(1 for _ in store.iter(Answer))
     assert 0 < stored < 12
     assert stored == len(server.chat_requests)  # every call that was paid for kept its answer
+
+
+REPO = Path(__file__).resolve().parents[2]
+OFFLINE_ID = re.compile(r"\boffline/[a-z][a-z0-9-]*[a-z0-9]")
+
+
+def test_list_names_every_offline_id_the_docs_name(tmp_path: Path) -> None:
+    """Each `offline/…` id in README.md and docs/ is one `models list` shows."""
+    texts = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    named = {m for path in texts for m in OFFLINE_ID.findall(path.read_text(encoding="utf-8"))}
+    assert {"offline/lexical", "offline/always-a", "offline/lexical-overlap", "offline/heuristic"} <= named
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, ["--store", str(tmp_path / "s.db"), "models", "list"]
+    )
+    assert result.exit_code == 0, result.output
+    listed = set(OFFLINE_ID.findall(result.output))
+    assert named - listed == set()

@@ -20,15 +20,26 @@ from livemed.errors import CallsFailedError, UserError
 def agreement(
     ctx: typer.Context,
     labels: Path = typer.Option(
-        ..., "--labels", help="JSONL/CSV (response, criterion, label) or K-QA NLI CSV."
+        ...,
+        "--labels",
+        metavar="FILE",
+        help="JSONL/CSV (response, criterion, label) or K-QA NLI CSV, e.g. labels.csv.",
     ),
-    grader: str = typer.Option(..., "--grader", help="Grader model, or offline/lexical."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Use at most this many labelled items."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the metrics as JSON."),
+    grader: str = typer.Option(
+        ..., "--grader", metavar="MODEL", help="Grader model, e.g. openai/gpt-4o, or offline/lexical."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, metavar="N", help="Use at most this many labelled items, e.g. 200."
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write the metrics as JSON, e.g. agreement.json."
+    ),
     grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only use cached responses."),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit in US dollars."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", metavar="USD", help="Spending limit in US dollars, e.g. 5."
+    ),
 ) -> None:
     """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
     from livemed.cli.common import make_engine, print_usage, usage_on_failure

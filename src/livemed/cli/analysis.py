@@ -38,21 +38,43 @@ if TYPE_CHECKING:
     from livemed.analysis.completeness import Grading
     from livemed.analysis.contamination import AnalysisSettings
 
-JUDGE = typer.Option(None, "--judge", help="Judge whose scores to analyse (needed when there are several).")
-CONVENTION = typer.Option("livemed", "--convention", help="Scoring convention: livemed or healthbench.")
+JUDGE = typer.Option(
+    None,
+    "--judge",
+    metavar="MODEL",
+    help="Judge whose scores to analyse, e.g. offline/lexical (needed when there are several).",
+)
+CONVENTION = typer.Option(
+    "livemed", "--convention", metavar="livemed|healthbench", help="Scoring convention."
+)
 POLICY = typer.Option(
     "strict",
     "--policy",
-    help="Analyse scores made with this failure policy: strict (default), not-met or exclude (see scores).",
+    metavar="strict|not-met|exclude",
+    help="Analyse scores made with this failure policy (see `livemed scores --help`).",
 )
-OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: \\[analysis] out_dir).")
-SEED = typer.Option(None, "--seed", help="Random seed of the bootstrap and permutation tests.")
-RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resamples (default 2000).")
+OUT = typer.Option(
+    None,
+    "--out",
+    metavar="DIR",
+    help="Folder for the CSV/JSON tables, e.g. results (default: \\[analysis] out_dir).",
+)
+SEED = typer.Option(
+    None,
+    "--seed",
+    metavar="N",
+    help="Random seed of the bootstrap and permutation tests, e.g. 7 (default: \\[analysis] seed).",
+)
+RESAMPLES = typer.Option(
+    None, "--resamples", min=1000, metavar="N", help="Bootstrap resamples, e.g. 5000 (default 2000)."
+)
 CUTOFFS = typer.Option(
     None, "--cutoffs", help="Your cutoff registry (TOML, or CSV model,cutoff), on top of the bundled one."
 )
 ALLOW_INCOMPLETE = typer.Option(
-    False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked as such)."
+    False,
+    "--allow-incomplete/--no-allow-incomplete",
+    help="Also rank models whose answers are not all graded (marked as such).",
 )
 
 
@@ -127,7 +149,11 @@ def leaderboard_command(
     convention: str = CONVENTION,
     policy: str = POLICY,
     compare: list[str] = typer.Option(
-        None, "--compare", help="Two models to compare on shared cases: --compare A --compare B."
+        None,
+        "--compare",
+        metavar="MODEL",
+        help="Two models to compare on shared cases, e.g. --compare offline/reference "
+        "--compare offline/empty.",
     ),
     out: Path | None = OUT,
     seed: int | None = SEED,
@@ -136,7 +162,9 @@ def leaderboard_command(
     min_date: str | None = MIN_DATE,
     max_date: str | None = MAX_DATE,
     after_cutoff: bool = AFTER_CUTOFF,
-    release: str | None = typer.Option(None, "--release", help="Only the cases of this release."),
+    release: str | None = typer.Option(
+        None, "--release", metavar="NAME", help="Only the cases of this release, e.g. 2025-q3."
+    ),
     by_cutoff: bool = typer.Option(
         False, "--by-cutoff", help="Also show all cases and post-cutoff only side by side (cutoff registry)."
     ),
@@ -252,14 +280,18 @@ def report_command(
     out: Path | None = typer.Option(
         None,
         "--out",
-        help="HTML file to write, or an existing folder for DIR/report.html (default: \\[analysis] report).",
+        metavar="FILE",
+        help="HTML file to write, e.g. report.html, or an existing folder for DIR/report.html "
+        "(default: \\[analysis] report).",
     ),
     judge: str | None = JUDGE,
     convention: str = CONVENTION,
     policy: str = POLICY,
     cutoffs: Path | None = CUTOFFS,
-    max_cases: int = typer.Option(100, "--max-cases", min=0, help="Cases in the case browser (most recent)."),
-    title: str = typer.Option("livemed report", "--title", help="Title of the report."),
+    max_cases: int = typer.Option(
+        100, "--max-cases", min=0, metavar="N", help="Cases in the case browser (most recent)."
+    ),
+    title: str = typer.Option("livemed report", "--title", metavar="TEXT", help="Title of the report."),
     seed: int | None = SEED,
     resamples: int | None = RESAMPLES,
     allow_incomplete: bool = ALLOW_INCOMPLETE,
@@ -330,13 +362,25 @@ def _write_report_tables(data: object, folder: Path) -> None:
 def taxonomy_command(
     ctx: typer.Context,
     model: list[str] | None = typer.Option(
-        None, "--model", "-m", help="Model(s) whose failures to classify (default: every scored model)."
+        None,
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="A model whose failures to classify, e.g. offline/empty; repeat for several "
+        "(default: every scored model).",
     ),
     k: int = typer.Option(
-        20, "--k", min=1, help="How many lowest-scoring cases per model (cases scored 1.0 are left out)."
+        20,
+        "--k",
+        min=1,
+        metavar="N",
+        help="How many lowest-scoring cases per model (cases scored 1.0 are left out).",
     ),
     classifier: str = typer.Option(
-        "offline/heuristic", "--classifier", help="Classifier model id, or offline/heuristic (no LLM)."
+        "offline/heuristic",
+        "--classifier",
+        metavar="MODEL",
+        help="Classifier model id, e.g. openai/gpt-4o, or offline/heuristic (no LLM).",
     ),
     judge: str | None = JUDGE,
     convention: str = CONVENTION,
@@ -346,7 +390,9 @@ def taxonomy_command(
     cache_read_only: bool = typer.Option(
         False, "--cache-read-only", help="Only use cached responses; never call a model."
     ),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop calling models past this many $."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", metavar="USD", help="Stop calling models past this many US dollars, e.g. 2."
+    ),
 ) -> None:
     """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers."""
     from livemed.cli.taxonomy_run import run_taxonomy

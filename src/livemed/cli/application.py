@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 
 from livemed import __version__
 from livemed.cli.context import AppState, console, err_console, widen_piped_output
+from livemed.cli.help_types import plain_types
 from livemed.errors import LivemedError
 
 # Every command and group of `livemed` -> the modules (of livemed.cli) that define it. Their order is
@@ -83,11 +84,16 @@ class LazyGroup(TyperGroup):
 
     _built_with: frozenset[str] | None = None  # the command modules imported when `commands` was built
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        plain_types(self)  # `--help`: no `<bool>` after a flag (cli/help_types.py)
+
     def _refresh(self, name: str | None) -> None:
         load(name)
         if self._built_with != frozenset(_loaded):
             self._built_with = frozenset(_loaded)
             self.commands = typer.main.get_group(app).commands
+            plain_types(self)  # `--help`: no `<bool>` after a flag (cli/help_types.py)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name in COMMANDS:
@@ -122,9 +128,19 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     store: str | None = typer.Option(
-        None, "--store", help="Store path or URL (default: $LIVEMED_STORE, livemed.toml, ./livemed.db)."
+        None,
+        "--store",
+        metavar="PATH|URL",
+        help="Store path or URL, e.g. results.db or postgresql+psycopg://user@host/livemed "
+        "(default: $LIVEMED_STORE, livemed.toml, ./livemed.db).",
     ),
-    config: str | None = typer.Option(None, "--config", "-c", help="Project file (default: ./livemed.toml)."),
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="Project file, e.g. weekly.toml (default: ./livemed.toml).",
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, metavar="", help="Print the version and exit."
     ),

@@ -41,15 +41,22 @@ if TYPE_CHECKING:
 SCORES = typer.Option(
     None,
     "--scores",
-    help="Per-item results (CSV or JSONL: item_id, published, model, score) instead of the store's scores.",
+    metavar="FILE",
+    help="Per-item results (CSV or JSONL: item_id, published, model, score), e.g. results.csv, "
+    "instead of the store's scores.",
 )
 COLUMN = typer.Option(
     None,
     "--column",
+    metavar="NAME=COLUMN",
     help="With --scores: NAME=COLUMN for a column of another name (e.g. score=acc); repeatable.",
 )
 REPORT = typer.Option(
-    None, "--report", help="With --scores: the HTML report to write (default: OUT/contamination.html)."
+    None,
+    "--report",
+    metavar="FILE",
+    help="With --scores: the HTML report to write, e.g. contamination.html "
+    "(default: OUT/contamination.html).",
 )
 
 
@@ -60,7 +67,9 @@ def contamination_command(
     convention: str = CONVENTION,
     policy: str = POLICY,
     cutoffs: Path | None = CUTOFFS,
-    min_post: int | None = typer.Option(None, "--min-post", min=1, help="Post-cutoff cases needed (50)."),
+    min_post: int | None = typer.Option(
+        None, "--min-post", min=1, metavar="N", help="Post-cutoff cases needed, e.g. 30 (default 50)."
+    ),
     out: Path | None = OUT,
     seed: int | None = SEED,
     resamples: int | None = RESAMPLES,

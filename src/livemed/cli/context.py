@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 DOMAIN = typer.Option(
     None,
     "--domain",
-    help='Domain pack: "medical", "legal" or a pack folder (default: `domain` in livemed.toml, '
-    "else medical).",
+    metavar="PACK",
+    help="Domain pack: medical, legal or a pack folder, e.g. ./packs/dental (default: `domain` in "
+    "livemed.toml, else medical).",
 )
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -26,20 +26,33 @@ BASELINE = "offline/curate-baseline"
 def curate(
     ctx: typer.Context,
     model: str = typer.Option(
-        BASELINE, "--model", "-m", help="Curation model, provider/name (default: the rule-based baseline)."
+        BASELINE,
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="Curation model, provider/name, e.g. vllm/Qwen/Qwen2.5-72B-Instruct (default: the rule-based "
+        "baseline).",
     ),
-    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Curate at most N new documents."),
+    limit: int | None = typer.Option(
+        None, "--limit", "-n", min=1, metavar="N", help="Curate at most N new documents, e.g. 50."
+    ),
     evidence: str | None = typer.Option(
         None,
         "--evidence",
-        help="Evidence corpus: JSONL (id, title, text, url, licence), MedQuAD, or `medquad` (fetched).",
+        metavar="FILE|NAME",
+        help="Evidence corpus: JSONL (id, title, text, url, licence), MedQuAD, or a name: `medquad` "
+        "(fetched), `demo` (bundled); e.g. passages.jsonl.",
     ),
-    retriever: str | None = typer.Option(None, "--retriever", help="bm25 | europepmc | dense | none."),
-    index_dir: Path | None = typer.Option(None, "--index-dir", help="Where BM25 indexes are kept."),
+    retriever: str | None = typer.Option(
+        None, "--retriever", metavar="bm25|europepmc|dense|none", help="Evidence retriever (default: config)."
+    ),
+    index_dir: Path | None = typer.Option(
+        None, "--index-dir", metavar="DIR", help="Where BM25 indexes are kept, e.g. .livemed-index."
+    ),
     llm_audit: bool | None = typer.Option(
         None, "--llm-audit/--no-llm-audit", help="Let the model audit paraphrases (default: config)."
     ),
-    batch_size: int = typer.Option(16, "--batch-size", min=1, help="Documents per transaction."),
+    batch_size: int = typer.Option(16, "--batch-size", min=1, metavar="N", help="Documents per transaction."),
     redo: bool = typer.Option(
         False,
         "--redo",
@@ -48,8 +61,10 @@ def curate(
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only replay cached responses."),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
-    executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", metavar="USD", help="Stop before spending more US dollars, e.g. 5."
+    ),
+    executor: str | None = typer.Option(None, "--executor", metavar="inprocess|ray", help=EXECUTOR_HELP),
     domain: str | None = DOMAIN,
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""

@@ -7,6 +7,7 @@ when a user runs it, and the folder can be explored afterwards with the same com
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import sys
@@ -19,6 +20,7 @@ from rich.rule import Rule
 
 from livemed.cli.application import app
 from livemed.cli.context import console
+from livemed.config import NAMED_CORPORA
 from livemed.demo.summary import print_simulations
 from livemed.errors import LivemedError, RunError, UserError
 
@@ -27,8 +29,10 @@ SIMULATIONS = ("offline/memorised", "offline/drift-control")
 JUDGE = "offline/lexical"
 
 
-def demo_config(evidence: Path) -> str:
-    """The demo project's livemed.toml."""
+def demo_config(evidence: str) -> str:
+    """The demo project's livemed.toml: no absolute path into this installation (the bundled evidence is
+    `demo` by name, the store and tables are relative to the file), so the folder survives a reinstall
+    and a move."""
     from livemed.demo import CONTROL_CUTOFF, SIMULATED_CUTOFF
 
     return f"""\
@@ -39,7 +43,7 @@ store = "livemed.db"
 cutoff = 2024-01-01
 
 [curate]
-evidence = "{evidence}"
+evidence = {json.dumps(evidence)}
 
 [analysis]
 # SIMULATED training cutoffs ({SIMULATED_CUTOFF.isoformat()}; drift control {CONTROL_CUTOFF.isoformat()}):
@@ -69,13 +73,13 @@ def demo_cutoffs() -> str:
     return "# livemed demo: SIMULATED cutoffs (not real training cutoffs)\n\n" + "\n".join(entries)
 
 
-def steps(evidence: Path) -> list[tuple[str, list[str]]]:
+def steps(evidence: str) -> list[tuple[str, list[str]]]:
     """(what it does, the livemed command) for each demo step."""
     answers = [
         ("Answer: the gold advice, an upper bound", ["answer", "--model", "offline/reference"]),
         (
             "Answer: top BM25 evidence passages",
-            ["answer", "--model", "offline/retrieval", "--evidence", str(evidence)],
+            ["answer", "--model", "offline/retrieval", "--evidence", evidence],
         ),
         (
             "Answer: the gold advice plus one contraindicated action (breaks a negative criterion)",
@@ -84,11 +88,11 @@ def steps(evidence: Path) -> list[tuple[str, list[str]]]:
         ("Answer: nothing at all, a lower bound", ["answer", "--model", "offline/empty"]),
         (
             "SIMULATION: a model that memorised the cases published before its declared cutoff",
-            ["answer", "--model", "offline/memorised", "--evidence", str(evidence)],
+            ["answer", "--model", "offline/memorised", "--evidence", evidence],
         ),
         (
             "SIMULATION: a drift control (retrieval, cutoff declared after every case)",
-            ["answer", "--model", "offline/drift-control", "--evidence", str(evidence)],
+            ["answer", "--model", "offline/drift-control", "--evidence", evidence],
         ),
     ]
     taxonomy = ["taxonomy", "--classifier", "offline/heuristic", "--k", "5"]
@@ -134,22 +138,20 @@ NEXT_STEPS = """\
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("livemed-demo"), "--out", help="Project folder for the demo run."),
+    out: Path = typer.Option(
+        Path("livemed-demo"), "--out", metavar="DIR", help="Project folder for the demo run."
+    ),
     evidence: str | None = typer.Option(
         None,
         "--evidence",
-        help="Evidence corpus (JSONL or MedQuAD, or `medquad` once fetched) instead of the bundled demo set.",
+        metavar="FILE|NAME",
+        help="Evidence corpus (JSONL or MedQuAD, or `medquad` once fetched), e.g. passages.jsonl, instead of "
+        "the bundled demo set.",
     ),
     fresh: bool = typer.Option(False, "--fresh", help="Delete the folder first and start over."),
 ) -> None:
     """Run the whole pipeline offline on bundled demo data and write an HTML report."""
-    from livemed.curate.evidence.factory import resolve_evidence
-    from livemed.demo import demo_evidence_path
-
-    chosen = resolve_evidence(evidence) if evidence is not None else None
-    if chosen is not None and not chosen.exists():
-        raise UserError(f"evidence corpus {evidence} does not exist")
-    corpus = (chosen or demo_evidence_path()).resolve()
+    corpus = _corpus(evidence)
     folder = out.resolve()
     _check_demo_folder(folder)
     if fresh and folder.exists():
@@ -185,6 +187,20 @@ def demo(
 
 
 MARKER = ".livemed-demo"
+
+
+def _corpus(evidence: str | None) -> str:
+    """What the demo's steps and livemed.toml name as evidence: `demo` (the bundled passages, by name),
+    `medquad`, or the absolute path of the user's own corpus file."""
+    from livemed.curate.evidence.factory import resolve_evidence
+
+    if evidence is None or evidence in NAMED_CORPORA:
+        resolve_evidence(evidence or "demo")  # `medquad` not fetched yet: its one-line error now
+        return evidence or "demo"
+    chosen = resolve_evidence(evidence)
+    if not chosen.exists():
+        raise UserError(f"evidence corpus {evidence} does not exist")
+    return str(chosen.resolve())
 
 
 def _check_demo_folder(folder: Path) -> None:

@@ -50,30 +50,63 @@ FORMATS = ("healthbench", "kqa", "livemed")
 def eval_command(
     ctx: typer.Context,
     file: Path | None = typer.Argument(
-        None, help="HealthBench, K-QA or livemed JSONL to import first; default: the store's cases."
+        None,
+        metavar="FILE",
+        help="HealthBench, K-QA or livemed JSONL to import first, e.g. healthbench.jsonl; "
+        "default: the store's cases.",
     ),
-    models: list[str] = typer.Option(..., "--model", "-m", help="Candidate model (repeat for several)."),
-    judge: str = typer.Option(..., "--judge", help="Grader model, or offline/lexical."),
-    mode: str = typer.Option("per-criterion", "--mode", help="per-criterion (one call each) or batched."),
-    samples: int = typer.Option(1, "--samples", min=1, help="Answers per case and model."),
-    temperature: float = typer.Option(0.0, "--temperature", min=0, max=2, help="Candidates' temperature."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Candidates' token limit."),
-    fmt: str | None = typer.Option(None, "--format", help="healthbench, kqa or livemed (default: detected)."),
-    published: str | None = typer.Option(None, "--published", help="Date for imported cases (YYYY-MM-DD)."),
-    status: str | None = typer.Option(None, "--status", help="Only cases with this status."),
+    models: list[str] = typer.Option(
+        ...,
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="Candidate model, e.g. openai/gpt-4o-mini; repeat for several.",
+    ),
+    judge: str = typer.Option(
+        ..., "--judge", metavar="MODEL", help="Grader model, e.g. openai/gpt-4o, or offline/lexical."
+    ),
+    mode: str = typer.Option(
+        "per-criterion", "--mode", metavar="per-criterion|batched", help="One call per criterion, or batched."
+    ),
+    samples: int = typer.Option(1, "--samples", min=1, metavar="N", help="Answers per case and model."),
+    temperature: float = typer.Option(
+        0.0, "--temperature", min=0, max=2, metavar="T", help="Candidates' temperature."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=1, metavar="N", help="Candidates' token limit, e.g. 2048."
+    ),
+    fmt: str | None = typer.Option(
+        None, "--format", metavar="healthbench|kqa|livemed", help="FILE's format (default: detected)."
+    ),
+    published: str | None = typer.Option(
+        None, "--published", metavar="YYYY-MM-DD", help="Date for imported cases, e.g. 2025-06-30."
+    ),
+    status: str | None = typer.Option(
+        None, "--status", metavar="draft|validated|accepted", help="Only cases with this status."
+    ),
     limit: int | None = LIMIT,
-    convention: str = typer.Option("livemed", "--convention", help="livemed or healthbench."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (1,000 resamples)."),
+    convention: str = typer.Option(
+        "livemed", "--convention", metavar="livemed|healthbench", help="Scoring convention."
+    ),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Bootstrap seed (1,000 resamples)."),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", min=1, help="Calls in flight per model (overrides max_concurrency)."
+        None,
+        "--concurrency",
+        min=1,
+        metavar="N",
+        help="Calls in flight per model, e.g. 32 (overrides max_concurrency).",
     ),
     json_out: Path | None = typer.Option(
         None,
         "--json",
-        help="HealthBench results JSON, simple-evals' layout (needs --convention healthbench).",
+        metavar="FILE",
+        help="HealthBench results JSON, simple-evals' layout, e.g. results.json (needs --convention "
+        "healthbench).",
     ),
     allow_incomplete: bool = typer.Option(
-        False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked)."
+        False,
+        "--allow-incomplete/--no-allow-incomplete",
+        help="Also rank models whose answers are not all graded (marked).",
     ),
     grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = NO_CACHE,
@@ -92,6 +125,7 @@ def eval_command(
         return
 
     _check(mode, convention, json_out, fmt)
+    _check_file(file)
     models = list(dict.fromkeys(models))
     app_state = state(ctx)
     if concurrency is not None:
@@ -125,6 +159,16 @@ def _check(mode: str, convention: str, json_out: Path | None, fmt: str | None) -
         raise ConfigError("--json writes simple-evals' HealthBench results: add --convention healthbench")
     if fmt is not None and fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+
+
+def _check_file(file: Path | None) -> None:
+    """FILE names a file that exists; the advice for one that does not is to name one, or none."""
+    if file is not None and not file.is_file():
+        what = "is a folder" if file.is_dir() else "does not exist"
+        raise UserError(
+            f"{file} {what}: name a HealthBench, K-QA or livemed JSONL file, or none to evaluate the "
+            "store's cases"
+        )
 
 
 @dataclass

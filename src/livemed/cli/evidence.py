@@ -18,13 +18,23 @@ CORPORA = ("medquad",)
 
 @evidence_app.command("fetch")
 def fetch(
-    name: str = typer.Argument(..., help="Corpus to fetch: medquad."),
-    url: str | None = typer.Option(None, "--url", help="Archive to download (default: the pinned commit)."),
+    name: str = typer.Argument(..., metavar="medquad", help="Corpus to fetch."),
+    url: str | None = typer.Option(
+        None,
+        "--url",
+        metavar="URL",
+        help="Archive to download, e.g. a mirror's https://host/MedQuAD.zip (default: the pinned commit).",
+    ),
     cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Cache folder (default: $LIVEMED_CACHE_DIR or ~/.cache/livemed)."
+        None,
+        "--cache-dir",
+        metavar="DIR",
+        help="Cache folder, e.g. /data/cache (default: $LIVEMED_CACHE_DIR or ~/.cache/livemed).",
     ),
     force: bool = typer.Option(False, "--force", help="Download and convert again even if present."),
-    retries: int = typer.Option(3, "--retries", min=0, help="Retries on 429/5xx and connection errors."),
+    retries: int = typer.Option(
+        3, "--retries", min=0, metavar="N", help="Retries on 429/5xx and connection errors."
+    ),
 ) -> None:
     """Download MedQuAD at a pinned commit and convert it to JSONL for `--evidence medquad`."""
     from livemed.curate.evidence.medquad import (

@@ -29,9 +29,11 @@ app.add_typer(judges_app, name="judges")
 
 NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the response cache.")
 CACHE_RO = typer.Option(False, "--cache-read-only", help="Only use cached responses; never call a model.")
-MAX_COST = typer.Option(None, "--max-cost", help="Stop before spending more than this many US dollars.")
-LIMIT = typer.Option(None, "--limit", min=1, help="Process at most this many cases.")
-EXECUTOR = typer.Option(None, "--executor", help=EXECUTOR_HELP)
+MAX_COST = typer.Option(
+    None, "--max-cost", metavar="USD", help="Stop before spending more than this many US dollars, e.g. 5."
+)
+LIMIT = typer.Option(None, "--limit", min=1, metavar="N", help="Process at most this many cases, e.g. 50.")
+EXECUTOR = typer.Option(None, "--executor", metavar="inprocess|ray", help=EXECUTOR_HELP)
 
 
 def resolve(app_state: AppState, engine: Engine, model_id: str, stage: str, need: type, **kwargs: Any) -> Any:
@@ -49,8 +51,9 @@ def resolve(app_state: AppState, engine: Engine, model_id: str, stage: str, need
 GRADER_TEMPLATE = typer.Option(
     None,
     "--grader-template",
-    help="Grade with your own prompt file ({conversation} {response} {criterion} {points}, or "
-    "HealthBench's <<conversation>> <<rubric_item>>); the judge becomes <judge>@tpl-<hash>.",
+    metavar="FILE",
+    help="Grade with your own prompt file, e.g. grader.txt ({conversation} {response} {criterion} {points}, "
+    "or HealthBench's <<conversation>> <<rubric_item>>); the judge becomes <judge>@tpl-<hash>.",
 )
 
 
@@ -112,8 +115,12 @@ def print_result(what: str, result: StageResult) -> None:
 @app.command()
 def rubrics(
     ctx: typer.Context,
-    writer: str = typer.Option(..., "--writer", help="Rubric writer model, or offline/rules (baseline)."),
-    status: str | None = typer.Option(None, "--status", help="Only cases with this status (e.g. accepted)."),
+    writer: str = typer.Option(
+        ..., "--writer", metavar="MODEL", help="Rubric writer model, e.g. openai/gpt-4o, or offline/rules."
+    ),
+    status: str | None = typer.Option(
+        None, "--status", metavar="draft|validated|accepted", help="Only cases with this status."
+    ),
     limit: int | None = LIMIT,
     retry_rejected: bool = typer.Option(
         False, "--retry-rejected", help="Try cases whose rubric was rejected again."
@@ -265,16 +272,30 @@ def answer(
         ...,
         "--model",
         "-m",
-        help="Candidate model, or offline/reference|retrieval|unsafe|empty (baselines)"
+        metavar="MODEL",
+        help="Candidate model, e.g. openai/gpt-4o-mini, or offline/reference|retrieval|unsafe|empty "
+        "(baselines)"
         " or offline/memorised|drift-control (simulations).",
     ),
-    samples: int = typer.Option(1, "--samples", min=1, help="Answers per case (distinct cache entries)."),
-    temperature: float = typer.Option(0.0, "--temperature", min=0, max=2, help="Sampling temperature."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Completion token limit."),
-    evidence: str | None = typer.Option(
-        None, "--evidence", help="Corpus for offline/retrieval (JSONL[.gz], or `medquad` once fetched)."
+    samples: int = typer.Option(
+        1, "--samples", min=1, metavar="N", help="Answers per case (distinct cache entries)."
     ),
-    status: str | None = typer.Option(None, "--status", help="Only cases with this status."),
+    temperature: float = typer.Option(
+        0.0, "--temperature", min=0, max=2, metavar="T", help="Sampling temperature."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=1, metavar="N", help="Completion token limit, e.g. 2048."
+    ),
+    evidence: str | None = typer.Option(
+        None,
+        "--evidence",
+        metavar="FILE|NAME",
+        help="Corpus for offline/retrieval: JSONL[.gz], e.g. passages.jsonl, or `medquad` (once fetched) "
+        "or `demo` (bundled).",
+    ),
+    status: str | None = typer.Option(
+        None, "--status", metavar="draft|validated|accepted", help="Only cases with this status."
+    ),
     limit: int | None = LIMIT,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
@@ -332,9 +353,22 @@ def answer(
 @app.command()
 def grade(
     ctx: typer.Context,
-    judge: str = typer.Option(..., "--judge", help="Grader model, or offline/lexical (baseline)."),
-    mode: str = typer.Option("per-criterion", "--mode", help="per-criterion (one call each) or batched."),
-    model: str | None = typer.Option(None, "--model", "-m", help="Only grade this candidate's answers."),
+    judge: str = typer.Option(
+        ...,
+        "--judge",
+        metavar="MODEL",
+        help="Grader model, e.g. openai/gpt-4o, or offline/lexical (baseline).",
+    ),
+    mode: str = typer.Option(
+        "per-criterion", "--mode", metavar="per-criterion|batched", help="One call per criterion, or batched."
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="Only grade this candidate's answers, e.g. offline/empty.",
+    ),
     retry_failures: bool = typer.Option(
         False,
         "--retry-failures",

@@ -57,12 +57,24 @@ def sources_command(ctx: typer.Context) -> None:
 @app.command("harvest")
 def harvest_command(
     ctx: typer.Context,
-    source: list[str] = typer.Option(..., "--source", "-s", help="Source name(s); see `livemed sources`."),
-    since: str | None = typer.Option(
-        None, help="Keep documents published after this date (default: cutoff, or the watermark)."
+    source: list[str] = typer.Option(
+        ...,
+        "--source",
+        "-s",
+        metavar="europepmc|pubmed|stackexchange|files|demo",
+        help="A source (`livemed sources` lists them); repeat for several, e.g. -s europepmc -s pubmed.",
     ),
-    until: str | None = typer.Option(None, help="Last publication date to harvest (default: now)."),
-    limit: int | None = typer.Option(None, min=1, help="At most this many new documents per source."),
+    since: str | None = typer.Option(
+        None,
+        metavar="YYYY-MM-DD",
+        help="Keep documents published after this date, e.g. 2025-06-30 (default: cutoff, or the watermark).",
+    ),
+    until: str | None = typer.Option(
+        None, metavar="YYYY-MM-DD", help="Last publication date to harvest, e.g. 2025-12-31 (default: now)."
+    ),
+    limit: int | None = typer.Option(
+        None, min=1, metavar="N", help="At most this many new documents per source, e.g. 200."
+    ),
     no_prefilter: bool = typer.Option(False, "--no-prefilter", help="Keep documents without pre-filters."),
     domain: str | None = DOMAIN,
 ) -> None:

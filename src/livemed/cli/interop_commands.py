@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 PUBLISHED = typer.Option(
     None,
     "--published",
-    help="Date for the imported cases (YYYY-MM-DD); default: the file's modification time.",
+    metavar="YYYY-MM-DD",
+    help="Date for the imported cases, e.g. 2025-06-30 (default: the file's modification time).",
 )
 
 
@@ -53,13 +54,18 @@ def _kept_note(kept: int) -> None:
 
 
 MAX_RECORD_BYTES = typer.Option(
-    None, "--max-record-bytes", min=1_000, help="Refuse a longer line (default: \\[import] max_record_bytes)."
+    None,
+    "--max-record-bytes",
+    min=1_000,
+    metavar="BYTES",
+    help="Refuse a longer line, e.g. 20000000 (default: \\[import] max_record_bytes).",
 )
 MAX_CRITERIA = typer.Option(
     None,
     "--max-criteria",
     min=1,
-    help="Refuse more rubric items or statements (default: \\[import] max_criteria).",
+    metavar="N",
+    help="Refuse more rubric items or statements, e.g. 1000 (default: \\[import] max_criteria).",
 )
 
 
@@ -103,7 +109,11 @@ class _Findings:
 @app.command("import-healthbench")
 def import_healthbench(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="HealthBench JSONL (openai/simple-evals format)."),
+    file: Path = typer.Argument(
+        ...,
+        metavar="FILE",
+        help="HealthBench JSONL (openai/simple-evals format), e.g. 2025-05-07-06-14-12_oss_eval.jsonl.",
+    ),
     published: str | None = PUBLISHED,
     replace: bool = REPLACE,
     max_record_bytes: int | None = MAX_RECORD_BYTES,
@@ -112,7 +122,8 @@ def import_healthbench(
         None,
         "--workers",
         min=0,
-        help="Processes that parse the file while this one writes (0: parse here; "
+        metavar="N",
+        help="Processes that parse the file while this one writes, e.g. 2 (0: parse here; "
         "default: one per core, at most 4; none for a file under 1 MiB).",
     ),
 ) -> None:
@@ -210,8 +221,12 @@ def load_healthbench(
 @app.command("export-healthbench")
 def export_healthbench(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="Where to write the HealthBench JSONL."),
-    source: str | None = typer.Option(None, "--source", help="Only cases from this source."),
+    file: Path = typer.Argument(
+        ..., metavar="FILE", help="Where to write the HealthBench JSONL, e.g. cases.jsonl."
+    ),
+    source: str | None = typer.Option(
+        None, "--source", metavar="SOURCE", help="Only cases from this source, e.g. europepmc."
+    ),
 ) -> None:
     """Export every case that has a rubric in HealthBench's JSONL format."""
     from livemed.grading.answer import conversation
@@ -235,9 +250,11 @@ def export_healthbench(
 @app.command("import-kqa")
 def import_kqa(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="K-QA questions_w_answers.jsonl."),
+    file: Path = typer.Argument(..., metavar="FILE", help="K-QA's questions_w_answers.jsonl."),
     published: str | None = PUBLISHED,
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Import at most this many cases."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, metavar="N", help="Import at most this many cases, e.g. 100."
+    ),
     replace: bool = REPLACE,
     max_record_bytes: int | None = MAX_RECORD_BYTES,
     max_criteria: int | None = MAX_CRITERIA,

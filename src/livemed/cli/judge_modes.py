@@ -17,10 +17,21 @@ from livemed.errors import CallsFailedError, UserError
 @judges_app.command("modes")
 def modes(
     ctx: typer.Context,
-    judge: str = typer.Option(..., "--judge", help="Grader model to measure (or offline/lexical)."),
-    model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate's answers."),
-    limit: int = typer.Option(50, "--limit", min=1, help="Grade at most this many answers both ways."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the comparison as JSON."),
+    judge: str = typer.Option(
+        ...,
+        "--judge",
+        metavar="MODEL",
+        help="Grader model to measure, e.g. openai/gpt-4o (or offline/lexical).",
+    ),
+    model: str | None = typer.Option(
+        None, "--model", "-m", metavar="MODEL", help="Only this candidate's answers, e.g. offline/empty."
+    ),
+    limit: int = typer.Option(
+        50, "--limit", min=1, metavar="N", help="Grade at most this many answers both ways."
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write the comparison as JSON, e.g. modes.json."
+    ),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,

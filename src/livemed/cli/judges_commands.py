@@ -27,12 +27,15 @@ if TYPE_CHECKING:
     from livemed.records import Pair
     from livemed.store import Store
 
-DATASET_HELP = "pubmedqa, medcalc, medqa, medbullets or pico."
-MODE = typer.Option("pairwise", "--mode", help="pairwise (both slot orders) or pointwise (0–10 scores).")
+DATASETS = "pubmedqa|medcalc|medqa|medbullets|pico"
+MODE = typer.Option(
+    "pairwise", "--mode", metavar="pairwise|pointwise", help="Both slot orders, or 0–10 scores."
+)
 POLICY = typer.Option(
     "separate",
     "--invalid",
-    help="Invalid samples: separate (default, the paper's), half (RewardBench), wrong (J1).",
+    metavar="separate|half|wrong",
+    help="Invalid samples: separate (the paper's), half (RewardBench), wrong (J1).",
 )
 
 
@@ -61,17 +64,28 @@ def _good(items: Iterable[Item | InputFileError], skipped: list[InputFileError])
 @judges_app.command("build")
 def build(
     ctx: typer.Context,
-    dataset: str = typer.Option(..., "--dataset", help=DATASET_HELP),
+    dataset: str = typer.Option(
+        ..., "--dataset", metavar=DATASETS, help="The benchmark to build pairs from."
+    ),
     path: Path | None = typer.Option(
         None,
         "--path",
-        help="The dataset's folder (as in ../shared/data) or main file; pico: default the project-made set.",
+        metavar="PATH",
+        help="The dataset's folder (as in ../shared/data) or main file, e.g. ../shared/data/pubmedqa; pico: "
+        "default the project-made set.",
     ),
     seed: int = typer.Option(
-        0, "--seed", help="Seed of the mutations and slot order (same seed, same pairs)."
+        0, "--seed", metavar="N", help="Seed of the mutations and slot order (same seed, same pairs)."
     ),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Use at most this many items."),
-    out: Path | None = typer.Option(None, "--out", help="Also export the pairs as JSONL with a data card."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, metavar="N", help="Use at most this many items, e.g. 200."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        metavar="FILE",
+        help="Also export the pairs as JSONL with a data card, e.g. pairs-medcalc.jsonl.",
+    ),
 ) -> None:
     """Build metric-grounded preference pairs from a benchmark and store them (judge_pair records)."""
     from itertools import islice
@@ -148,14 +162,30 @@ def count_pairs(store: Store, datasets: list[str], limit: int | None) -> int:
 def run_judge(
     ctx: typer.Context,
     judge: str = typer.Option(
-        ..., "--judge", help="Judge model, or offline/always-a | offline/lexical-overlap."
+        ...,
+        "--judge",
+        metavar="MODEL",
+        help="Judge model, e.g. vllm/my-judge, or offline/always-a | offline/lexical-overlap.",
     ),
-    samples: int = typer.Option(1, "--samples", min=1, help="Samples per pair and slot order (k)."),
+    samples: int = typer.Option(
+        1, "--samples", min=1, metavar="K", help="Samples per pair and slot order (k)."
+    ),
     mode: str = MODE,
-    temperature: float = typer.Option(1.0, "--temperature", min=0, max=2, help="Sampling temperature."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Completion token limit."),
-    datasets: list[str] = typer.Option([], "--dataset", help="Only pairs of this dataset (repeatable)."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many pairs per dataset."),
+    temperature: float = typer.Option(
+        1.0, "--temperature", min=0, max=2, metavar="T", help="Sampling temperature."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=1, metavar="N", help="Completion token limit, e.g. 2048."
+    ),
+    datasets: list[str] = typer.Option(
+        [],
+        "--dataset",
+        metavar=DATASETS,
+        help="Only pairs of this dataset; repeat for several, e.g. --dataset medcalc.",
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, metavar="N", help="At most this many pairs per dataset, e.g. 200."
+    ),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
@@ -239,10 +269,16 @@ def print_tables(tables: list[Table]) -> None:
 @judges_app.command("report")
 def report(
     ctx: typer.Context,
-    judge: str | None = typer.Option(None, "--judge", help="Only this judge."),
-    mode: str | None = typer.Option(None, "--mode", help="Only pairwise or pointwise runs."),
+    judge: str | None = typer.Option(
+        None, "--judge", metavar="MODEL", help="Only this judge, e.g. offline/always-a."
+    ),
+    mode: str | None = typer.Option(
+        None, "--mode", metavar="pairwise|pointwise", help="Only runs of this mode (default: both)."
+    ),
     policy: str = POLICY,
-    json_out: Path | None = typer.Option(None, "--json", help="Also write every number as JSON."),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write every number as JSON, e.g. judges.json."
+    ),
 ) -> None:
     """Correctness, verdict variance, invalid share, tertiles and position bias of the stored judge runs."""
     from livemed.judges.meta import POLICIES

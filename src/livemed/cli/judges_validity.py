@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from livemed.records import Case, Pair, Rubric
     from livemed.store import Store
 
-GRADE_MODE = typer.Option("per-criterion", "--mode", help="per-criterion or batched (the grader's mode).")
+GRADE_MODE = typer.Option(
+    "per-criterion", "--mode", metavar="per-criterion|batched", help="The grader's mode."
+)
 
 
 def _mode(mode: str) -> str:
@@ -101,12 +103,18 @@ def _rubric_battery(
 @judges_app.command("validate")
 def validate_command(
     ctx: typer.Context,
-    grader: str = typer.Option(..., "--grader", help="Rubric grader model, or offline/lexical."),
+    grader: str = typer.Option(
+        ..., "--grader", metavar="MODEL", help="Rubric grader model, e.g. openai/gpt-4o, or offline/lexical."
+    ),
     mode: str = GRADE_MODE,
-    samples: int = typer.Option(1, "--samples", min=1, help="Grading samples per text (k)."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many cases with a rubric."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the mutations."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the numbers as JSON."),
+    samples: int = typer.Option(1, "--samples", min=1, metavar="K", help="Grading samples per text (k)."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, metavar="N", help="At most this many cases with a rubric, e.g. 50."
+    ),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the mutations."),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write the numbers as JSON, e.g. validation.json."
+    ),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
@@ -140,12 +148,20 @@ def validate_command(
         raise CallsFailedError(run.error)
 
 
-def _data_dir(data: Path | None) -> Path:
-    if data is not None:
-        return data
-    if os.environ.get("LIVEMED_SHARED_DATA"):
-        return Path(os.environ["LIVEMED_SHARED_DATA"])
-    raise UserError("pass --data DIR: a folder with pubmedqa/, medcalc_bench/ and medqa/ (as ../shared/data)")
+NO_DATA = "pairs: no --data DIR (a folder with pubmedqa/, medcalc_bench/ and medqa/) nor $LIVEMED_SHARED_DATA"
+
+
+def _battery_of(grader: str, data: Path | None, seed: int, per_dataset: int) -> tuple[list[Pair], list[str]]:
+    """The battery's pairs from --data (or $LIVEMED_SHARED_DATA) and what is not in it. Without either,
+    no pairs: said so for a grader that judges pairs (its card then has the rubric part only), not for an
+    offline rubric grader, which judges none."""
+    from livemed.judges.baselines import BASELINES
+    from livemed.judges.cards import battery_pairs
+
+    folder = data if data is not None else os.environ.get("LIVEMED_SHARED_DATA")
+    if folder:
+        return battery_pairs(Path(folder), seed, per_dataset)
+    return [], [] if grader.startswith("offline/") and grader not in BASELINES else [NO_DATA]
 
 
 def _pair_battery(
@@ -165,8 +181,8 @@ def _pair_battery(
     from livemed.judges.run import JudgeRun, jobs, judge_pairs
     from livemed.records import JudgeVerdict, Pair
 
-    if grader.startswith("offline/") and grader not in BASELINES:
-        return None, None, None  # an offline rubric grader cannot judge pairs
+    if not pairs or (grader.startswith("offline/") and grader not in BASELINES):
+        return None, None, None  # no pair part: no pairs found, or an offline rubric grader (it judges none)
     llm = judge_llm(app_state, engine, grader)
     stored = store.get_many(Pair, [p.id for p in pairs])  # a full `judges build` made them already
     store.put([p for p in pairs if p.id not in stored])
@@ -220,16 +236,31 @@ def _endpoint(app_state: AppState, grader: str) -> str:
 @judges_app.command("certify")
 def certify(
     ctx: typer.Context,
-    grader: str = typer.Option(..., "--grader", help="Grader model (or an offline baseline)."),
+    grader: str = typer.Option(
+        ...,
+        "--grader",
+        metavar="MODEL",
+        help="Grader model, e.g. openai/gpt-4o, or an offline baseline (offline/lexical, offline/always-a).",
+    ),
     mode: str = GRADE_MODE,
     data: Path | None = typer.Option(
-        None, "--data", help="Folder with pubmedqa/, medcalc_bench/, medqa/ (default $LIVEMED_SHARED_DATA)."
+        None,
+        "--data",
+        metavar="DIR",
+        help="Folder with pubmedqa/, medcalc_bench/, medqa/, e.g. ../shared/data (default: "
+        "$LIVEMED_SHARED_DATA; without either, the card has no pair part).",
     ),
-    pairs_per_dataset: int = typer.Option(20, "--pairs", min=1, help="Pairs per dataset."),
-    samples: int = typer.Option(3, "--samples", min=1, help="Samples per pair, order and rubric text (k)."),
-    temperature: float = typer.Option(1.0, "--temperature", min=0, max=2, help="Pair judging temperature."),
-    cases: int = typer.Option(20, "--cases", min=1, help="Cases with a rubric for the rubric mutations."),
-    seed: int = typer.Option(0, "--seed", help="Seed of pairs and mutations."),
+    pairs_per_dataset: int = typer.Option(20, "--pairs", min=1, metavar="N", help="Pairs per dataset."),
+    samples: int = typer.Option(
+        3, "--samples", min=1, metavar="K", help="Samples per pair, order and rubric text (k)."
+    ),
+    temperature: float = typer.Option(
+        1.0, "--temperature", min=0, max=2, metavar="T", help="Pair judging temperature."
+    ),
+    cases: int = typer.Option(
+        20, "--cases", min=1, metavar="N", help="Cases with a rubric for the rubric mutations."
+    ),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of pairs and mutations."),
     grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
@@ -239,7 +270,7 @@ def certify(
     probe, the rubric mutations) and store a validity card for this grader configuration."""
     from livemed.grading.judge import PROMPT_HASHES as GRADE_HASHES
     from livemed.grading.template import load_template
-    from livemed.judges.cards import AGREEMENT_NAMESPACE, battery_pairs, card_line, pair_metrics
+    from livemed.judges.cards import AGREEMENT_NAMESPACE, card_line, pair_metrics
     from livemed.judges.templates import PROMPT_HASHES
     from livemed.records import ValidityCard, short_hash
     from livemed.runs import track_run
@@ -247,7 +278,7 @@ def certify(
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    pairs, missing = battery_pairs(_data_dir(data), seed, pairs_per_dataset)
+    pairs, missing = _battery_of(grader, data, seed, pairs_per_dataset)
     for note in missing:
         console.print(f"[yellow]not in the battery:[/] {note}")
     _something_to_measure(store, grader, pairs, missing)
@@ -345,11 +376,20 @@ def _no_pair_judges(judges: list[str]) -> None:
 @judges_app.command("compare")
 def compare_command(
     ctx: typer.Context,
-    judges: list[str] = typer.Option(..., "--judge", help="Two graders: --judge A --judge B."),
-    sample: int | None = typer.Option(None, "--sample", min=1, help="Regrade a seeded sample of N answers."),
+    judges: list[str] = typer.Option(
+        ...,
+        "--judge",
+        metavar="MODEL",
+        help="Two graders, e.g. --judge offline/lexical --judge openai/gpt-4o.",
+    ),
+    sample: int | None = typer.Option(
+        None, "--sample", min=1, metavar="N", help="Regrade a seeded sample of N answers, e.g. 200."
+    ),
     mode: str = GRADE_MODE,
-    seed: int = typer.Option(0, "--seed", help="Seed of the sample and the bootstrap."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the numbers as JSON."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the sample and the bootstrap."),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write the numbers as JSON, e.g. compare.json."
+    ),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,

@@ -43,11 +43,14 @@ class CheckResult:
 def check(
     ctx: typer.Context,
     model_id: str = typer.Argument(..., metavar="MODEL", help="A model id such as openai/gpt-4o-mini."),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per call (default: the config's)."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", metavar="SECONDS", help="Seconds per call, e.g. 30 (default: the config's)."
+    ),
     max_tokens: int = typer.Option(
         CHECK_MAX_TOKENS,
         "--max-tokens",
         min=1,
+        metavar="N",
         help="Completion tokens per call (thinking models need many).",
     ),
 ) -> None:
@@ -184,6 +187,19 @@ def list_models(ctx: typer.Context) -> None:
         console.print(f"simulations among them (for the contamination view): {', '.join(SIMULATED)}")
     else:
         console.print("offline baselines: none registered")
+    for line in _offline_elsewhere():
+        console.print(line)
+
+
+def _offline_elsewhere() -> list[str]:
+    """The offline ids one command takes besides the baselines: the pair judges and the taxonomy's."""
+    from livemed.analysis.taxonomy import HEURISTIC_ID
+    from livemed.judges.baselines import BASELINES
+
+    return [
+        f"offline pair judges (judges run, judges certify): {', '.join(BASELINES)}",
+        f"offline error classifier (taxonomy --classifier): {HEURISTIC_ID}",
+    ]
 
 
 def _configured_table(config: Config) -> Table | str:

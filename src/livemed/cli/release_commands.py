@@ -29,9 +29,15 @@ def _day(value: str, option: str) -> date:
 @release_app.command("create")
 def create(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Release name (letters, digits, . _ -), used once."),
-    until: str = typer.Option(..., "--until", help="Last publication date of its cases (YYYY-MM-DD)."),
-    status: str | None = typer.Option(None, "--status", help="Only cases with this status."),
+    name: str = typer.Argument(
+        ..., metavar="NAME", help="Release name (letters, digits, . _ -), used once, e.g. 2025-q3."
+    ),
+    until: str = typer.Option(
+        ..., "--until", metavar="YYYY-MM-DD", help="Last publication date of its cases, e.g. 2025-09-30."
+    ),
+    status: str | None = typer.Option(
+        None, "--status", metavar="draft|validated|accepted", help="Only cases with this status."
+    ),
 ) -> None:
     """Freeze the cases published by --until that have a rubric and are not retired, with their hashes."""
     from livemed.releases.manifest import create_release
@@ -62,7 +68,7 @@ def list_releases(ctx: typer.Context) -> None:
 
 
 @release_app.command("show")
-def show(ctx: typer.Context, name: str = typer.Argument(..., help="Release name.")) -> None:
+def show(ctx: typer.Context, name: str = typer.Argument(..., metavar="NAME", help="Release name.")) -> None:
     """One release: its hash, dates, counts per source and what was left out."""
     from livemed.releases.manifest import get_release, items
 
@@ -82,8 +88,8 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., help="Release name.
 @release_app.command("diff")
 def diff_command(
     ctx: typer.Context,
-    a: str = typer.Argument(..., help="The earlier release."),
-    b: str = typer.Argument(..., help="The later release."),
+    a: str = typer.Argument(..., metavar="A", help="The earlier release."),
+    b: str = typer.Argument(..., metavar="B", help="The later release."),
 ) -> None:
     """Cases added, removed (retired, with the reason) and changed (another content hash) from A to B."""
     from livemed.releases.manifest import diff, get_release
@@ -106,8 +112,10 @@ def diff_command(
 @release_app.command("retire")
 def retire_command(
     ctx: typer.Context,
-    case_id: str = typer.Argument(..., help="The case to retire (e.g. case:demo:2024-01-x)."),
-    reason: str = typer.Option(..., "--reason", help="Why (kept with the retirement)."),
+    case_id: str = typer.Argument(..., metavar="CASE", help="The case to retire (e.g. case:demo:2024-01-x)."),
+    reason: str = typer.Option(
+        ..., "--reason", metavar="TEXT", help="Why (kept with the retirement), e.g. 'advice superseded'."
+    ),
 ) -> None:
     """Take a case out of every later release; releases made already keep it."""
     from livemed.releases.manifest import retire
@@ -119,11 +127,19 @@ def retire_command(
 @release_app.command("export")
 def export_command(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Release name."),
-    fmt: str = typer.Option(..., "--format", help="jsonl, parquet, healthbench, hf or inspect."),
-    out: Path = typer.Option(..., "--out", help="Folder to write into (made if missing)."),
+    name: str = typer.Argument(..., metavar="NAME", help="Release name."),
+    fmt: str = typer.Option(
+        ..., "--format", metavar="jsonl|parquet|healthbench|hf|inspect", help="The export's format."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", metavar="DIR", help="Folder to write into (made if missing), e.g. exports/2025-q3."
+    ),
     embargo_days: int = typer.Option(
-        0, "--embargo-days", min=0, help="Keep the cases of the last N days up to the release date out."
+        0,
+        "--embargo-days",
+        min=0,
+        metavar="N",
+        help="Keep the cases of the last N days up to the release date out.",
     ),
     include_text: bool = typer.Option(
         False,
@@ -155,7 +171,9 @@ def export_command(
 
 @release_app.command("verify")
 def verify_command(
-    folder: Path = typer.Argument(..., help="An export folder of any format (with its manifest.json)."),
+    folder: Path = typer.Argument(
+        ..., metavar="DIR", help="An export folder of any format (with its manifest.json)."
+    ),
 ) -> None:
     """Recompute an export's hashes from its rows: exit 1 with what does not match."""
     from livemed.errors import RunError

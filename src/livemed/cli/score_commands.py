@@ -29,13 +29,16 @@ if TYPE_CHECKING:
 @app.command()
 def scores(
     ctx: typer.Context,
-    judge: str = typer.Option(..., "--judge", help="Whose grades to score."),
+    judge: str = typer.Option(
+        ..., "--judge", metavar="MODEL", help="Whose grades to score, e.g. offline/lexical."
+    ),
     convention: str = typer.Option(
-        "livemed", "--convention", help="livemed (clipped per case) or healthbench."
+        "livemed", "--convention", metavar="livemed|healthbench", help="Clipped per case, or HealthBench's."
     ),
     policy: str = typer.Option(
         "strict",
         "--policy",
+        metavar="strict|not-met|exclude",
         help="Unusable verdicts: strict (default: the answer is not graded), not-met (counted as not met) "
         "or exclude (the criterion left out); not-met and exclude apply only to a model whose unusable "
         "verdicts are at most --max-failure-share of its verdicts.",
@@ -45,21 +48,32 @@ def scores(
         "--max-failure-share",
         min=0.0,
         max=1.0,
+        metavar="SHARE",
         help="Largest share of a model's verdicts that may be unusable for --policy not-met or exclude "
-        "to score them (e.g. 0.05).",
+        "to score them, e.g. 0.02 (default 0.05).",
     ),
-    model: str | None = typer.Option(None, "--model", "-m", help="Only this candidate."),
+    model: str | None = typer.Option(
+        None, "--model", "-m", metavar="MODEL", help="Only this candidate, e.g. offline/empty."
+    ),
     seed: int | None = typer.Option(
         None,
         "--seed",
-        help="Bootstrap seed (default: \\[analysis] seed); \\[analysis] resamples, as leaderboard.",
+        metavar="N",
+        help="Bootstrap seed, e.g. 7 (default: \\[analysis] seed); \\[analysis] resamples, as leaderboard.",
     ),
     by: str | None = typer.Option(
-        None, "--by", help="Also break scores down by axis, theme, or tag (HealthBench's tag metrics)."
+        None,
+        "--by",
+        metavar="axis|theme|tag",
+        help="Also break scores down by axis, theme, or tag (HealthBench's tag metrics).",
     ),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the leaderboard as JSON."),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write the leaderboard as JSON, e.g. scores.json."
+    ),
     allow_incomplete: bool = typer.Option(
-        False, "--allow-incomplete", help="Also rank models whose answers are not all graded (marked)."
+        False,
+        "--allow-incomplete/--no-allow-incomplete",
+        help="Also rank models whose answers are not all graded (marked).",
     ),
     min_date: str | None = MIN_DATE,
     max_date: str | None = MAX_DATE,
@@ -67,8 +81,9 @@ def scores(
 ) -> None:
     """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs.
 
-    An answer with a failed grader call is not yet graded: it gets no score, and a model with such
-    answers is left out of the ranking (exit 1) unless --allow-incomplete."""
+    An answer with a failed grader call, or an unusable verdict its --policy does not count, is not yet
+    graded: it gets no score, and a model with such answers is left out of the ranking (exit 1) unless
+    --allow-incomplete."""
     from livemed.analysis.completeness import count, not_ranked_line
     from livemed.errors import RunError
     from livemed.grading import score as S

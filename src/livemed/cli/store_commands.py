@@ -21,8 +21,10 @@ app.add_typer(store_app, name="store")
 
 @app.command()
 def init(
-    path: Path = typer.Argument(Path(CONFIG_FILE), help="Where to write the project file."),
-    cutoff: str | None = typer.Option(None, help="Cutoff date (YYYY-MM-DD); default: 90 days ago."),
+    path: Path = typer.Argument(Path(CONFIG_FILE), metavar="FILE", help="Where to write the project file."),
+    cutoff: str | None = typer.Option(
+        None, metavar="YYYY-MM-DD", help="Cutoff date, e.g. 2025-06-30 (default: 90 days ago)."
+    ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a commented starter livemed.toml."""
@@ -55,8 +57,18 @@ def store_info(ctx: typer.Context) -> None:
 @app.command("export")
 def export_command(
     ctx: typer.Context,
-    out: Path = typer.Argument(..., help="A .jsonl file, or a folder for one file per record kind."),
-    kind: list[str] = typer.Option(None, "--kind", "-k", help="Record kind(s) to export (default: all)."),
+    out: Path = typer.Argument(
+        ...,
+        metavar="PATH",
+        help="A .jsonl file, e.g. backup.jsonl, or a folder for one file per record kind.",
+    ),
+    kind: list[str] = typer.Option(
+        None,
+        "--kind",
+        "-k",
+        metavar="KIND",
+        help="A record kind to export, e.g. -k case -k rubric; repeat for several (default: all).",
+    ),
 ) -> None:
     """Export records to JSONL."""
     from livemed.jsonl import export_store
@@ -77,9 +89,11 @@ def export_command(
 @app.command("import")
 def import_command(
     ctx: typer.Context,
-    files: list[Path] = typer.Argument(..., help="JSONL files written by `livemed export`."),
+    files: list[Path] = typer.Argument(
+        ..., metavar="FILE...", help="JSONL files written by `livemed export`."
+    ),
     kind: str | None = typer.Option(
-        None, "--kind", "-k", help="Record kind for lines without a 'kind' field."
+        None, "--kind", "-k", metavar="KIND", help="Record kind for lines without a 'kind' field, e.g. case."
     ),
 ) -> None:
     """Import records from JSONL; bad lines are reported with their line number and skipped."""

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from livemed.training.exports import DataFile, Distilled
     from livemed.training.train import TrainSettings
 
-REGIME = typer.Option(..., "--regime", help="sft, grpo or sft+grpo.")
+REGIME = typer.Option(..., "--regime", metavar="sft|grpo|sft+grpo", help="What to train.")
 
 
 @judges_app.command("train")
@@ -26,42 +26,89 @@ def train(
     ctx: typer.Context,
     regime: str = REGIME,
     base: str = typer.Option(
-        ..., "--base", help="Base checkpoint: a local folder or a hub id in the HF cache."
+        ...,
+        "--base",
+        metavar="CHECKPOINT",
+        help="Base checkpoint: a local folder or a hub id in the HF cache, e.g. Qwen/Qwen2.5-0.5B-Instruct.",
     ),
-    pairs: Path = typer.Option(..., "--pairs", help="Preference pairs JSONL (`livemed judges` export)."),
-    out: Path = typer.Option(..., "--out", help="Folder for the training sets, checkpoints and cards."),
+    pairs: Path = typer.Option(
+        ...,
+        "--pairs",
+        metavar="FILE",
+        help="Preference pairs JSONL (`livemed judges build --out`), e.g. pairs.jsonl.",
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        metavar="DIR",
+        help="Folder for the training sets, checkpoints and cards, e.g. runs/sft.",
+    ),
     heldout: float = typer.Option(
         0.2,
         "--heldout",
         min=0.0,
         max=0.95,
+        metavar="SHARE",
         help="Share of benchmark items kept out of training (for evaluation).",
     ),
-    teacher: str | None = typer.Option(None, "--teacher", help="Teacher judge for SFT (provider/model)."),
-    samples: int = typer.Option(
-        3, "--samples", min=1, help="Q: teacher samples per order; all must be right."
+    teacher: str | None = typer.Option(
+        None, "--teacher", metavar="MODEL", help="Teacher judge for SFT, e.g. vllm/Qwen/Qwen2.5-72B-Instruct."
     ),
-    teacher_temperature: float = typer.Option(1.0, "--teacher-temperature", min=0.0, max=2.0),
-    teacher_max_tokens: int = typer.Option(1024, "--teacher-max-tokens", min=1),
-    seed: int = typer.Option(0, "--seed"),
-    lora_r: int = typer.Option(0, "--lora-r", min=0, help="LoRA rank (peft); 0 = full fine-tuning."),
-    lora_alpha: int = typer.Option(32, "--lora-alpha", min=1),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Per device (GRPO: completions)."),
-    gradient_accumulation: int = typer.Option(1, "--gradient-accumulation", min=1),
-    sft_epochs: float = typer.Option(1.0, "--sft-epochs"),
-    sft_max_steps: int = typer.Option(-1, "--sft-max-steps", help="-1 = run the epochs."),
-    sft_learning_rate: float = typer.Option(2e-5, "--sft-learning-rate"),
-    max_length: int = typer.Option(2048, "--max-length", help="SFT: prompt + completion tokens."),
-    grpo_epochs: float = typer.Option(1.0, "--grpo-epochs"),
-    grpo_max_steps: int = typer.Option(-1, "--grpo-max-steps", help="-1 = run the epochs."),
-    grpo_learning_rate: float = typer.Option(1e-6, "--grpo-learning-rate"),
-    num_generations: int = typer.Option(4, "--num-generations", help="GRPO rollouts per prompt."),
-    max_completion_length: int = typer.Option(1024, "--max-completion-length"),
-    temperature: float = typer.Option(1.0, "--temperature", help="GRPO rollout temperature."),
-    beta: float = typer.Option(0.0, "--beta", help="GRPO KL coefficient (J1: 0.01 for 8B)."),
-    reward: str = typer.Option("correctness", "--reward", help="correctness, or consistency (both orders)."),
-    logging_steps: int = typer.Option(10, "--logging-steps", min=1),
-    gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing"),
+    samples: int = typer.Option(
+        3, "--samples", min=1, metavar="Q", help="Q: teacher samples per order; all must be right."
+    ),
+    teacher_temperature: float = typer.Option(
+        1.0, "--teacher-temperature", min=0.0, max=2.0, metavar="T", help="The teacher's temperature."
+    ),
+    teacher_max_tokens: int = typer.Option(
+        1024, "--teacher-max-tokens", min=1, metavar="N", help="The teacher's token limit."
+    ),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the split and the trainers."),
+    lora_r: int = typer.Option(
+        0, "--lora-r", min=0, metavar="N", help="LoRA rank (peft), e.g. 16; 0 = full fine-tuning."
+    ),
+    lora_alpha: int = typer.Option(32, "--lora-alpha", min=1, metavar="N", help="LoRA alpha."),
+    batch_size: int = typer.Option(
+        8, "--batch-size", min=1, metavar="N", help="Per device (GRPO: completions)."
+    ),
+    gradient_accumulation: int = typer.Option(
+        1, "--gradient-accumulation", min=1, metavar="N", help="Steps per optimizer update."
+    ),
+    sft_epochs: float = typer.Option(1.0, "--sft-epochs", metavar="EPOCHS", help="SFT epochs."),
+    sft_max_steps: int = typer.Option(
+        -1, "--sft-max-steps", metavar="N", help="SFT steps; -1 = run the epochs."
+    ),
+    sft_learning_rate: float = typer.Option(
+        2e-5, "--sft-learning-rate", metavar="RATE", help="SFT learning rate."
+    ),
+    max_length: int = typer.Option(
+        2048, "--max-length", metavar="N", help="SFT: prompt + completion tokens."
+    ),
+    grpo_epochs: float = typer.Option(1.0, "--grpo-epochs", metavar="EPOCHS", help="GRPO epochs."),
+    grpo_max_steps: int = typer.Option(
+        -1, "--grpo-max-steps", metavar="N", help="GRPO steps; -1 = run the epochs."
+    ),
+    grpo_learning_rate: float = typer.Option(
+        1e-6, "--grpo-learning-rate", metavar="RATE", help="GRPO learning rate."
+    ),
+    num_generations: int = typer.Option(
+        4, "--num-generations", metavar="N", help="GRPO rollouts per prompt."
+    ),
+    max_completion_length: int = typer.Option(
+        1024, "--max-completion-length", metavar="N", help="GRPO: completion tokens per rollout."
+    ),
+    temperature: float = typer.Option(1.0, "--temperature", metavar="T", help="GRPO rollout temperature."),
+    beta: float = typer.Option(0.0, "--beta", metavar="BETA", help="GRPO KL coefficient (J1: 0.01 for 8B)."),
+    reward: str = typer.Option(
+        "correctness",
+        "--reward",
+        metavar="correctness|consistency",
+        help="GRPO reward: correct, or correct in both orders.",
+    ),
+    logging_steps: int = typer.Option(10, "--logging-steps", min=1, metavar="N", help="Log every N steps."),
+    gradient_checkpointing: bool = typer.Option(
+        False, "--gradient-checkpointing", help="Recompute activations to save memory."
+    ),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
@@ -271,11 +318,19 @@ def _train(settings: TrainSettings, out: Path, sets: dict[str, DataFile], extra:
 def regimes(
     ctx: typer.Context,
     regime: list[str] = typer.Option(
-        ..., "--regime", help="LABEL=JUDGE, repeatable (e.g. base=hf/./base sft=hf/runs/sft/sft)."
+        ...,
+        "--regime",
+        metavar="LABEL=JUDGE",
+        help="A regime's label and judge, repeatable (e.g. --regime base=hf/./base "
+        "--regime sft=hf/runs/sft/sft).",
     ),
-    mode: str = typer.Option("pairwise", "--mode", help="pairwise or pointwise runs."),
-    policy: str = typer.Option("separate", "--invalid", help="separate (default), half or wrong."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write every number as JSON."),
+    mode: str = typer.Option("pairwise", "--mode", metavar="pairwise|pointwise", help="Which runs."),
+    policy: str = typer.Option(
+        "separate", "--invalid", metavar="separate|half|wrong", help="What an invalid sample counts as."
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write every number as JSON, e.g. regimes.json."
+    ),
 ) -> None:
     """Training regimes side by side: `judges report`'s tables by regime, and gains against `base`.
 

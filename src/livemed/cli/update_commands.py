@@ -21,9 +21,18 @@ if TYPE_CHECKING:
     from livemed.models import Engine
     from livemed.records import Run
 
-UNTIL = typer.Option(None, "--until", help="Last publication date to harvest (default: now).")
+UNTIL = typer.Option(
+    None,
+    "--until",
+    metavar="YYYY-MM-DD",
+    help="Last publication date to harvest, e.g. 2025-12-31 (default: now).",
+)
 WAIT = typer.Option(
-    0.0, "--wait", min=0, help="If another update holds the store lock, wait up to this many seconds."
+    0.0,
+    "--wait",
+    min=0,
+    metavar="SECONDS",
+    help="If another update holds the store lock, wait up to this many seconds.",
 )
 
 
@@ -32,8 +41,10 @@ def update_command(
     ctx: typer.Context,
     until: str | None = UNTIL,
     wait: float = WAIT,
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit (default: [update])."),
-    executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", metavar="USD", help="Spending limit in US dollars, e.g. 20 (default: \\[update])."
+    ),
+    executor: str | None = typer.Option(None, "--executor", metavar="inprocess|ray", help=EXECUTOR_HELP),
 ) -> None:
     """Harvest from the watermarks, then curate, write rubrics, answer, grade and score what is new.
 
@@ -48,9 +59,11 @@ def update_command(
 @app.command("schedule")
 def schedule_command(
     ctx: typer.Context,
-    every: str = typer.Option("7d", "--every", help="Cadence: a number and s, m, h, d or w (e.g. 7d)."),
+    every: str = typer.Option(
+        "7d", "--every", metavar="INTERVAL", help="Cadence: a number and s, m, h, d or w (e.g. 12h)."
+    ),
     runs: int | None = typer.Option(
-        None, "--runs", min=1, help="Stop after this many updates (default: never)."
+        None, "--runs", min=1, metavar="N", help="Stop after this many updates, e.g. 4 (default: never)."
     ),
     show_history: bool = typer.Option(
         False, "--history", help="Print the last 20 scheduled updates and exit."

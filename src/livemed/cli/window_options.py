@@ -21,8 +21,18 @@ if TYPE_CHECKING:
     from livemed.analysis.cutoffs import CutoffEntry
     from livemed.analysis.window import CutoffComparison, Window
 
-MIN_DATE = typer.Option(None, "--min-date", help="Only cases published on or after this day (YYYY-MM-DD).")
-MAX_DATE = typer.Option(None, "--max-date", help="Only cases published on or before this day (YYYY-MM-DD).")
+MIN_DATE = typer.Option(
+    None,
+    "--min-date",
+    metavar="YYYY-MM-DD",
+    help="Only cases published on or after this day, e.g. 2025-01-01.",
+)
+MAX_DATE = typer.Option(
+    None,
+    "--max-date",
+    metavar="YYYY-MM-DD",
+    help="Only cases published on or before this day, e.g. 2025-12-31.",
+)
 AFTER_CUTOFF = typer.Option(
     False,
     "--after-cutoff",

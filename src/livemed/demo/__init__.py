@@ -31,6 +31,7 @@ __all__ = [
     "DEMO_CUTOFF",
     "DEMO_SOURCE",
     "SIMULATED_CUTOFF",
+    "bundled_copy",
     "demo_docs_path",
     "demo_evidence_path",
     "expected_outcomes",
@@ -60,6 +61,16 @@ def _data_file(name: str) -> Path:
 def demo_docs_path() -> Path:
     """The bundled demo documents (`docs.jsonl`), found through importlib.resources."""
     return _data_file("docs.jsonl")
+
+
+def bundled_copy(path: Path) -> Path:
+    """`path`, or, when it is missing and points at a bundled demo file of another installation (a
+    site-packages path an older `livemed demo` wrote into livemed.toml), this installation's copy."""
+    parts = path.parts
+    if path.exists() or parts[-4:-1] != ("livemed", "demo", "data"):
+        return path
+    ours = _data_file(parts[-1])
+    return ours if ours.is_file() else path
 
 
 def demo_evidence_path() -> Path:

@@ -14,8 +14,8 @@ Beside it, `<stem>_allresults.json` holds what simple-evals' `_allresults.json` 
 with the reply (`convos`) and `metadata.example_level_metadata` — the sample's score, its token usage,
 its rubric items with `criteria_met` and the grader's explanation, the prompt, the completion,
 `prompt_id` and `completion_id` (sha256 of prompt id and reply, as simple-evals makes it). The prompt is
-what livemed sends the candidate for the case (`candidate_messages`); a verdict that failed (counted as
-not met in the score) has `criteria_met` null and says so in its explanation; token counts livemed does
+what livemed sends the candidate for the case (`candidate_messages`); a verdict that failed (in a score
+whose failure policy counted it) has `criteria_met` null and says how it counted; token counts livemed does
 not record (cached input, reasoning output) are null.
 """
 
@@ -96,7 +96,7 @@ def simple_evals_allresults(
 
 
 def _verdicts(store: Store, scores: Sequence[Score]) -> Verdicts:
-    """Each scored answer's verdicts by its scores' judge: grades, and the failures counted as not met."""
+    """Each scored answer's verdicts by its scores' judge: grades, and the failures its policy counted."""
     judges = {(s.answer_id, s.judge) for s in scores}
     ids = sorted({s.answer_id for s in scores})
     found: Verdicts = {}
@@ -117,7 +117,8 @@ def _sample(
 
     prompt = candidate_messages(case, pack)
     completion: Message = {"role": "assistant", "content": answer.text}
-    items = [_rubric_item(c, verdicts.get((answer.id, c.id)), rubric) for c in rubric.criteria]
+    how = _COUNTED[score.failure_policy]
+    items = [_rubric_item(c, verdicts.get((answer.id, c.id)), rubric, how) for c in rubric.criteria]
     key = prompt_id_of(case)
     meta = {
         "score": score.score,
@@ -137,8 +138,11 @@ def _sample(
     return _html(prompt, completion, score.score, items), [*prompt, completion], meta
 
 
+_COUNTED = {"strict": "not scored", "not-met": "counted as not met", "exclude": "left out of the score"}
+
+
 def _rubric_item(
-    criterion: Criterion, verdict: Grade | GradeFailure | None, rubric: Rubric
+    criterion: Criterion, verdict: Grade | GradeFailure | None, rubric: Rubric, how: str
 ) -> dict[str, Any]:
     from livemed.interop.healthbench import criterion_tags, is_imported
 
@@ -151,7 +155,7 @@ def _rubric_item(
     if isinstance(verdict, Grade):
         return {**item, "criteria_met": verdict.met, "explanation": verdict.explanation}
     why = verdict.reason if verdict is not None else "not graded"
-    return {**item, "criteria_met": None, "explanation": f"no verdict ({why}): counted as not met"}
+    return {**item, "criteria_met": None, "explanation": f"no verdict ({why}): {how}"}
 
 
 def _html(prompt: list[Message], completion: Message, score: float, items: list[dict[str, Any]]) -> str:

@@ -27,12 +27,15 @@ def detect_format(path: Path) -> str:
     return "medquad" if isinstance(data, dict) and {"qid", "answer"} <= data.keys() else "jsonl"
 
 
-NAMED_CORPORA = ("medquad",)
-
-
 def resolve_evidence(name_or_path: str | Path) -> Path:
-    """The file behind `--evidence` / `curate.evidence`: a path, or the word `medquad` for the copy that
-    `livemed evidence fetch medquad` keeps in the cache folder (never downloaded here)."""
+    """The file behind `--evidence` / `curate.evidence`: a path, the word `medquad` for the copy that
+    `livemed evidence fetch medquad` keeps in the cache folder (never downloaded here), or `demo` for the
+    bundled demo passages (`config.NAMED_CORPORA`). A path into another installation's bundled demo data
+    (an older demo's livemed.toml) is this installation's copy."""
+    from livemed.demo import bundled_copy, demo_evidence_path
+
+    if str(name_or_path) == "demo":
+        return demo_evidence_path()
     if str(name_or_path) == "medquad":
         from livemed.curate.evidence.medquad import medquad_path
 
@@ -43,7 +46,7 @@ def resolve_evidence(name_or_path: str | Path) -> Path:
                 "run `livemed evidence fetch medquad` first"
             )
         return path
-    return Path(name_or_path)
+    return bundled_copy(Path(name_or_path))
 
 
 def load_passages(path: str | Path, fmt: str = "auto") -> list[Passage]:
