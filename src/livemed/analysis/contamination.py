@@ -101,11 +101,6 @@ class ContaminationRow(BaseModel):
     verdict: str | None = None
     note: str = ""
 
-    @property
-    def status_label(self) -> str:
-        """The status as shown: "tested (simulated)" for a simulation's cutoff."""
-        return f"{self.status} (simulated)" if self.simulated else self.status
-
 
 class ContaminationSummary(BaseModel):
     n_models: int
@@ -250,13 +245,17 @@ def _drift(
     row.adjusted, row.adjusted_low, row.adjusted_high = did.estimate, _opt(did.low), _opt(did.high)
 
 
+ROUNDING = 1e-12
+"""An interval end this close to 0 is 0: a mean of equal scores may come out as −1e-16."""
+
+
 def side(low: float | None, high: float | None) -> Side | None:
     """Whether an interval lies above 0, below 0 or includes 0 (None: no interval)."""
     if low is None or high is None:
         return None
-    if low > 0:
+    if low > ROUNDING:
         return "above 0"
-    return "below 0" if high < 0 else "includes 0"
+    return "below 0" if high < -ROUNDING else "includes 0"
 
 
 def verdict_words(raw: Side | None, adjusted: Side | None, q_significant: bool) -> str:

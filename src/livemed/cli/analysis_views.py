@@ -117,7 +117,8 @@ def contamination_table(result: ContaminationResult) -> Group:
     )
     for r in result.rows:
         means.add_row(
-            r.model, str(r.cutoff or "—"), r.status_label, f"{r.n_pre}/{r.n_post}", num(r.mean_full),
+            r.model, str(r.cutoff or "—"), f"{r.status}\nsimulated" if r.simulated else r.status,
+            f"{r.n_pre}/{r.n_post}", num(r.mean_full),
             num(r.mean_post), num(r.full_minus_post),
         )  # fmt: skip
         if r.status == "tested":
