@@ -64,11 +64,15 @@ def test_compare_needs_known_models(project: Path) -> None:
 
 def test_contamination_uses_the_configured_registry(project: Path) -> None:
     out = invoke(project, "contamination")
-    assert "1/1 tested models with a significant drop" in out
+    # fake/strong's rank test says q < 0.05 but its pre − post interval includes 0: no significant drop
+    assert "0/1 tested models with a significant drop" in out
     data = json.loads((project / "results" / "contamination.json").read_text())
     rows = {r["model"]: r for r in data["rows"]}
-    assert rows["fake/strong"]["status"] == "tested"
-    assert rows["fake/strong"]["significant"] is True
+    strong = rows["fake/strong"]
+    assert strong["status"] == "tested"
+    assert strong["q_value"] < 0.05 < strong["pre_minus_post_high"]
+    assert strong["pre_minus_post_low"] < 0
+    assert (strong["significant"], strong["verdict"]) == (False, "not distinguishable")
     assert rows["fake/strong"]["n_controls"] == 2
     assert rows["fake/weak"]["control_kind"] == "after every case"  # cutoff day 300, cases up to day 297
     assert rows["openai/gpt-4o-mini"]["control_kind"] == "before every case"  # bundled cutoff, Oct 2023
@@ -95,7 +99,7 @@ def test_contamination_table_shows_full_model_ids_and_full_minus_post_at_100_col
     assert max(len(line) for line in lines) <= 100
     for model in (long_id, "fake/strong", "openai/gpt-4o-mini"):
         assert any(line.startswith(model + " ") for line in lines), model
-    assert "drop explained by drift" in result.output  # the tested model's verdict, in the second table
+    assert "not distinguishable" in result.output  # the tested model's verdict, in the second table
     assert "full−post" in result.output
     assert "…" not in result.output
     data = json.loads((tmp_path / "results" / "contamination.json").read_text())

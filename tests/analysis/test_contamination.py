@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
 
-from livemed.analysis.contamination import AnalysisSettings, analyse
+from livemed.analysis.contamination import AnalysisSettings, Side, analyse, side, verdict_words
 from livemed.analysis.cutoffs import CutoffEntry, bundled_cutoffs, find_cutoff, load_cutoffs
 from livemed.analysis.inputs import CaseScore
 from livemed.analysis.stats import benjamini_hochberg
@@ -101,7 +102,7 @@ def test_drift_control_stops_newer_harder_cases_being_called_contamination() -> 
     assert row.p_drift < 0.01
     assert row.adjusted is not None
     assert abs(row.adjusted) < 0.06
-    assert row.verdict == "drop explained by drift"
+    assert row.verdict == "drop not distinguishable from drift"  # the adjusted interval includes 0
 
 
 def test_without_controls_a_significant_drop_says_so() -> None:
@@ -183,3 +184,160 @@ def test_too_few_pre_cutoff_cases_is_insufficient_data_too() -> None:
     assert (row.n_pre, row.n_post) == (9, 60)
     assert row.status == "insufficient data"
     assert row.verdict is None
+
+
+# Every combination of where the pre − post interval (raw) and the drift-adjusted interval lie, and
+# whether BH q < alpha: the verdict's words. "—" is no interval (no drift control, for adjusted).
+VERDICTS = """
+raw         adjusted    q<alpha  verdict
+above 0     above 0     yes      contamination signal
+above 0     includes 0  yes      drop not distinguishable from drift
+above 0     below 0     yes      drop smaller than drift
+above 0     —           yes      significant drop (no drift control)
+above 0     above 0     no       no significant drop
+above 0     includes 0  no       no significant drop
+above 0     below 0     no       no significant drop
+above 0     —           no       no significant drop
+includes 0  above 0     yes      explained by drift
+includes 0  below 0     yes      explained by drift
+includes 0  includes 0  yes      not distinguishable
+includes 0  —           yes      not distinguishable
+includes 0  above 0     no       explained by drift
+includes 0  below 0     no       explained by drift
+includes 0  includes 0  no       no significant drop
+includes 0  —           no       no significant drop
+below 0     above 0     yes      no significant drop
+below 0     includes 0  yes      no significant drop
+below 0     below 0     yes      no significant drop
+below 0     —           yes      no significant drop
+below 0     above 0     no       no significant drop
+below 0     includes 0  no       no significant drop
+below 0     below 0     no       no significant drop
+below 0     —           no       no significant drop
+—           above 0     yes      not distinguishable
+—           includes 0  yes      not distinguishable
+—           below 0     yes      not distinguishable
+—           —           yes      not distinguishable
+—           above 0     no       not distinguishable
+—           includes 0  no       not distinguishable
+—           below 0     no       not distinguishable
+—           —           no       not distinguishable
+"""
+
+
+def _verdict_table() -> list[tuple[Side | None, Side | None, bool, str]]:
+    def cell(text: str) -> Side | None:
+        return None if text == "—" else cast(Side, text)
+
+    out = []
+    for line in VERDICTS.strip().splitlines()[1:]:
+        raw, adjusted, q, verdict = line[:12].strip(), line[12:24].strip(), line[24:33].strip(), line[33:]
+        out.append((cell(raw), cell(adjusted), q == "yes", verdict.strip()))
+    return out
+
+
+def test_the_verdict_table_covers_every_combination_once() -> None:
+    table = _verdict_table()
+    keys = {(raw, adjusted, q) for raw, adjusted, q, _ in table}
+    sides: list[Side | None] = ["above 0", "includes 0", "below 0", None]
+    assert len(table) == len(keys) == 4 * 4 * 2
+    assert keys == {(r, a, q) for r in sides for a in sides for q in (True, False)}
+
+
+@pytest.mark.parametrize(("raw", "adjusted", "q_significant", "expected"), _verdict_table())
+def test_the_verdict_words_of_every_combination_of_intervals(
+    raw: Side | None, adjusted: Side | None, q_significant: bool, expected: str
+) -> None:
+    assert verdict_words(raw, adjusted, q_significant) == expected
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [
+        (0.01, 0.3, "above 0"),
+        (0.0, 0.3, "includes 0"),  # an interval touching 0 does not exclude it
+        (-0.004, 0.401, "includes 0"),  # the interval of issue 34: not "explained by drift"
+        (-0.3, 0.0, "includes 0"),
+        (0.0, 0.0, "includes 0"),
+        (-0.3, -0.01, "below 0"),
+        (-2e-16, -1e-16, "includes 0"),  # rounding of a mean of equal scores, not a difference
+        (1e-16, 2e-16, "includes 0"),
+        (None, 0.3, None),
+        (0.1, None, None),
+    ],
+)
+def test_where_an_interval_lies(low: float | None, high: float | None, expected: Side | None) -> None:
+    assert side(low, high) == expected
+
+
+def test_a_significant_drop_whose_adjusted_interval_includes_0_is_not_explained_by_drift() -> None:
+    # issue 34's line: a significant raw drop, drift-adjusted interval [−0.004, 0.401]
+    assert verdict_words("above 0", side(-0.004, 0.401), True) == "drop not distinguishable from drift"
+
+
+def test_no_raw_difference_and_a_drift_only_adjusted_difference_is_explained_by_drift() -> None:
+    # the model scores 0.6 on every case; the control is much worse on the newer cases, so the adjusted
+    # difference (model − control, pre − post) is negative only because of the drift
+    data = rows("fake/clean", [0.6] * 160) + noisy("fake/before", 0.8, 0.3, seed=6)
+    row = by_model(analyse(data, REGISTRY, FAST).rows)["fake/clean"]
+    assert (row.pre_minus_post_low, row.pre_minus_post_high) == pytest.approx((0.0, 0.0), abs=1e-15)
+    assert row.adjusted_high is not None
+    assert row.adjusted_high < 0
+    assert row.drift_low is not None
+    assert row.drift_low > 0
+    assert (row.verdict, row.significant) == ("explained by drift", False)
+
+
+def _studies() -> list[list[CaseScore]]:
+    """Constructed data: drops and no drops, with and without drift, with a control before or after."""
+    studies = []
+    for i, (pre, post, c_pre, c_post) in enumerate(
+        [(0.8, 0.5, 0.6, 0.6), (0.8, 0.5, 0.7, 0.4), (0.6, 0.6, 0.8, 0.3), (0.6, 0.6, 0.6, 0.6),
+         (0.7, 0.6, 0.7, 0.65), (0.5, 0.7, 0.6, 0.6), (0.8, 0.5, 0.6, 0.9), (0.8, 0.5, 0.9, 0.3)]
+    ):  # fmt: skip
+        control = "fake/before" if i % 2 else "fake/after"
+        studies.append(
+            noisy("fake/contaminated", pre, post, seed=i) + noisy(control, c_pre, c_post, seed=50 + i)
+        )
+    studies.append(noisy("fake/contaminated", 0.8, 0.5, seed=99))  # no drift control
+    return studies
+
+
+def _excludes_0(low: float | None, high: float | None) -> bool:
+    return low is not None and high is not None and (low > 0 or high < 0)
+
+
+def _includes_0(low: float | None, high: float | None) -> bool:
+    return low is not None and high is not None and low <= 0 <= high
+
+
+@pytest.mark.parametrize("data", _studies())
+def test_each_verdict_matches_its_intervals_on_constructed_data(data: list[CaseScore]) -> None:
+    row = by_model(analyse(data, REGISTRY, FAST).rows)["fake/contaminated"]
+    raw, adjusted = (row.pre_minus_post_low, row.pre_minus_post_high), (row.adjusted_low, row.adjusted_high)
+    assert row.q_value is not None
+    significant = row.q_value < FAST.alpha and (raw[0] or 0.0) > 0
+    assert row.significant is significant
+    expected = {
+        "explained by drift": _excludes_0(*adjusted) and _includes_0(*raw),
+        "contamination signal": significant and (adjusted[0] or 0.0) > 0,
+        "drop not distinguishable from drift": significant and _includes_0(*adjusted),
+        "drop smaller than drift": significant and (adjusted[1] or 0.0) < 0,
+        "significant drop (no drift control)": significant and row.adjusted is None,
+    }
+    holds = [verdict for verdict, condition in expected.items() if condition]
+    assert holds == ([row.verdict] if row.verdict in expected else []), (row.verdict, raw, adjusted)
+    if row.verdict not in expected:
+        assert row.verdict in ("no significant drop", "not distinguishable")
+
+
+def test_the_constructed_studies_reach_every_verdict_an_interval_can_give() -> None:
+    verdicts = {by_model(analyse(d, REGISTRY, FAST).rows)["fake/contaminated"].verdict for d in _studies()}
+    assert verdicts == {
+        "contamination signal",
+        "drop not distinguishable from drift",
+        "drop smaller than drift",
+        "significant drop (no drift control)",
+        "explained by drift",
+        "no significant drop",
+    }

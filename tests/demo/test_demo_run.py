@@ -294,6 +294,12 @@ def test_simulations_are_labelled_as_such_everywhere(demo_run: tuple[Path, str])
     html = (folder / "results" / "report.html").read_text(encoding="utf-8")
     assert html.count("SIMULATION: a declared cutoff") >= 6
     assert "simulation: livemed demo" in html
+    models = sorted(row["model"] for row in result["rows"])
+    assert sorted(result["summary"]["simulated"]) == models  # the JSON's summary says so too
+    lines = output[output.index("contamination: ") :].splitlines()
+    for model in models:  # the terminal table's status cell: "tested" / "control", then "simulated"
+        at = next(i for i, line in enumerate(lines) if line.startswith(model + " "))
+        assert lines[at + 1].split() == ["simulated"], lines[at : at + 2]
     assert "[analysis]" in (folder / "livemed.toml").read_text()
     assert "min_post_cases" not in (folder / "livemed.toml").read_text()
 
@@ -363,3 +369,44 @@ def test_the_demo_project_names_no_absolute_path_and_works_moved(
     (moved / "livemed.toml").write_text(config.replace('"demo"', f'"{stale}"', 1), encoding="utf-8")
     result = CliRunner().invoke(app, curate_one)
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.browser
+def test_the_reports_contamination_status_says_simulated(demo_run: tuple[Path, str]) -> None:
+    from tests.reports.browser import opened_report
+
+    folder, _ = demo_run
+    with opened_report(folder / "results" / "report.html") as page:
+        rows = page.locator("#contamination-table tbody tr")
+        assert rows.count() == 6
+        for i in range(6):
+            status = rows.nth(i).locator("td").nth(2).inner_text().split()
+            assert status[:2] in (["tested", "simulated"], ["control", "simulated"]), status
+        hint = page.locator("#contamination p.hint", has_text="Simulated:").inner_text()
+        assert "not real training cutoffs" in hint
+        chart = page.locator("#contamination svg text", has_text="contamination signal").text_content()
+        assert chart == "contamination signal · simulated"
+
+
+def test_by_cutoff_on_the_demo_says_simulated_and_has_the_contamination_tables_sign(
+    demo_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    folder, _ = demo_run
+    argv = ["--config", str(folder / "livemed.toml"), "leaderboard", "--by-cutoff", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, argv, env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert "* simulated cutoff: offline/reference" in result.output
+    assert "2024-11-30*" in result.output
+    side = json.loads((tmp_path / "leaderboard-by-cutoff.json").read_text(encoding="utf-8"))
+    main = json.loads((folder / "results" / "contamination.json").read_text(encoding="utf-8"))
+    assert side["summary"]["difference"].startswith("all_minus_post = all-cases mean − post-cutoff mean")
+    assert sorted(side["summary"]["simulated"]) == sorted(r["model"] for r in main["rows"])
+    assert all(row["simulated"] is True for row in side["rows"])
+    full_minus_post = {
+        r["model"]: r["full_minus_post"] for r in main["rows"] if r["full_minus_post"] is not None
+    }
+    all_minus_post = {
+        r["model"]: r["all_minus_post"] for r in side["rows"] if r["all_minus_post"] is not None
+    }
+    assert all_minus_post == pytest.approx(full_minus_post)
+    assert full_minus_post["offline/memorised"] > 0 > full_minus_post["offline/retrieval"]  # both signs

@@ -107,7 +107,8 @@ def test_the_leaderboard_shows_all_cases_and_post_cutoff_side_by_side(config: Pa
     assert row["all_cases"] == len(days)
     assert row["post_cases"] == sum(1 for d in days if d > cutoff)
     assert row["cutoff"] == cutoff.isoformat()
-    assert row["difference"] == pytest.approx(row["post_mean"] - row["all_mean"])
+    assert row["all_minus_post"] == pytest.approx(row["all_mean"] - row["post_mean"])
+    assert row["simulated"] is False  # the cutoff's source is "test: …", not a simulation's
     board = json.loads((tmp_path / "leaderboard.json").read_text(encoding="utf-8"))["rows"]
     assert board[0]["n_cases"] == len(days)  # without --after-cutoff the ranking is on every case
     ok(config, "leaderboard", "--after-cutoff", "--out", str(tmp_path / "after"))
@@ -200,3 +201,23 @@ def test_a_windowed_report_says_its_window_by_the_leaderboard(config: Path, tmp_
     assert summary["window"] == f"cases: published {low} → …"
     ok(config, "report", "--out", str(tmp_path / "all.html"))
     assert 'id="window"' not in (tmp_path / "all.html").read_text(encoding="utf-8")
+
+
+def test_by_cutoff_json_has_a_summary_and_the_contamination_tables_number(
+    config: Path, tmp_path: Path
+) -> None:
+    days = case_days(config)
+    with_cutoff(config, days[len(days) // 2])
+    ok(config, "leaderboard", "--by-cutoff", "--out", str(tmp_path))
+    ok(config, "contamination", "--out", str(tmp_path))
+    side = json.loads((tmp_path / "leaderboard-by-cutoff.json").read_text(encoding="utf-8"))
+    main = json.loads((tmp_path / "contamination.json").read_text(encoding="utf-8"))
+    summary = side["summary"]
+    assert summary["judge"] == main["summary"]["judge"] == JUDGE
+    assert summary["difference"].startswith("all_minus_post = all-cases mean − post-cutoff mean")
+    assert summary["simulated"] == []
+    assert summary["no_cutoff"] == sorted(summary["no_cutoff"])
+    assert MODEL not in summary["no_cutoff"]
+    (row,) = [r for r in side["rows"] if r["model"] == MODEL]
+    (same,) = [r for r in main["rows"] if r["model"] == MODEL]
+    assert row["all_minus_post"] == pytest.approx(same["full_minus_post"])  # both signs: tests/demo

@@ -13,8 +13,13 @@ Per model with a known cutoff C (see `cutoffs.py`):
   removes that drift; a drop whose drift-adjusted interval includes 0 is not called contamination;
 - a cutoff whose source starts with "simulation" (the demo's simulated baselines, `grading/simulation.py`)
   marks its row `simulated` and its note says so, in every view;
-- across tested models the pre > post p-values (Mann–Whitney) are corrected with Benjamini–Hochberg,
-  and the share of models with a significant drop is reported.
+- across tested models the pre > post p-values (Mann–Whitney) are corrected with Benjamini–Hochberg;
+  a significant drop is BH q < alpha with the pre − post interval above 0, and the share of models with
+  one is reported;
+- the verdict's words follow the intervals (`verdict_words`): with a significant drop, the drift-adjusted
+  interval above 0 is a "contamination signal", including 0 "drop not distinguishable from drift",
+  below 0 "drop smaller than drift"; "explained by drift" only when the pre − post interval includes 0
+  and the drift-adjusted one excludes it (the adjusted difference is the controls' drift alone).
 
 Means, their intervals and the two deltas follow `settings.convention` (under healthbench each mean,
 and each resampled mean, is clipped to [0, 1], as simple-evals does); the rank and permutation tests,
@@ -37,10 +42,23 @@ from livemed.analysis.inputs import CaseScore, by_model
 from livemed.grading.score import aggregate
 
 Status = Literal["tested", "insufficient data", "control", "no cutoff"]
-Verdict = Literal["contamination signal", "drop explained by drift", "significant drop (no drift control)"]
+Side = Literal["above 0", "includes 0", "below 0"]
+"""Where an interval lies with respect to 0."""
+
+SIGNAL = "contamination signal"
+NOT_BEYOND_DRIFT = "drop not distinguishable from drift"
+SMALLER_THAN_DRIFT = "drop smaller than drift"
+NO_CONTROL = "significant drop (no drift control)"
+EXPLAINED = "explained by drift"
+NOT_DISTINGUISHABLE = "not distinguishable"
 NO_DROP = "no significant drop"
-SIMULATION = "simulation"
-"""A cutoff source starting with this word marks a simulated baseline (not a real model's cutoff)."""
+_DROP: dict[Side | None, str] = {
+    "above 0": SIGNAL,
+    "includes 0": NOT_BEYOND_DRIFT,
+    "below 0": SMALLER_THAN_DRIFT,
+    None: NO_CONTROL,
+}
+"""A significant drop's verdict, by its drift-adjusted interval (None: no drift control)."""
 
 
 class ContaminationRow(BaseModel):
@@ -93,6 +111,9 @@ class ContaminationSummary(BaseModel):
     alpha: float
     min_post: int
     controls: list[str]
+    simulated: list[str] = Field(
+        default_factory=list, description="models whose cutoff is a simulation's, not a real model's"
+    )
 
 
 class ContaminationResult(BaseModel):
@@ -134,7 +155,7 @@ def _base_row(
     pre, post = _split(dated, entry.cutoff)
     row = ContaminationRow(
         model=model, cutoff=entry.cutoff, cutoff_key=key, cutoff_source=entry.source, status="tested",
-        simulated=entry.source.strip().lower().startswith(SIMULATION),
+        simulated=entry.simulated,
         n_full=len(dated), n_pre=len(pre), n_post=len(post),
         mean_pre=aggregate(pre, s.convention) if pre else None,
     )  # fmt: skip
@@ -224,17 +245,43 @@ def _drift(
     row.adjusted, row.adjusted_low, row.adjusted_high = did.estimate, _opt(did.low), _opt(did.high)
 
 
+ROUNDING = 1e-12
+"""An interval end this close to 0 is 0: a mean of equal scores may come out as −1e-16."""
+
+
+def side(low: float | None, high: float | None) -> Side | None:
+    """Whether an interval lies above 0, below 0 or includes 0 (None: no interval)."""
+    if low is None or high is None:
+        return None
+    if low > ROUNDING:
+        return "above 0"
+    return "below 0" if high < -ROUNDING else "includes 0"
+
+
+def verdict_words(raw: Side | None, adjusted: Side | None, q_significant: bool) -> str:
+    """A tested model's verdict from its pre − post interval (`raw`), its drift-adjusted interval
+    (`adjusted`, None without drift controls) and whether its BH q is below alpha.
+
+    A significant drop (q below alpha, raw interval above 0) is judged by the adjusted interval
+    (`_DROP`). Without one, "explained by drift" only when the raw interval includes 0 and the
+    adjusted one excludes it; "not distinguishable" when the rank test and the raw interval disagree
+    (q below alpha, interval including 0) or the raw interval is missing; else "no significant drop".
+    """
+    if raw == "above 0" and q_significant:
+        return _DROP[adjusted]
+    if raw == "includes 0" and adjusted in ("above 0", "below 0"):
+        return EXPLAINED
+    if raw is None or (raw == "includes 0" and q_significant):
+        return NOT_DISTINGUISHABLE
+    return NO_DROP
+
+
 def _verdict(row: ContaminationRow, alpha: float) -> None:
-    drop = (row.pre_minus_post or 0.0) > 0
-    row.significant = bool(drop and row.q_value is not None and row.q_value < alpha)
-    if not row.significant:
-        row.verdict = NO_DROP
-    elif row.adjusted is None:
-        row.verdict = "significant drop (no drift control)"
-    elif row.adjusted_low is not None and row.adjusted_low > 0:
-        row.verdict = "contamination signal"
-    else:
-        row.verdict = "drop explained by drift"
+    raw = side(row.pre_minus_post_low, row.pre_minus_post_high)
+    q_significant = row.q_value is not None and row.q_value < alpha
+    row.significant = raw == "above 0" and q_significant
+    adjusted = side(row.adjusted_low, row.adjusted_high) if row.adjusted is not None else None
+    row.verdict = verdict_words(raw, adjusted, q_significant)
 
 
 def analyse(
@@ -282,8 +329,9 @@ def _summary(rows: list[ContaminationRow], s: AnalysisSettings, controls: list[s
         n_tested=len(tested),
         n_significant=len(significant),
         share_significant=len(significant) / len(tested) if tested else None,
-        n_signal=sum(r.verdict == "contamination signal" for r in tested),
+        n_signal=sum(r.verdict == SIGNAL for r in tested),
         alpha=s.alpha,
         min_post=s.min_post,
         controls=controls,
+        simulated=[r.model for r in rows if r.simulated],
     )

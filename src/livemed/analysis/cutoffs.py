@@ -27,6 +27,8 @@ from livemed.config import describe_validation_error
 from livemed.errors import InputFileError
 
 BUNDLED = "cutoffs.toml"
+SIMULATION = "simulation"
+"""A cutoff source starting with this word marks a simulated baseline (not a real model's cutoff)."""
 
 
 class CutoffEntry(BaseModel):
@@ -38,6 +40,11 @@ class CutoffEntry(BaseModel):
     source: str = Field(min_length=1, description="where the claim comes from (a URL or document)")
     aliases: list[str] = Field(default_factory=list)
     note: str = ""
+
+    @property
+    def simulated(self) -> bool:
+        """The cutoff is a simulation's (the demo's declared cutoffs), not a real model's."""
+        return self.source.strip().lower().startswith(SIMULATION)
 
 
 class CutoffFile(BaseModel):

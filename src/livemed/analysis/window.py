@@ -129,11 +129,19 @@ def window_run(store: Store, run: ScoreRun, window: Window) -> ScoreRun:
     return ScoreRun(scores=kept, excluded=run.excluded, answers=answers)
 
 
+ALL_MINUS_POST = (
+    "all_minus_post = all-cases mean − post-cutoff mean, the sign of the contamination table's full − post "
+    "(positive: lower after the cutoff)"
+)
+
+
 class CutoffComparison(BaseModel):
     """One model on all the window's cases and on its post-cutoff cases only, side by side."""
 
     model: str
     cutoff: date | None
+    cutoff_source: str | None = None
+    simulated: bool = Field(default=False, description="the cutoff is a simulation's, not a real model's")
     all_cases: int
     all_mean: float
     all_ci_low: float | None
@@ -142,23 +150,37 @@ class CutoffComparison(BaseModel):
     post_mean: float | None
     post_ci_low: float | None
     post_ci_high: float | None
-    difference: float | None = Field(description="post-cutoff mean minus all-cases mean")
+    all_minus_post: float | None = Field(description=ALL_MINUS_POST)
+
+
+class ByCutoffSummary(BaseModel):
+    """The side-by-side table's summary: its sign convention, and which cutoffs are simulations'."""
+
+    difference: str = ALL_MINUS_POST
+    n_models: int
+    no_cutoff: list[str] = Field(description="models with no cutoff in the registry: no post-cutoff cases")
+    simulated: list[str] = Field(description="models whose cutoff is a simulation's, not a real model's")
 
 
 def by_cutoff(
     all_rows: Sequence[LeaderboardRow],
     post_rows: Sequence[LeaderboardRow],
-    cutoffs: Mapping[str, date | None],
+    registry: dict[str, CutoffEntry],
 ) -> list[CutoffComparison]:
-    """The method's comparison: each ranked model's all-cases row beside its post-cutoff row."""
+    """The method's comparison: each ranked model's all-cases row beside its post-cutoff row, each
+    model's cutoff from `registry` (as `Window.with_cutoffs` found it)."""
     post = {r.model: r for r in post_rows}
     out = []
     for row in all_rows:
         p = post.get(row.model)
+        found = find_cutoff(row.model, registry)
+        entry = found[1] if found else None
         out.append(
             CutoffComparison(
                 model=row.model,
-                cutoff=cutoffs.get(row.model),
+                cutoff=entry.cutoff if entry else None,
+                cutoff_source=entry.source if entry else None,
+                simulated=bool(entry and entry.simulated),
                 all_cases=row.n_cases,
                 all_mean=row.mean,
                 all_ci_low=row.ci_low,
@@ -167,7 +189,15 @@ def by_cutoff(
                 post_mean=p.mean if p else None,
                 post_ci_low=p.ci_low if p else None,
                 post_ci_high=p.ci_high if p else None,
-                difference=(p.mean - row.mean) if p else None,
+                all_minus_post=(row.mean - p.mean) if p else None,
             )
         )
     return out
+
+
+def by_cutoff_summary(rows: Sequence[CutoffComparison]) -> ByCutoffSummary:
+    return ByCutoffSummary(
+        n_models=len(rows),
+        no_cutoff=[r.model for r in rows if r.cutoff is None],
+        simulated=[r.model for r in rows if r.simulated],
+    )

@@ -69,7 +69,10 @@ RESAMPLES = typer.Option(
     None, "--resamples", min=1000, metavar="N", help="Bootstrap resamples, e.g. 5000 (default 2000)."
 )
 CUTOFFS = typer.Option(
-    None, "--cutoffs", help="Your cutoff registry (TOML, or CSV model,cutoff), on top of the bundled one."
+    None,
+    "--cutoffs",
+    help="Your cutoff registry (TOML, or CSV model,cutoff), on top of the bundled one; it replaces the file "
+    "named by \\[analysis] cutoffs for this command (it does not add to it).",
 )
 ALLOW_INCOMPLETE = typer.Option(
     False,
@@ -206,10 +209,14 @@ def leaderboard_command(
     paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=context)
     paths += _grading_tables(_out_dir(app_state, out), scored, context)
     if by_cutoff_rows:
+        from livemed.analysis.window import by_cutoff_summary
         from livemed.cli.window_options import by_cutoff_table
 
         console.print(by_cutoff_table(by_cutoff_rows))
-        paths += write_table(_out_dir(app_state, out), "leaderboard-by-cutoff", by_cutoff_rows)
+        summary = by_cutoff_summary(by_cutoff_rows)
+        paths += write_table(
+            _out_dir(app_state, out), "leaderboard-by-cutoff", by_cutoff_rows, summary, context=context
+        )
     if compare:
         if len(compare) != 2:
             raise UserError("--compare takes exactly two models: --compare A --compare B")

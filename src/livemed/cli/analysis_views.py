@@ -106,7 +106,7 @@ def contamination_table(result: ContaminationResult) -> Group:
     share = "—" if s.share_significant is None else f"{s.share_significant:.0%}"
     title = (
         f"contamination: {s.n_significant}/{s.n_tested} tested models with a significant drop "
-        f"(BH q < {s.alpha}; {share}); {s.n_signal} beyond drift"
+        f"(q < {s.alpha}, CI > 0: {share}), {s.n_signal} beyond drift"
     )
     columns = ["model", "cutoff", "status", "pre/post", "full", "post", "full−post"]
     means = _table(title, columns, 3, compact=True)
@@ -117,7 +117,8 @@ def contamination_table(result: ContaminationResult) -> Group:
     )
     for r in result.rows:
         means.add_row(
-            r.model, str(r.cutoff or "—"), r.status, f"{r.n_pre}/{r.n_post}", num(r.mean_full),
+            r.model, str(r.cutoff or "—"), f"{r.status}\nsimulated" if r.simulated else r.status,
+            f"{r.n_pre}/{r.n_post}", num(r.mean_full),
             num(r.mean_post), num(r.full_minus_post),
         )  # fmt: skip
         if r.status == "tested":

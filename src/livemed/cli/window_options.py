@@ -147,22 +147,34 @@ def windowed_scores(
             ranked, resamples=settings.resamples, seed=settings.seed, convention=one.convention
         )
         boards.append(rows)
-    return chosen, by_cutoff(boards[0], boards[1], window.cutoffs or {}), described
+    return chosen, by_cutoff(boards[0], boards[1], cutoff_registry(app_state, cutoffs)), described
 
 
 def by_cutoff_table(rows: list[CutoffComparison]) -> Table:
+    """The side-by-side table; its last column has the contamination table's sign (full − post)."""
     from livemed.cli.analysis_views import interval, num
 
-    table = Table(title="all cases vs post-cutoff only (each model after its own training cutoff)")
-    for column in ("model", "cutoff", "all: mean", "95% CI", "n", "post-cutoff: mean", "95% CI", "n", "Δ"):
+    table = Table(
+        title="all cases vs post-cutoff only (each model after its own training cutoff); "
+        "all−post as contamination's full−post (positive: lower after the cutoff)"
+    )
+    columns = ("model", "cutoff", "all: mean", "95% CI", "n", "post-cutoff: mean", "95% CI", "n", "all−post")
+    for column in columns:
         table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
     for r in rows:
+        cutoff = f"{r.cutoff}*" if r.simulated else str(r.cutoff or "unknown")
         table.add_row(
-            r.model, str(r.cutoff or "unknown"),
+            r.model, cutoff,
             num(r.all_mean), interval(r.all_ci_low, r.all_ci_high), str(r.all_cases),
             num(r.post_mean), interval(r.post_ci_low, r.post_ci_high), str(r.post_cases),
-            num(r.difference),
+            num(r.all_minus_post),
         )  # fmt: skip
+    simulated = [r.model for r in rows if r.simulated]
+    if simulated:
+        table.caption = (
+            f"* simulated cutoff: {', '.join(simulated)} have cutoffs declared by a simulation (see each "
+            "cutoff's source), not real training cutoffs"
+        )
     return table
 
 

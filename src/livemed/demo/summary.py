@@ -25,18 +25,25 @@ def _num(value: float | None) -> str:
 
 
 def describe(row: ContaminationRow) -> str:
-    """One line for a model: its verdict (or status), pre − post and the drift-adjusted delta."""
+    """One line for a model: its verdict (or status), pre − post and the drift-adjusted delta, each with
+    its interval (the verdict's words follow them: `analysis.contamination.verdict_words`)."""
     if row.status == "control":
         return f"{row.model}: drift control ({row.control_kind}; cutoff {row.cutoff})"
     if row.status != "tested":
         return f"{row.model}: {row.status} ({row.note})"
-    adjusted = _num(row.adjusted)
-    if row.adjusted_low is not None and row.adjusted_high is not None:
-        adjusted += f" [{row.adjusted_low:+.3f}, {row.adjusted_high:+.3f}]"
+    raw = _with_interval(row.pre_minus_post, row.pre_minus_post_low, row.pre_minus_post_high)
+    adjusted = _with_interval(row.adjusted, row.adjusted_low, row.adjusted_high)
     return (
-        f"{row.model}: [bold]{row.verdict}[/] (pre − post {_num(row.pre_minus_post)}, "
+        f"{row.model}: [bold]{row.verdict}[/] (pre − post {raw}, "
         f"q {row.q_value if row.q_value is None else f'{row.q_value:.3g}'}, drift-adjusted {adjusted})"
     )
+
+
+def _with_interval(value: float | None, low: float | None, high: float | None) -> str:
+    """`+0.323 [+0.227, +0.423]`: the estimate and the interval its verdict words follow."""
+    if low is None or high is None:
+        return _num(value)
+    return f"{_num(value)} [{low:+.3f}, {high:+.3f}]"
 
 
 def simulation_lines(result: ContaminationResult) -> list[str]:

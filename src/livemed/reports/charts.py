@@ -169,7 +169,8 @@ def contamination_chart(rows: Sequence[ContaminationRow]) -> Chart:
     chart.add("text", x=LABEL_W + 16, y=14, text="full set", size=12, fill="#374151")
     chart.add("circle", x=LABEL_W + 96, y=10, r=5, fill="#dc2626")
     chart.add("text", x=LABEL_W + 106, y=14, text="post-cutoff cases", size=12, fill="#374151")
-    for i, row in enumerate(shown):
+    labels = [_contamination_label(row) for row in shown]
+    for i, (row, status) in enumerate(zip(shown, labels, strict=True)):
         y = top + i * step + 12
         chart.add("text", x=LABEL_W - 8, y=y + 4, text=row.model, anchor="end", size=12, fill="#111827")
         assert row.mean_full is not None
@@ -178,10 +179,14 @@ def contamination_chart(rows: Sequence[ContaminationRow]) -> Chart:
         if row.mean_post is not None:
             _interval(chart, y + 5, row.mean_post, row.post_low, row.post_high, "#dc2626",
                       f"{row.model} post-cutoff: {row.mean_post:.3f} (n={row.n_post})")  # fmt: skip
-        status = row.verdict or row.status
         chart.add("text", x=_scale(1.0) + 8, y=y + 4, text=status, size=10, fill="#6b7280")
-    chart.width = WIDTH + 120
+    chart.width = WIDTH + max([120.0, *(6.0 * len(label) for label in labels)])  # room for the labels
     return chart
+
+
+def _contamination_label(row: ContaminationRow) -> str:
+    """The verdict (or status) beside a model's intervals, "· simulated" for a simulation's cutoff."""
+    return f"{row.verdict or row.status} · simulated" if row.simulated else row.verdict or row.status
 
 
 def trends_chart(
