@@ -94,9 +94,14 @@ def _prompted(lines: list[str]) -> list[str]:
     return kept
 
 
+# Variables of the test run a user's shell does not have (the store and data the tests point at).
+NOT_A_USERS = ("LIVEMED_STORE", "LIVEMED_CONFIG", "LIVEMED_SHARED_DATA", "LIVEMED_TEST_POSTGRES_URL")
+
+
 def program_env(cache: Path) -> dict[str, str]:
-    """The environment a command runs in: this environment's `livemed` first, a private cache folder."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LIVEMED_STORE", "LIVEMED_CONFIG")}
+    """The environment a command runs in: this environment's `livemed` first, a private cache folder,
+    none of the test run's own variables (NOT_A_USERS)."""
+    env = {k: v for k, v in os.environ.items() if k not in NOT_A_USERS}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["LIVEMED_CACHE_DIR"] = str(cache)
     env["COLUMNS"] = "200"
