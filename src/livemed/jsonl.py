@@ -1,12 +1,16 @@
 """JSONL export and import of records.
 
 Each line is one record: its JSON fields plus `"kind"`. Import reads line by line, so a
-malformed line is reported with its file and line number and the other lines still load.
+malformed line is reported with its file and line number and the other lines still load. A file
+that is not text (`open_text`) is one error, not a bad line per line of it.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
+import re
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +100,13 @@ def decode_exact(raw: bytes) -> Any:
         return None
 
 
+# A \\u escape of a high surrogate with no low one after it, or of a low one with no high one before.
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
 def _decode(path: Path, raw: bytes, number: int) -> tuple[int, dict[str, Any]] | InputFileError:
     try:
         data: Any = json.loads(raw.decode("utf-8"))
@@ -109,9 +120,26 @@ def _decode(path: Path, raw: bytes, number: int) -> tuple[int, dict[str, Any]] |
         return InputFileError(path, "invalid JSON: nested too deeply", number)
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         return InputFileError(path, f"invalid JSON: {str(exc).split(':')[0]}", number)
+    if (surrogate := unpaired_surrogate(raw, data)) is not None:
+        return InputFileError(path, f"invalid JSON: {surrogate}", number)
     if isinstance(data, dict):
         return number, data
     return InputFileError(path, f"expected a JSON object, got {type(data).__name__}", number)
+
+
+def unpaired_surrogate(raw: bytes, data: Any) -> str | None:
+    """What is wrong with a JSON line that Python's json decoded (to `data`) when it escapes an unpaired
+    surrogate (`"\\ud800"`): no character, so no store can keep it, no model can read it, and orjson
+    refuses the line. None for any other line."""
+    found = _LONE_SURROGATE.search(raw)
+    if found is None:
+        return None
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        column = len(raw[: found.start()].decode("utf-8")) + 1
+        return f"unpaired surrogate {found.group().decode()} (no character) at column {column}"
+    return None  # the escape was text (an escaped backslash before it)
 
 
 def json_objects(
@@ -135,12 +163,46 @@ def _objects(
 
 def read_lines(path: Path, max_bytes: int | None) -> Generator[tuple[int, bytes | int], None, None]:
     """(line number, raw line) of a JSONL file, a line over `max_bytes` as its size (see `line_object`)."""
+    with open_text(path) as handle:
+        yield from enumerate(_lines(handle, max_bytes), start=1)
+
+
+TEXT_PROBE_BYTES = 8192
+NOT_UTF8_SHARE = 10
+
+
+def open_text(path: Path) -> BinaryIO:
+    """`path` opened to be read line by line (as bytes); an InputFileError when it cannot be opened or
+    is not a text file (`not_text` of its first `TEXT_PROBE_BYTES`): one line for a binary file, not a
+    bad line for each of its lines."""
     try:
-        handle = path.open("rb")
+        raw = path.open("rb", buffering=0)
     except OSError as exc:
         raise InputFileError(path, f"cannot open: {exc.strerror}") from None
-    with handle:
-        yield from enumerate(_lines(handle, max_bytes), start=1)
+    handle = io.BufferedReader(raw, buffer_size=1 << 16)  # one read fills the probe: peek() does one
+    problem = not_text(handle.peek(TEXT_PROBE_BYTES)[:TEXT_PROBE_BYTES])
+    if problem is not None:
+        handle.close()
+        raise InputFileError(path, f"not a text file ({problem})")
+    return handle
+
+
+def check_text(path: Path) -> None:
+    """`open_text`'s checks alone, for a command that says something about the file before reading it."""
+    open_text(path).close()
+
+
+def not_text(block: bytes) -> str | None:
+    """Why the first block of a file shows it is not text, or None: a NUL byte, or more than one byte
+    in `NOT_UTF8_SHARE` that is not UTF-8 (a text file with a few mis-encoded lines is read, and those
+    lines are reported one by one; a character cut at the block's end is no fault)."""
+    if b"\x00" in block:
+        return "NUL bytes in its first 8 KiB"
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(block, final=False)
+    faults = text.count("\ufffd") - block.count("\ufffd".encode())  # U+FFFD written in the file is text
+    if faults * NOT_UTF8_SHARE > len(block):
+        return f"over 1 in {NOT_UTF8_SHARE} bytes of its first 8 KiB not UTF-8"
+    return None
 
 
 def line_object(

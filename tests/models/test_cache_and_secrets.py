@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 
@@ -144,6 +145,7 @@ async def test_the_key_never_leaves_for_the_store_cache_logs_or_messages(
     engine, model = make_engine(store=store, max_retries=1)
     echo = f"you sent {api_key}, echoing it back"
     server.script(
+        Behavior(text="an answer that never saw the key"),
         Behavior(text=f"model text that repeats the key {api_key}"),  # a hostile endpoint echoes the key
         Behavior(status=500, error_message=echo),
         Behavior(status=500, error_message=echo),
@@ -155,19 +157,23 @@ async def test_the_key_never_leaves_for_the_store_cache_logs_or_messages(
         for i in range(5):
             outcomes.append(await engine.generate(model, [{"role": "user", "content": f"q{i}"}]))
         await engine.aclose()
-    assert len(server.chat_requests) == 5
+    assert len(server.chat_requests) == 6
     assert all(
         r.headers["authorization"] == f"Bearer {api_key}" for r in server.chat_requests
     )  # sent only there
     texts = [o.model_dump_json() for o in outcomes if isinstance(o, (Completion, CallFailure))]
     assert len(texts) == 5
-    assert sum(isinstance(o, CallFailure) for o in outcomes) == 4
+    assert [type(o) for o in outcomes] == [Completion] + [CallFailure] * 4
     for text in [*texts, caplog.text, repr(model.__dict__.get("config"))]:
         assert api_key not in text
-    assert "[redacted]" in texts[0]
+    refused = outcomes[1]
+    assert isinstance(refused, CallFailure)  # the echoing reply is refused, not rewritten and stored
+    assert refused.reason == "fatal"
+    assert "holds the API key" in refused.detail
+    assert "[redacted]" in texts[2]  # the key in an error's text is scrubbed
     store.close()
     assert_not_in_files(tmp_path, api_key)  # the database and its WAL/SHM files, byte by byte
-    assert store.cache_count() == 1
+    assert store.cache_count() == 1  # the answer that did not hold the key
 
 
 def assert_not_in_files(folder: Path, secret: str) -> None:
@@ -332,3 +338,52 @@ async def test_a_caller_cancelled_while_another_waits_leaves_the_waiter_its_own_
     assert isinstance(result, Completion)
     assert (result.text, result.cached) == ("answer", False)  # asked on its own once the first stopped
     assert len(model.calls) == 2
+
+
+# A reply's text, and a whole body, full of the letters of keys that are not secrets.
+NOT_SECRET_TEXT = "There is none of the red flags; see sign 1 (e.g. EMPTY bed, sk-no-key-required, ollama)."
+
+
+@pytest.mark.parametrize("key", ["none", "se", "1", "e", "EMPTY", "sk-no-key-required", "ollama"])
+async def test_a_reply_is_stored_as_it_came_whatever_the_key(
+    key: str, make_engine, server: FakeOpenAIServer, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed.models.engine import cache_key
+
+    monkeypatch.setenv(KEY_ENV, key)  # a short key or a placeholder: not a secret, nothing is scrubbed
+    body = {
+        "id": "chatcmpl-1e1",
+        "object": "chat.completion",
+        "created": 1_700_000_001,
+        "model": "fake-gpt",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": NOT_SECRET_TEXT},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 21, "total_tokens": 32},
+    }
+    verdict = '{"explanation": "none missed; see the response", "criteria_met": true}'
+    verdict_body = {**body, "choices": [{**body["choices"][0], "message": {"content": verdict}}]}
+    server.script(
+        Behavior(body=body),
+        Behavior(body=verdict_body),
+        Behavior(status=400, error_message="none of these values is accepted: e.g. 1 or se"),
+    )
+    engine, model = make_engine(store=sqlite_store)
+    asked = [[{"role": "user", "content": f"q{i}"}] for i in range(3)]
+    reply, graded, refused = [await engine.generate(model, m) for m in asked]  # type: ignore[arg-type]
+    await engine.aclose()
+    assert isinstance(reply, Completion)
+    assert isinstance(graded, Completion)
+    assert (reply.text, reply.raw, graded.text) == (NOT_SECRET_TEXT, body, verdict)
+    keys = [cache_key(model, m, Settings()) for m in asked[:2]]  # type: ignore[arg-type]
+    stored = sqlite_store.cache_get_many_json(keys)
+    texts = [json.loads(stored[k]) for k in keys]
+    assert [(t["text"], t["raw"]) for t in texts] == [(NOT_SECRET_TEXT, body), (verdict, verdict_body)]
+    assert json.dumps(NOT_SECRET_TEXT)[1:-1].encode() in b"".join(t.encode() for t in stored.values())
+    assert isinstance(refused, CallFailure)
+    assert "none of these values is accepted: e.g. 1 or se" in refused.detail
+    assert server.chat_requests[0].headers["authorization"] == f"Bearer {key}"

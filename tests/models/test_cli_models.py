@@ -168,6 +168,7 @@ def test_check_names_a_missing_key_variable(
     out = " ".join(result.output.split())
     assert f"environment variable {KEY_ENV} is not set" in out
     assert "api_key_env for this model in livemed.toml" in out
+    assert "plain call failed (fatal, not sent)" in out
     assert server.chat_requests == []
 
 
@@ -220,3 +221,35 @@ def test_list_names_every_offline_id_the_docs_name(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     listed = set(OFFLINE_ID.findall(result.output))
     assert named - listed == set()
+
+
+def test_a_missing_key_is_one_line_and_claims_no_call(
+    tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed.store import Store
+    from tests.foundation.factories import case
+
+    program = Path(sys.executable).with_name("livemed")
+    if not program.exists():
+        pytest.skip("the livemed program is not installed in this environment")
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    config = write_config(tmp_path, server)
+    store_path = tmp_path / "s.db"
+    with Store(store_path) as store:
+        store.put([case(f"demo:{i}") for i in range(3)])
+    done = subprocess.run(
+        [str(program), "-c", str(config), "--store", str(store_path), "answer", "-m", "openai/fake-gpt"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.splitlines()  # one line, not a warning and then the same again
+    assert line.startswith("error: 3 of 3 answers failed: openai/fake-gpt: environment variable")
+    assert f"{KEY_ENV} is not set" in line
+    [row] = [r for r in done.stdout.splitlines() if "openai/fake-gpt" in r and "│" in r]
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    assert cells[:5] == ["openai/fake-gpt", "0", "0", "0", "3"]  # calls, cache hits, retries, failures
+    assert server.chat_requests == []

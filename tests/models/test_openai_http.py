@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -240,16 +241,23 @@ async def test_model_wide_errors_stop_later_calls_but_400_does_not(
 
 
 async def test_missing_key_names_the_variable_and_sends_nothing(
-    make_engine, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+    make_engine, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     engine, model = make_engine()
-    out = await engine.generate(model, HELLO)
+    with caplog.at_level(logging.WARNING, logger="livemed.models"):
+        out = await engine.generate(model, HELLO)
+        later = await engine.generate(model, [{"role": "user", "content": "again"}])
     assert isinstance(out, CallFailure)
+    assert isinstance(later, CallFailure)
     assert out.reason == "fatal"
     assert KEY_ENV in out.detail
     assert "not set" in out.detail
     assert server.chat_requests == []
+    assert (out.attempts, later.attempts) == (0, 0)  # nothing was sent, nothing attempted
+    usage = engine.accounting.by_model[model.id]
+    assert (usage.calls, usage.failures) == (0, 2)  # no call is claimed
+    assert caplog.records == []  # the command's failure line says it, once
 
 
 async def test_hang_times_out_and_is_retried(make_engine, server: FakeOpenAIServer, api_key: str) -> None:

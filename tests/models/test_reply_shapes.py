@@ -237,20 +237,22 @@ async def test_a_provider_message_that_echoes_the_key_is_scrubbed(
         assert "[redacted]" in failure.detail
 
 
-async def test_a_completion_that_echoes_the_key_escaped_or_plain_is_scrubbed(
-    server: FakeOpenAIServer, make_engine: MakeEngine, api_key: str
+async def test_a_completion_that_echoes_the_key_escaped_or_plain_is_refused_not_rewritten(
+    server: FakeOpenAIServer, make_engine: MakeEngine, api_key: str, sqlite_store: Store
 ) -> None:
-    engine, model = make_engine()
+    engine, model = make_engine(store=sqlite_store)
     escaped = "".join(f"\\u{ord(c):04x}" for c in api_key)  # JSON may write any character so
     shape = '{"choices": [{"message": {"role": "assistant", "content": "your key is KEY"}, '
     shape += '"finish_reason": "stop"}]}'
     bodies = [shape.replace("KEY", text) for text in (api_key, escaped)]
     server.script(*[server.default.__class__(body_text=body) for body in bodies])
     for n in range(2):
-        reply = await engine.generate(model, [{"role": "user", "content": f"echo {n}"}])
-        assert isinstance(reply, Completion)
-        assert reply.text == "your key is [redacted]"
-        assert api_key not in json.dumps(reply.raw)
+        failure = await engine.generate(model, [{"role": "user", "content": f"echo {n}"}])
+        assert isinstance(failure, CallFailure)
+        assert "holds the API key" in failure.detail
+        assert api_key not in failure.detail
+    await engine.aclose()
+    assert sqlite_store.cache_count() == 0
 
 
 def test_runs_stored_before_estimated_usage_still_read() -> None:

@@ -82,10 +82,26 @@ async def test_csv_with_reply_roles_column(tmp_path: Path) -> None:
     ]
 
 
+async def test_a_thread_with_an_unpaired_surrogate_is_a_rejection_and_a_binary_file_one_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "threads.jsonl"
+    path.write_bytes(b"\n".join([thread(1), thread(2, body="bad \ud800 post"), thread(3)]))
+    mapping = Mapping(id="tid", date="created", post="body", title="subject", replies="answers")
+    docs, rejections = await collect(Files(Settings(path=path, mapping=mapping)).harvest(SINCE, UNTIL))
+    assert [d.id for d in docs] == ["files:t1", "files:t3"]
+    [rejected] = rejections
+    assert rejected.reason == "bad_encoding"
+    assert rejected.detail.startswith("threads.jsonl:2: unpaired surrogate \\ud800 (no character)")
+    path.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 40)
+    with pytest.raises(SourceError, match=r"threads\.jsonl: not a text file \(NUL bytes"):
+        await collect(Files(Settings(path=path, mapping=mapping)).harvest(SINCE, UNTIL))
+
+
 async def test_files_without_path_or_missing_file_is_a_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="path"):
         await collect(Files(Settings()).harvest(SINCE, UNTIL))
-    with pytest.raises(SourceError, match="cannot read"):
+    with pytest.raises(SourceError, match=r"nope\.jsonl: cannot open"):
         await collect(Files(Settings(path=tmp_path / "nope.jsonl")).harvest(SINCE, UNTIL))
 
 

@@ -337,11 +337,13 @@ def _override_concurrency(app_state: AppState, model_ids: list[str], concurrency
 
 def detect_format(path: Path) -> str:
     """healthbench (`prompt` and `rubrics`), kqa (`Question`) or livemed (`kind`), by the first line."""
+    from livemed.jsonl import open_text
+
+    with open_text(path) as handle:  # one line for a file that cannot be opened or is not text
+        first = next((line for line in handle if line.strip()), b"")
     try:
-        with path.open(encoding="utf-8") as handle:
-            first = next((line for line in handle if line.strip()), "")
         data = json.loads(first) if first else None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except ValueError as exc:  # UnicodeDecodeError included
         raise UserError(f"{path}: cannot detect its format ({exc}); pass --format") from None
     if isinstance(data, dict) and "prompt" in data and "rubrics" in data:
         return "healthbench"

@@ -161,7 +161,9 @@ def load_healthbench(
     from livemed.interop.chunks import default_workers, parsed_chunks
     from livemed.interop.dates import resolve_published
     from livemed.interop.healthbench import ExampleChunks, Kept, Prepared, stored_lines
+    from livemed.jsonl import check_text
 
+    check_text(file)  # a binary file is one line, before any note about its dates
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
     max_bytes, max_items = _limits(ctx, max_record_bytes, max_criteria)
@@ -299,7 +301,9 @@ def load_kqa(
     from livemed.errors import InputFileError
     from livemed.interop.dates import resolve_published
     from livemed.interop.kqa import REFERENCE_NAMESPACE, read_kqa
+    from livemed.jsonl import check_text
 
+    check_text(file)  # a binary file is one line, before any note about its dates
     date, basis = resolve_published(published, file)
     _date_note(basis, date.date())
     store = state(ctx).store

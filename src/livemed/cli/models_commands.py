@@ -77,7 +77,8 @@ def check(
 def _failure_text(failure: CallFailure) -> str:
     if failure.reason == "truncated":
         return ": ran out of tokens (finish_reason length) — raise --max-tokens"
-    return f" ({failure.reason}, {failure.attempts} attempt(s)): {escape(failure.detail)}"
+    tries = f"{failure.attempts} attempt(s)" if failure.attempts else "not sent"
+    return f" ({failure.reason}, {tries}): {escape(failure.detail)}"
 
 
 async def _run_check(engine: Engine, model: Model, max_tokens: int) -> CheckResult:

@@ -144,6 +144,14 @@ class FatalModelError(ModelError):
         self.reason = reason
 
 
+class NotSentError(FatalModelError):
+    """A fatal failure found before any request left (a missing API key): model-wide, and no call
+    is counted for it (nothing was sent, nothing attempted)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, model_wide=True)
+
+
 class NoTextError(ModelError):
     """The endpoint answered, but with no usable text (`reason` "truncated" or "no_text").
 

@@ -41,6 +41,7 @@ from livemed.models.base import (
     Message,
     Model,
     NoTextError,
+    NotSentError,
     Settings,
     TransientModelError,
 )
@@ -346,14 +347,22 @@ class Engine(Budget):
     def _fatal(
         self, model: Model, stage: str, limits: ModelLimits, exc: FatalModelError, attempts: int
     ) -> CallFailure:
+        """A failure not worth retrying. One that was never sent (a missing key) counts no call and no
+        attempt, and is not logged as a warning: the command's failure line reports it, once."""
         detail = str(exc)
+        sent = not isinstance(exc, NotSentError)
         if exc.model_wide and limits.disabled is None:
             limits.disabled = f"{detail} (later calls to {model.id} are not sent)"
-            log.warning("%s; later calls to it are not sent", named(model.id, detail))
-        self._record("failure", stage, model.id, detail, calls=1, failures=1)
+            if sent:
+                log.warning("%s; later calls to it are not sent", named(model.id, detail))
+        self._record("failure", stage, model.id, detail, calls=int(sent), failures=1)
         log.info("%s", named(model.id, detail))
         return CallFailure(
-            model=model.id, reason=exc.reason or "fatal", detail=detail, status=exc.status, attempts=attempts
+            model=model.id,
+            reason=exc.reason or "fatal",
+            detail=detail,
+            status=exc.status,
+            attempts=attempts if sent else attempts - 1,
         )
 
     def _no_text(

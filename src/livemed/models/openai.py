@@ -17,8 +17,11 @@ base_url = "http://gpu-box:8000/v1"       # default http://localhost:8000/v1; ke
 The engine owns retries, limits and timeouts. Errors become `TransientModelError` (429 with
 Retry-After, 408/409, 5xx, timeouts, connection errors, malformed or truncated bodies) or
 `FatalModelError` (other 4xx, a missing key); see `livemed.models.statuses`. Reply bodies are
-read by `livemed.models.replies`. The key is read from the environment at call time, sent only to
-the endpoint, and scrubbed from every message and raw body.
+read by `livemed.models.replies`. The key is read from the environment at call time and sent only to
+the endpoint, in the Authorization header. A reply is data: it is stored exactly as it came, never
+rewritten. The key is scrubbed (by exact match) from the text of errors, which is where an endpoint
+echoes it; a reply that holds it is refused as a failure instead of being stored (see `secret_key`:
+placeholders such as `EMPTY` and keys under 8 characters are not secrets and are never scrubbed).
 Requests go straight over aiohttp (`livemed.models.http`: one session per model and event loop, a
 body livemed builds itself, the bearer key): the official `openai` client's `post()` cost several
 times the CPU per call and ~0.8 s of imports at start-up (see docs/benchmarks.md), and status codes
@@ -40,7 +43,15 @@ import orjson
 
 from livemed.config import Config, ModelConfig
 from livemed.jsonl import decode_exact
-from livemed.models.base import Completion, FatalModelError, Message, Settings, TransientModelError
+from livemed.models.base import (
+    Completion,
+    FatalModelError,
+    Message,
+    NoTextError,
+    NotSentError,
+    Settings,
+    TransientModelError,
+)
 from livemed.models.limits import estimate_tokens
 from livemed.models.replies import parse_chat_completion
 from livemed.models.statuses import classify, error_message, parse_retry_after, retry_after_from_body
@@ -48,6 +59,9 @@ from livemed.models.statuses import classify, error_message, parse_retry_after, 
 __all__ = ["PRESETS", "OpenAICompatibleModel", "parse_retry_after", "response_format"]
 
 PLACEHOLDER_KEY = "EMPTY"
+# What local servers take for "no key": not secrets, so never scrubbed from anything.
+PLACEHOLDER_KEYS = frozenset({PLACEHOLDER_KEY, "none", "sk-no-key-required", "ollama"})
+MIN_SECRET_CHARS = 8
 REDACTED = "[redacted]"
 _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -101,8 +115,8 @@ class OpenAICompatibleModel:
         official = provider == "openai" and self.base_url == preset.base_url
         self._max_tokens_field = preset.max_tokens_field if official else "max_tokens"
         self._client: Replicas | None = None
-        self._key: str | None = None
-        self._key_bytes: bytes | None = None  # the key as it would stand in a reply body, when it is plain
+        self._secret: str | None = None  # the key, when it is a secret (`secret_key`)
+        self._secret_bytes: bytes | None = None  # the secret as it would stand in a body, when it is plain
 
     # ------------------------------------------------------------------ Model protocol
 
@@ -149,8 +163,8 @@ class OpenAICompatibleModel:
                 data = json.loads(raw)
             except ValueError:
                 raise TransientModelError(self._malformed(url)) from None
-        if not self._may_echo_key(raw):  # nothing to scrub: the body is not encoded again to look
-            return self._parse(data, time.perf_counter() - started, estimate_tokens(messages))
+        if self._may_echo_key(raw) and holds_text(data, self._secret or ""):
+            raise self._echo_failure(data, url)
         return self.parse_response(data, time.perf_counter() - started, estimate_tokens(messages))
 
     async def aclose(self) -> None:
@@ -180,19 +194,28 @@ class OpenAICompatibleModel:
         return body
 
     def parse_response(self, data: object, latency_s: float, prompt_estimate: int = 0) -> Completion:
-        """The completion in a response body (see `livemed.models.replies`), key scrubbed from it."""
-        return self._parse(
-            self._redact_raw(data) if isinstance(data, dict) else data, latency_s, prompt_estimate
-        )
-
-    def _parse(self, raw: object, latency_s: float, prompt_estimate: int) -> Completion:
+        """The completion in a response body, as it came (see `livemed.models.replies`)."""
         return parse_chat_completion(
-            raw,
+            data,
             model_id=self.id,
             endpoint=self.base_url,
             latency_s=latency_s,
             prompt_estimate=prompt_estimate,
             redact=self.redact,
+        )
+
+    def _echo_failure(self, data: object, url: str) -> TransientModelError | FatalModelError:
+        """Why a reply that holds the API key is not stored: an error reply stays its own error (its
+        text scrubbed); any other reply is refused, never rewritten."""
+        try:
+            self.parse_response(data, 0.0)
+        except (TransientModelError, FatalModelError) as exc:
+            return exc
+        except NoTextError:
+            pass
+        return FatalModelError(
+            f"{self.id}: reply from {url} holds the API key (does the endpoint echo requests?); "
+            "it is not stored"
         )
 
     # ------------------------------------------------------------------ client and key
@@ -202,10 +225,11 @@ class OpenAICompatibleModel:
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._client.loop is not loop:
-            self._key = key = self._api_key()
-            plain = key != PLACEHOLDER_KEY and _PLAIN_KEY.fullmatch(key) is not None
-            self._key_bytes = key.encode() if plain else None
-            headers = {"Authorization": f"Bearer {self._key}"}
+            key = self._api_key()
+            self._secret = secret = secret_key(key)
+            plain = secret is not None and _PLAIN_KEY.fullmatch(secret) is not None
+            self._secret_bytes = secret.encode() if secret and plain else None
+            headers = {"Authorization": f"Bearer {key}"}
             headers.update({h: v for h, env in _HEADER_ENV.items() if (v := os.environ.get(env, "").strip())})
             transports = [
                 await Transport(
@@ -224,38 +248,26 @@ class OpenAICompatibleModel:
             return PLACEHOLDER_KEY
         value = os.environ.get(self.api_key_env, "").strip()
         if not value:
-            raise FatalModelError(
-                f"{self.id}: environment variable {self.api_key_env} is not set; it must hold the API key "
-                "(or name another variable with api_key_env for this model in livemed.toml)",
-                model_wide=True,
+            raise NotSentError(
+                f"{self.id}: environment variable {self.api_key_env} is not set; set it to the API key, "
+                "or name another variable with api_key_env for this model in livemed.toml"
             )
         return value
 
     def redact(self, text: str) -> str:
-        """`text` with the API key replaced, wherever an endpoint might have echoed it."""
-        key = self._key
-        if key and key != PLACEHOLDER_KEY and key in text:
-            return text.replace(key, REDACTED)
+        """Error text with the secret key replaced wherever an endpoint echoed it (exact match)."""
+        secret = self._secret
+        if secret and secret in text:
+            return text.replace(secret, REDACTED)
         return text
 
     def _may_echo_key(self, raw: bytes) -> bool:
-        """Whether the key may be in a reply body: not when a key of plain characters (which JSON
-        writes only as themselves or as \\u escapes) is absent from a body without \\u escapes."""
-        key = self._key
-        if not key or key == PLACEHOLDER_KEY:
+        """Whether the secret key may be in a reply body: not when a key of plain characters (which
+        JSON writes only as themselves or as \\u escapes) is absent from a body without \\u escapes."""
+        if self._secret is None:
             return False
-        plain = self._key_bytes  # set with the key; None when the key is not of plain characters
+        plain = self._secret_bytes  # None when the key is not of plain characters
         return plain is None or plain in raw or b"\\u" in raw
-
-    def _redact_raw(self, data: dict[str, Any]) -> dict[str, Any]:
-        key = self._key
-        if not key or key == PLACEHOLDER_KEY:
-            return data
-        dumped = json.dumps(data)
-        if key not in dumped:
-            return data
-        redacted: dict[str, Any] = json.loads(dumped.replace(key, REDACTED))
-        return redacted
 
     def _status_error(
         self, status: int, headers: Mapping[str, str], raw: bytes, url: str | None = None
@@ -318,6 +330,33 @@ class Replicas:
     async def close(self) -> None:
         for transport in self.transports:
             await transport.close()
+
+
+def secret_key(key: str) -> str | None:
+    """`key` when it is a secret to keep out of messages and the store; None for the well-known
+    placeholders and for keys under `MIN_SECRET_CHARS` characters, which are not secrets (scrubbing
+    `none` or `1` would rewrite ordinary text)."""
+    if len(key) < MIN_SECRET_CHARS or key in PLACEHOLDER_KEYS:
+        return None
+    return key
+
+
+def holds_text(data: object, needle: str) -> bool:
+    """Whether a string of a JSON value (an object's keys included) contains `needle` (never "")."""
+    if not needle:
+        return False
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if needle in value:
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:

@@ -56,7 +56,8 @@ def parse_chat_completion(
 ) -> Completion:
     """The `Completion` in a chat-completions body; raises the model errors described above.
 
-    `redact` scrubs the API key from any text that leaves this function.
+    The completion's text, reasoning and raw body are the reply's, as it came; `redact` scrubs the
+    API key from the text of the errors raised here.
     """
     where = f"{model_id}: reply from {endpoint}"
     if not isinstance(data, dict):
@@ -77,16 +78,16 @@ def parse_chat_completion(
     finish_reason = str(finish) if finish is not None else None
     prompt_tokens, completion_tokens, estimated = _usage(data.get("usage"), prompt_estimate, parts)
     completion = Completion(
-        text=redact(text),
+        text=text,
         finish_reason=finish_reason,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         usage_estimated=estimated,
-        reasoning=redact(reasoning),
+        reasoning=reasoning,
         latency_s=latency_s,
         model=model_id,
         raw=data,
-        choices=[redact(t) for t, _ in parts] if len(parts) > 1 else [],
+        choices=[t for t, _ in parts] if len(parts) > 1 else [],
     )
     if not text.strip():
         raise _no_text(choices[0], where, finish_reason, completion)

@@ -20,7 +20,8 @@ from typing import Any, BinaryIO, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from livemed.config import describe_validation_error
-from livemed.errors import SourceError
+from livemed.errors import InputFileError, SourceError
+from livemed.jsonl import open_text, unpaired_surrogate
 from livemed.records import Doc, Reply, ReplyRole
 from livemed.sources.base import DocOrRejection, SourceSettings, parse_date, rejection
 
@@ -67,9 +68,9 @@ class Files:
         if path is None:
             raise SourceError(f"{self.name}: set sources.files.path in livemed.toml (a .jsonl or .csv file)")
         try:
-            handle = path.open("rb")
-        except OSError as exc:
-            raise SourceError(f"{self.name}: cannot read {path}: {exc.strerror or exc}") from None
+            handle = open_text(path)  # a binary file is one error, not a rejection per line of it
+        except InputFileError as exc:
+            raise SourceError(f"{self.name}: {exc}") from None
         yielded = 0
         with handle:  # streamed: a large export is never read whole
             for line, row in self._rows(path, handle):
@@ -107,6 +108,9 @@ class Files:
                 continue
             except json.JSONDecodeError as exc:
                 yield number, self._bad(where, "bad_json", exc.msg)
+                continue
+            if (surrogate := unpaired_surrogate(raw, row)) is not None:
+                yield number, self._bad(where, "bad_encoding", surrogate)
                 continue
             yield number, row if isinstance(row, dict) else self._bad(where, "bad_json", "not an object")
 
