@@ -65,7 +65,7 @@ def test_the_demo_labels_and_scores_the_same_in_two_processes(
     two_runs: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:
     first, second = two_runs
-    assert first["labels"] and first["scores"] and first["grades"]
+    assert all(first[part] for part in ("labels", "scores", "grades"))
     assert first["labels"] == second["labels"]
     assert first["scores"] == second["scores"]
     assert first["grades"] == second["grades"]
