@@ -36,7 +36,8 @@ UNREADABLE = """(minPx) => {
   const scrolls = v => v === "auto" || v === "scroll";
   const inside = (r, box) => r.left >= box.left - 1 && r.right <= box.right + 1 &&
                              r.top >= box.top - 1 && r.bottom <= box.bottom + 1;
-  const name = el => `${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}.${el.getAttribute("class") || ""}`;
+  const name = el =>
+    `${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}.${el.getAttribute("class") || ""}`;
   const bad = [];
   const report = (kind, el, text, extra) => bad.length < 20 &&
     bad.push(`${kind}: ${JSON.stringify(text.trim().slice(0, 40))} in ${name(el)} ${extra}`);
@@ -77,8 +78,7 @@ UNREADABLE = """(minPx) => {
       const why = clipped(r, el);
       if (why) { report("clipped", el, node.textContent, why); break; }
     }
-    const cut = el.closest("*");
-    if (getComputedStyle(cut).textOverflow === "ellipsis" && cut.scrollWidth > cut.clientWidth + 1)
+    if (getComputedStyle(el).textOverflow === "ellipsis" && el.scrollWidth > el.clientWidth + 1)
       report("clipped", el, node.textContent, "by text-overflow");
   }
   const page = document.documentElement.scrollWidth;
