@@ -111,6 +111,31 @@ def test_lowest_answers_takes_the_worst_sample_per_case() -> None:
     assert [(p.case_id, p.score) for p in picked] == [("c1", 0.1), ("c3", 0.3)]
 
 
+def test_lowest_answers_and_their_labels_do_not_depend_on_the_order_of_the_scores() -> None:
+    def s(case: str, sample: int, value: float) -> Score:
+        return Score(answer_id=f"answer:{case}:m/a:{sample}", case_id=case, model="m/a", judge="j",
+                     score=value, coverage=0, harm=0)  # fmt: skip
+
+    # tied samples within a case and tied cases across the cut: any order picks the same answers
+    scores = [
+        s("c1", 2, 0.2),
+        s("c1", 0, 0.2),
+        s("c1", 1, 0.2),
+        s("c2", 1, 0.5),
+        s("c2", 0, 0.5),
+        s("c3", 0, 0.5),
+    ]
+    picks = set()
+    for shift in range(len(scores)):
+        for order in (scores[shift:] + scores[:shift], list(reversed(scores[shift:] + scores[:shift]))):
+            picks.add(tuple(p.answer_id for p in lowest_answers(order, "m/a", 2)))
+    assert picks == {("answer:c1:m/a:0", "answer:c2:m/a:0")}
+    results = [res("context_awareness", 5, False), res("accuracy", 5, False), res("safety", -8, True)]
+    assert (
+        len({heuristic_category(order) for order in (results, results[::-1], results[1:] + results[:1])}) == 1
+    )
+
+
 def test_lowest_answers_leaves_out_perfect_answers() -> None:
     def s(case: str, value: float) -> Score:
         return Score(answer_id=f"answer:{case}:m/a:0", case_id=case, model="m/a", judge="j",

@@ -109,11 +109,15 @@ def lowest_answers(scores: Iterable[Score], model: str, k: int) -> list[Score]:
     """The model's k lowest-scoring cases, one answer per case (its lowest-scoring sample).
 
     Only failures are candidates: a case whose lowest sample scored the maximum (1.0) is left out, so
-    fewer than k answers come back when the model answered the rest perfectly.
+    fewer than k answers come back when the model answered the rest perfectly. Ties go to the smaller
+    answer id, so the order of `scores` never changes the choice.
     """
     worst: dict[str, Score] = {}
     for s in scores:
-        if s.model == model and (s.case_id not in worst or s.score < worst[s.case_id].score):
+        if s.model != model:
+            continue
+        kept = worst.get(s.case_id)
+        if kept is None or (s.score, s.answer_id) < (kept.score, kept.answer_id):
             worst[s.case_id] = s
     failures = [s for s in worst.values() if s.score < MAX_SCORE]
     return sorted(failures, key=lambda s: (s.score, s.case_id))[:k]

@@ -7,8 +7,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
+from rich.text import Text
+
+from livemed.cli.context import console
+from livemed.cli.fitted import Cell, Column, fitted
 
 if TYPE_CHECKING:  # the analysis modules import scipy: keep `livemed --help` fast
     from livemed.analysis.completeness import Grading
@@ -19,6 +23,7 @@ if TYPE_CHECKING:  # the analysis modules import scipy: keep `livemed --help` fa
     from livemed.analysis.trends import TrendRow
 
 
+LEADERBOARD_FILES = "leaderboard.csv/.json, written below"
 _WRAPPABLE = frozenset({"status", "verdict", "classifier"})  # words that may wrap; numbers and ids never
 
 
@@ -57,20 +62,28 @@ def _table(title: str, columns: Sequence[str], left: int = 1, *, compact: bool =
     return table
 
 
-def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
+LEADERBOARD_KEPT = ("#", "model", "mean", "95% CI", "cases", "graded", "failures")
+
+
+def leaderboard_table(
+    rows: Sequence[LeaderboardRow], out: Console | None = None, *, elsewhere: str = LEADERBOARD_FILES
+) -> RenderableType:
+    """The leaderboard in the terminal's width: model names wrap, and the per-axis columns, then coverage
+    and harm, give way (named in a line under it); rank, mean, interval, counts and failures stay."""
     axes: list[str] = []
     for row in rows:
         axes.extend(a for a in row.per_axis if a not in axes)
-    columns = ["#", "model", "mean", "95% CI", "cases", "graded", "coverage", "harm", "failures", *axes]
-    table = _table("leaderboard", columns, 2)
-    for row in rows:
-        table.add_row(
-            str(row.rank), row.model, num(row.mean), interval(row.ci_low, row.ci_high),
-            str(row.n_cases), graded_cell(row.answers_graded, row.answers_total),
-            num(row.coverage), num(row.harm, 2), str(row.grade_failures),
-            *(num(row.per_axis.get(a), 2) for a in axes),
-        )  # fmt: skip
-    return table
+    names = ["#", "model", "mean", "95% CI", "cases", "graded", "failures", "harm", "coverage", *axes]
+    columns = [Column(n, keep=n in LEADERBOARD_KEPT, wrap=n == "model", left=n == "#") for n in names]
+    cells: list[list[Cell]] = [
+        [
+            str(row.rank), Text(row.model), num(row.mean), interval(row.ci_low, row.ci_high),
+            str(row.n_cases), graded_cell(row.answers_graded, row.answers_total), str(row.grade_failures),
+            num(row.harm, 2), num(row.coverage), *(num(row.per_axis.get(a), 2) for a in axes),
+        ]
+        for row in rows
+    ]  # fmt: skip
+    return fitted(out or console, "leaderboard", columns, cells, elsewhere=elsewhere)
 
 
 def graded_cell(graded: int | None, total: int | None) -> str:

@@ -241,24 +241,27 @@ def ranked_rows(
     return rows, ranked, left_out
 
 
-def print_scores(rows: list[dict[str, Any]], title: str) -> None:
-    from livemed.cli.analysis_views import graded_cell, interval
+SCORES_KEPT = ("model", "score", "95% CI", "n", "graded", "unusable")
 
-    table = Table(title=title)
-    for column in ("model", "score", "95% CI", "n", "graded", "coverage", "harm", "unusable"):
-        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
-    for row in rows:
-        table.add_row(
-            row["model"],
-            f"{row['score']:.3f}",
-            interval(row["ci_low"], row["ci_high"]),
-            str(row["n"]),
-            graded_cell(row["answers_graded"], row["answers_total"]),
-            f"{row['coverage']:.3f}",
-            f"{row['harm']:.3f}",
-            f"{row.get('unusable_share', 0.0):.1%}",
-        )
-    console.print(table)
+
+def print_scores(rows: list[dict[str, Any]], title: str) -> None:
+    """The scores table in the terminal's width (`cli.fitted`): coverage, then harm, give way first."""
+    from rich.text import Text
+
+    from livemed.cli.analysis_views import graded_cell, interval
+    from livemed.cli.fitted import Cell, Column, fitted
+
+    names = ("model", "score", "95% CI", "n", "graded", "unusable", "harm", "coverage")
+    columns = [Column(n, keep=n in SCORES_KEPT, wrap=n == "model") for n in names]
+    cells: list[list[Cell]] = [
+        [
+            Text(row["model"]), f"{row['score']:.3f}", interval(row["ci_low"], row["ci_high"]), str(row["n"]),
+            graded_cell(row["answers_graded"], row["answers_total"]), f"{row.get('unusable_share', 0.0):.1%}",
+            f"{row['harm']:.3f}", f"{row['coverage']:.3f}",
+        ]
+        for row in rows
+    ]  # fmt: skip
+    console.print(fitted(console, title, columns, cells, elsewhere="scores --json FILE"))
 
 
 def _print_breakdown(by: str, rows: list[dict[str, Any]], convention: str) -> None:

@@ -7,6 +7,7 @@ number is computed here that is not already in the analysis rows: only positions
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -21,6 +22,7 @@ PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#d
 CATEGORY_COLORS = {"CNIF": "#f59e0b", "GOPR": "#8b5cf6", "MHME": "#ef4444", "KGOC": "#3b82f6"}
 LABEL_W = 230.0
 WIDTH = 760.0
+MIN_TEXT_PX = 10  # no chart label is drawn smaller (tests/reports/test_readable_widths.py)
 
 
 @dataclass
@@ -52,6 +54,13 @@ class Chart:
 
     def add(self, kind: str, **kwargs: object) -> None:
         self.shapes.append(Shape(kind=kind, **kwargs))  # type: ignore[arg-type]
+
+    @property
+    def min_px(self) -> int:
+        """The narrowest the chart may be drawn (CSS px): its smallest label then renders at `MIN_TEXT_PX`.
+        Narrower screens scroll the chart sideways instead of shrinking its text."""
+        smallest = min((s.size for s in self.shapes if s.kind == "text"), default=MIN_TEXT_PX)
+        return math.ceil(self.width * MIN_TEXT_PX / smallest)
 
 
 def color(index: int) -> str:
@@ -172,15 +181,14 @@ def contamination_chart(rows: Sequence[ContaminationRow]) -> Chart:
     labels = [_contamination_label(row) for row in shown]
     for i, (row, status) in enumerate(zip(shown, labels, strict=True)):
         y = top + i * step + 12
-        chart.add("text", x=LABEL_W - 8, y=y + 4, text=row.model, anchor="end", size=12, fill="#111827")
+        chart.add("text", x=LABEL_W - 8, y=y + 1, text=row.model, anchor="end", size=12, fill="#111827")
         assert row.mean_full is not None
         _interval(chart, y - 5, row.mean_full, row.full_low, row.full_high, "#6b7280",
                   f"{row.model} full set: {row.mean_full:.3f} (n={row.n_full})")  # fmt: skip
         if row.mean_post is not None:
             _interval(chart, y + 5, row.mean_post, row.post_low, row.post_high, "#dc2626",
                       f"{row.model} post-cutoff: {row.mean_post:.3f} (n={row.n_post})")  # fmt: skip
-        chart.add("text", x=_scale(1.0) + 8, y=y + 4, text=status, size=10, fill="#6b7280")
-    chart.width = WIDTH + max([120.0, *(6.0 * len(label) for label in labels)])  # room for the labels
+        chart.add("text", x=LABEL_W - 8, y=y + 14, text=status, anchor="end", size=11, fill="#6b7280")
     return chart
 
 
@@ -266,9 +274,9 @@ def _month_labels(chart: Chart, axis: _TimeAxis, rows: Sequence[TrendRow], botto
         if index % every == 0:
             chart.add("text", x=x, y=bottom + 16, text=month, anchor="middle", size=11, fill="#6b7280")
         if month in counts:
-            chart.add("text", x=x, y=bottom + 30, text=str(counts[month]), anchor="middle", size=9,
-                      fill="#9ca3af", css="n")  # fmt: skip
-    chart.add("text", x=axis.left - 6, y=bottom + 30, text="n", anchor="end", size=9, fill="#9ca3af")
+            chart.add("text", x=x, y=bottom + 30, text=str(counts[month]), anchor="middle", size=11,
+                      fill="#6b7280", css="n")  # fmt: skip
+    chart.add("text", x=axis.left - 6, y=bottom + 30, text="n", anchor="end", size=11, fill="#6b7280")
 
 
 def _cutoff_markers(
@@ -289,10 +297,11 @@ def _cutoff_markers(
         for y0 in range(int(top), int(bottom), 8):  # dashes: the template draws plain lines
             chart.add("line", x=x, y=y0, x2=x, y2=min(y0 + 4, bottom), stroke="#111827", css="cutoff")
         label = names[0] if len(names) == 1 else f"{len(names)} models"
-        chart.add("text", x=x + 3, y=top - 6, text=f"cutoff {day}: {label}", size=10, fill="#111827",
-                  css="cutoff-label")  # fmt: skip
+        right = x > (axis.left + axis.right) / 2  # a label right of the middle reads leftwards: never cut
+        chart.add("text", x=x - 3 if right else x + 3, y=top - 6, text=f"cutoff {day}: {label}", size=11,
+                  anchor="end" if right else "start", fill="#111827", css="cutoff-label")  # fmt: skip
     if outside:
-        chart.add("text", x=axis.left, y=y, text="cutoff off this axis: " + "; ".join(outside), size=10,
+        chart.add("text", x=axis.left, y=y, text="cutoff off this axis: " + "; ".join(outside), size=11,
                   fill="#6b7280", css="cutoff-label")  # fmt: skip
         return y + 10
     return y - 6
@@ -372,5 +381,5 @@ def funnel_chart(rows: Sequence[FunnelRow]) -> Chart:
                 fill=fill,
                 title=f"{row.source} {FUNNEL_LABELS.get(name, name)}: {count}",
             )
-            chart.add("text", x=LABEL_W + w + 6, y=y + bar_h - 3, text=str(count), size=10, fill="#374151")
+            chart.add("text", x=LABEL_W + w + 6, y=y + bar_h - 3, text=str(count), size=11, fill="#374151")
     return chart
