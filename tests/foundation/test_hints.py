@@ -43,41 +43,41 @@ class Hint:
     values: dict[str, str] = field(default_factory=dict)
     empty_folder: bool = False
     broken: str = ""
+    before: tuple[str, ...] = ()  # what the condition that prints it leaves done (run first)
 
 
 NEEDS_KEY = "needs a model server or an API key"
 NETWORK = "needs the network"
-NO_OPERAND = "printed without its required {what}: as printed it is a usage error (exit 2)"
 HINTS: dict[str, Hint] = {
     # analysis: not ranked / no scores
     "livemed grade --judge {j}": Hint("run", values={"j": "offline/lexical"}),
     "livemed scores --judge {j}": Hint("run", values={"j": "offline/lexical"}),
-    "livemed grade --judge J": Hint(
-        "run", broken="prints the placeholder J, not a judge (exit 2: not a model id)"
+    "livemed scores --judge {j} --convention {convention} --policy {policy}": Hint(
+        "run", values={"j": "offline/lexical", "convention": "livemed", "policy": "strict"}
     ),
-    "livemed scores --judge J --convention {convention} --policy {policy}": Hint(
-        "run",
-        values={"convention": "livemed", "policy": "not-met"},
-        broken="prints the placeholder J, not a judge (exit 2: not a model id)",
+    "livemed grade --judge {j}{again}": Hint(
+        "run", values={"j": "offline/lexical", "again": " --retry-failures"}
     ),
-    "livemed judges certify --grader {model}": Hint(
-        "run",
-        values={"model": "offline/lexical"},
-        broken="needs --data DIR, which the hint leaves out (h5 fixes it)",
-    ),
+    "livemed judges certify --grader {model}": Hint("run", values={"model": "offline/lexical"}),
     # no store, no config, nothing harvested
     "livemed demo": Hint("run", empty_folder=True),
     "livemed demo --fresh": Hint("run"),
     "livemed init": Hint("run", empty_folder=True),
-    "livemed harvest": Hint("run", broken=NO_OPERAND.format(what="--source")),
-    "livemed import": Hint("run", broken=NO_OPERAND.format(what="FILES argument")),
-    "livemed export -k rejection": Hint("run", broken=NO_OPERAND.format(what="OUT argument")),
-    "livemed answer": Hint("run", broken=NO_OPERAND.format(what="--model")),
-    "livemed answer --evidence": Hint("run", broken=NO_OPERAND.format(what="value of --evidence")),
-    "livemed rubrics": Hint("run", broken=NO_OPERAND.format(what="--writer")),
-    "livemed judges build": Hint("run", broken=NO_OPERAND.format(what="--dataset")),
-    "livemed judges run": Hint("run", broken=NO_OPERAND.format(what="--judge")),
-    "livemed judges run --judge …": Hint("run", broken="prints the placeholder …, not a judge"),
+    "livemed harvest --source demo": Hint("run"),
+    "livemed import --help": Hint("run"),
+    "livemed export -k rejection rejections.jsonl": Hint("run"),
+    "livemed rubrics --writer offline/rules": Hint("run"),
+    "livemed answer --model offline/reference": Hint("run"),
+    "livemed answer --model offline/retrieval --evidence demo": Hint("run"),
+    "livemed judges build --dataset pico": Hint("run"),
+    "livemed judges run --judge offline/always-a": Hint(
+        "run", before=("livemed judges build --dataset pico",)
+    ),
+    "livemed judges run --judge {missing[0]} --mode {mode}": Hint(
+        "parse",
+        "names a trained judge of `judges compare`",
+        values={"missing[0]": "hf/runs/judge/sft", "mode": "pairwise"},
+    ),
     # the demo's closing list
     "livemed store info": Hint("run"),
     "livemed leaderboard --compare offline/reference --compare offline/retrieval": Hint("run"),
@@ -186,7 +186,10 @@ def test_a_printed_hint_runs_as_printed(
         cwd.mkdir()
     else:
         shutil.copytree(demo_project, cwd)
-    done = run_shell(_filled(template, hint), cwd, program_env(tmp_path / "cache"))
+    env = program_env(tmp_path / "cache")
+    for command in hint.before:
+        assert run_shell(command, cwd, env).returncode == 0, command
+    done = run_shell(_filled(template, hint), cwd, env)
     assert done.returncode == 0, tail(done)
 
 

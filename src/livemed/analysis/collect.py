@@ -164,10 +164,11 @@ def load_scores(
     if not columns:
         others = sorted({p for _, c, p in choices if c == convention} - {policy})
         hint = f" (there are {convention} scores under --policy {', '.join(others)})" if others else ""
+        j = judge or "offline/lexical"
         raise UserError(
             f"no {convention} scores with failure policy {policy} in the store {store.location}{hint}: "
-            f"grade answers (`livemed grade --judge J`), then score them "
-            f"(`livemed scores --judge J --convention {convention} --policy {policy}`)"
+            f"grade answers (e.g. `livemed grade --judge {j}`), then score them "
+            f"(`livemed scores --judge {j} --convention {convention} --policy {policy}`)"
         )
     rows = columns.rows(case_dates(store))
     return ScoreSet(columns, chosen, convention, rows, policy, grading_by_model(store, columns))

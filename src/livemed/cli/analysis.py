@@ -274,7 +274,10 @@ def funnel_command(ctx: typer.Context, out: Path | None = OUT) -> None:
     if not rows:
         from livemed.errors import UserError
 
-        raise UserError("the store holds no documents, cases or rejections yet: run livemed harvest first")
+        raise UserError(
+            "the store holds no documents, cases or rejections yet: run `livemed harvest --source demo` "
+            "(any source of `livemed sources`) first"
+        )
     console.print(funnel_table(rows))
     console.print(reasons_table(reasons))
     folder = _out_dir(app_state, out)

@@ -75,8 +75,9 @@ class AppState:
             path = sqlite_file(self.store_location)
             if path is not None and not path.exists():
                 raise StoreOpenError(
-                    f"no store at {path}: run `livemed demo`, `livemed harvest` or `livemed import` first "
-                    "(or point --store at one)"
+                    f"no store at {path}: run `livemed demo` or `livemed harvest --source demo` (any source "
+                    "of `livemed sources`) first, or import records (`livemed import --help`), or point "
+                    "--store at a store"
                 )
         return self.store
 

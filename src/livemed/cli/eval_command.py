@@ -209,7 +209,10 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
     from livemed.runs import settle_stages, track_run
 
     if "offline/retrieval" in plan.models:
-        raise UserError("offline/retrieval needs an evidence corpus: run it with `livemed answer --evidence`")
+        raise UserError(
+            "offline/retrieval needs an evidence corpus: run it with "
+            "`livemed answer --model offline/retrieval --evidence demo` (or your corpus)"
+        )
     pack = app_state.pack(plan.domain)
     answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer, pack=pack) for m in plan.models]
     grader = grader_for(app_state, engine, plan.judge, plan.mode, plan.template)

@@ -115,8 +115,8 @@ def harvest_command(
     if unreadable:  # the bad-input rule: records skipped -> exit 1 (the rest is stored)
         err_console.print(
             f"[bold red]error:[/] {unreadable} record(s) could not be read and were skipped (rejections "
-            "of stage harvest, with where each came from: `livemed export -k rejection`); the rest was "
-            "harvested",
+            "of stage harvest, with where each came from: "
+            "`livemed export -k rejection rejections.jsonl`); the rest was harvested",
             highlight=False,
         )
     if failed or unreadable:

@@ -49,7 +49,10 @@ def modes(
     answers = [a for a in store.iter(Answer) if model is None or a.model == model][:limit]
     targets = plan_targets(store, answers).targets
     if not targets:
-        raise UserError("no answers with a case and a rubric to grade: run `livemed answer` and `rubrics`")
+        raise UserError(
+            "no answers with a case and a rubric to grade: write rubrics and answers first "
+            "(e.g. `livemed rubrics --writer offline/rules` and `livemed answer --model offline/reference`)"
+        )
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     grader = resolve(app_state, engine, judge, "judges", OfflineGrader)
     settings = {"judge": judge, "candidate": model, "limit": limit}

@@ -210,7 +210,7 @@ def run_judge(
         raise UserError(
             "no pairs stored"
             + (f" for {', '.join(datasets)}" if datasets else "")
-            + ": run `livemed judges build` first"
+            + ": run `livemed judges build --dataset pico` (or another --dataset) first"
         )
     spec = JudgeRun(llm, mode=mode, temperature=temperature, max_tokens=max_tokens)  # type: ignore[arg-type]
     orders = 2 if mode == "pairwise" else 1
@@ -288,7 +288,10 @@ def report(
         raise ConfigError(f"--invalid must be one of {', '.join(POLICIES)}, got {policy!r}")
     results = load_results(state(ctx).existing_store, judge, mode, policy)
     if not results:
-        raise UserError("no judge verdicts stored: run `livemed judges run` first")
+        raise UserError(
+            "no judge verdicts stored: run `livemed judges run --judge offline/always-a` (or your judge) "
+            "first"
+        )
     console.print(
         f"invalid-output policy: {policy} · anchor: the paper's SFT→RL 8B judge, 0.81 average; "
         "0.69 / 0.83 / 0.90 by tertile"

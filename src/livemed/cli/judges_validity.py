@@ -125,7 +125,10 @@ def validate_command(
 
     app_state = state(ctx)
     if not rubric_cases(app_state.store, 1):
-        raise UserError("no case with a rubric in the store: run `livemed rubrics` (or import cases) first")
+        raise UserError(
+            "no case with a rubric in the store: run `livemed rubrics --writer offline/rules` (or import "
+            "cases) first"
+        )
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     settings = {"grader": grader, "mode": _mode(mode), "samples": samples, "seed": seed}
     with (
@@ -209,7 +212,10 @@ def _something_to_measure(store: Store, grader: str, pairs: list[Pair], missing:
     if judges_pairs:
         why.append("no battery pairs (" + ("; ".join(missing) or "the datasets gave no pairs") + ")")
     if rubric_grader:
-        why.append("no case with a rubric in the store (run `livemed rubrics` for the rubric part)")
+        why.append(
+            "no case with a rubric in the store (run `livemed rubrics --writer offline/rules` for the "
+            "rubric part)"
+        )
     raise UserError(f"nothing to measure for {grader}, no card written: {' and '.join(why)}")
 
 

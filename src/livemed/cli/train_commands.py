@@ -351,7 +351,8 @@ def regimes(
     chosen, missing = by_regime(load_results(state(ctx).existing_store, None, mode, policy), wanted, mode)
     if missing:
         raise UserError(
-            f"no {mode} verdicts stored for {', '.join(missing)}: run `livemed judges run --judge …` first"
+            f"no {mode} verdicts stored for {', '.join(missing)}: run "
+            f"`livemed judges run --judge {missing[0]} --mode {mode}` first (for each of them)"
         )
     base = next((key for key in chosen if key.startswith("base (")), None)
     console.print(f"invalid-output policy: {policy} · Δ against: {base or 'no regime labelled base'}")

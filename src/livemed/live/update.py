@@ -217,7 +217,10 @@ class _Steps:
                 unreadable += sum(n for (stage, _), n in report.rejected.items() if stage == "harvest")
                 errors += [report.error] if report.error else []
             if unreadable:
-                errors.append(f"{unreadable} record(s) could not be read (`livemed export -k rejection`)")
+                errors.append(
+                    f"{unreadable} record(s) could not be read "
+                    "(`livemed export -k rejection rejections.jsonl`)"
+                )
             run.error = "; ".join(errors) or None
         return self._done(summary, run, None)
 
