@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from livemed.atomic import write_text
 from livemed.cli.context import console, err_console, state
 from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
 from livemed.errors import CallsFailedError, UserError
@@ -28,7 +29,7 @@ def agreement(
     grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only use cached responses."),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit in US dollars."),
+    max_cost: float | None = typer.Option(None, "--max-cost", min=0, help="Spending limit in US dollars."),
 ) -> None:
     """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
     from livemed.cli.common import make_engine, print_usage, usage_on_failure
@@ -75,7 +76,7 @@ def agreement(
     app_state.store.state_set("judges_agreement", judge.id, result.as_dict())  # shown on validity cards
     _print_agreement(judge.id, labels, result.as_dict() | {"failure_reasons": reasons})
     if json_out is not None:
-        json_out.write_text(json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2), "utf-8")
+        write_text(json_out, json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2))
     print_usage(engine)
     _fail_for_agreement(len(items), reasons.get("call_failed", 0), skipped)
 

@@ -44,7 +44,7 @@ POLICY = typer.Option(
     "not-met", "--policy", help="Analyse scores made with this failure policy: not-met (default) or exclude."
 )
 OUT = typer.Option(None, "--out", help="Folder for the CSV/JSON tables (default: \\[analysis] out_dir).")
-SEED = typer.Option(None, "--seed", help="Random seed of the bootstrap and permutation tests.")
+SEED = typer.Option(None, "--seed", min=0, help="Random seed of the bootstrap and permutation tests.")
 RESAMPLES = typer.Option(None, "--resamples", min=1000, help="Bootstrap resamples (default 2000).")
 CUTOFFS = typer.Option(
     None, "--cutoffs", help="Your cutoff registry (TOML, or CSV model,cutoff), on top of the bundled one."
@@ -266,6 +266,7 @@ def report_command(
     after_cutoff: bool = AFTER_CUTOFF,
 ) -> None:
     """Write ONE self-contained HTML report (opens offline) and every table as CSV/JSON beside it."""
+    from livemed.atomic import staged_folder
     from livemed.reports.build import build_report
     from livemed.reports.html import write_report
 
@@ -290,8 +291,11 @@ def report_command(
     if data.validity:
         console.print(data.validity, markup=False)
     console.print(contamination_table(data.contamination))
-    _write_report_tables(data, path.parent / f"{path.stem}-tables")
-    write_report(data, path)
+    tables = path.parent / f"{path.stem}-tables"
+    with staged_folder(tables) as work:  # the page and its tables, or neither
+        written = _write_report_tables(data, work)
+        write_report(data, path)
+    console.print(f"[dim]wrote {written} table files to {tables}[/]")
     console.print(f"wrote [bold]{path}[/] — open it in a browser (no network needed)")
     if data.not_ranked:
         from livemed.analysis.completeness import not_ranked_line
@@ -300,7 +304,7 @@ def report_command(
         raise RunError(not_ranked_line(data.not_ranked, data.judge))
 
 
-def _write_report_tables(data: object, folder: Path) -> None:
+def _write_report_tables(data: object, folder: Path) -> int:
     from livemed.analysis.tables import write_table
     from livemed.reports.build import ReportData
 
@@ -321,7 +325,7 @@ def _write_report_tables(data: object, folder: Path) -> None:
     paths += write_table(folder, "usage", data.usage, context=c)
     paths += write_table(folder, "prompts", data.prompts, context=c)
     paths += write_table(folder, "grading", data.grading, context=c)
-    console.print(f"[dim]wrote {len(paths)} table files to {folder}[/]")
+    return len(paths)
 
 
 @app.command("taxonomy")
@@ -344,7 +348,9 @@ def taxonomy_command(
     cache_read_only: bool = typer.Option(
         False, "--cache-read-only", help="Only use cached responses; never call a model."
     ),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop calling models past this many $."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", min=0, help="Stop calling models past this many $."
+    ),
 ) -> None:
     """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers."""
     from livemed.cli.taxonomy_run import run_taxonomy

@@ -48,7 +48,7 @@ def curate(
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only replay cached responses."),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more (USD)."),
+    max_cost: float | None = typer.Option(None, "--max-cost", min=0, help="Stop before spending more (USD)."),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     domain: str | None = DOMAIN,
 ) -> None:

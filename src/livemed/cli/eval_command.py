@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from livemed.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
@@ -61,7 +62,7 @@ def eval_command(
     status: str | None = typer.Option(None, "--status", help="Only cases with this status."),
     limit: int | None = LIMIT,
     convention: str = typer.Option("livemed", "--convention", help="livemed or healthbench."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (1,000 resamples)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Bootstrap seed (1,000 resamples)."),
     concurrency: int | None = typer.Option(
         None, "--concurrency", min=1, help="Calls in flight per model (overrides max_concurrency)."
     ),
@@ -259,8 +260,7 @@ def _write_json(path: Path, ranked: list[Score], models: list[str], seed: int) -
         if not mine:
             continue
         target = results_path(path, model, len(models) > 1)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(simple_evals_metrics(mine, seed=seed), indent=2), encoding="utf-8")
+        write_text(target, json.dumps(simple_evals_metrics(mine, seed=seed), indent=2))
         console.print(f"wrote {target}", markup=False)
 
 

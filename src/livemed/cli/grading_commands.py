@@ -29,7 +29,9 @@ app.add_typer(judges_app, name="judges")
 
 NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the response cache.")
 CACHE_RO = typer.Option(False, "--cache-read-only", help="Only use cached responses; never call a model.")
-MAX_COST = typer.Option(None, "--max-cost", help="Stop before spending more than this many US dollars.")
+MAX_COST = typer.Option(
+    None, "--max-cost", min=0, help="Stop before spending more than this many US dollars."
+)
 LIMIT = typer.Option(None, "--limit", min=1, help="Process at most this many cases.")
 EXECUTOR = typer.Option(None, "--executor", help=EXECUTOR_HELP)
 

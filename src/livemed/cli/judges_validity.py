@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table as RichTable
 
+from livemed.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, state
 from livemed.cli.grading_commands import (
@@ -105,7 +106,7 @@ def validate_command(
     mode: str = GRADE_MODE,
     samples: int = typer.Option(1, "--samples", min=1, help="Grading samples per text (k)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many cases with a rubric."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the mutations."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the mutations."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the numbers as JSON."),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
@@ -134,7 +135,7 @@ def validate_command(
     result = validation.as_dict()
     _print_rubric(result)
     if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(result, indent=2))
     print_usage(engine)
     if run.error:
         raise CallsFailedError(run.error)
@@ -229,7 +230,7 @@ def certify(
     samples: int = typer.Option(3, "--samples", min=1, help="Samples per pair, order and rubric text (k)."),
     temperature: float = typer.Option(1.0, "--temperature", min=0, max=2, help="Pair judging temperature."),
     cases: int = typer.Option(20, "--cases", min=1, help="Cases with a rubric for the rubric mutations."),
-    seed: int = typer.Option(0, "--seed", help="Seed of pairs and mutations."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of pairs and mutations."),
     grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
@@ -348,7 +349,7 @@ def compare_command(
     judges: list[str] = typer.Option(..., "--judge", help="Two graders: --judge A --judge B."),
     sample: int | None = typer.Option(None, "--sample", min=1, help="Regrade a seeded sample of N answers."),
     mode: str = GRADE_MODE,
-    seed: int = typer.Option(0, "--seed", help="Seed of the sample and the bootstrap."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the sample and the bootstrap."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the numbers as JSON."),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
@@ -391,6 +392,6 @@ def compare_command(
     )
     _print_comparison(result.as_dict())
     if json_out is not None:
-        json_out.write_text(json.dumps(result.as_dict(), indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(result.as_dict(), indent=2))
     print_usage(engine)
     raise_for_calls(run)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
+from livemed.atomic import write_text
 from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
@@ -43,7 +44,7 @@ def train(
     ),
     teacher_temperature: float = typer.Option(1.0, "--teacher-temperature", min=0.0, max=2.0),
     teacher_max_tokens: int = typer.Option(1024, "--teacher-max-tokens", min=1),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0),
     lora_r: int = typer.Option(0, "--lora-r", min=0, help="LoRA rank (peft); 0 = full fine-tuning."),
     lora_alpha: int = typer.Option(32, "--lora-alpha", min=1),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Per device (GRPO: completions)."),
@@ -304,5 +305,5 @@ def regimes(
     console.print(PAPER_NOTE)
     if json_out is not None:
         payload = {key: tables.as_dict() for key, tables in chosen.items()}
-        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(payload, indent=2))
         console.print(f"wrote {json_out}")

@@ -32,7 +32,9 @@ def update_command(
     ctx: typer.Context,
     until: str | None = UNTIL,
     wait: float = WAIT,
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Spending limit (default: [update])."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", min=0, help="Spending limit (default: [update])."
+    ),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
 ) -> None:
     """Harvest from the watermarks, then curate, write rubrics, answer, grade and score what is new.
