@@ -21,6 +21,7 @@ Imports nothing of livemed but `errors`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -84,7 +85,8 @@ def temporary_path(path: Path) -> Iterator[Path]:
             yield tmp
             os.replace(tmp, path)
         finally:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # gone (renamed), or never made: the error is the body's
+                tmp.unlink()
 
 
 @contextmanager
