@@ -61,11 +61,24 @@ def shown(path: Path) -> Path:
 
 def make_parent(path: Path) -> None:
     """Make the folder `path` goes in; a file where a folder should be is one line naming it."""
+    _no_file_above(path)
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def check_writable(path: Path) -> None:
+    """Fail now, in one line, where writing `path` later would: a file where a folder should be, or a
+    nearest existing folder this process may not write into."""
+    _no_file_above(path)
+    existing = next((folder for folder in path.parents if folder.exists()), Path("."))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {path}: {existing} is not writable")
+
+
+def _no_file_above(path: Path) -> None:
     for folder in reversed(path.parents):
         if folder.exists() and not folder.is_dir():
             raise OutputError(f"cannot write {shown(path)}: {shown(folder)} is a file, not a folder")
-    with naming(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
 
 
 def _sibling(path: Path) -> Path:
@@ -155,6 +168,7 @@ def _replace_files(work: Path, out: Path, last: str | None) -> None:
 
 
 __all__ = [
+    "check_writable",
     "make_parent",
     "naming",
     "open_text",

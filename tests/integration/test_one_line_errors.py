@@ -203,6 +203,21 @@ def test_a_negative_seed_is_refused_before_any_call(project: Path, tmp_path: Pat
         assert "Invalid value for '--seed'" in one_line(refused)
 
 
+def test_an_eval_whose_results_cannot_be_written_is_refused_before_any_call(
+    project: Path, tmp_path: Path
+) -> None:
+    with FakeOpenAIServer(default=Behavior(text="Rest and fluids.")) as server:
+        folder = _model_project(tmp_path, project, server.base_url)
+        blocker = folder / "a-file"
+        blocker.write_text("")
+        argv = ["eval", "-m", MODEL, "--judge", "offline/lexical", "--convention", "healthbench"]
+        done = livemed(folder, *argv, "--json", str(blocker / "results.json"))
+        assert done.returncode == 2, done.stdout + done.stderr
+        line = f"error: cannot write {blocker / 'results.json'}: {blocker} is a file, not a folder"
+        assert one_line(done) == line
+        assert server.chat_requests == []
+
+
 def test_a_release_name_that_is_a_path_is_one_line(project: Path, tmp_path: Path) -> None:
     shutil.copy(project / "livemed.db", tmp_path / "livemed.db")
     done = livemed(tmp_path, "--store", "livemed.db", "release", "create", "../../x", "--until", "2030-01-01")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.atomic import write_text
+from livemed.atomic import check_writable, write_text
 from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
@@ -122,6 +122,8 @@ def _check(mode: str, convention: str, json_out: Path | None, fmt: str | None) -
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
     if json_out is not None and convention != "healthbench":
         raise ConfigError("--json writes simple-evals' HealthBench results: add --convention healthbench")
+    if json_out is not None:
+        check_writable(json_out)  # now, not after every call is paid for
     if fmt is not None and fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
 
