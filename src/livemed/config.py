@@ -106,7 +106,7 @@ class AnalysisConfig(BaseModel):
     )
     out_dir: str = Field(default="results", description="where tables are written as CSV and JSON")
     report: str = Field(default="results/report.html", description="where `livemed report` writes")
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
     resamples: int = Field(default=2000, ge=1000)
     permutations: int = Field(default=5000, ge=1000)
     min_post_cases: int = Field(default=50, ge=1)

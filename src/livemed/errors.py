@@ -7,6 +7,7 @@ LivemedError                      root: anything livemed raises on purpose
 │   ├── UnknownNameError          a registry miss ("did you mean …")
 │   ├── MissingDependencyError    an optional extra is not installed (carries the pip hint)
 │   ├── InputFileError            a bad input file (carries path and line number)
+│   ├── OutputError               a file or folder that cannot be written (read-only, full disk, …)
 │   ├── StoreOpenError            the store cannot be opened (not a database, unreachable server)
 │   ├── StoreVersionError         the store was written by a newer livemed
 │   ├── StoreLockedError          another process holds the SQLite write lock
@@ -82,6 +83,10 @@ class InputFileError(UserError):
         self.path = str(path)
         self.line = line
         self.detail = message
+
+
+class OutputError(UserError):
+    """A file or folder that cannot be written: a read-only folder, a full disk, a file in the way."""
 
 
 class StoreOpenError(UserError):

@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, TypeVar
 
 import orjson
 from pydantic import ValidationError
 
+from livemed.atomic import staged_folder, writing_text
 from livemed.config import describe_validation_error
 from livemed.errors import InputFileError
 from livemed.records import RECORD_TYPES, Record
@@ -43,27 +44,41 @@ def dump_line(record: Record) -> str:
 
 
 def write_jsonl(records: Iterable[Record], path: Path) -> int:
-    """Write records to `path`, one per line; returns the count."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write records to `path`, one per line (whole or none: `atomic.writing_text`); returns the count."""
+    with writing_text(path) as handle:
+        return _write_lines(records, handle)
+
+
+def _write_lines(records: Iterable[Record], handle: TextIO) -> int:
     count = 0
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(dump_line(record) + "\n")
-            count += 1
+    for record in records:
+        handle.write(dump_line(record) + "\n")
+        count += 1
     return count
 
 
 def export_store(store: Store, out: Path, kinds: Iterable[str] | None = None) -> dict[str, int]:
-    """Export: a `.jsonl` path gets one kind or all, mixed; anything else is a folder, one file per kind."""
+    """Export: a `.jsonl` path gets one kind or all, mixed; anything else is a folder, one file per kind
+    (every file, or none if a write fails: `atomic.staged_folder`)."""
     selected = list(kinds) if kinds else [k for k in RECORD_TYPES if k in store.count()]
     if out.suffix == ".jsonl":  # out.jsonl; `results.v2` or `out/` is a folder
         return {"all" if len(selected) != 1 else selected[0]: write_jsonl(_stream(store, selected), out)}
-    return {kind: write_jsonl(_stream(store, [kind]), out / f"{kind}.jsonl") for kind in selected}
+    counts = {}
+    with staged_folder(out) as work:
+        for kind in selected:
+            with (work / f"{kind}.jsonl").open("w", encoding="utf-8") as handle:
+                counts[kind] = _write_lines(_stream(store, [kind]), handle)
+    return counts
 
 
 def _stream(store: Store, kinds: list[str]) -> Iterator[Record]:
     for kind in kinds:
-        yield from store.iter(RECORD_TYPES[kind])
+        if kind == "run":  # as they stand now: a killed Run as interrupted
+            from livemed.runs import as_seen
+
+            yield from map(as_seen, store.iter(RECORD_TYPES[kind]))  # type: ignore[arg-type]
+        else:
+            yield from store.iter(RECORD_TYPES[kind])
 
 
 def _lines(handle: BinaryIO, max_bytes: int | None) -> Iterator[bytes | int]:

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from livemed.records import Record, Rejection, is_failed_call, is_unusable_verdict
 
@@ -473,6 +473,16 @@ class _Window(Generic[T]):
             future.cancel()
         await asyncio.gather(*self.running, return_exceptions=True)
         self.running.clear()
+
+
+def raise_first(done: Iterable[asyncio.Future[Any]]) -> None:
+    """Raise the error of the first task of `done` that failed (CancelledError for a cancelled one),
+    after reading every one's: asyncio prints an error nobody read as "Task exception was never
+    retrieved" (two stages stopped by one --max-cost)."""
+    errors = [asyncio.CancelledError() if task.cancelled() else task.exception() for task in done]
+    for error in errors:
+        if error is not None:
+            raise error
 
 
 def run_now(work: Awaitable[U]) -> U:

@@ -10,9 +10,9 @@ raise_for_calls(run)                          # exit 1 with that one line, after
 
 - `track_run` writes a `Run` when the command starts (with its pid and host), then a heartbeat thread
   rewrites it every `HEARTBEAT_S` seconds with the usage so far, so a run killed with `kill -9`
-  keeps the usage flushed before it died. The next command on the store finds such a run (its
-  process gone from this host, or silent for longer than the lease timeout) and marks it
-  `interrupted`.
+  keeps the usage flushed before it died. Such a run (its process gone from this host, or silent
+  for longer than the lease timeout) is shown `interrupted` at once (`as_seen`: `store info`,
+  `store runs`, the report, `export -k run`), and the next command on the store marks it so.
 - With `lease=NAME` it also holds that lease (`store.leases`): a second live process asking for
   the same lease stops with one line before doing anything. On PostgreSQL only the `harvest` lease is
   taken: several workers share every other stage and partition its items by claims (`store.claims`,
@@ -29,6 +29,7 @@ import logging
 import os
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -173,24 +174,46 @@ _OUTCOME = TypeAdapter(_Outcome)
 
 def mark_dead_runs(store: Store) -> list[Run]:
     """Mark every `running` Run whose process is gone as `interrupted` (its flushed usage is kept)."""
-    dead = []
-    running = [i for i, r in store.fields(Run.kind, _OUTCOME) if r["outcome"] == "running"]
-    for run in store.get_many(Run, running).values():  # only the outcome of the others is read
-        if run.outcome != "running":
-            continue
-        last_seen = run.heartbeat_at or run.started_at
-        stale_after = leases.STALE_AFTER_S if run.heartbeat_at else UNTRACKED_STALE_S
-        if not leases.gone(run.pid, run.host, last_seen, stale_after_s=stale_after):
-            continue
-        who = f"process {run.pid} on {run.host}" if run.pid else "its process"
-        run.outcome = "interrupted"
-        run.error = f"found dead: {who} ended without finishing (killed?); usage as last flushed"
-        run.ended_at = last_seen
-        dead.append(run)
+    dead = [marked for run in running_runs(store) if (marked := _found_dead(run)) is not None]
     if dead:
         store.put(dead)
         log.warning("marked %d run(s) whose process is gone as interrupted", len(dead))
     return dead
+
+
+def running_runs(store: Store) -> list[Run]:
+    """The Runs stored as `running` (only the outcome of the others is read)."""
+    running = [i for i, r in store.fields(Run.kind, _OUTCOME) if r["outcome"] == "running"]
+    return [run for run in store.get_many(Run, running).values() if run.outcome == "running"]
+
+
+def as_seen(run: Run) -> Run:
+    """The Run as it stands now: a `running` one whose process is gone (dead on this host, or silent
+    for longer than the lease timeout) is `interrupted`, as the next command on the store records it."""
+    return _found_dead(run) or run
+
+
+def outcomes(store: Store) -> Counter[str]:
+    """How many Runs ended each way, a dead `running` one counted `interrupted` (`as_seen`)."""
+    counts = Counter(r["outcome"] for _, r in store.fields(Run.kind, _OUTCOME))
+    for run in running_runs(store):
+        if as_seen(run).outcome != "running":
+            counts["running"] -= 1
+            counts["interrupted"] += 1
+    return +counts
+
+
+def _found_dead(run: Run) -> Run | None:
+    """`run` marked `interrupted` when it is `running` and its process is gone; else None."""
+    if run.outcome != "running":
+        return None
+    last_seen = run.heartbeat_at or run.started_at
+    stale_after = leases.STALE_AFTER_S if run.heartbeat_at else UNTRACKED_STALE_S
+    if not leases.gone(run.pid, run.host, last_seen, stale_after_s=stale_after):
+        return None
+    who = f"process {run.pid} on {run.host}" if run.pid else "its process"
+    error = f"found dead: {who} ended without finishing (killed?); usage as last flushed"
+    return run.model_copy(update={"outcome": "interrupted", "error": error, "ended_at": last_seen})
 
 
 def _finish(store: Store, run: Run, engine: Any, outcome: str, error: str | None) -> None:
@@ -246,4 +269,14 @@ class _Heartbeat(threading.Thread):
             self.join(timeout=leases.STALE_AFTER_S)
 
 
-__all__ = ["HEARTBEAT_S", "mark_dead_runs", "raise_for_calls", "settle", "settle_stages", "track_run"]
+__all__ = [
+    "HEARTBEAT_S",
+    "as_seen",
+    "mark_dead_runs",
+    "outcomes",
+    "raise_for_calls",
+    "running_runs",
+    "settle",
+    "settle_stages",
+    "track_run",
+]

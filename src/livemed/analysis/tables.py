@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from livemed.atomic import write_text, writing_text
+
 
 def flatten(row: BaseModel | dict[str, Any]) -> dict[str, Any]:
     data = row.model_dump(mode="json") if isinstance(row, BaseModel) else dict(row)
@@ -47,13 +49,12 @@ def write_table(
 ) -> list[Path]:
     """Write `name.csv` and `name.json`; the JSON's `summary` holds `extra` (e.g. a contamination
     summary) merged with `context` (the scores it was computed from: convention, judge, failure policy)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     flat = [flatten(r) for r in rows]
     columns: list[str] = []
     for row in flat:
         columns.extend(c for c in row if c not in columns)
     csv_path = out_dir / f"{name}.csv"
-    with csv_path.open("w", newline="", encoding="utf-8") as handle:
+    with writing_text(csv_path, newline="") as handle:  # each file whole, or as it was
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(flat)
@@ -62,5 +63,5 @@ def write_table(
     if summary:
         payload["summary"] = summary
     json_path = out_dir / f"{name}.json"
-    json_path.write_text(json.dumps(clean_json(payload), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    write_text(json_path, json.dumps(clean_json(payload), indent=2, allow_nan=False) + "\n")
     return [csv_path, json_path]

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from livemed.atomic import write_text
 from livemed.cli.context import console, err_console, state
 from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
 from livemed.errors import CallsFailedError, UserError
@@ -38,7 +39,7 @@ def agreement(
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only use cached responses."),
     max_cost: float | None = typer.Option(
-        None, "--max-cost", metavar="USD", help="Spending limit in US dollars, e.g. 5."
+        None, "--max-cost", min=0, metavar="USD", help="Spending limit in US dollars, e.g. 5."
     ),
 ) -> None:
     """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
@@ -86,7 +87,7 @@ def agreement(
     app_state.store.state_set("judges_agreement", judge.id, result.as_dict())  # shown on validity cards
     _print_agreement(judge.id, labels, result.as_dict() | {"failure_reasons": reasons})
     if json_out is not None:
-        json_out.write_text(json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2), "utf-8")
+        write_text(json_out, json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2))
     print_usage(engine)
     _fail_for_agreement(len(items), reasons.get("call_failed", 0), skipped)
 

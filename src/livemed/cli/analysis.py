@@ -62,6 +62,7 @@ OUT = typer.Option(
 SEED = typer.Option(
     None,
     "--seed",
+    min=0,
     metavar="N",
     help="Random seed of the bootstrap and permutation tests, e.g. 7 (default: \\[analysis] seed).",
 )
@@ -310,6 +311,7 @@ def report_command(
     after_cutoff: bool = AFTER_CUTOFF,
 ) -> None:
     """Write ONE self-contained HTML report (opens offline) and every table as CSV/JSON beside it."""
+    from livemed.atomic import staged_folder
     from livemed.reports.build import build_report
     from livemed.reports.html import write_report
 
@@ -334,8 +336,11 @@ def report_command(
     if data.validity:
         console.print(data.validity, markup=False)
     console.print(contamination_table(data.contamination))
-    _write_report_tables(data, path.parent / f"{path.stem}-tables")
-    write_report(data, path)
+    tables = path.parent / f"{path.stem}-tables"
+    with staged_folder(tables) as work:  # the page and its tables, or neither
+        written = _write_report_tables(data, work)
+        write_report(data, path)
+    console.print(f"[dim]wrote {written} table files to {tables}[/]")
     console.print(f"wrote [bold]{path}[/] — open it in a browser (no network needed)")
     if data.not_ranked:
         from livemed.analysis.completeness import not_ranked_line
@@ -344,7 +349,7 @@ def report_command(
         raise RunError(not_ranked_line(data.not_ranked, data.judge))
 
 
-def _write_report_tables(data: object, folder: Path) -> None:
+def _write_report_tables(data: object, folder: Path) -> int:
     from livemed.analysis.tables import write_table
     from livemed.reports.build import ReportData
 
@@ -365,7 +370,7 @@ def _write_report_tables(data: object, folder: Path) -> None:
     paths += write_table(folder, "usage", data.usage, context=c)
     paths += write_table(folder, "prompts", data.prompts, context=c)
     paths += write_table(folder, "grading", data.grading, context=c)
-    console.print(f"[dim]wrote {len(paths)} table files to {folder}[/]")
+    return len(paths)
 
 
 @app.command("taxonomy")
@@ -401,7 +406,11 @@ def taxonomy_command(
         False, "--cache-read-only", help="Only use cached responses; never call a model."
     ),
     max_cost: float | None = typer.Option(
-        None, "--max-cost", metavar="USD", help="Stop calling models past this many US dollars, e.g. 2."
+        None,
+        "--max-cost",
+        min=0,
+        metavar="USD",
+        help="Stop calling models past this many US dollars, e.g. 2.",
     ),
 ) -> None:
     """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from typing import Any
 
 import typer
@@ -124,6 +125,17 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+class _Debug:
+    """Whether `--debug` was given: an error's traceback is shown above its one line."""
+
+    on = False
+
+
+def _debug(value: bool) -> None:
+    if value:
+        _Debug.on = True
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
@@ -144,25 +156,69 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, metavar="", help="Print the version and exit."
     ),
+    debug: bool = typer.Option(
+        False,
+        "--debug",
+        callback=_debug,
+        is_eager=True,
+        help="On an error, show its traceback above its line.",
+    ),
 ) -> None:
     ctx.obj = AppState(store_override=store, config_path=config)
     ctx.call_on_close(ctx.obj.close)
 
 
 def run(argv: list[str] | None = None) -> None:
-    """Run the `livemed` program (see `livemed.cli.main`)."""
+    """Run the `livemed` program (see `livemed.cli.main`) and exit with its status.
+
+    Every error ends as one line on stderr, `error: …` (with `--debug`, its traceback above it): exit 2
+    for what the user can fix (a bad option or input, a file that cannot be written, a full disk), 1 for
+    a run that failed (and for a bug, named as one), 130 for Ctrl-C and 143 for SIGTERM.
+    """
     from livemed.cli import signals
 
     widen_piped_output()
+    _Debug.on = False
     try:
-        app(args=argv, prog_name="livemed")
+        code = app(args=argv, prog_name="livemed", standalone_mode=False)
     except SystemExit:
-        if signals.terminated():  # click turned the SIGTERM's KeyboardInterrupt into "Aborted!"
+        if signals.terminated():  # SIGTERM's KeyboardInterrupt, ended by an exit of its own
             sys.exit(signals.SIGTERM_EXIT)
         raise
-    except LivemedError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
-        sys.exit(exc.exit_code)
+    except Exception as exc:
+        code = _failed(exc)
+    if code and signals.terminated():  # click turned the SIGTERM's KeyboardInterrupt into exit 130
+        code = signals.SIGTERM_EXIT
+    sys.exit(code or 0)
+
+
+def _failed(exc: Exception) -> int:
+    """Say what went wrong in one line; return the exit status."""
+    from livemed.atomic import os_error_line
+
+    kinds = {cls.__name__ for cls in type(exc).__mro__}  # click's classes, or typer's copy of them
+    if "NoArgsIsHelpError" in kinds:  # the help is on screen already
+        return int(getattr(exc, "exit_code", 2))
+    if "Abort" in kinds:
+        return _say(exc, "aborted", 1)
+    if "ClickException" in kinds:  # a usage error: a bad option or argument
+        context = getattr(exc, "ctx", None)
+        where = f"{context.command_path}: " if context is not None else ""
+        return _say(exc, where + exc.format_message(), int(getattr(exc, "exit_code", 2)))  # type: ignore[attr-defined]
+    if isinstance(exc, LivemedError):
+        return _say(exc, str(exc), exc.exit_code)
+    if isinstance(exc, OSError):
+        return _say(exc, os_error_line(exc), 2)
+    line = f"unexpected {type(exc).__name__}: {exc} (a bug in livemed; --debug shows where)"
+    return _say(exc, line, 1)
+
+
+def _say(exc: BaseException, line: str, code: int) -> int:
+    if _Debug.on:
+        traceback.print_exception(exc, file=sys.stderr)
+    one = " ".join(line.split())  # one line, whatever the message held
+    err_console.print(f"[bold red]error:[/] {escape(one)}", highlight=False, markup=True)
+    return code
 
 
 # The order and panels of `livemed --help`: the pipeline as a user meets it.

@@ -62,7 +62,7 @@ def curate(
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only replay cached responses."),
     max_cost: float | None = typer.Option(
-        None, "--max-cost", metavar="USD", help="Stop before spending more US dollars, e.g. 5."
+        None, "--max-cost", min=0, metavar="USD", help="Stop before spending more US dollars, e.g. 5."
     ),
     executor: str | None = typer.Option(None, "--executor", metavar="inprocess|ray", help=EXECUTOR_HELP),
     domain: str | None = DOMAIN,

@@ -18,6 +18,7 @@ import typer
 from rich.panel import Panel
 from rich.rule import Rule
 
+from livemed.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import console
 from livemed.config import NAMED_CORPORA
@@ -157,11 +158,11 @@ def demo(
     if fresh and folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / MARKER).write_text("made by `livemed demo`; `livemed demo --fresh` may delete this folder\n")
+    write_text(folder / MARKER, "made by `livemed demo`; `livemed demo --fresh` may delete this folder\n")
     config = folder / "livemed.toml"
     store = folder / "livemed.db"
-    config.write_text(demo_config(corpus), encoding="utf-8")
-    (folder / "demo-cutoffs.toml").write_text(demo_cutoffs(), encoding="utf-8")
+    write_text(config, demo_config(corpus))
+    write_text(folder / "demo-cutoffs.toml", demo_cutoffs())
     console.print(
         Panel.fit(
             f"livemed demo: the whole pipeline on bundled demo data, offline.\nProject folder: {folder}",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from livemed.atomic import check_writable, write_text
 from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
@@ -88,7 +89,7 @@ def eval_command(
     convention: str = typer.Option(
         "livemed", "--convention", metavar="livemed|healthbench", help="Scoring convention."
     ),
-    seed: int = typer.Option(0, "--seed", metavar="N", help="Bootstrap seed (1,000 resamples)."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Bootstrap seed (1,000 resamples)."),
     concurrency: int | None = typer.Option(
         None,
         "--concurrency",
@@ -157,6 +158,8 @@ def _check(mode: str, convention: str, json_out: Path | None, fmt: str | None) -
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
     if json_out is not None and convention != "healthbench":
         raise ConfigError("--json writes simple-evals' HealthBench results: add --convention healthbench")
+    if json_out is not None:
+        check_writable(json_out)  # now, not after every call is paid for
     if fmt is not None and fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
 
@@ -319,13 +322,10 @@ def _write_json(
         if not mine:
             continue
         target = R.results_path(path, model, len(models) > 1)
-        target.parent.mkdir(parents=True, exist_ok=True)
         metrics = R.simple_evals_metrics(mine, seed=seed)
-        target.write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        write_text(target, json.dumps(metrics, indent=2))
         full = R.allresults_path(target)
-        full.write_text(
-            json.dumps(R.simple_evals_allresults(store, mine, metrics, pack), indent=2), encoding="utf-8"
-        )
+        write_text(full, json.dumps(R.simple_evals_allresults(store, mine, metrics, pack), indent=2))
         console.print(f"wrote {target} and {full}", markup=False)
 
 

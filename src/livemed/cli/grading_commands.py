@@ -30,7 +30,11 @@ app.add_typer(judges_app, name="judges")
 NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the response cache.")
 CACHE_RO = typer.Option(False, "--cache-read-only", help="Only use cached responses; never call a model.")
 MAX_COST = typer.Option(
-    None, "--max-cost", metavar="USD", help="Stop before spending more than this many US dollars, e.g. 5."
+    None,
+    "--max-cost",
+    min=0,
+    metavar="USD",
+    help="Stop before spending more than this many US dollars, e.g. 5.",
 )
 LIMIT = typer.Option(None, "--limit", min=1, metavar="N", help="Process at most this many cases, e.g. 50.")
 EXECUTOR = typer.Option(None, "--executor", metavar="inprocess|ray", help=EXECUTOR_HELP)

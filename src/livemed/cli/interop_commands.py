@@ -231,14 +231,14 @@ def export_healthbench(
     ),
 ) -> None:
     """Export every case that has a rubric in HealthBench's JSONL format."""
+    from livemed.atomic import writing_text
     from livemed.grading.answer import conversation
     from livemed.interop.healthbench import to_healthbench
     from livemed.records import Case, Rubric
 
     store = state(ctx).existing_store
     count = 0
-    file.parent.mkdir(parents=True, exist_ok=True)
-    with file.open("w", encoding="utf-8") as handle:
+    with writing_text(file) as handle:  # the whole file, or none
         for rubric in store.iter(Rubric):
             case = store.get(Case, rubric.case_id)
             if case is None or (source and case.source != source):

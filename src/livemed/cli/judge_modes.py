@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from livemed.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, resolve
@@ -68,7 +69,7 @@ def modes(
         }
     _print(result.as_dict())
     if json_out is not None:
-        json_out.write_text(json.dumps(result.as_dict(), indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(result.as_dict(), indent=2))
         console.print(f"wrote {json_out}", markup=False)
     print_usage(engine)
     if result.calls_failed:

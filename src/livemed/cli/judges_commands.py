@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from livemed.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, print_result
@@ -75,7 +76,7 @@ def build(
         "default the project-made set.",
     ),
     seed: int = typer.Option(
-        0, "--seed", metavar="N", help="Seed of the mutations and slot order (same seed, same pairs)."
+        0, "--seed", min=0, metavar="N", help="Seed of the mutations and slot order (same seed, same pairs)."
     ),
     limit: int | None = typer.Option(
         None, "--limit", min=1, metavar="N", help="Use at most this many items, e.g. 200."
@@ -299,5 +300,5 @@ def report(
     print_tables(all_tables(results))
     if json_out is not None:
         payload: dict[str, Any] = {label: t.as_dict() for label, t in results.items()}
-        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(payload, indent=2))
         console.print(f"wrote {json_out}")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table as RichTable
 
+from livemed.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, state
 from livemed.cli.grading_commands import (
@@ -111,7 +112,7 @@ def validate_command(
     limit: int | None = typer.Option(
         None, "--limit", min=1, metavar="N", help="At most this many cases with a rubric, e.g. 50."
     ),
-    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the mutations."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed of the mutations."),
     json_out: Path | None = typer.Option(
         None, "--json", metavar="FILE", help="Also write the numbers as JSON, e.g. validation.json."
     ),
@@ -145,7 +146,7 @@ def validate_command(
     result = validation.as_dict()
     _print_rubric(result)
     if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(result, indent=2))
     print_usage(engine)
     if run.error:
         raise CallsFailedError(run.error)
@@ -266,7 +267,7 @@ def certify(
     cases: int = typer.Option(
         20, "--cases", min=1, metavar="N", help="Cases with a rubric for the rubric mutations."
     ),
-    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of pairs and mutations."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed of pairs and mutations."),
     grader_template: Path | None = GRADER_TEMPLATE,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
@@ -392,7 +393,7 @@ def compare_command(
         None, "--sample", min=1, metavar="N", help="Regrade a seeded sample of N answers, e.g. 200."
     ),
     mode: str = GRADE_MODE,
-    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the sample and the bootstrap."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed of the sample and the bootstrap."),
     json_out: Path | None = typer.Option(
         None, "--json", metavar="FILE", help="Also write the numbers as JSON, e.g. compare.json."
     ),
@@ -437,6 +438,6 @@ def compare_command(
     )
     _print_comparison(result.as_dict())
     if json_out is not None:
-        json_out.write_text(json.dumps(result.as_dict(), indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(result.as_dict(), indent=2))
     print_usage(engine)
     raise_for_calls(run)

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from livemed.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
@@ -58,6 +59,7 @@ def scores(
     seed: int | None = typer.Option(
         None,
         "--seed",
+        min=0,
         metavar="N",
         help="Bootstrap seed, e.g. 7 (default: \\[analysis] seed); \\[analysis] resamples, as leaderboard.",
     ),
@@ -155,7 +157,7 @@ def scores(
             "score_distribution": [asdict(row) for row in distribution],
             "length": [row.model_dump() for row in lengths],
         }
-        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(payload, indent=2))
         console.print(f"wrote {json_out}")
     if left_out:
         raise RunError(not_ranked_line(left_out, judge, unusable=bool(run.shares)))

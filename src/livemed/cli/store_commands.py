@@ -1,4 +1,4 @@
-"""`livemed init`, `livemed store info`, `livemed export`, `livemed import`."""
+"""`livemed init`, `livemed store info|runs`, `livemed export`, `livemed import`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from livemed.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import console, counted, err_console, state
 from livemed.config import CONFIG_FILE, starter_config
@@ -34,7 +35,7 @@ def init(
         day = date.fromisoformat(cutoff) if cutoff else date.today() - timedelta(days=90)
     except ValueError:
         raise ConfigError(f"--cutoff must be a date like 2025-06-30, got {cutoff!r}") from None
-    path.write_text(starter_config(day), encoding="utf-8")
+    write_text(path, starter_config(day))
     console.print(f"wrote {path} (cutoff {day.isoformat()})")
 
 
@@ -52,6 +53,36 @@ def store_info(ctx: typer.Context) -> None:
     console.print(f"store {store.location}")
     console.print(table)
     console.print(f"schema version {store.schema_version} · backend {store.dialect}")
+    if counts.get("run"):
+        from livemed.runs import outcomes
+
+        ended = " · ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes(store).items()))
+        console.print(f"runs: {ended} (livemed store runs lists them)", markup=False)
+
+
+@store_app.command("runs")
+def store_runs(
+    ctx: typer.Context,
+    last: int = typer.Option(20, "--last", min=1, help="How many of the latest Runs to list."),
+) -> None:
+    """The latest Runs: command, start, outcome (a killed one shows interrupted), cost and error."""
+    from livemed.records import Run
+    from livemed.runs import as_seen
+
+    runs = sorted(state(ctx).existing_store.iter(Run), key=lambda r: r.started_at)[-last:]
+    table = Table(title="runs")
+    for column in ("run", "command", "started (UTC)", "outcome", "cost $", "error"):
+        table.add_column(column, justify="right" if column == "cost $" else "left")
+    for run in map(as_seen, runs):
+        table.add_row(
+            run.run_id,
+            escape(run.command),
+            f"{run.started_at:%Y-%m-%d %H:%M:%S}",
+            run.outcome,
+            f"{run.cost_usd:.4f}",
+            escape(run.error or ""),
+        )
+    console.print(table)
 
 
 @app.command("export")

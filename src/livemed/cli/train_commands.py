@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
+from livemed.atomic import write_text
 from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
@@ -63,7 +64,7 @@ def train(
     teacher_max_tokens: int = typer.Option(
         1024, "--teacher-max-tokens", min=1, metavar="N", help="The teacher's token limit."
     ),
-    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the split and the trainers."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed of the split and the trainers."),
     lora_r: int = typer.Option(
         0, "--lora-r", min=0, metavar="N", help="LoRA rank (peft), e.g. 16; 0 = full fine-tuning."
     ),
@@ -360,5 +361,5 @@ def regimes(
     console.print(PAPER_NOTE)
     if json_out is not None:
         payload = {key: tables.as_dict() for key, tables in chosen.items()}
-        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        write_text(json_out, json.dumps(payload, indent=2))
         console.print(f"wrote {json_out}")

@@ -42,7 +42,11 @@ def update_command(
     until: str | None = UNTIL,
     wait: float = WAIT,
     max_cost: float | None = typer.Option(
-        None, "--max-cost", metavar="USD", help="Spending limit in US dollars, e.g. 20 (default: \\[update])."
+        None,
+        "--max-cost",
+        min=0,
+        metavar="USD",
+        help="Spending limit in US dollars, e.g. 20 (default: \\[update]).",
     ),
     executor: str | None = typer.Option(None, "--executor", metavar="inprocess|ray", help=EXECUTOR_HELP),
 ) -> None:

@@ -30,7 +30,7 @@ from livemed.grading.judge import Judge, Mode, Target
 from livemed.grading.runs import GradeJob, Item, answer_all, in_flight
 from livemed.heap import frozen_heap
 from livemed.models import LLM, Settings
-from livemed.pipeline import Feed, StageResult, run_stage
+from livemed.pipeline import Feed, StageResult, raise_first, run_stage
 from livemed.records import Answer, Case, Rubric
 from livemed.store import Store
 
@@ -151,11 +151,7 @@ async def _together(
     try:
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if task.cancelled():
-                    raise asyncio.CancelledError()
-                if (error := task.exception()) is not None:
-                    raise error
+            raise_first(done)
             if all(task.done() for task in answering) and not feed.closed:
                 before_close()
                 feed.close()

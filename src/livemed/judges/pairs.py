@@ -23,6 +23,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from livemed.atomic import write_text, writing_text
 from livemed.jsonl import dump_line
 from livemed.judges.datasets import DATASETS, Item
 from livemed.judges.mutations import candidates as make_candidates
@@ -146,12 +147,11 @@ class DataCard:
 def export_pairs(pairs: Iterable[Pair], path: Path) -> DataCard:
     """Write the pairs as JSONL and the data card beside them (`<path>.card.json`)."""
     card = DataCard()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+    with writing_text(path) as handle:
         for pair in pairs:
             handle.write(dump_line(pair) + "\n")
             card.add(pair)
-    card_path(path).write_text(json.dumps(card.as_dict(), indent=2) + "\n", encoding="utf-8")
+    write_text(card_path(path), json.dumps(card.as_dict(), indent=2) + "\n")
     return card
 
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from livemed.config import UpdateConfig
 from livemed.errors import StageBusyError
-from livemed.pipeline import Feed, StageResult, run_stage
+from livemed.pipeline import Feed, StageResult, raise_first, run_stage
 from livemed.records import Case, Record, Run, Usage
 from livemed.runs import settle, settle_stages, track_run
 from livemed.store import Store
@@ -481,16 +481,26 @@ async def _flow(
     try:
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                task.result()  # raises the stage's error
-                stage, feed = closes[task]
-                stage.end()  # its Run finished now, not when the last stage ends
-                if feed is not None:
-                    feed.close()
+            _end_finished(done, closes)
     finally:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _end_finished(
+    done: set[asyncio.Future[None]], closes: dict[asyncio.Future[None], tuple[_Stage, Feed[Case] | None]]
+) -> None:
+    """End each stage of `done` that finished (its Run now, not when the last stage ends) and close the
+    feed it filled; then raise a stage's error (each one read: one budget may stop two stages)."""
+    for task in done:
+        if task.cancelled() or task.exception() is not None:
+            continue
+        stage, feed = closes[task]
+        stage.end()
+        if feed is not None:
+            feed.close()
+    raise_first(done)
 
 
 def _written(result: StageResult, **names: str) -> dict[str, int]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from typing import Any
 
-from livemed.errors import UserError
+from livemed.errors import ConfigError, UserError
 from livemed.records import Case, Doc, Record, Release, ReleaseItem, Retirement, Rubric
 from livemed.store import Store
 
@@ -50,6 +51,18 @@ def retired(store: Store) -> dict[str, Retirement]:
     return {r.case_id: r for r in store.iter(Retirement)}
 
 
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # `Release.name`: also a folder and file name
+
+
+def check_name(name: str) -> None:
+    """A release name is letters, digits, `.`, `_` and `-`, starting with a letter or digit (≤ 128)."""
+    if not NAME.fullmatch(name):
+        raise ConfigError(
+            f"a release name is letters, digits, '.', '_' and '-' (starting with a letter or digit, "
+            f"at most 128), got {name!r}"
+        )
+
+
 def get_release(store: Store, name: str) -> Release:
     found = store.get(Release, f"release:{name}")
     if found is None:
@@ -66,6 +79,7 @@ def items(store: Store, release: Release) -> Iterator[ReleaseItem]:
 def create_release(store: Store, name: str, until: date, *, status: str | None = None) -> Release:
     """Freeze the cases published by the end of `until` (with `status`, when given) that have a rubric
     and are not retired. A name is used once: a release never changes."""
+    check_name(name)
     if store.get(Release, f"release:{name}") is not None:
         raise UserError(f"release {name!r} exists already (releases never change): choose another name")
     end = datetime.combine(until, time.max, UTC)

@@ -38,6 +38,7 @@ from livemed.reports.charts import (
     taxonomy_chart,
     trends_chart,
 )
+from livemed.runs import as_seen
 from livemed.store import Store
 
 
@@ -138,7 +139,7 @@ def build_report(
     ]
     trend = monthly(scored.rows, seed=s.seed, convention=convention)
     labels = list(store.iter(ErrorLabel))
-    runs = list(store.iter(Run))
+    runs = [as_seen(run) for run in store.iter(Run)]  # a killed one as interrupted
     funnel_rows, reasons = store_funnel(store, (row.case_id for row in scored.rows))
     data = ReportData(
         title=title, generated_at=utcnow(), version=__version__, store=store.location,

@@ -20,6 +20,7 @@ import jinja2
 from markupsafe import Markup
 
 from livemed.analysis.tables import clean_json
+from livemed.atomic import write_text
 from livemed.reports.build import ReportData
 
 TEMPLATE = "report.html.j2"
@@ -97,9 +98,8 @@ def render_page(template_name: str, data: Any, summary: dict[str, Any]) -> str:
 
 
 def write_page(html: str, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html, encoding="utf-8")
-    return path
+    """Write the page whole, or leave `path` as it was (`atomic.write_text`)."""
+    return write_text(path, html)
 
 
 def render_html(data: ReportData) -> str:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from livemed.atomic import write_bytes
 from livemed.models.base import CallFailure, Completion, Message, Settings
 from livemed.training.reward import Parse, verdict_reward
 
@@ -191,9 +192,8 @@ class DataFile:
 
 def write_rows(rows: Sequence[dict[str, Any]], path: Path) -> DataFile:
     """Write a training set as JSONL (one row a line); returns its path, SHA-256 and row count."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows).encode()
-    path.write_bytes(data)
+    write_bytes(path, data)
     return DataFile(path, hashlib.sha256(data).hexdigest(), len(rows))
 
 

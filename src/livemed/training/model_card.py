@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from livemed import __version__
+from livemed.atomic import write_text
 
 CARD_FILE = "livemed-training.json"
 LIBRARIES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "tokenizers")
@@ -66,9 +67,8 @@ def read_card(path: Path) -> StageCard | None:
 
 
 def write_card(folder: Path, card: StageCard) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / CARD_FILE).write_text(card.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    (folder / "README.md").write_text(render_readme(card), encoding="utf-8")
+    write_text(folder / "README.md", render_readme(card))
+    write_text(folder / CARD_FILE, card.model_dump_json(indent=2) + "\n")  # last: it marks the stage done
 
 
 def _base_model(card: StageCard) -> str:

@@ -18,6 +18,7 @@ import bm25s
 import bm25s.selection
 import numpy as np
 
+from livemed.atomic import writing_text
 from livemed.curate.evidence.corpus import Passage, Sentences, corpus_hash, tokens
 from livemed.heap import fewer_collections
 from livemed.records import EvidenceRef
@@ -59,7 +60,7 @@ class BM25Retriever:
             self.index_dir.mkdir(parents=True, exist_ok=True)
             bm25.save(str(self.index_dir), show_progress=False)
             # written last: its presence marks a complete index
-            with (self.index_dir / PASSAGES_FILE).open("w", encoding="utf-8") as handle:
+            with writing_text(self.index_dir / PASSAGES_FILE) as handle:
                 for passage in self.passages:
                     handle.write(json.dumps({"id": passage.id}) + "\n")
         return bm25

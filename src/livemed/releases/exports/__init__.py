@@ -1,5 +1,7 @@
 """Release exports: `jsonl`, `parquet` (pyarrow), `healthbench`, `hf` (a `datasets` folder with a
-dataset card) and `inspect` (an Inspect AI task). Each writes into a folder, with `manifest.json`.
+dataset card) and `inspect` (an Inspect AI task). Each writes into a folder, with `manifest.json`:
+a hidden sibling folder renamed into place when every file is written (`atomic.staged_folder`), so an
+export is complete or absent.
 
 ```python
 result = export_release(store, release, "hf", Path("out"), embargo_days=14)
@@ -12,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from livemed.atomic import staged_folder
 from livemed.errors import ConfigError
 from livemed.records import Release, ReleaseItem
-from livemed.releases.exports.rows import Selection, select, write_manifest
+from livemed.releases.exports.rows import MANIFEST_FILE, Selection, select, write_manifest
 from livemed.store import Store
 
 FORMATS = ("jsonl", "parquet", "healthbench", "hf", "inspect")
@@ -64,12 +67,14 @@ def _writer(fmt: str) -> Callable[[Selection, Path], ExportResult]:
 def export_release(
     store: Store, release: Release, fmt: str, out: Path, *, embargo_days: int = 0, include_text: bool = False
 ) -> ExportResult:
-    """Write `release` in format `fmt` into folder `out` (made if missing), with its manifest."""
+    """Write `release` in format `fmt` into folder `out` (made if missing), with its manifest: all of
+    it, or nothing (`out` as it was) if a write fails."""
     writer = _writer(fmt)
-    out.mkdir(parents=True, exist_ok=True)
     selection = select(store, release, embargo_days=embargo_days, include_text=include_text)
-    result = writer(selection, out)
-    result.files.append(write_manifest(out, result, fmt))
+    with staged_folder(out, last=MANIFEST_FILE) as work:
+        result = writer(selection, work)
+        result.files.append(write_manifest(work, result, fmt))
+    result.files = [out / path.relative_to(work) for path in result.files]
     return result
 
 
