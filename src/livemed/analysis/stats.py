@@ -455,3 +455,40 @@ def _excess_kurtosis(values: Sequence[float] | FloatArray) -> float:
         return float(m4 / m2**2.0 - 3)
     corrected = 1.0 / (n - 2) / (n - 3) * ((n**2 - 1.0) * m4 / m2**2.0 - 3 * (n - 1) ** 2.0)
     return float(corrected + 3.0 - 3)  # scipy adds 3 (Pearson's) and takes it away (Fisher's)
+
+
+MIN_N = 30  # a proportion over fewer items is shown as "n too small", not as a figure
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """`k` of `n` with its Wilson score interval (`proportion`); `small` when n < MIN_N."""
+
+    k: int
+    n: int
+    low: float | None
+    high: float | None
+
+    @property
+    def value(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def small(self) -> bool:
+        return self.n < MIN_N
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"value": self.value, "k": self.k, "n": self.n, "low": self.low, "high": self.high}
+
+
+def proportion(k: int, n: int, confidence: float = 0.95) -> Proportion:
+    """`k` successes of `n` with the Wilson score interval (`scipy.stats.binomtest`'s `proportion_ci`,
+    imported when first used); no interval for n = 0."""
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return Proportion(0, 0, None, None)
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Proportion(k, n, float(ci.low), float(ci.high))
