@@ -52,6 +52,7 @@ class StageResult:
     causes: Counter[str] = field(default_factory=Counter)  # why those calls failed, by detail
     elsewhere: int = 0  # of `skipped`: items another worker on the store did while this one ran
     unusable: Counter[str] = field(default_factory=Counter)  # verdicts given but unusable, by reason
+    retry: str = "grade them again with --retry-failures"  # how (the grading job names its command)
 
     def merge(self, other: StageResult) -> None:
         self.seen += other.seen
@@ -65,6 +66,8 @@ class StageResult:
         self.causes.update(other.causes)
         self.elsewhere += other.elsewhere
         self.unusable.update(other.unusable)
+        if other.unusable:
+            self.retry = other.retry
 
     def failure_line(self, unit: str) -> str | None:
         """`12 of 12 answers failed: <cause>; run again to retry them`, and/or `40 of 40 verdicts
@@ -85,10 +88,7 @@ class StageResult:
         n = sum(self.unusable.values())
         verdicts = self.written.get("grade", 0) + n
         why = ", ".join(f"{reason} {count}" for reason, count in self.unusable.most_common())
-        return (
-            f"{n} of {verdicts} verdicts unusable ({why}): their answers are not graded; "
-            "grade them again with --retry-failures"
-        )
+        return f"{n} of {verdicts} verdicts unusable ({why}): their answers are not graded; {self.retry}"
 
 
 RETRY = "; run again to retry them"  # the end of a line of failed calls

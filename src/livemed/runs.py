@@ -159,7 +159,8 @@ def raise_for_calls(run: Run) -> None:
 
 def _outcome(run: Run) -> str:
     failed, processed = run.counts.get("call_failed", 0), run.counts.get("processed", 0)
-    unusable, graded = run.counts.get("unusable", 0), run.counts.get("grade", 0)
+    unusable = run.counts.get("unusable", 0)
+    graded = sum(n for key, n in run.counts.items() if key == "grade" or key.endswith(": grade"))
     if (failed and failed < processed) or (unusable and graded):
         return "partial"
     return "failed" if run.error else "ok"

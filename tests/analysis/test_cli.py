@@ -261,7 +261,7 @@ def test_unknown_convention_or_policy_and_missing_scores_are_user_errors(
         invoke(project, "leaderboard", "--convention", "healthbenhc")
     with pytest.raises(UserError, match="use one of strict, not-met, exclude"):
         invoke(project, "trends", "--policy", "skip")
-    with pytest.raises(UserError, match="livemed scores --judge J --convention healthbench"):
+    with pytest.raises(UserError, match="livemed scores --judge offline/lexical --convention healthbench"):
         invoke(project, "leaderboard", "--convention", "healthbench")
 
 
@@ -295,7 +295,7 @@ def test_help_keeps_config_section_names(command: str, text: str) -> None:
 def test_funnel_of_an_empty_store_is_a_user_error(tmp_path: Path) -> None:
     (tmp_path / "livemed.toml").write_text(f'store = "{tmp_path / "empty.db"}"\n')
     Store(tmp_path / "empty.db").close()  # an empty store (no store at all: test_read_commands)
-    with pytest.raises(UserError, match="run livemed harvest first"):
+    with pytest.raises(UserError, match=r"run `livemed harvest --source demo` \(any source of"):
         invoke(tmp_path, "funnel")
 
 

@@ -58,6 +58,7 @@ HINTS: dict[str, Hint] = {
     "livemed grade --judge {j}{again}": Hint(
         "run", values={"j": "offline/lexical", "again": " --retry-failures"}
     ),
+    "livemed grade --judge {model} --retry-failures": Hint("run", values={"model": "offline/lexical"}),
     "livemed judges certify --grader {model}": Hint("run", values={"model": "offline/lexical"}),
     # no store, no config, nothing harvested
     "livemed demo": Hint("run", empty_folder=True),

@@ -101,7 +101,7 @@ def test_publication_date_is_exposed_for_indexing() -> None:
     assert doc().published_at == PUBLISHED
 
 
-def test_scores_under_both_failure_policies_are_kept_side_by_side(sqlite_store) -> None:  # type: ignore[no-untyped-def]
+def test_scores_under_every_failure_policy_are_kept_side_by_side(sqlite_store) -> None:  # type: ignore[no-untyped-def]
     from livemed.records import Score
 
     common = {
@@ -114,10 +114,12 @@ def test_scores_under_both_failure_policies_are_kept_side_by_side(sqlite_store) 
     }
     default = Score(**common, score=0.5)  # type: ignore[arg-type]
     excluded = Score(**common, score=0.8, failure_policy="exclude")  # type: ignore[arg-type]
-    assert default.id == "score:answer:a:j:livemed"  # the id stores already hold is unchanged
-    sqlite_store.put([default, excluded])
+    counted = Score(**common, score=0.6, failure_policy="not-met")  # type: ignore[arg-type]
+    assert default.id == "score:answer:a:j:livemed"  # the default (strict) keeps the id stores hold
+    assert counted.id == "score:answer:a:j:livemed:not-met"
+    sqlite_store.put([default, excluded, counted])
     kept = {s.failure_policy: s.score for s in sqlite_store.iter(Score)}
-    assert kept == {"not-met": 0.5, "exclude": 0.8}
+    assert kept == {"strict": 0.5, "not-met": 0.6, "exclude": 0.8}
 
 
 def test_an_overlong_source_id_is_refused_naming_the_field() -> None:

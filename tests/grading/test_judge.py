@@ -172,6 +172,19 @@ async def test_scores_count_failures_and_apply_the_policy(sqlite_store: Store) -
     assert not sqlite_store.has("score", [score.id])
 
 
+async def test_an_unusable_verdict_of_a_criterion_no_longer_in_the_rubric_does_not_block_scoring(
+    sqlite_store: Store,
+) -> None:
+    t = target()
+    sqlite_store.put([t.case, t.rubric, t.answer])
+    await grade_all(sqlite_store, [t], judge(function=scripted_by_criterion))  # ibuprofen's failed
+    assert score_all(sqlite_store, "fake/judge").scores == []
+    kept = [c for c in t.rubric.criteria if "ibuprofen" not in c.text]
+    sqlite_store.put([t.rubric.model_copy(update={"criteria": kept})])  # the rubric written again
+    (score,) = score_all(sqlite_store, "fake/judge").scores
+    assert (score.failures, score.failure_policy) == (0, "strict")
+
+
 async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store) -> None:
     t = target()
     sqlite_store.put([t.case, t.rubric, t.answer])

@@ -291,7 +291,7 @@ def test_a_grader_that_gave_no_usable_verdict_has_graded_nothing(tmp_path: Path,
         reason = "missing_verdict" if reply == '{"verdicts": []}' else "unparsable"
         assert line == (
             f"error: {criteria} of {criteria} verdicts unusable ({reason} {criteria}): their answers are "
-            "not graded; grade them again with --retry-failures"
+            f"not graded; grade them again with `livemed grade --judge {MODEL} --retry-failures`"
         )
         [run] = runs(config, "grade")
         assert (run.outcome, run.counts["unusable"]) == ("failed", criteria)
@@ -348,6 +348,12 @@ def test_a_few_unusable_verdicts_are_counted_only_when_asked_and_below_the_share
             counted.stdout
         )
         assert f"{answers}/{answers}" in counted.stdout
+        windowed = livemed(
+            config, "scores", "--judge", MODEL, "--policy", "not-met", "--max-failure-share", allowed,
+            "--min-date", "2000-01-01",
+        )  # fmt: skip
+        assert windowed.returncode == 0, windowed.stderr  # a date window keeps the shares and their limit
+        assert f"({share}); counted as not-met" in windowed.stdout
         refused = livemed(
             config, "scores", "--judge", MODEL, "--policy", "not-met", "--max-failure-share", "0"
         )

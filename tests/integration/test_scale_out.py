@@ -220,7 +220,8 @@ def test_two_eval_workers_each_end_with_every_answer_graded(tmp_path: Path, pg_u
 
 def test_two_workers_never_grade_an_unusable_verdict_again(tmp_path: Path, pg_url: str) -> None:
     """An unparsable verdict is a verdict (not retried): a second worker that finds another's failure
-    stored after it claimed leaves it, so every grading request reaches the server once."""
+    stored after it claimed leaves it, so every grading request reaches the server once. A worker that
+    wrote unusable verdicts exits 1 saying so (they are not grades)."""
     data = healthbench_file(tmp_path / "hb.jsonl", EXAMPLES)
     with FakeOpenAIServer(responder=lambda body: Behavior(text="I cannot decide.", latency=0.05)) as server:
         config = project(tmp_path / "many", pg_url, server.base_url)
@@ -229,9 +230,12 @@ def test_two_workers_never_grade_an_unusable_verdict_again(tmp_path: Path, pg_ur
         answering = len(server.chat_requests)
         outputs = []
         for process in [start(config, "grade", "--judge", JUDGE) for _ in range(2)]:
-            out, err = process.communicate(timeout=300)  # unusable verdicts are not failed calls: exit 0
-            assert process.returncode == 0, out + err
+            out, err = process.communicate(timeout=300)
             outputs.append(out)
+            wrote_failures = re.search(r"wrote [1-9]\d* grade failures", out) is not None
+            assert process.returncode == (1 if wrote_failures else 0), out + err
+            if wrote_failures:
+                assert "verdicts unusable (unparsable " in err
         grading = Counter(json.dumps(r.body, sort_keys=True) for r in server.chat_requests[answering:])
     assert len(grading) >= EXAMPLES * CRITERIA
     assert set(grading.values()) == {1}  # no grading request sent twice

@@ -255,7 +255,7 @@ def test_certify_with_nothing_to_measure_writes_no_card_and_exits_2(tmp_path: Pa
     assert "nothing to measure for offline/always-a, no card written" in text
     assert f"pubmedqa: no {nowhere}/pubmedqa" in text  # the paths looked at
     text = refused(store, "judges", "certify", "--grader", "offline/lexical", "--data", nowhere)
-    assert "no case with a rubric in the store (run `livemed rubrics` for the rubric part)" in text
+    assert "no case with a rubric in the store (run `livemed rubrics --writer offline/rules` for the" in text
     with Store(store) as s:
         assert list(s.iter(ValidityCard)) == []
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from livemed.errors import UserError
 from livemed.records import Case, Release, ReleaseItem, Rubric
 from livemed.releases.manifest import canonical, case_hash, release_hash, sha256
 from livemed.store import Store
@@ -354,3 +355,13 @@ def test_verify_names_a_row_that_is_not_json_and_a_manifest_of_no_known_format(
     assert unknown.returncode == 2
     assert "format 'csv' is none of livemed's exports" in unknown.stderr
     assert "Traceback" not in unknown.stderr
+
+
+def test_verify_of_a_file_that_is_not_text_is_one_user_error(config: Path, tmp_path: Path) -> None:
+    ok(config, "release", "create", "r1", "--until", UNTIL)
+    out = tmp_path / "out"
+    ok(config, "release", "export", "r1", "--format", "jsonl", "--out", str(out))
+    (out / "cases.jsonl").write_bytes(b"\xff\xfe\x00binary\n")
+    bad = cli(config, "release", "verify", str(out))
+    assert isinstance(bad.exception, UserError)  # exit 2 through the program, one line
+    assert str(bad.exception) == f"{out / 'cases.jsonl'}: not a text file (invalid start byte at byte 0)"

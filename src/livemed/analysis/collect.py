@@ -120,7 +120,7 @@ def mtime_dated(store: Store, case_ids: set[str]) -> int:
 
 
 def _choice(view: _Choice) -> tuple[str, str, str]:
-    return view["judge"], view.get("convention", "livemed"), view.get("failure_policy", "not-met")
+    return view["judge"], view.get("convention", "livemed"), view.get("failure_policy", "strict")
 
 
 def load_scores(

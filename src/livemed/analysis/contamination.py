@@ -19,7 +19,7 @@ Per model with a known cutoff C (see `cutoffs.py`):
 - the verdict's words follow the intervals (`verdict_words`): with a significant drop, the drift-adjusted
   interval above 0 is a "contamination signal", including 0 "drop not distinguishable from drift",
   below 0 "drop smaller than drift"; "explained by drift" only when the pre − post interval includes 0
-  and the drift-adjusted one excludes it (the adjusted difference is the controls' drift alone).
+  and the drift-adjusted one (pre − post less the controls' pre − post) excludes it.
 
 Means, their intervals and the two deltas follow `settings.convention` (under healthbench each mean,
 and each resampled mean, is clipped to [0, 1], as simple-evals does); the rank and permutation tests,

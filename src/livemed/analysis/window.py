@@ -126,7 +126,7 @@ def window_run(store: Store, run: ScoreRun, window: Window) -> ScoreRun:
     kept = window.scores(run.scores, dates)
     grading = window.grading(store, kept, dates, set(run.answers) | {s.model for s in run.scores})
     answers = Counter({m: g.answers for m, g in grading.items()})
-    return ScoreRun(scores=kept, excluded=run.excluded, answers=answers)
+    return replace(run, scores=kept, answers=answers)  # the unusable shares and their limit kept
 
 
 ALL_MINUS_POST = (

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from livemed.analysis.collect import ScoreSet
     from livemed.analysis.completeness import Grading
     from livemed.analysis.contamination import AnalysisSettings
+    from livemed.store import Store
 
 JUDGE = typer.Option(
     None,
@@ -133,13 +134,20 @@ def _grading_tables(
     return write_table(folder, "grading", list(scored.grading.values()), context=context or scored.context())
 
 
-def _fail_if_left_out(scored: ScoreSet, left_out: list[Grading]) -> None:
+def _fail_if_left_out(store: Store, scored: ScoreSet, left_out: list[Grading]) -> None:
     """Exit 1, after the output, when incompletely graded models were left out of a ranking."""
     from livemed.analysis.completeness import not_ranked_line
     from livemed.errors import RunError
 
     if left_out:
-        raise RunError(not_ranked_line(left_out, scored.judge))
+        raise RunError(not_ranked_line(left_out, scored.judge, unusable=_unusable(store, scored.judge)))
+
+
+def _unusable(store: Store, judge: str | None) -> bool:
+    """Whether `judge` left unusable verdicts (the not-ranked hint then names --retry-failures)."""
+    from livemed.grading.scoring import has_unusable
+
+    return judge is not None and has_unusable(store, judge)
 
 
 def _wrote(paths: list[Path]) -> None:
@@ -239,7 +247,7 @@ def leaderboard_command(
             err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
         paths += write_table(_out_dir(app_state, out), "comparison", [result], context=scored.context())
     _wrote(paths)
-    _fail_if_left_out(scored, left_out)
+    _fail_if_left_out(app_state.existing_store, scored, left_out)
 
 
 @app.command("trends")
@@ -337,16 +345,17 @@ def report_command(
         console.print(data.validity, markup=False)
     console.print(contamination_table(data.contamination))
     tables = path.parent / f"{path.stem}-tables"
-    with staged_folder(tables) as work:  # the page and its tables, or neither
+    with staged_folder(tables) as work:  # the tables first, whole: a page is never there without them
         written = _write_report_tables(data, work)
-        write_report(data, path)
+    write_report(data, path)
     console.print(f"[dim]wrote {written} table files to {tables}[/]")
     console.print(f"wrote [bold]{path}[/] — open it in a browser (no network needed)")
     if data.not_ranked:
         from livemed.analysis.completeness import not_ranked_line
         from livemed.errors import RunError
 
-        raise RunError(not_ranked_line(data.not_ranked, data.judge))
+        unusable = _unusable(app_state.existing_store, data.judge)
+        raise RunError(not_ranked_line(data.not_ranked, data.judge, unusable=unusable))
 
 
 def _write_report_tables(data: object, folder: Path) -> int:

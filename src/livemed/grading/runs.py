@@ -505,7 +505,15 @@ class GradeJob:
             result.seen += self.settled["criteria"]
             result.skipped += self.settled["criteria"]
         _drop_resolved_failures(self.store, self.answer_ids, self.judge.id)
+        result.retry = retry_hint(self.judge.id)
         return result
+
+
+def retry_hint(judge: str) -> str:
+    """The command that grades a judge's unusable verdicts again (a grader template is named again)."""
+    model, _, template = judge.partition("@tpl-")
+    again = f"`livemed grade --judge {model} --retry-failures`"
+    return f"grade them again with {again}" + (" and your --grader-template" if template else "")
 
 
 @frozen_heap

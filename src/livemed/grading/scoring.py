@@ -413,6 +413,14 @@ def score_id(answer_id: str, judge: str, convention: str, policy: str) -> str:
     return f"score:{answer_id}:{judge}:{convention}{suffix}"
 
 
+def has_unusable(store: Store, judge: str) -> bool:
+    """Whether the store holds an unusable verdict of `judge` (its answers wait for --retry-failures)."""
+    return any(
+        f["judge"] == judge and f["reason"] != CALL_FAILED
+        for _, f in store.fields(GradeFailure.kind, _FAILED)
+    )
+
+
 def failure_shares(store: Store, judge: str, wanted: Collection[str] | None) -> dict[str, FailureShare]:
     """Per model (of `wanted`, or every model) with an unusable verdict from `judge`: how many of its
     verdicts from `judge` are unusable. Stored failures are few: their answers' verdicts are counted
@@ -477,8 +485,8 @@ def _score_one(
         return
     if prepared.positive:
         run.answers[answer.model] += 1
-    verdicts, failures = found
-    met = prepared.verdicts(verdicts)
+    met = prepared.verdicts(found[0])
+    failures = 0 if met is None else met.count(None)  # of the rubric's criteria now (not stale ones)
     if met is None or (failures and not counts_unusable and prepared.positive):
         run.excluded[NOT_YET_GRADED if met is None else UNUSABLE] += 1
         unscored.append(answer.id)

@@ -71,8 +71,12 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def _jsonl_rows(path: Path) -> Iterator[dict[str, Any] | None]:
-    """Each line as a JSON object, None where it is not one."""
-    for line in path.read_text(encoding="utf-8").splitlines():
+    """Each line as a JSON object, None where it is not one (a file that is not UTF-8 is one error)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
+    for line in text.splitlines():
         try:
             found = json.loads(line)
         except ValueError:
