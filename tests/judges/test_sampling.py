@@ -4,15 +4,18 @@ another seed, spread over items; `judges build --limit` and `judges run --limit`
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from livemed.cli.judges_commands import count_pairs, select_pairs
-from livemed.judges.sampling import allocate, stratified_sample
+from livemed.judges.pairs import build_pairs
+from livemed.judges.sampling import allocate, sample_pairs, stratified_sample
 from livemed.records import JudgeVerdict, Pair
 from livemed.store import Store
 from tests.judges.test_cli import run
+from tests.judges.test_pairs import PICO
 
 Element = tuple[str, str, int]  # (id, stratum, item)
 ELEMENTS: list[Element] = [
@@ -55,6 +58,15 @@ def test_picks_spread_over_items_before_a_second_from_one() -> None:
         cluster=lambda e: str(e[2]),
     )
     assert len({e[2] for e in picked}) == 14  # 15 items of up to 4 elements: 14 picks, 14 items
+
+
+def test_sample_pairs_balances_tertiles_and_items() -> None:
+    items = [replace(PICO, item_id=str(i)) for i in range(4)]
+    pairs = list(build_pairs(items, 0, "MIT"))
+    picked = sample_pairs(pairs, 12, 0)
+    assert Counter(p.tertile for p in picked) == {"hard": 4, "medium": 4, "easy": 4}
+    assert Counter(p.item_id for p in picked) == dict.fromkeys("0123", 3)
+    assert picked == sample_pairs(list(reversed(pairs)), 12, 0)
 
 
 @pytest.fixture(scope="module")

@@ -92,6 +92,13 @@ def stratified_sample(
     return sorted(out, key=ident)
 
 
+def sample_pairs(pairs: Iterable[Pair], n: int, seed: int | str) -> list[Pair]:
+    """n of the pairs, equally over (dataset, group, tertile), seeded, spread over items (in id order)."""
+    return stratified_sample(
+        pairs, n, seed, key=pair_stratum, ident=lambda p: p.id, cluster=lambda p: f"{p.dataset}:{p.item_id}"
+    )
+
+
 def _spread(
     members: Sequence[T],
     seed: int | str,
