@@ -1,14 +1,25 @@
-"""Pairs: same seed ⇒ same pairs; ranks, rank gaps and tertiles; balanced slots; both orders; export."""
+"""Pairs: same seed ⇒ same pairs; ranks, rank gaps and tertiles (equal-count by default, equal-width as
+an option); balanced slots; both orders; export."""
 
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from pathlib import Path
 
 from livemed.jsonl import read_jsonl
 from livemed.judges.datasets.items import ChoiceItem, PicoItem
-from livemed.judges.pairs import build_pairs, card_path, export_pairs, ranked, tertile
+from livemed.judges.pairs import (
+    TERTILES,
+    build_pairs,
+    card_path,
+    count_tertiles,
+    export_pairs,
+    ranked,
+    tertile,
+    tertiles_of,
+)
 from livemed.judges.templates import pairwise_messages, pointwise_messages
 from livemed.prompts import parse_blocks
 from livemed.records import Candidate, Pair
@@ -35,6 +46,63 @@ def test_tertiles_by_gap_hard_is_smallest() -> None:
     assert [tertile(g, 3) for g in (1, 2, 3)] == ["hard", "medium", "easy"]
     assert tertile(1, 1) == "hard"
     assert [tertile(g, 4) for g in (1, 2, 3, 4)] == ["hard", "hard", "medium", "easy"]
+
+
+def _sizes(gaps: list[int], bins: dict[int, str]) -> list[int]:
+    counts = Counter(bins[g] for g in gaps)
+    return [counts[t] for t in TERTILES]
+
+
+def test_count_tertiles_are_equal_thirds_of_the_pairs() -> None:
+    nine = list(range(1, 10))  # nine pairs, each its own gap: exactly 3 / 3 / 3
+    assert _sizes(nine, count_tertiles(nine)) == [3, 3, 3]
+    ranked_item = [1] * 4 + [2] * 3 + [3] * 2 + [4]  # five distinct ranks: 10 pairs, small gaps commonest
+    bins = count_tertiles(ranked_item)
+    assert bins == {1: "hard", 2: "medium", 3: "easy", 4: "easy"}
+    assert _sizes(ranked_item, bins) == [4, 3, 3]
+    assert _sizes(ranked_item, tertiles_of(ranked_item, "width")) == [7, 2, 1]  # the old bins
+
+
+def test_count_tertiles_keep_a_gap_value_whole_and_are_as_equal_as_ties_allow() -> None:
+    tied = [1] * 5 + [2] + [3] + [4] * 2  # 9 pairs; the five of gap 1 cannot be split
+    bins = count_tertiles(tied)
+    assert bins == {1: "hard", 2: "medium", 3: "medium", 4: "easy"}  # 5 / 2 / 2 beats 5 / 1 / 3 and 6 / 1 / 2
+    assert count_tertiles([1, 1, 2]) == {1: "hard", 2: "easy"}  # two gap values: Hard and Easy
+    assert count_tertiles([1, 1]) == {1: "hard"}
+    assert count_tertiles([]) == {}
+
+
+def test_count_tertiles_no_single_move_of_a_cut_makes_them_more_equal() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        gaps = [rng.randint(1, rng.randint(3, 9)) for _ in range(rng.randint(3, 40))]
+        bins = count_tertiles(gaps)
+        values = sorted(set(gaps))
+        order = [TERTILES.index(bins[v]) for v in values]
+        assert order == sorted(order)  # smaller gaps never in an easier tertile
+        if len(values) >= 3:
+            assert set(order) == {0, 1, 2}
+        spread = sum((3 * c - len(gaps)) ** 2 for c in _sizes(gaps, bins))
+        for i, value in enumerate(values):  # move one gap value into the neighbouring tertile
+            for step in (-1, 1):
+                moved = dict(bins)
+                moved[value] = TERTILES[min(2, max(0, order[i] + step))]
+                again = [TERTILES.index(moved[v]) for v in values]
+                if again != sorted(again) or (len(values) >= 3 and set(again) != {0, 1, 2}):
+                    continue
+                assert sum((3 * c - len(gaps)) ** 2 for c in _sizes(gaps, moved)) >= spread
+
+
+def test_width_tertiles_are_the_old_equal_width_bins() -> None:
+    gaps = [1, 2, 3, 4, 5, 6, 7, 8, 9, 9]
+    assert tertiles_of(gaps, "width") == {g: tertile(g, 9) for g in set(gaps)}
+    wide = list(build_pairs([PICO], 0, "MIT", tertiles="width"))
+    largest = max(p.rank_gap for p in wide)
+    assert all(p.tertile == tertile(p.rank_gap, largest) for p in wide)
+    assert wide[0].provenance.settings["tertiles"] == "width"
+    counted = list(build_pairs([PICO], 0, "MIT"))
+    assert [p.id for p in counted] == [p.id for p in wide]
+    assert counted[0].provenance.settings["tertiles"] == "count"
 
 
 def test_same_seed_same_pairs_and_another_seed_differs() -> None:

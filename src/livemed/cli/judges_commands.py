@@ -79,7 +79,17 @@ def build(
         0, "--seed", min=0, metavar="N", help="Seed of the mutations and slot order (same seed, same pairs)."
     ),
     limit: int | None = typer.Option(
-        None, "--limit", min=1, metavar="N", help="Use at most this many items, e.g. 200."
+        None,
+        "--limit",
+        min=1,
+        metavar="N",
+        help="Use at most this many items, e.g. 200: a sample stratified by calculator/group (--seed).",
+    ),
+    tertiles: str = typer.Option(
+        "count",
+        "--tertiles",
+        metavar="count|width",
+        help="Rank-gap tertiles: count (equal-count thirds per item, the paper's) or width (equal bins).",
     ),
     out: Path | None = typer.Option(
         None,
@@ -89,22 +99,28 @@ def build(
     ),
 ) -> None:
     """Build metric-grounded preference pairs from a benchmark and store them (judge_pair records)."""
-    from itertools import islice
-
     from livemed.judges.datasets import dataset as find_dataset
     from livemed.judges.datasets import licence_of
-    from livemed.judges.pairs import DataCard, build_pairs, card_path, export_pairs
+    from livemed.judges.pairs import TERTILE_RULES, DataCard, build_pairs, card_path, export_pairs
     from livemed.runs import track_run
 
     info = find_dataset(dataset)
+    if tertiles not in TERTILE_RULES:
+        raise ConfigError(f"--tertiles must be count or width, got {tertiles!r}")
     app_state = state(ctx)
     skipped: list[InputFileError] = []
     stats: Counter[str] = Counter()
     licence = licence_of(dataset, path)
-    settings = {"dataset": dataset, "path": str(path) if path else None, "seed": seed, "limit": limit}
+    settings = {
+        "dataset": dataset,
+        "path": str(path) if path else None,
+        "seed": seed,
+        "limit": limit,
+        "tertiles": tertiles,
+    }
     with track_run(app_state.store, "judges build", settings=settings) as run:
-        items = islice(_good(info.load(path), skipped), limit)
-        pairs = build_pairs(items, seed, licence, stats)
+        items = _sampled(_good(info.load(path), skipped), limit, seed)
+        pairs = build_pairs(items, seed, licence, stats, tertiles)
         card = DataCard()
 
         def counted(stream: Iterable[Pair]) -> Iterator[Pair]:
@@ -127,6 +143,16 @@ def build(
         raise RunError(f"{len(skipped)} item(s) could not be read and were skipped (listed above)")
 
 
+def _sampled(items: Iterable[Item], limit: int | None, seed: int) -> Iterable[Item]:
+    """All items (streamed), or `limit` of them stratified by calculator/group, seeded."""
+    from livemed.judges.datasets import item_group
+    from livemed.judges.sampling import stratified_sample
+
+    if limit is None:
+        return items
+    return stratified_sample(items, limit, f"{seed}:items", key=item_group, ident=lambda i: i.item_id)
+
+
 def _stored(store: Store, pairs: Iterable[Pair]) -> Iterator[Pair]:
     """The pairs, each also written to the store (in batches) as the export reads them."""
     batch: list[Pair] = []
@@ -139,18 +165,18 @@ def _stored(store: Store, pairs: Iterable[Pair]) -> Iterator[Pair]:
     store.put(batch)
 
 
-def select_pairs(store: Store, datasets: list[str], limit: int | None) -> Iterator[Pair]:
-    """Stored pairs of the given datasets (all when none), at most `limit` per dataset."""
+def select_pairs(store: Store, datasets: list[str], limit: int | None, seed: int = 0) -> Iterator[Pair]:
+    """Stored pairs of the given datasets (all when none); with `limit`, that many per dataset in a
+    sample stratified by group and tertile, seeded (`judges/sampling.py`)."""
+    from livemed.judges.sampling import read_pairs, stored_sample
     from livemed.records import Pair
 
-    taken: Counter[str] = Counter()
+    if limit is not None:
+        yield from read_pairs(store, stored_sample(store, datasets, limit, seed))
+        return
     for pair in store.iter(Pair):
-        if datasets and pair.dataset not in datasets:
-            continue
-        if limit is not None and taken[pair.dataset] >= limit:
-            continue
-        taken[pair.dataset] += 1
-        yield pair
+        if not datasets or pair.dataset in datasets:
+            yield pair
 
 
 def count_pairs(store: Store, datasets: list[str], limit: int | None) -> int:
@@ -185,8 +211,13 @@ def run_judge(
         help="Only pairs of this dataset; repeat for several, e.g. --dataset medcalc.",
     ),
     limit: int | None = typer.Option(
-        None, "--limit", min=1, metavar="N", help="At most this many pairs per dataset, e.g. 200."
+        None,
+        "--limit",
+        min=1,
+        metavar="N",
+        help="At most this many pairs per dataset, e.g. 200: a sample stratified by group and tertile.",
     ),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed of the --limit sample."),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
@@ -206,7 +237,7 @@ def run_judge(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     llm = judge_llm(app_state, engine, judge)
     total = count_pairs(store, datasets, limit)
-    pairs = select_pairs(store, datasets, limit)  # streamed: a large build is never held in memory
+    pairs = select_pairs(store, datasets, limit, seed)  # streamed: a large build is never held in memory
     if not total:
         raise UserError(
             "no pairs stored"
@@ -221,6 +252,7 @@ def run_judge(
         "samples": samples,
         "temperature": temperature,
         "pairs": total,
+        "sample": {"limit": limit, "seed": seed} if limit is not None else None,
     }
     with (
         usage_on_failure(engine),

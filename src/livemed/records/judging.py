@@ -41,6 +41,11 @@ class Pair(Record):
     dataset: str = Field(min_length=1)
     family: Family
     item_id: str = Field(min_length=1)
+    group: str = Field(
+        default="",
+        description="the item's stratum in its dataset (MedCalc calculator id, MedQA exam step, PubMedQA "
+        "gold decision; '' elsewhere): `judges run --limit` samples across these",
+    )
     question: str = Field(description="the task as the candidates saw it (question, note, abstract)")
     instruction: str = Field(description="the task's instruction (answer format, rubric)")
     chosen: Candidate

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from livemed.errors import InputFileError, UnknownNameError
 from livemed.judges.datasets import choice, medcalc, pico, pubmedqa
-from livemed.judges.datasets.items import CalcItem, ChoiceItem, Item, PicoItem
+from livemed.judges.datasets.items import CalcItem, ChoiceItem, Item, PicoItem, item_group
 from livemed.records.judging import Family
 
 Loader = Callable[[Path], Iterator[Item | InputFileError]]
@@ -64,4 +64,14 @@ def licence_of(name: str, path: Path | None) -> str:
     return dataset(name).licence
 
 
-__all__ = ["DATASETS", "CalcItem", "ChoiceItem", "Dataset", "Item", "PicoItem", "dataset", "licence_of"]
+__all__ = [
+    "DATASETS",
+    "CalcItem",
+    "ChoiceItem",
+    "Dataset",
+    "Item",
+    "PicoItem",
+    "dataset",
+    "item_group",
+    "licence_of",
+]

@@ -15,7 +15,9 @@ from livemed.judges.datasets.items import ChoiceItem
 LETTERS = "ABCDE"
 
 
-def _choice(dataset: str, item_id: str, question: Any, options: dict[str, str], answer: Any) -> ChoiceItem:
+def _choice(
+    dataset: str, item_id: str, question: Any, options: dict[str, str], answer: Any, group: str = ""
+) -> ChoiceItem:
     if not isinstance(question, str) or not question.strip():
         raise ValueError("missing field 'question'")
     if len(options) < 2:
@@ -23,7 +25,9 @@ def _choice(dataset: str, item_id: str, question: Any, options: dict[str, str], 
     letter = str(answer or "").strip().upper()
     if letter not in options:
         raise ValueError(f"answer_idx {answer!r} is not one of the options {', '.join(options)}")
-    return ChoiceItem(dataset=dataset, item_id=item_id, question=question, options=options, answer=letter)
+    return ChoiceItem(
+        dataset=dataset, item_id=item_id, question=question, options=options, answer=letter, group=group
+    )
 
 
 def medqa_file(path: Path) -> Path:
@@ -42,7 +46,8 @@ def load_medqa(path: Path) -> Iterator[ChoiceItem | InputFileError]:
         if not isinstance(options, dict) or not all(isinstance(v, str) for v in options.values()):
             raise ValueError("missing or malformed field 'options'")
         clean = {str(k).strip().upper(): v for k, v in options.items() if v.strip()}
-        return _choice("medqa", str(number), data.get("question"), clean, data.get("answer_idx"))
+        step = str(data.get("meta_info") or "").strip()  # the exam step: step1, step2&3
+        return _choice("medqa", str(number), data.get("question"), clean, data.get("answer_idx"), step)
 
     yield from parse_objects(file, parse)
 

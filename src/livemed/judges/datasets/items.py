@@ -18,6 +18,7 @@ class ChoiceItem:
     options: dict[str, str]
     answer: str
     context: str = ""
+    group: str = ""  # the item's natural group: MedQA's exam step, PubMedQA's gold decision
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,13 @@ class PicoItem:
 
 
 Item = ChoiceItem | CalcItem | PicoItem
+
+
+def item_group(item: Item) -> str:
+    """The item's stratum within its dataset: the MedCalc calculator id, a choice item's `group`
+    (MedQA's exam step, PubMedQA's gold decision), '' for PICO."""
+    if isinstance(item, CalcItem):
+        return str(item.calculator_id)
+    if isinstance(item, ChoiceItem):
+        return item.group
+    return ""

@@ -43,6 +43,7 @@ def _item(pmid: str, data: Any) -> ChoiceItem:
         options=dict(OPTIONS),
         answer=label,
         context="\n".join(_contexts(data["CONTEXTS"])),
+        group=label,
     )
 
 

@@ -1,5 +1,7 @@
 """MedCalc candidates: relative errors of controlled size, unit slips, rounding errors, a related but
-wrong calculator, recomputation from perturbed inputs; dates shifted, gestational ages off by days."""
+wrong calculator, recomputation from perturbed inputs; dates shifted, gestational ages off by days.
+A gold value of 0 (where every relative error and unit slip is 0 too) gets additive errors instead:
+1, 2, 5 and 10 steps of the calculator's unit (`ADDITIVE_STEP`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ UNIT_SLIPS = {"x10": 10.0, "div10": 0.1, "lb_kg": 2.20462}
 DATE_SHIFTS = (1, 7, 14, 30)
 AGE_SHIFTS = (1, 3, 7, 14)  # days
 PERTURB = 0.2  # relative change of one input when recomputing
+ADDITIVE = (1, 2, 5, 10)  # sizes of the additive errors of a zero gold value, in steps
+# One step of the calculators whose MedCalc-Bench v1.0 rows have a gold value of 0: Wells' PE points
+# come in halves, the Framingham hard-CHD risk is a percentage under 1 there, the delta ratio a ratio;
+# any other calculator's step is one unit (a score point, one mEq/L of a gap).
+ADDITIVE_STEP: dict[int, float] = {8: 0.5, 46: 0.1, 64: 0.1}
+SIGNED = frozenset({63, 64, 66})  # delta gap, delta ratio, albumin-corrected delta gap: may be negative
 Made = list[tuple[str, str, list[str], dict[str, object] | None]]  # (id, answer, operators, inputs shown)
 
 
@@ -49,9 +57,21 @@ def _show(value: object) -> str:
     return str(value)
 
 
+def _additive(item: CalcItem, rng: random.Random) -> Made:
+    """Errors of 1, 2, 5 and 10 steps from a zero gold value (upward, or a seeded sign where the
+    calculator's value may be negative)."""
+    step = ADDITIVE_STEP.get(item.calculator_id, 1.0)
+    out: Made = []
+    for size in ADDITIVE:
+        sign = rng.choice((1, -1)) if item.calculator_id in SIGNED else 1
+        moved = sign * size * step
+        out.append((f"add:{size}", _fmt(moved, item), [f"additive_error:{moved:+g}"], None))
+    return out
+
+
 def _numeric(item: CalcItem, rng: random.Random) -> Made:
     gold = float(item.answer)
-    out: Made = []
+    out: Made = _additive(item, rng) if gold == 0 else []
     for size in RELATIVE:
         sign = rng.choice((1, -1))
         out.append(
