@@ -387,8 +387,10 @@ async def test_consecutive_failed_requests_stop_a_models_calls(caplog: pytest.Lo
     later = [await engine.generate(model, [{"role": "user", "content": str(n)}]) for n in range(5, 9)]
     assert len(model.calls) == 6  # nothing sent after the stop
     stop = "stopped after 3 consecutive failures from in-process: HTTP 500 (2)"
-    assert isinstance(second, CallFailure) and "gave up after 2 attempt(s)" in second.detail
-    assert isinstance(third, CallFailure) and third.detail == stop
+    assert isinstance(second, CallFailure)
+    assert "gave up after 2 attempt(s)" in second.detail
+    assert isinstance(third, CallFailure)
+    assert third.detail == stop
     assert third.attempts == 1
     assert all(isinstance(out, CallFailure) and out.detail == stop for out in later)
     assert engine.disabled_models() == {"fake/dying": stop}
