@@ -36,6 +36,12 @@ class ModelConfig(BaseModel):
     tokens_per_minute: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
+    max_consecutive_failures: int = Field(
+        default=20,
+        ge=1,
+        description="after this many failed requests in a row (5xx, timeouts, connection errors; 429 aside) "
+        "the model's later calls are not sent",
+    )
     json_schema: bool | None = Field(default=None, description="does the endpoint accept JSON-schema output?")
     extra_body: dict[str, Any] = Field(default_factory=dict)
 

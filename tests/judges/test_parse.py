@@ -39,6 +39,10 @@ def test_reasoning_moved_out_by_the_client_counts() -> None:
         ("<think></think><answer>[[A]]</answer>", "no reasoning in <think>…</think>"),
         ("<think>x</think><think>y</think><answer>[[A]]</answer>", "more than one <think> block"),
         ("[[A]]", "no reasoning in <think>…</think>"),
+        ("<think>A is right, but then again", "unclosed <think> (no </think>)"),
+        ("<think>A is right<answer>[[A]]</answer>", "unclosed <think> (no </think>)"),
+        ("Sure. <think>x</think><answer>[[A]]</answer>", "text before <think>"),
+        ("  \n", "empty reply"),
     ],
 )
 def test_non_compliant_pairwise_is_invalid_never_coerced(text: str, reason: str) -> None:
@@ -75,3 +79,21 @@ def test_non_compliant_pointwise(text: str) -> None:
     parsed = parse_pointwise(text)
     assert parsed.score is None
     assert parsed.reason
+
+
+def test_only_reasoning_sent_apart_is_invalid() -> None:
+    assert parse_pairwise("", reasoning="A is right").reason == "no <answer>…</answer>"
+    assert parse_pointwise("", reasoning="7 at most").reason == "no <score>…</score>"
+
+
+@pytest.mark.parametrize("mode", ["pairwise", "pointwise"])
+def test_the_prompt_states_the_rules_and_its_example_parses(mode: str) -> None:
+    from livemed.judges.templates import PAIRWISE_FORMAT, POINTWISE_FORMAT
+
+    prompt = PAIRWISE_FORMAT if mode == "pairwise" else POINTWISE_FORMAT
+    parse = parse_pairwise if mode == "pairwise" else parse_pointwise
+    example = next(line for line in prompt.splitlines() if line.endswith(("</answer>", "</score>")))
+    assert parse(example[example.index("<think>") :]).valid
+    rules = " ".join(prompt.split())
+    assert "with the reasoning left open (no </think>), with text outside the tags" in rules
+    assert "counts as invalid" in rules

@@ -10,6 +10,7 @@ from livemed.models import LLM, Engine
 from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
 from livemed.records import JudgeVerdict, Rejection
+from livemed.records.judging import JudgeMode
 from livemed.store import Store
 from tests.judges.helpers import oracle
 
@@ -86,3 +87,27 @@ async def test_pointwise_verdicts_compare_scores(sqlite_store: Store) -> None:
     flat = [v for v in sqlite_store.iter(JudgeVerdict) if v.judge == "fake/flat"]
     assert {v.verdict for v in flat} == {"tie"}
     assert evaluate(flat).average("majority") == 0.0
+
+
+async def test_a_reply_without_text_is_an_invalid_sample_not_a_failed_call(sqlite_store: Store) -> None:
+    """The engine calls a reply cut at max_tokens before any text a failure (`truncated`); a judge run
+    counts it as what it is, a sample that came and does not comply, and never asks it again."""
+    from livemed.models import Completion
+
+    pairs = list(build_pairs(ITEMS[:1], 0, "MIT"))
+    cut = Completion(text="", finish_reason="length", completion_tokens=64, model="fake/cut")
+    model = FakeModel("fake/cut", default=cut)
+    modes: tuple[JudgeMode, ...] = ("pairwise", "pointwise")
+    for mode in modes:
+        run = JudgeRun(LLM(Engine(store=sqlite_store), model), mode=mode, max_tokens=64)
+        assert (await judge_pairs(sqlite_store, pairs, run, samples=1)).call_failed == 0
+    verdicts = list(sqlite_store.iter(JudgeVerdict))
+    assert len(verdicts) == len(pairs) * 3  # two orders pairwise, one pointwise
+    assert {v.reason for v in verdicts} == {"empty reply (cut at max_tokens: finish_reason length)"}
+    assert all(v.completion_tokens >= 64 for v in verdicts)
+    calls = len(model.calls)
+    for mode in modes:
+        run = JudgeRun(LLM(Engine(store=sqlite_store), model), mode=mode, max_tokens=64)
+        again = await judge_pairs(sqlite_store, pairs, run, samples=1)
+        assert again.skipped == again.seen
+    assert len(model.calls) == calls

@@ -251,6 +251,7 @@ def run_judge(
         "mode": mode,
         "samples": samples,
         "temperature": temperature,
+        "max_tokens": max_tokens,
         "pairs": total,
         "sample": {"limit": limit, "seed": seed} if limit is not None else None,
     }
@@ -270,19 +271,22 @@ def run_judge(
 
 
 def load_results(store: Store, judge: str | None, mode: str | None, policy: str) -> dict[str, MetaTables]:
-    """Meta-evaluation tables per stored judge configuration (`judge · mode`)."""
+    """Meta-evaluation tables per stored judge configuration (`judge · mode`, `run.run_labels`)."""
     from livemed.judges.cards import PROBE
     from livemed.judges.meta import evaluate
+    from livemed.judges.run import RunKey, run_key, run_labels
     from livemed.records import JudgeVerdict
 
-    grouped: dict[str, list[JudgeVerdict]] = {}
+    grouped: dict[RunKey, list[JudgeVerdict]] = {}
     for verdict in store.iter(JudgeVerdict):
         if (judge and verdict.judge != judge) or (mode and verdict.mode != mode):
             continue
         if verdict.dataset.startswith(PROBE):  # length probes of `certify`: on the card, not here
             continue
-        grouped.setdefault(f"{verdict.judge} · {verdict.mode}", []).append(verdict)
-    return {label: evaluate(v, policy) for label, v in sorted(grouped.items())}  # type: ignore[arg-type]
+        grouped.setdefault(run_key(verdict), []).append(verdict)
+    labels = run_labels({key: found[0] for key, found in grouped.items()})
+    tables = {labels[key]: evaluate(found, policy) for key, found in grouped.items()}  # type: ignore[arg-type]
+    return dict(sorted(tables.items()))
 
 
 def print_tables(tables: list[Table]) -> None:

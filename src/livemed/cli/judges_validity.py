@@ -194,7 +194,7 @@ def _pair_battery(
     battery = [*pairs, *length_probe(pairs)]
     spec = JudgeRun(llm, temperature=temperature)
     result = asyncio.run(judge_pairs(store, battery, spec, samples=samples, window=128))
-    ids = [job.verdict_id(llm.id, "pairwise") for job in jobs(battery, samples, "pairwise")]
+    ids = [spec.verdict_id(job) for job in jobs(battery, samples, "pairwise")]
     verdicts = list(store.get_many(JudgeVerdict, ids).values())
     plain = [v for v in verdicts if not v.dataset.startswith(PROBE)]
     probe = [v for v in verdicts if v.dataset.startswith(PROBE)]

@@ -1,11 +1,12 @@
 """Strict parsers for judge outputs: non-compliant output is invalid, never coerced.
 
-Pairwise: optional whitespace, one `<think>…</think>` with some reasoning (or reasoning the client
-already moved out of the text: `Completion.reasoning`), then exactly `<answer>[[A]]</answer>` or
-`<answer>[[B]]</answer>` (whitespace allowed inside the tags), then nothing. Pointwise: the same with
-`<score>N</score>`, N an integer or one-decimal number from 0 to 10. Anything else — a missing or
-repeated tag, text after the verdict, `[[C]]`, `[[A]] or [[B]]`, a score of 11 — is invalid, with a
-short reason."""
+Pairwise: optional whitespace, one `<think>…</think>` with some reasoning (or reasoning the endpoint
+sent apart from the content, in a `reasoning_content`/`reasoning` field), then exactly
+`<answer>[[A]]</answer>` or `<answer>[[B]]</answer>` (whitespace allowed inside the tags), then nothing.
+Pointwise: the same with `<score>N</score>`, N an integer or one-decimal number from 0 to 10. Anything
+else — an empty reply, a `<think>` never closed, text before `<think>` or after the verdict, a missing or
+repeated tag, `[[C]]`, `[[A]] or [[B]]`, a score of 11 — is invalid, with a short reason. The parsers
+read the reply as it came (`replies.as_sent`), not the text the client made of it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from livemed.records.judging import Slot
 
+PARSE_POLICY = "strict-1"  # the rules below; a change to them is a new policy (part of a verdict's identity)
 _THINK = re.compile(r"\A\s*<think>(.*?)</think>", re.DOTALL)
 _ANSWER = re.compile(r"\A\s*<answer>\s*\[\[([AB])\]\]\s*</answer>\s*\Z")
 _SCORE = re.compile(r"\A\s*<score>\s*(10(?:\.0)?|\d(?:\.\d)?)\s*</score>\s*\Z")
@@ -34,9 +36,13 @@ class Parsed:
 
 def _split(text: str, reasoning: str) -> tuple[str, str] | str:
     """(reasoning, the rest) or the reason the reasoning part is not compliant."""
+    if not text.strip() and not reasoning.strip():
+        return "empty reply"
     found = _THINK.match(text)
     if found is not None:
         thought, rest = found.group(1).strip(), text[found.end() :]
+    elif "<think>" in text:
+        return "text before <think>" if "</think>" in text else "unclosed <think> (no </think>)"
     else:
         thought, rest = reasoning.strip(), text
     if not thought:
@@ -86,4 +92,4 @@ def _why(rest: str, tag: str, wanted: str) -> str:
     return f"<{tag}> does not hold exactly {wanted}"
 
 
-__all__ = ["Parsed", "parse_pairwise", "parse_pointwise"]
+__all__ = ["PARSE_POLICY", "Parsed", "parse_pairwise", "parse_pointwise"]

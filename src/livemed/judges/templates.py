@@ -44,7 +44,11 @@ Task instructions: {instruction}
 {rules}
 
 First reason inside <think>…</think>. Then give your verdict inside <answer>…</answer> as exactly
-[[A]] or [[B]], and write nothing after it: <think>your reasoning</think><answer>[[A]]</answer>"""
+[[A]] or [[B]], and write nothing after it: <think>your reasoning</think><answer>[[A]]</answer>
+A strict parser reads your reply: it must be one <think> block with some reasoning, closed by
+</think>, then exactly <answer>[[A]]</answer> or <answer>[[B]]</answer>, with nothing before, between
+or after them. A reply without the answer, with the reasoning left open (no </think>), with text
+outside the tags, with two answers or anything but [[A]] or [[B]] in the answer counts as invalid."""
 
 POINTWISE_FORMAT = """Evaluate the assistant response (the block named "response") to the task (the
 block named "source") under the task's instructions below: how well it follows the instructions and how
@@ -57,7 +61,11 @@ Task instructions: {instruction}
 {rules}
 
 First reason inside <think>…</think>. Then give a score from 0 (worst) to 10 (best), an integer or one
-decimal, inside <score>…</score>, and write nothing after it: <think>your reasoning</think><score>7</score>"""
+decimal, inside <score>…</score>, and write nothing after it: <think>your reasoning</think><score>7</score>
+A strict parser reads your reply: it must be one <think> block with some reasoning, closed by
+</think>, then exactly one <score>…</score> holding a number from 0 to 10 (an integer or one decimal),
+with nothing before, between or after them. A reply without the score, with the reasoning left open
+(no </think>), with text outside the tags, with two scores or a score out of range counts as invalid."""
 
 PROMPT_HASHES: dict[JudgeMode, str] = {
     "pairwise": short_hash(SYSTEM, PAIRWISE_FORMAT, *sorted(INSTRUCTIONS.values())),

@@ -80,6 +80,9 @@ class CallFailure(BaseModel):
     status: int | None = None
     attempts: int = 0
     raw_text: str = ""
+    reply: Completion | None = Field(
+        default=None, description="no_text / truncated: the reply that came (for callers that count it)"
+    )
 
 
 @runtime_checkable

@@ -305,7 +305,9 @@ class Engine(Budget):
         attempts = limits.config.max_retries + 1
         last: TransientModelError | TimeoutError | None = None
         estimate = estimate_tokens(messages)  # the prompt's, once for every attempt and the bill
+        sent = 0
         for attempt in range(attempts):
+            sent = attempt + 1
             try:
                 completion = await self._attempt(model, messages, settings, limits, estimate)
             except _Disabled as exc:  # disabled while this call waited for a slot: it is not sent
@@ -314,9 +316,12 @@ class Engine(Budget):
             except FatalModelError as exc:
                 return self._fatal(model, stage, limits, exc, attempt + 1)
             except NoTextError as exc:
+                limits.failures_in_row = 0  # a reply came: the endpoint answers
                 return self._no_text(model, stage, estimate, limits, exc, attempt + 1)
             except (TransientModelError, TimeoutError) as exc:
                 last = exc
+                if self._failed_request(model, limits, exc):
+                    break
                 if attempt + 1 < attempts:
                     delay = backoff_delay(
                         attempt,
@@ -330,10 +335,11 @@ class Engine(Budget):
                     )
                     await asyncio.sleep(delay)
                 continue
+            limits.failures_in_row = 0
             billed = self._billed(model, estimate, limits, completion)
             self._record("completion", stage, model.id, "", **billed)
             return completion
-        detail = f"gave up after {attempts} attempt(s): {last or 'no attempt made'}"
+        detail = limits.disabled or f"gave up after {attempts} attempt(s): {last or 'no attempt made'}"
         self._record("failure", stage, model.id, detail, calls=1, failures=1)
         log.info("%s", named(model.id, detail))
         return CallFailure(
@@ -341,8 +347,25 @@ class Engine(Budget):
             reason=getattr(last, "reason", None) or "retries_exhausted",
             detail=detail,
             status=getattr(last, "status", None),
-            attempts=attempts,
+            attempts=sent,
         )
+
+    def _failed_request(self, model: Model, limits: ModelLimits, exc: Exception) -> bool:
+        """Count a failed request (a 429 aside: the endpoint answers, asking to wait); after
+        `max_consecutive_failures` in a row the model's later calls are not sent (`limits.disabled`,
+        one warning). True when its calls are stopped now: the failing call is not retried."""
+        if limits.disabled is not None:
+            return True
+        if getattr(exc, "status", None) == 429:
+            return False
+        limits.failures_in_row += 1
+        most = limits.config.max_consecutive_failures
+        if limits.failures_in_row < most:
+            return False
+        cause = str(exc).removeprefix(f"{model.id}: ")
+        limits.disabled = f"stopped after {most} consecutive failures from {model.endpoint}: {cause}"
+        log.warning("%s", named(model.id, limits.disabled))
+        return True
 
     def _fatal(
         self, model: Model, stage: str, limits: ModelLimits, exc: FatalModelError, attempts: int
@@ -382,7 +405,14 @@ class Engine(Budget):
         self._record("failure", stage, model.id, detail, failures=1, **billed)
         log.info("%s", named(model.id, detail))
         raw = exc.completion.reasoning if exc.completion else ""
-        return CallFailure(model=model.id, reason=exc.reason, detail=detail, attempts=attempts, raw_text=raw)
+        return CallFailure(
+            model=model.id,
+            reason=exc.reason,
+            detail=detail,
+            attempts=attempts,
+            raw_text=raw,
+            reply=exc.completion,
+        )
 
     def _billed(
         self, model: Model, prompt_estimate: int, limits: ModelLimits, completion: Completion

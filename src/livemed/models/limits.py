@@ -59,6 +59,7 @@ class ModelLimits:
     requests: AsyncLimiter | None
     tokens: AsyncLimiter | None
     disabled: str | None = None
+    failures_in_row: int = 0  # failed requests since the last reply (see `Engine._failed_request`)
     largest_completion: int = 0
     prompt_ratio: float = 1.0  # the largest (prompt tokens billed / estimate_tokens) seen so far
 

@@ -40,6 +40,27 @@ def strip_reasoning(content: str) -> tuple[str, str]:
     return content[found.end() :], found.group(1).strip()
 
 
+def as_sent(completion: Completion) -> tuple[str, str]:
+    """(content, reasoning sent apart from it) of the first choice exactly as the reply held them: an
+    inline `<think>` block, closed or not, stays in the content. A completion without a chat body
+    (in-process models): its text and reasoning."""
+    choices = completion.raw.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        return completion.text, completion.reasoning
+    fields = [str(message.get(name) or "") for name in _REASONING_FIELDS]
+    return _content(message), "\n".join(part for part in fields if part)
+
+
+def _content(message: dict[str, Any]) -> str:
+    """A message's content as text (content parts joined: [{"type": "text", "text": …}, …])."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
 def estimate_text_tokens(text: str) -> int:
     """About four characters a token, at least one for any text."""
     return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
@@ -120,10 +141,7 @@ def _raise_choice_error(choice: dict[str, Any], where: str, redact: Callable[[st
 def _message_parts(choice: dict[str, Any]) -> tuple[str, str]:
     """(text, reasoning) of one choice."""
     message = choice.get("message") or {}
-    content = message.get("content")
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": …}, …]
-        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
-    text, think = strip_reasoning(str(content or ""))
+    text, think = strip_reasoning(_content(message))
     fields = [str(message.get(name) or "") for name in _REASONING_FIELDS]
     reasoning = "\n".join(part for part in (*fields, think) if part)
     return text.strip() if reasoning else text, reasoning

@@ -75,8 +75,11 @@ class Pair(Record):
 class JudgeVerdict(Record):
     """One judge sample on one pair in one slot order: a verdict, or invalid output (never coerced).
 
-    A failed call is not a verdict: it is a `Rejection` (stage `judges`, reason `call_failed`) and
-    the sample is asked again on the next run."""
+    Every reply that came is a verdict (invalid when it does not parse, `raw` as it came); only a
+    transport failure is not: it is a `Rejection` (stage `judges`, reason `call_failed`) and the sample
+    is asked again on the next run. `config` is the hash of what else changes a verdict (endpoint,
+    prompt hash, temperature, max_tokens, parse policy: `provenance.settings` names them), part of the
+    id: verdicts of another configuration are other records."""
 
     kind: ClassVar[str] = "judge_verdict"
 
@@ -92,7 +95,9 @@ class JudgeVerdict(Record):
     verdict: Slot | Literal["tie"] | None = Field(description="None = invalid (non-compliant) output")
     scores: list[float] = Field(default_factory=list, description="pointwise: the scores of A and B")
     reason: str = Field(default="", description="why the output was invalid, when it was")
-    raw: str = ""
+    raw: str = Field(default="", description="the reply's content exactly as it came")
+    reasoning: str = Field(default="", description="reasoning the endpoint sent apart from the content")
+    config: str = Field(default="", description="the configuration's hash (`config_key`); '' before it")
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -106,15 +111,21 @@ class JudgeVerdict(Record):
 
     @property
     def id(self) -> str:
-        return verdict_id(self.pair_id, self.judge, self.mode, self.order, self.sample)
+        return verdict_id(self.pair_id, self.judge, self.mode, self.order, self.sample, self.config)
 
     @property
     def parent_id(self) -> str:
         return self.pair_id
 
 
-def verdict_id(pair_id: str, judge: str, mode: str, order: str, sample: int) -> str:
-    return f"verdict:{pair_id}:{judge}:{mode}:{order}:{sample}"
+def verdict_id(pair_id: str, judge: str, mode: str, order: str, sample: int, config: str = "") -> str:
+    at = f"@{config}" if config else ""  # verdicts stored before configurations had ids without one
+    return f"verdict:{pair_id}:{judge}:{mode}{at}:{order}:{sample}"
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """The short hash of a judge run's configuration (keys sorted)."""
+    return short_hash(*(f"{k}={config[k]}" for k in sorted(config)), length=12)
 
 
 class ValidityCard(Record):
