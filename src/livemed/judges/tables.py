@@ -211,3 +211,61 @@ def cell(value: Any) -> str:
     if isinstance(value, Figure):
         return "\n".join(line for line in figure_lines(value) if line)
     return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+@dataclass(frozen=True)
+class OutcomeRow:
+    """One bar of the paper's Figures 1–2: a judge's samples in one cell, correct / wrong / invalid."""
+
+    judge: str
+    cell: str  # a dataset, or "dataset tertile"
+    correct: int
+    wrong: int
+    invalid: int
+    games: int
+    small: bool
+
+    @property
+    def samples(self) -> int:
+        return self.correct + self.wrong + self.invalid
+
+
+def _outcome(judge: str, cell: str, s: Summary) -> OutcomeRow:
+    small = s.figure("majority").small
+    return OutcomeRow(judge, cell, s.correct, s.wrong, s.invalid, s.games, small)
+
+
+def outcomes_by_dataset(results: dict[str, MetaTables]) -> list[OutcomeRow]:
+    """Figure 1: per judge and dataset."""
+    return [_outcome(j, d, s) for j, t in results.items() for d, s in t.datasets.items()]
+
+
+def outcomes_by_tertile(results: dict[str, MetaTables]) -> list[OutcomeRow]:
+    """Figure 2: per judge, decomposable dataset and rank-gap tertile."""
+    return [
+        _outcome(j, f"{d} {x}", s)
+        for j, t in results.items()
+        for d, parts in t.tertiles.items()
+        for x, s in parts.items()
+    ]
+
+
+@dataclass(frozen=True)
+class JudgesSection:
+    """What the HTML report shows of the stored judge runs (it only renders this)."""
+
+    policy: str
+    missing: str | None
+    tables: list[Table]
+    by_dataset: list[OutcomeRow]
+    by_tertile: list[OutcomeRow]
+
+
+def section(results: dict[str, MetaTables], policy: str) -> JudgesSection:
+    return JudgesSection(
+        policy,
+        missing_line(results),
+        all_tables(results),
+        outcomes_by_dataset(results),
+        outcomes_by_tertile(results),
+    )
