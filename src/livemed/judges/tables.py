@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from livemed.judges.figures import SMALL, Figure
-from livemed.judges.meta import TERTILES, Coverage, MetaTables, Summary
+from livemed.judges.meta import TERTILES as TERTILES
+from livemed.judges.meta import Coverage, MetaTables, Summary
 
 Row = dict[str, Any]
 MEAN_ROW = "mean over datasets"
