@@ -98,12 +98,14 @@ def test_always_a_baseline_shows_position_bias_in_the_report(tmp_path: Path, sha
     assert "Pairwise correctness" in text
     assert "Correctness by rank-gap tertile" in text
     data = json.loads(report.read_text())
-    biased = data["offline/always-a · pairwise"]
-    assert biased["consistent"] == 0.0
-    assert biased["flip_rate"] == 1.0
-    assert biased["average"] == pytest.approx(0.5, abs=0.01)
-    assert biased["invalid_share"] == 0.0
-    assert set(data) == {"offline/always-a · pairwise", "offline/lexical-overlap · pairwise"}
+    assert data["missing"] is None  # every sample asked was answered
+    biased = data["judges"]["offline/always-a · pairwise"]
+    assert biased["average"]["consistent"]["value"] == 0.0
+    assert biased["average"]["flip_rate"]["value"] == 1.0
+    assert biased["average"]["majority"]["value"] == pytest.approx(0.5, abs=0.01)
+    assert biased["pooled"]["invalid_share"]["value"] == 0.0
+    assert biased["coverage"]["samples_missing"] == 0
+    assert set(data["judges"]) == {"offline/always-a · pairwise", "offline/lexical-overlap · pairwise"}
     again = run(store, "judges", "run", "--judge", "offline/always-a", "--samples", "2")
     assert "0 already done" not in again  # resumed: every sample was done
 
@@ -116,7 +118,7 @@ def test_invalid_outputs_and_failed_calls(tmp_path: Path, fake_provider: None) -
         run(store, "judges", "report", "--judge", "fake/chatty", "--json", str(tmp_path / "r.json"))
         and (tmp_path / "r.json").read_text()
     )
-    assert data["fake/chatty · pairwise"]["invalid_share"] == 1.0
+    assert data["judges"]["fake/chatty · pairwise"]["pooled"]["invalid_share"]["value"] == 1.0
     with Store(store) as s:
         assert {v.reason for v in s.iter(JudgeVerdict)} == {"no reasoning in <think>…</think>"}
     text = run(store, "judges", "run", "--judge", "fake/dead", "--limit", "1", code=1)
@@ -294,8 +296,8 @@ def test_report_position_table_names_its_mean_columns(tmp_path: Path) -> None:
     run(store, "judges", "build", "--dataset", "pico")
     run(store, "judges", "run", "--judge", "offline/always-a", "--limit", "3")
     text = run(store, "judges", "report")
-    assert "mean consistent" in text
-    assert "mean flip" in text
+    assert "mean over datasets" in text
+    assert "flip rate" in text
 
 
 def test_train_help_names_the_train_extra() -> None:

@@ -271,33 +271,20 @@ def run_judge(
 
 
 def load_results(store: Store, judge: str | None, mode: str | None, policy: str) -> dict[str, MetaTables]:
-    """Meta-evaluation tables per stored judge configuration (`judge · mode`, `run.run_labels`)."""
-    from livemed.judges.cards import PROBE
-    from livemed.judges.meta import evaluate
-    from livemed.judges.run import RunKey, run_key, run_labels
-    from livemed.records import JudgeVerdict
+    """Meta-evaluation tables per stored judge configuration (`judge · mode`), failed calls counted."""
+    from livemed.judges.results import load_results as load
 
-    grouped: dict[RunKey, list[JudgeVerdict]] = {}
-    for verdict in store.iter(JudgeVerdict):
-        if (judge and verdict.judge != judge) or (mode and verdict.mode != mode):
-            continue
-        if verdict.dataset.startswith(PROBE):  # length probes of `certify`: on the card, not here
-            continue
-        grouped.setdefault(run_key(verdict), []).append(verdict)
-    labels = run_labels({key: found[0] for key, found in grouped.items()})
-    tables = {labels[key]: evaluate(found, policy) for key, found in grouped.items()}  # type: ignore[arg-type]
-    return dict(sorted(tables.items()))
+    return load(store, judge, mode, policy)
 
 
 def print_tables(tables: list[Table]) -> None:
-    from livemed.judges.tables import cell
+    from livemed.judges.tables import TEXT_COLUMNS, cell
 
     for table in tables:
         shown = RichTable(title=table.title)
         for column in table.columns:
-            shown.add_column(
-                column, justify="left" if column == "judge" else "right", no_wrap=column == "judge"
-            )
+            text = column in TEXT_COLUMNS
+            shown.add_column(column, justify="left" if text else "right", no_wrap=column == "judge")
         for row in table.rows:
             shown.add_row(*(cell(row.get(c)) for c in table.columns))
         console.print(shown)
@@ -317,9 +304,10 @@ def report(
         None, "--json", metavar="FILE", help="Also write every number as JSON, e.g. judges.json."
     ),
 ) -> None:
-    """Correctness, verdict variance, invalid share, tertiles and position bias of the stored judge runs."""
+    """Correctness, verdict variance, invalid share, tertiles and position bias of the stored judge runs,
+    each figure with its n and 95% interval, and the games asked, answered, invalid and missing."""
     from livemed.judges.meta import POLICIES
-    from livemed.judges.tables import all_tables
+    from livemed.judges.tables import all_tables, missing_line
 
     if policy not in POLICIES:
         raise ConfigError(f"--invalid must be one of {', '.join(POLICIES)}, got {policy!r}")
@@ -329,12 +317,18 @@ def report(
             "no judge verdicts stored: run `livemed judges run --judge offline/always-a` (or your judge) "
             "first"
         )
+    missing = missing_line(results)
+    if missing is not None:
+        console.print(f"[yellow]{escape(missing)}[/]", highlight=False)
     console.print(
-        f"invalid-output policy: {policy} · anchor: the paper's SFT→RL 8B judge, 0.81 average; "
-        "0.69 / 0.83 / 0.90 by tertile"
+        f"invalid-output policy: {policy} · 95% intervals (Wilson, or bootstrap over items) · "
+        f"anchor: the paper's SFT→RL 8B judge, 0.81 average; 0.69 / 0.83 / 0.90 by tertile"
     )
     print_tables(all_tables(results))
     if json_out is not None:
-        payload: dict[str, Any] = {label: t.as_dict() for label, t in results.items()}
+        payload: dict[str, Any] = {
+            "missing": missing,
+            "judges": {label: t.figures_dict() for label, t in results.items()},
+        }
         write_text(json_out, json.dumps(payload, indent=2))
         console.print(f"wrote {json_out}")

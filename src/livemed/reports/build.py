@@ -28,6 +28,7 @@ from livemed.analysis.provenance import (
 from livemed.analysis.taxonomy import CriterionResult, DistributionRow, criterion_results, distribution
 from livemed.analysis.trends import TrendRow, monthly
 from livemed.analysis.window import Window, window_scoreset
+from livemed.judges.tables import JudgesSection
 from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, utcnow
 from livemed.reports.charts import (
     Chart,
@@ -35,6 +36,7 @@ from livemed.reports.charts import (
     contamination_chart,
     funnel_chart,
     leaderboard_chart,
+    outcomes_chart,
     taxonomy_chart,
     trends_chart,
 )
@@ -87,6 +89,7 @@ class ReportData:
     length: list[LengthRow] = field(default_factory=list)  # answer length vs score, per model
     validity: str = ""  # the grader's validity card line (livemed.judges.cards), or "unvalidated"
     window: str = ""  # which cases count (`Window.describe`), when --min-date/--max-date/--after-cutoff
+    judges: JudgesSection | None = None  # the stored judge runs (`judges report`'s tables), if any
 
     @property
     def total_cost(self) -> float:
@@ -154,6 +157,7 @@ def build_report(
     models = {row.model for row in ranked}
     scores = [score for score in scored.scores if score.model in models]
     data.length = length_rows(stored_lengths(store, (score.answer_id for score in scores)), scores)
+    data.judges = judges_section(store)
     data.charts = _charts(data)
     from livemed.judges.cards import card_line
 
@@ -161,10 +165,29 @@ def build_report(
     return data
 
 
+def judges_section(store: Store, policy: str = "separate") -> JudgesSection | None:
+    """`judges report`'s tables and Figures 1–2 of every stored judge run; None when there is none."""
+    from livemed.judges.results import load_results
+    from livemed.judges.tables import section
+
+    results = load_results(store, None, None, policy)
+    return section(results, policy) if results else None
+
+
+def _judges_charts(section: JudgesSection | None) -> dict[str, Chart]:
+    if section is None:
+        return {}
+    charts = {"judges_datasets": outcomes_chart(section.by_dataset, "Figure 1 · Judge samples per dataset")}
+    if section.by_tertile:
+        title = "Figure 2 · Judge samples per rank-gap tertile (Hard = smallest gaps)"
+        charts["judges_tertiles"] = outcomes_chart(section.by_tertile, title)
+    return charts
+
+
 def _charts(data: ReportData) -> dict[str, Chart]:
     models = [row.model for row in data.leaderboard]
     cutoffs = {row.model: row.cutoff for row in data.contamination.rows if row.cutoff is not None}
-    return {
+    return _judges_charts(data.judges) | {
         "leaderboard": leaderboard_chart(data.leaderboard),
         "axes": axes_chart(data.leaderboard),
         "contamination": contamination_chart(data.contamination.rows),

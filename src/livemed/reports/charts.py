@@ -17,6 +17,7 @@ from livemed.analysis.funnel import FunnelRow
 from livemed.analysis.leaderboard import LeaderboardRow
 from livemed.analysis.taxonomy import CATEGORIES, DistributionRow
 from livemed.analysis.trends import TrendRow, month_number, month_position, month_range
+from livemed.judges.tables import OutcomeRow
 
 PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563")
 CATEGORY_COLORS = {"CNIF": "#f59e0b", "GOPR": "#8b5cf6", "MHME": "#ef4444", "KGOC": "#3b82f6"}
@@ -383,3 +384,49 @@ def funnel_chart(rows: Sequence[FunnelRow]) -> Chart:
             )
             chart.add("text", x=LABEL_W + w + 6, y=y + bar_h - 3, text=str(count), size=11, fill="#374151")
     return chart
+
+
+OUTCOME_COLORS = (("correct", "#059669"), ("wrong", "#dc2626"), ("invalid", "#9ca3af"))
+OUTCOME_BAR_END = WIDTH - 110  # right of the bars: the count of games behind each
+
+
+def outcomes_chart(rows: Sequence[OutcomeRow], title: str) -> Chart:
+    """The paper's Figures 1–2: per judge (a heading) and cell, a 100% stacked bar of its samples,
+    correct / wrong / invalid, and the games behind it; a cell under MIN_N games says "n too small"."""
+    step, top, heading = 26.0, 30.0, 22.0
+    judges = list(dict.fromkeys(row.judge for row in rows))
+    chart = Chart(WIDTH, top + step * len(rows) + heading * len(judges) + 6, title)
+    x = LABEL_W
+    for name, fill in OUTCOME_COLORS:
+        chart.add("rect", x=x, y=4, w=10, h=10, fill=fill)
+        chart.add("text", x=x + 14, y=13, text=name, size=11, fill="#374151")
+        x += 90
+    y = top
+    for judge in judges:
+        chart.add("text", x=8, y=y + 15, text=judge, size=12, fill="#111827", css="judge")
+        y += heading
+        for row in (r for r in rows if r.judge == judge):
+            _outcome_bar(chart, row, y)
+            y += step
+    return chart
+
+
+def _outcome_bar(chart: Chart, row: OutcomeRow, y: float) -> None:
+    chart.add("text", x=LABEL_W - 8, y=y + 16, text=row.cell, anchor="end", size=12, fill="#111827")
+    count = f"{row.games} games"
+    chart.add("text", x=OUTCOME_BAR_END + 8, y=y + 16, text=count, size=11, fill="#6b7280", css="n")
+    if row.small or not row.samples:
+        chart.add("text", x=LABEL_W, y=y + 16, text="n too small", size=11, fill="#6b7280")
+        return
+    x = LABEL_W
+    for name, fill in OUTCOME_COLORS:
+        k = int(getattr(row, name))
+        w = k / row.samples * (OUTCOME_BAR_END - LABEL_W)
+        if w <= 0:
+            continue
+        title = f"{row.judge} · {row.cell}: {k} of {row.samples} samples {name} ({row.games} games)"
+        chart.add("rect", x=x, y=y + 3, w=w, h=18, fill=fill, title=title, css="bar")
+        if k / row.samples >= 0.08:
+            label = f"{k / row.samples:.0%}"
+            chart.add("text", x=x + w / 2, y=y + 16, text=label, anchor="middle", size=11, fill="#ffffff")
+        x += w

@@ -21,6 +21,8 @@ from markupsafe import Markup
 
 from livemed.analysis.tables import clean_json
 from livemed.atomic import write_text
+from livemed.judges.figures import Figure
+from livemed.judges.tables import figure_lines
 from livemed.reports.build import ReportData
 
 TEMPLATE = "report.html.j2"
@@ -60,7 +62,8 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, pct=_pct, pvalue=_pvalue, band=_band)
+    env.filters.update(num=_num, pct=_pct, pvalue=_pvalue, band=_band, figure=figure_lines)
+    env.tests["figure"] = lambda value: isinstance(value, Figure)
     return env
 
 
