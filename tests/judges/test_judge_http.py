@@ -71,7 +71,7 @@ class Rambler:
 def report(config: Path) -> dict[str, Any]:
     out = config.parent / "report.json"
     cli(config, "judges", "report", "--json", str(out))
-    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))["judges"]
     return data
 
 
@@ -86,8 +86,11 @@ def test_a_rambling_judges_invalid_share_is_its_true_one_and_a_rerun_asks_nothin
         [(label, tables)] = report(config).items()
         assert label == f"{JUDGE} · pairwise"
         pico = tables["datasets"]["pico"]
-        assert (pico["samples"], pico["invalid"], pico["wrong"]) == (40, 12, rambler.wrong)
-        assert tables["invalid_share"] == rambler.rambled / (rambler.rambled + rambler.wrong)
+        assert pico["samples"] == {"correct": 40 - 12 - rambler.wrong, "wrong": rambler.wrong, "invalid": 12}
+        assert pico["coverage"]["samples_invalid"] == 12
+        share = tables["pooled"]["invalid_share"]
+        assert share["value"] == rambler.rambled / (rambler.rambled + rambler.wrong)
+        assert share["n"] == rambler.rambled + rambler.wrong
         again = cli(config, *argv)
         assert server.count == 40  # the invalid samples are samples: nothing is asked again
         assert "40 already done" in again
