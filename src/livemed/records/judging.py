@@ -114,7 +114,9 @@ def verdict_id(pair_id: str, judge: str, mode: str, order: str, sample: int) -> 
 
 class ValidityCard(Record):
     """What the validation battery measured for one grader configuration (model id, endpoint, prompt
-    hash, settings); `metrics` holds the numbers `livemed.judges.cards` names."""
+    hash, settings): `metrics` holds every figure with its n, interval, the trivial graders' figures and
+    a verdict (`livemed.judges.certification`); `verdict` is the card's: passed, failed or not enough
+    data ("" on a card made before cards had one)."""
 
     kind: ClassVar[str] = "validity_card"
 
@@ -123,6 +125,7 @@ class ValidityCard(Record):
     prompt_hash: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
+    verdict: Literal["passed", "failed", "not enough data", ""] = ""
 
     @property
     def key(self) -> str:
