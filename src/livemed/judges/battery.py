@@ -48,6 +48,8 @@ class Battery:
         datasets = Counter(p.dataset for p in self.pairs)
         axes = Counter(p.criterion.axis for p in self.items)
         calls = self.calls(samples, mode)
+        if offline:
+            calls = dict.fromkeys(calls, 0)
         parts = []
         if self.pairs:
             each = ", ".join(f"{d} {n}" for d, n in sorted(datasets.items()))
@@ -61,7 +63,7 @@ class Battery:
                 f"{len(self.items)} rubric items ({each}) over {len(self.cases)} cases, {mode} "
                 f"× {samples} sample(s) = {calls['rubric']:,} calls"
             )
-        total = "no calls (offline)" if offline else f"{sum(calls.values()):,} calls in all"
+        total = "offline: no model calls" if offline else f"{sum(calls.values()):,} calls in all"
         return "battery: " + "; ".join(parts or ["empty"]) + f"; {total}"
 
 
