@@ -8,8 +8,13 @@ import random
 from collections.abc import Callable
 
 from livemed.analysis.stats import proportion
-from livemed.judges.battery import make_battery, pair_trivial, rubric_outcomes, rubric_trivial
-from livemed.judges.battery import judge_in_memory
+from livemed.judges.battery import (
+    judge_in_memory,
+    make_battery,
+    pair_trivial,
+    rubric_outcomes,
+    rubric_trivial,
+)
 from livemed.judges.certification import combine, decide, pair_part, rubric_part
 from livemed.judges.rubric_validation import Probe, battery_items
 from livemed.models import LLM, Engine, Message, Settings
@@ -68,7 +73,8 @@ def test_every_axis_of_the_battery_is_balanced_met_and_not_met_for_both_polariti
         mine = [p for p in items if p.criterion.axis == axis]
         for polarity in ("positive", "negative"):
             flags = [p.expected for p in mine if p.criterion.polarity == polarity]
-            assert flags and flags.count(True) == flags.count(False), (axis, polarity)
+            assert flags, (axis, polarity)
+            assert flags.count(True) == flags.count(False), (axis, polarity)
     texts = {p.form: p.text for p in items if p.fact == f"{case.id}#0"}
     assert "There is no doubt that drug0x0 lowers" in texts["no_doubt"]
     assert "but that is a myth" in texts["myth"]
@@ -109,7 +115,8 @@ async def test_figures_carry_n_and_interval() -> None:
     card = await rubric_card(scripted("fake/always-met", lambda c, r, rng: True))
     for figure in [*card["figures"].values(), *card["breakdown"].values(), card["compliance"]]:  # type: ignore[attr-defined]
         assert {"value", "k", "n", "low", "high"} <= set(figure)
-        assert figure["n"] > 0 and figure["low"] <= figure["value"] <= figure["high"]
+        assert figure["n"] > 0
+        assert figure["low"] <= figure["value"] <= figure["high"]
 
 
 async def test_fewer_than_30_items_is_not_enough_data() -> None:

@@ -156,7 +156,8 @@ def test_certify_stores_a_card_that_scores_and_leaderboard_show(
     assert pairs["length_probe"] is not None
     assert card.metrics["rubric"]["compliance"]["value"] == 1.0
     assert card.verdict == "failed"
-    assert "validity card" in text and "FAILED" in text
+    assert "validity card" in text
+    assert "FAILED" in text
     assert "validity card" in run(store, "scores", "--judge", "fake/grader")
     assert "validity card" in run(
         store, "leaderboard", "--judge", "fake/grader", "--out", str(tmp_path / "tables")
@@ -260,8 +261,8 @@ def test_certify_with_nothing_to_measure_writes_no_card_and_exits_2(
     assert "no --data DIR" in text
     text = refused(store, "judges", "certify", "--grader", "offline/lexical", "--data", nowhere)
     assert (
-        "no case with a rubric in the store (run `livemed rubrics --writer offline/rules` for the rubric part)"
-        in text
+        "no case with a rubric in the store (run `livemed rubrics --writer offline/rules` for the rubric "
+        "part)" in text
     )
     with Store(store) as s:
         assert list(s.iter(ValidityCard)) == []
