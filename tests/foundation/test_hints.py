@@ -58,7 +58,9 @@ HINTS: dict[str, Hint] = {
     "livemed grade --judge {j}{again}": Hint(
         "run", values={"j": "offline/lexical", "again": " --retry-failures"}
     ),
-    "livemed judges certify --grader {model}": Hint("run", values={"model": "offline/lexical"}),
+    "livemed judges certify --grader {model}{extra}": Hint(
+        "run", values={"model": "offline/lexical", "extra": " --mode batched"}
+    ),
     # no store, no config, nothing harvested
     "livemed demo": Hint("run", empty_folder=True),
     "livemed demo --fresh": Hint("run"),
