@@ -59,7 +59,9 @@ HINTS: dict[str, Hint] = {
         "run", values={"j": "offline/lexical", "again": " --retry-failures"}
     ),
     "livemed grade --judge {model} --retry-failures": Hint("run", values={"model": "offline/lexical"}),
-    "livemed judges certify --grader {model}": Hint("run", values={"model": "offline/lexical"}),
+    "livemed judges certify --grader {model}{extra}": Hint(
+        "run", values={"model": "offline/lexical", "extra": " --mode batched"}
+    ),
     # no store, no config, nothing harvested
     "livemed demo": Hint("run", empty_folder=True),
     "livemed demo --fresh": Hint("run"),

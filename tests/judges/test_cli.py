@@ -152,11 +152,14 @@ def test_certify_stores_a_card_that_scores_and_leaderboard_show(
     assert card.grader == "fake/grader"
     assert card.settings["mode"] == "per-criterion"
     pairs = card.metrics["pairs"]
-    assert set(pairs["datasets"]) == {"pubmedqa", "medcalc", "medqa"}
-    assert pairs["position_consistent"] == 0.0  # it always answers [[B]]
-    assert pairs["flip_rate"] == 1.0
-    assert pairs["length_bias"] is not None
-    assert card.metrics["rubric"]["compliance"] == 1.0
+    assert set(pairs["datasets"]) == {"pubmedqa", "medcalc", "medqa", "pico"}  # PICO: the bundled set
+    assert pairs["figures"]["position-consistent"]["value"] == 0.0  # it always answers [[B]]
+    assert pairs["figures"]["correctness"]["verdict"] == "failed"
+    assert pairs["length_probe"] is not None
+    assert card.metrics["rubric"]["compliance"]["value"] == 1.0
+    assert card.verdict == "failed"
+    assert "validity card" in text
+    assert "FAILED" in text
     assert "validity card" in run(store, "scores", "--judge", "fake/grader")
     assert "validity card" in run(
         store, "leaderboard", "--judge", "fake/grader", "--out", str(tmp_path / "tables")
@@ -209,13 +212,14 @@ def test_an_offline_grader_card_has_the_rubric_part_and_human_agreement(
         "--samples",
         "1",
     )
-    assert "not in the battery: pubmedqa" in text
+    assert "not in the battery" not in text  # an offline rubric grader judges no pairs
     assert "human macro-F1 1.00" in text
     with Store(store) as s:
         (card,) = list(s.iter(ValidityCard))
     assert card.metrics["pairs"] is None  # an offline rubric grader judges no pairs
     assert card.metrics["human_agreement"]["macro_f1"] == 1.0
-    assert set(card.metrics["rubric"]["mutations"]) >= {"drop_advice", "negate", "pad"}
+    assert {"all axes", "axis accuracy"} <= set(card.metrics["rubric"]["figures"])
+    assert card.metrics["rubric"]["figures"]["all axes"]["verdict"] == "failed"  # words alone do not pass
     assert card.endpoint == "offline"
 
 
@@ -248,14 +252,15 @@ def test_a_grader_template_gets_its_own_card_naming_the_template(
     assert f"grader {judge} validity card" in run(store, "scores", "--judge", judge)
 
 
-def test_certify_with_nothing_to_measure_writes_no_card_and_exits_2(tmp_path: Path) -> None:
+def test_certify_with_nothing_to_measure_writes_no_card_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LIVEMED_SHARED_DATA", raising=False)
     store = tmp_path / "s.db"
     nowhere = str(tmp_path / "none")
-    text = refused(
-        store, "judges", "certify", "--grader", "offline/always-a", "--pairs", "2", "--data", nowhere
-    )
+    text = refused(store, "judges", "certify", "--grader", "offline/always-a", "--pairs", "2")
     assert "nothing to measure for offline/always-a, no card written" in text
-    assert f"pubmedqa: no {nowhere}/pubmedqa" in text  # the paths looked at
+    assert "no --data DIR" in text
     text = refused(store, "judges", "certify", "--grader", "offline/lexical", "--data", nowhere)
     assert "no case with a rubric in the store (run `livemed rubrics --writer offline/rules` for the" in text
     with Store(store) as s:
@@ -269,7 +274,7 @@ def test_certify_failed_calls_name_the_most_common_cause(
     certify = ["judges", "certify", "--grader", "fake/dead", "--data", str(shared_data), "--pairs", "1"]
     text = run(store, *certify, "--samples", "1", "--cases", "1", code=1)
     assert re.search(
-        r"15 of 15 battery items failed: (call failed: )?400 bad request.*; run again to retry them$", text
+        r"(\d+) of \1 battery items failed: (call failed: )?400 bad request.*; run again to retry them$", text
     )
     with Store(store) as s:
         assert list(s.iter(ValidityCard)) == []
@@ -340,3 +345,34 @@ def test_certify_without_data_writes_the_rubric_part_and_says_the_pairs_are_miss
         (card,) = list(s.iter(ValidityCard))
     assert card.metrics["rubric"] is not None
     assert card.metrics["pairs"] is None
+
+
+def test_the_card_shown_is_the_one_of_the_grades_mode_and_leaderboard_files_carry_its_verdict(
+    tmp_path: Path, shared_data: Path, fake_provider: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import csv
+
+    monkeypatch.delenv("LIVEMED_SHARED_DATA", raising=False)
+    store = answered_store(tmp_path, shared_data)
+    run(store, "grade", "--judge", "fake/grader")  # per-criterion grades
+    certify = ["judges", "certify", "--grader", "fake/grader", "--samples", "1", "--cases", "3"]
+    run(store, *certify, "--mode", "batched")
+    text = run(store, "scores", "--judge", "fake/grader")
+    assert "grader fake/grader is unvalidated (no validity card in mode per-criterion)" in text
+    out = tmp_path / "tables"
+    run(store, "leaderboard", "--judge", "fake/grader", "--out", str(out))
+    board = json.loads((out / "leaderboard.json").read_text())
+    assert {row["validity"] for row in board["rows"]} == {"unvalidated"}
+    run(store, *certify)  # per-criterion: now the grades' mode has a card
+    with Store(store) as s:
+        (card,) = [c for c in s.iter(ValidityCard) if c.settings["mode"] == "per-criterion"]
+    text = run(store, "scores", "--judge", "fake/grader")
+    assert f"({card.provenance.created_at.date().isoformat()}, per-criterion, {card.key})" in text
+    run(store, "leaderboard", "--judge", "fake/grader", "--out", str(out))
+    board = json.loads((out / "leaderboard.json").read_text())
+    assert {row["validity"] for row in board["rows"]} == {card.verdict}
+    assert board["summary"]["validity_card"] == card.id
+    with (out / "leaderboard.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert {(r["validity"], r["validity_card"]) for r in rows} == {(card.verdict, card.id)}
+    assert card.verdict in ("failed", "not enough data")  # fake/grader matches words, it cannot pass

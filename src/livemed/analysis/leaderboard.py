@@ -34,6 +34,10 @@ class LeaderboardRow(BaseModel):
     answers_graded: int | None = Field(default=None, description="answers with a score (fully graded)")
     answers_total: int | None = Field(default=None, description="answers that could have one")
     complete: bool = Field(default=True, description="every answer of the model is graded")
+    validity: str = Field(
+        default="", description="the grader's validity card verdict for these grades, or 'unvalidated'"
+    )
+    validity_card: str = Field(default="", description="the id of that card ('' when unvalidated)")
 
 
 class PairedComparison(BaseModel):

@@ -211,10 +211,13 @@ def leaderboard_command(
         grading=scored.grading,
     )
     console.print(leaderboard_table(rows))
-    from livemed.judges.cards import card_line
-
     if scored.judge:
-        console.print(card_line(app_state.existing_store, scored.judge), markup=False)
+        from livemed.judges.cards import card_for
+
+        view = card_for(app_state.existing_store, scored.judge, (score.answer_id for score in scored.scores))
+        console.print(view.line, markup=False)
+        context |= {"validity": view.verdict, "validity_card": view.card_id}
+        rows = [r.model_copy(update={"validity": view.verdict, "validity_card": view.card_id}) for r in rows]
     paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=context)
     paths += _grading_tables(_out_dir(app_state, out), scored, context)
     if by_cutoff_rows:

@@ -300,7 +300,9 @@ def _finish(
     print_scores(rows, f"scores by {plan.judge} · convention: {convention} · unusable verdicts: strict")
     for line in failure_share_lines(scored, "strict"):
         console.print(line, markup=False)
-    console.print(card_line(app_state.store, plan.judge), markup=False)
+    console.print(
+        card_line(app_state.store, plan.judge, (score.answer_id for score in scored.scores)), markup=False
+    )
     for reason, n in sorted(scored.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
     warn_bimodal(scored.scores)

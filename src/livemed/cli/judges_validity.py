@@ -27,11 +27,11 @@ from livemed.cli.grading_commands import (
 from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
-    from livemed.judges.meta import MetaTables
-    from livemed.judges.rubric_validation import RubricValidation
+    from livemed.judges.battery import Battery
+    from livemed.judges.rubric_validation import ItemOutcome, RubricValidation
     from livemed.models import Engine
     from livemed.pipeline import StageResult
-    from livemed.records import Case, Pair, Rubric
+    from livemed.records import Case, JudgeVerdict, Rubric
     from livemed.store import Store
 
 GRADE_MODE = typer.Option(
@@ -152,84 +152,131 @@ def validate_command(
         raise CallsFailedError(run.error)
 
 
-NO_DATA = "pairs: no --data DIR (a folder with pubmedqa/, medcalc_bench/ and medqa/) nor $LIVEMED_SHARED_DATA"
+NO_DATA = (
+    "pairs: no --data DIR (a folder with pubmedqa/, medcalc_bench/, medqa/ and optionally medbullets/, "
+    "pico/) nor $LIVEMED_SHARED_DATA"
+)
 
 
-def _battery_of(grader: str, data: Path | None, seed: int, per_dataset: int) -> tuple[list[Pair], list[str]]:
-    """The battery's pairs from --data (or $LIVEMED_SHARED_DATA) and what is not in it. Without either,
-    no pairs: said so for a grader that judges pairs (its card then has the rubric part only), not for an
-    offline rubric grader, which judges none."""
+def _judges_pairs(grader: str) -> bool:
+    """An offline rubric grader (offline/lexical) judges no pairs; models and pair baselines do."""
     from livemed.judges.baselines import BASELINES
-    from livemed.judges.cards import battery_pairs
 
+    return not grader.startswith("offline/") or grader in BASELINES
+
+
+def _data_folder(data: Path | None) -> Path | None:
     folder = data if data is not None else os.environ.get("LIVEMED_SHARED_DATA")
-    if folder:
-        return battery_pairs(Path(folder), seed, per_dataset)
-    return [], [] if grader.startswith("offline/") and grader not in BASELINES else [NO_DATA]
+    return Path(folder) if folder else None
 
 
-def _pair_battery(
+def _make_battery(
+    store: Store, grader: str, data: Path | None, options: dict[str, Any]
+) -> tuple[Battery, list[str]]:
+    """The battery and what is not in it. Without --data nor $LIVEMED_SHARED_DATA, no pairs: said so
+    for a grader that judges pairs (its card then has the rubric part only)."""
+    from livemed.judges.baselines import BASELINES
+    from livemed.judges.battery import make_battery
+
+    folder = _data_folder(data)
+    cases = [] if grader in BASELINES else rubric_cases(store, options["cases"])
+    battery = make_battery(
+        cases,
+        folder,
+        seed=options["seed"],
+        per_dataset=options["pairs"],
+        items=options["items"],
+        probes=options["probes"],
+        with_pairs=_judges_pairs(grader) and folder is not None,
+    )
+    missing = battery.missing if folder is not None or not _judges_pairs(grader) else [NO_DATA]
+    return battery, missing
+
+
+def _pair_verdicts(
     store: Store,
     engine: Engine,
     app_state: AppState,
     grader: str,
-    pairs: list[Pair],
+    battery: Battery,
     samples: int,
     temperature: float,
-) -> tuple[MetaTables | None, MetaTables | None, StageResult | None]:
-    """Both orders, k samples, on the pairs and their length probes: (tables, probe tables, the stage)."""
+) -> tuple[list[JudgeVerdict], list[JudgeVerdict], StageResult | None]:
+    """Both orders, k samples, on the pairs and the length probes, stored (resumable): (verdicts on
+    the pairs, on the probes, the stage)."""
     from livemed.cli.judges_commands import judge_llm
-    from livemed.judges.baselines import BASELINES
-    from livemed.judges.cards import PROBE, length_probe
-    from livemed.judges.meta import evaluate
+    from livemed.judges.cards import PROBE
     from livemed.judges.run import JudgeRun, jobs, judge_pairs
     from livemed.records import JudgeVerdict, Pair
 
-    if not pairs or (grader.startswith("offline/") and grader not in BASELINES):
-        return None, None, None  # no pair part: no pairs found, or an offline rubric grader (it judges none)
+    if not battery.pairs:
+        return [], [], None
     llm = judge_llm(app_state, engine, grader)
-    stored = store.get_many(Pair, [p.id for p in pairs])  # a full `judges build` made them already
-    store.put([p for p in pairs if p.id not in stored])
-    pairs = [stored.get(p.id, p) for p in pairs]
-    battery = [*pairs, *length_probe(pairs)]
+    stored = store.get_many(Pair, [p.id for p in battery.pairs])  # a full `judges build` made them already
+    store.put([p for p in battery.pairs if p.id not in stored])
+    asked = [*(stored.get(p.id, p) for p in battery.pairs), *battery.probes]
     spec = JudgeRun(llm, temperature=temperature)
-    result = asyncio.run(judge_pairs(store, battery, spec, samples=samples, window=128))
-    ids = [spec.verdict_id(job) for job in jobs(battery, samples, "pairwise")]
+    result = asyncio.run(judge_pairs(store, asked, spec, samples=samples, window=128))
+    ids = [spec.verdict_id(job) for job in jobs(asked, samples, "pairwise")]
     verdicts = list(store.get_many(JudgeVerdict, ids).values())
     plain = [v for v in verdicts if not v.dataset.startswith(PROBE)]
-    probe = [v for v in verdicts if v.dataset.startswith(PROBE)]
-    return evaluate(plain), evaluate(probe), result
+    return plain, [v for v in verdicts if v.dataset.startswith(PROBE)], result
 
 
-def _something_to_measure(store: Store, grader: str, pairs: list[Pair], missing: list[str]) -> None:
+def _rubric_outcomes(
+    app_state: AppState,
+    engine: Engine,
+    grader: str,
+    battery: Battery,
+    options: dict[str, Any],
+    template: Path | None,
+) -> list[ItemOutcome] | None:
+    from livemed.grading.judge import OfflineGrader
+    from livemed.judges.battery import rubric_outcomes
+
+    if not battery.items:
+        return None
+    mode = options["mode"]
+    judge = (
+        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        if template is None
+        else grader_for(app_state, engine, grader, mode, template)
+    )
+    return asyncio.run(rubric_outcomes(battery, judge, mode, options["samples"]))
+
+
+def _something_to_measure(store: Store, grader: str, battery: Battery, missing: list[str]) -> None:
     """A card needs the pair part or the rubric part: with neither, say what is missing (exit 2)."""
     from livemed.judges.baselines import BASELINES
 
-    rubric_grader = grader not in BASELINES
-    judges_pairs = not (grader.startswith("offline/") and rubric_grader)
-    if (judges_pairs and pairs) or (rubric_grader and rubric_cases(store, 1)):
+    if battery.pairs or battery.items:
         return
     why = []
-    if judges_pairs:
+    if _judges_pairs(grader):
         why.append("no battery pairs (" + ("; ".join(missing) or "the datasets gave no pairs") + ")")
-    if rubric_grader:
-        why.append(
-            "no case with a rubric in the store (run `livemed rubrics --writer offline/rules` for the "
-            "rubric part)"
-        )
+    if grader not in BASELINES:
+        what = "no case with a rubric in the store" if not rubric_cases(store, 1) else "no rubric item"
+        why.append(f"{what} (run `livemed rubrics --writer offline/rules` for the rubric part)")
     raise UserError(f"nothing to measure for {grader}, no card written: {' and '.join(why)}")
 
 
-def _battery_failures(stage: StageResult | None, rubric: RubricValidation | None) -> tuple[int, str | None]:
+def _battery_failures(
+    stage: StageResult | None, outcomes: list[ItemOutcome] | None
+) -> tuple[int, str | None]:
     """The battery's failed items and its one failure line (`N of M battery items failed: <cause>; …`)."""
+    from collections import Counter
+
     from livemed.pipeline import StageResult
 
     total = StageResult()
     if stage is not None:
         total.merge(stage)
-    if rubric is not None:
+    if outcomes:
+        failed = [o for o in outcomes if o.call_failed]
         total.merge(
-            StageResult(processed=rubric.compared, call_failed=rubric.call_failed, causes=rubric.causes)
+            StageResult(
+                processed=len(outcomes), call_failed=len(failed), causes=Counter(o.cause for o in failed)
+            )
         )
     return total.call_failed, total.failure_line("battery items")
 
@@ -238,6 +285,56 @@ def _endpoint(app_state: AppState, grader: str) -> str:
     from livemed.models import get_model
 
     return get_model(grader, config=app_state.config).endpoint
+
+
+def _print_card(metrics: dict[str, Any]) -> None:
+    """Every decisive figure with its n, interval, the best trivial grader's figure and the verdict."""
+    from livemed.judges.certification import shown
+
+    table = RichTable(
+        title="Validity battery (95% Wilson intervals; a figure passes above the best trivial one)"
+    )
+    for column in ("part", "figure", "value [95% CI] n", "best trivial", "verdict"):
+        table.add_column(column, justify="left")
+    for part in ("rubric", "pairs"):
+        for name, figure in ((metrics.get(part) or {}).get("figures") or {}).items():
+            bar = f"{figure['best_trivial']} {figure['bar']:.2f}" if figure.get("best_trivial") else "–"
+            table.add_row(part, name, shown(figure), bar, figure["verdict"])
+    console.print(table)
+    rubric, pairs = metrics.get("rubric"), metrics.get("pairs")
+    if rubric:
+        console.print(f"rubric compliance (usable verdicts): {shown(rubric['compliance'])}", markup=False)
+    if pairs:
+        tertiles = ", ".join(f"{t} {shown(f)}" for t, f in pairs["tertiles"].items())
+        console.print(f"pair correctness by tertile: {tertiles or '–'}", markup=False)
+        console.print(f"invalid pair samples: {shown(pairs['invalid_samples'])}", markup=False)
+        probe = pairs.get("length_probe")
+        if probe:
+            console.print(
+                f"length probe: correctness {shown(probe['plain'])} as they are, "
+                f"{shown(probe['padded'])} with the worse response padded",
+                markup=False,
+            )
+
+
+def _measure(
+    battery: Battery,
+    plain: list[JudgeVerdict],
+    probe: list[JudgeVerdict],
+    outcomes: list[ItemOutcome] | None,
+    seed: int,
+) -> dict[str, Any]:
+    """The card's parts: the grader's figures against the trivial graders' on the same battery."""
+    from livemed.judges.battery import pair_trivial, rubric_trivial
+    from livemed.judges.certification import pair_part, rubric_part
+
+    pairs = None
+    if plain:
+        pairs = pair_part(plain, probe, asyncio.run(pair_trivial(battery.pairs)))
+    rubric = None
+    if outcomes:
+        rubric = rubric_part(outcomes, asyncio.run(rubric_trivial(battery, seed)))
+    return {"pairs": pairs, "rubric": rubric}
 
 
 @judges_app.command("certify")
@@ -254,49 +351,62 @@ def certify(
         None,
         "--data",
         metavar="DIR",
-        help="Folder with pubmedqa/, medcalc_bench/, medqa/, e.g. ../shared/data (default: "
-        "$LIVEMED_SHARED_DATA; without either, the card has no pair part).",
+        help="Folder with pubmedqa/, medcalc_bench/, medqa/ (and medbullets/, pico/ when you have them), "
+        "e.g. ../shared/data (default: $LIVEMED_SHARED_DATA; without either, the card has no pair part).",
     ),
-    pairs_per_dataset: int = typer.Option(20, "--pairs", min=1, metavar="N", help="Pairs per dataset."),
+    pairs_per_dataset: int | None = typer.Option(
+        None,
+        "--pairs",
+        min=1,
+        metavar="N",
+        help="Pairs per dataset (default: 385 over the datasets found, position consistency to ±0.05).",
+    ),
     samples: int = typer.Option(
-        3, "--samples", min=1, metavar="K", help="Samples per pair, order and rubric text (k)."
+        1, "--samples", min=1, metavar="K", help="Samples per pair, order and rubric item (k)."
     ),
     temperature: float = typer.Option(
         1.0, "--temperature", min=0, max=2, metavar="T", help="Pair judging temperature."
     ),
     cases: int = typer.Option(
-        20, "--cases", min=1, metavar="N", help="Cases with a rubric for the rubric mutations."
+        50, "--cases", min=1, metavar="N", help="Cases with a rubric the rubric items are made from."
     ),
-    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed of pairs and mutations."),
+    items: int = typer.Option(
+        400, "--items", min=8, metavar="N", help="Rubric items at most (whole groups of 8, over the axes)."
+    ),
+    probes: int = typer.Option(50, "--probes", min=0, metavar="N", help="Pairs in the length probe."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed of pairs and items."),
     grader_template: Path | None = GRADER_TEMPLATE,
+    json_out: Path | None = typer.Option(
+        None, "--json", metavar="FILE", help="Also write the card as JSON, e.g. card.json."
+    ),
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
 ) -> None:
-    """Run the validity battery (pairs from the real datasets in both orders with k samples, a length-bias
-    probe, the rubric mutations) and store a validity card for this grader configuration."""
+    """Run the validity battery (pairs from every dataset found, stratified, in both orders; a length
+    probe; rubric items whose right verdict is known) and store a validity card that says, per figure,
+    whether the grader beats the trivial graders: passed, failed or not enough data."""
     from livemed.grading.judge import PROMPT_HASHES as GRADE_HASHES
     from livemed.grading.template import load_template
-    from livemed.judges.cards import AGREEMENT_NAMESPACE, card_line, pair_metrics
+    from livemed.judges.cards import AGREEMENT_NAMESPACE, card_line
+    from livemed.judges.certification import combine
     from livemed.judges.templates import PROMPT_HASHES
     from livemed.records import ValidityCard, short_hash
     from livemed.runs import track_run
 
     app_state = state(ctx)
     store = app_state.store
-    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    pairs, missing = _battery_of(grader, data, seed, pairs_per_dataset)
+    options = {"mode": _mode(mode), "samples": samples, "cases": cases, "items": items}
+    options |= {"pairs": pairs_per_dataset, "probes": probes, "seed": seed}
+    template = None if grader_template is None else load_template(grader_template)
+    battery, missing = _make_battery(store, grader, data, options)
     for note in missing:
         console.print(f"[yellow]not in the battery:[/] {note}")
-    _something_to_measure(store, grader, pairs, missing)
-    settings = {
-        "mode": _mode(mode),
-        "samples": samples,
-        "temperature": temperature,
-        "pairs": pairs_per_dataset,
-        "seed": seed,
-    }
-    template = None if grader_template is None else load_template(grader_template)
+    _something_to_measure(store, grader, battery, missing)
+    console.print(battery.plan(samples, mode, grader.startswith("offline/")), markup=False)
+    engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    settings: dict[str, Any] = {"mode": mode, "samples": samples, "temperature": temperature, "seed": seed}
+    settings |= {"pairs": len(battery.pairs), "items": len(battery.items)}
     if template is not None:  # the card is that of `<grader>@tpl-<hash>`, the id its grades carry
         settings["grader_template"] = f"{template.name} sha256:{template.hash}"
     card_grader = grader if template is None else f"{grader}@{template.label}"
@@ -306,36 +416,36 @@ def certify(
             store, "judges certify", settings={"grader": grader, **settings}, models=[grader], engine=engine
         ) as run,
     ):
-        tables, probe, stage = _pair_battery(store, engine, app_state, grader, pairs, samples, temperature)
-        validation = _rubric_battery(app_state, engine, grader, mode, samples, cases, seed, grader_template)
-        failed, run.error = _battery_failures(stage, validation)
-        run.counts = {"pairs": len(pairs), "call_failed": failed}
-    rubric = validation.as_dict() if validation else None
+        plain, probe, stage = _pair_verdicts(store, engine, app_state, grader, battery, samples, temperature)
+        outcomes = _rubric_outcomes(app_state, engine, grader, battery, options, grader_template)
+        failed, run.error = _battery_failures(stage, outcomes)
+        run.counts = {"pairs": len(battery.pairs), "items": len(battery.items), "call_failed": failed}
+    if run.error:
+        print_usage(engine)
+        raise CallsFailedError(run.error)
+    metrics = _measure(battery, plain, probe, outcomes, seed)
     usage = engine.accounting.by_model.get(grader)
-    metrics = {
-        **pair_metrics(tables, probe),
-        "rubric": rubric,
+    metrics |= {
+        "calls": usage.calls if usage else 0,
         "cost_usd": usage.cost_usd if usage else 0.0,
         "human_agreement": store.state_get(AGREEMENT_NAMESPACE, card_grader),
     }
     endpoint = "offline" if grader.startswith("offline/") else _endpoint(app_state, grader)
     grade_hash = GRADE_HASHES[mode] if template is None else template.hash  # type: ignore[index]
-    prompt_hash = short_hash(grade_hash, PROMPT_HASHES["pairwise"])
-    if run.error:
-        print_usage(engine)
-        raise CallsFailedError(run.error)
-    store.put(
-        [
-            ValidityCard(
-                grader=card_grader,
-                endpoint=endpoint,
-                prompt_hash=prompt_hash,
-                settings=settings,
-                metrics=metrics,
-            )
-        ]
+    card = ValidityCard(
+        grader=card_grader,
+        endpoint=endpoint,
+        prompt_hash=short_hash(grade_hash, PROMPT_HASHES["pairwise"]),
+        settings=settings,
+        metrics=metrics,
+        verdict=combine(part["verdict"] if part else None for part in (metrics["pairs"], metrics["rubric"])),
     )
-    console.print(card_line(store, card_grader, {"mode": mode}), markup=False)
+    store.put([card])
+    _print_card(metrics)
+    console.print(card_line(store, card_grader, mode=mode), markup=False)
+    if json_out is not None:
+        payload = {"card": card.id, "grader": card_grader, "verdict": card.verdict, "settings": settings}
+        write_text(json_out, json.dumps({**payload, "metrics": metrics}, indent=2))
     print_usage(engine)
 
 

@@ -133,7 +133,7 @@ def scores(
         console.print(line, markup=False)
     from livemed.judges.cards import card_line
 
-    console.print(card_line(store, judge), markup=False)
+    console.print(card_line(store, judge, (score.answer_id for score in run.scores)), markup=False)
     if by:
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):

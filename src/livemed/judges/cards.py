@@ -1,15 +1,24 @@
 """Validity cards: what the battery measured for one grader configuration, stored as a
-`ValidityCard` keyed by the grader's model id, endpoint, prompt hash and settings; and the one line
-`scores`, `leaderboard`, `eval` and the report show for the grader they used."""
+`ValidityCard` keyed by the grader's model id, endpoint, prompt hash and settings, with a verdict
+(`livemed.judges.certification`); the battery's pairs (stratified by dataset, calculator and tertile,
+seeded); and the one line `scores`, `leaderboard`, `eval` and the report show for the grades they use:
+the card of the grader, mode and template that made them, or that the grader is unvalidated."""
 
 from __future__ import annotations
 
+import random
+from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from livemed.judges.meta import MetaTables
-from livemed.records import Pair, ValidityCard
+from livemed.records import Grade, Pair, ValidityCard
 from livemed.store import Store
+
+if TYPE_CHECKING:
+    from livemed.judges.datasets import Item
 
 PROBE = "probe:"  # datasets of length-probe pairs: kept out of `judges report`
 AGREEMENT_NAMESPACE = "judges_agreement"  # run_state: the last `judges agreement` metrics per grader
@@ -32,37 +41,6 @@ def length_probe(pairs: Iterable[Pair]) -> list[Pair]:
     return out
 
 
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
-
-
-def pair_metrics(tables: MetaTables | None, probe: MetaTables | None) -> dict[str, Any]:
-    """The pair battery's numbers for a card (None where not measured)."""
-    if tables is None:
-        return {"pairs": None}
-    length_bias = None
-    if probe is not None and probe.datasets:
-        plain = [tables.datasets[d.removeprefix(PROBE)].majority for d in probe.datasets]
-        padded = [s.majority for s in probe.datasets.values()]
-        if all(v is not None for v in plain + padded):
-            length_bias = sum(plain) / len(plain) - sum(padded) / len(padded)  # type: ignore[arg-type]
-    return {
-        "pairs": {
-            "average": _r(tables.average("majority")),
-            "decomposable": _r(tables.family("decomposable", "majority")),
-            "atomic": _r(tables.family("atomic", "majority")),
-            "datasets": {d: _r(s.majority) for d, s in tables.datasets.items()},
-            "tertiles": {t: _r(tables.tertile_mean(t)) for t in ("hard", "medium", "easy")},
-            "verdict_variance": _r(tables.verdict_variance()),
-            "invalid_share": _r(tables.invalid_share()),
-            "position_consistent": _r(tables.average("consistent")),
-            "flip_rate": _r(tables.average("flip_rate")),
-            "length_bias": _r(length_bias),
-            "games": sum(s.games for s in tables.datasets.values()),
-        }
-    }
-
-
 def find_card(store: Store, grader: str, settings: dict[str, Any] | None = None) -> ValidityCard | None:
     """The newest card of `grader` whose settings include `settings` (all its cards when None)."""
     wanted = settings or {}
@@ -74,74 +52,215 @@ def find_card(store: Store, grader: str, settings: dict[str, Any] | None = None)
     return max(cards, key=lambda c: c.provenance.created_at, default=None)
 
 
-def _f(value: Any) -> str:
-    return "–" if value is None else f"{value:.2f}"
+MODES_LOOKED_AT = 20  # answers whose grades tell the mode they were made in
 
 
-def card_line(store: Store, grader: str, settings: dict[str, Any] | None = None) -> str:
-    """One line on the grader's validity: its card's headline numbers, or that it is unvalidated."""
-    card = find_card(store, grader, settings)
+def grading_modes(store: Store, grader: str, answer_ids: Iterable[str]) -> set[str]:
+    """The modes (`per-criterion`, `batched`) the grader's grades of the first answers were made in."""
+    ids = list(dict.fromkeys(islice(answer_ids, MODES_LOOKED_AT)))
+    return {
+        str(g.provenance.settings.get("mode"))
+        for g in store.by_parents(Grade, ids)
+        if g.judge == grader and g.provenance.settings.get("mode")
+    }
+
+
+@dataclass(frozen=True)
+class CardView:
+    """The card that certifies a grader's grades (None: unvalidated) and its one line."""
+
+    grader: str
+    card: ValidityCard | None
+    line: str
+
+    @property
+    def verdict(self) -> str:
+        """passed / failed / not enough data; `unvalidated` without a card; `no verdict` for a card
+        made before cards had one."""
+        if self.card is None:
+            return "unvalidated"
+        return self.card.verdict or "no verdict"
+
+    @property
+    def card_id(self) -> str:
+        return self.card.id if self.card is not None else ""
+
+
+def certify_hint(grader: str, mode: str | None = None) -> str:
+    """The command that certifies the grader (in `mode` when it is not the default)."""
+    model, _, label = grader.partition("@tpl-")
+    extra = (" --mode batched" if mode == "batched" else "") + (" --grader-template FILE" if label else "")
+    return f"`livemed judges certify --grader {model}{extra}`"
+
+
+def card_for(store: Store, grader: str, answer_ids: Iterable[str] = (), mode: str | None = None) -> CardView:
+    """The card of `grader` made in the mode its grades of `answer_ids` were made in (or `mode`): a card
+    made in another mode does not certify them."""
+    modes = {mode} if mode else grading_modes(store, grader, answer_ids)
+    if len(modes) > 1:
+        line = (
+            f"grader {grader} is unvalidated for these grades: they were made in modes "
+            f"{' and '.join(sorted(modes))}, and a card certifies one"
+        )
+        return CardView(grader, None, line)
+    made_in = next(iter(modes), None)
+    card = find_card(store, grader, {"mode": made_in} if made_in else None)
     if card is None:
-        model, _, label = grader.partition("@tpl-")
-        how = f"run `livemed judges certify --grader {model}" + (" --grader-template FILE`" if label else "`")
-        return f"grader {grader} is unvalidated (no validity card): {how}"
+        how = f" in mode {made_in}" if made_in else ""
+        line = f"grader {grader} is unvalidated (no validity card{how}): run {certify_hint(grader, made_in)}"
+        return CardView(grader, None, line)
+    return CardView(grader, card, _line(card))
+
+
+def card_line(store: Store, grader: str, answer_ids: Iterable[str] = (), mode: str | None = None) -> str:
+    """One line on the validity of the grader's grades (`card_for`)."""
+    return card_for(store, grader, answer_ids, mode).line
+
+
+def _figure_text(name: str, figure: dict[str, Any]) -> str:
+    from livemed.judges.certification import shown
+
+    bar = f" vs {figure['best_trivial']} {figure['bar']:.2f}" if figure.get("best_trivial") else ""
+    return f"{name} {shown(figure)}{bar} {figure.get('verdict', '')}".rstrip()
+
+
+def _part_text(label: str, part: dict[str, Any] | None) -> str | None:
+    if not part:
+        return None
+    if "figures" not in part:
+        return None
+    figures = ", ".join(_figure_text(n, f) for n, f in part["figures"].items())
+    return f"{label} {part['verdict'].upper()}: {figures}"
+
+
+def _line(card: ValidityCard) -> str:
     m = card.metrics
-    parts = []
-    pairs = m.get("pairs")
-    if pairs:
-        t = pairs["tertiles"]
-        parts.append(
-            f"pairwise correctness {_f(pairs['average'])} (hard {_f(t['hard'])} / easy {_f(t['easy'])}), "
-            f"invalid share {_f(pairs['invalid_share'])}, "
-            f"position-consistent {_f(pairs['position_consistent'])}, "
-            f"length bias {_f(pairs['length_bias'])}"
-        )
-    rubric = m.get("rubric")
-    if rubric:
-        parts.append(
-            f"rubric order accuracy {_f(rubric['order_accuracy'])}, compliance {_f(rubric['compliance'])}"
-        )
-    agreement = m.get("human_agreement")
-    if agreement:
-        parts.append(f"human macro-F1 {_f(agreement.get('macro_f1'))}")
     when = card.provenance.created_at.date().isoformat()
-    mode = card.settings.get("mode", "")
     template = card.settings.get("grader_template")
-    how = f"{when}, {mode}, {card.key}" + (f", grader template {template}" if template else "")
-    return f"grader {grader} validity card ({how}): " + "; ".join(parts or ["no measurement"])
+    how = f"{when}, {card.settings.get('mode', '')}, {card.key}" + (
+        f", grader template {template}" if template else ""
+    )
+    head = f"grader {card.grader} validity card ({how})"
+    if not card.verdict:
+        return f"{head}: made before a card could fail, no verdict: run {certify_hint(card.grader)} again"
+    parts = [p for p in (_part_text("rubric", m.get("rubric")), _part_text("pairs", m.get("pairs"))) if p]
+    if m.get("pairs") is None:
+        parts.append("pairs not measured")
+    agreement = m.get("human_agreement")
+    if agreement and agreement.get("macro_f1") is not None:
+        parts.append(f"human macro-F1 {agreement['macro_f1']:.2f}")
+    return f"{head}: {card.verdict.upper()} — " + "; ".join(parts)
 
 
-FOLDERS = {"pubmedqa": "pubmedqa", "medcalc": "medcalc_bench", "medqa": "medqa"}
+# The pair battery: every dataset found, items stratified (dataset; calculator for MedCalc) and
+# seeded, one pair per item visit, tertiles taken in turn.
+
+FOLDERS = {
+    "pubmedqa": "pubmedqa",
+    "medcalc": "medcalc_bench",
+    "medqa": "medqa",
+    "medbullets": "medbullets",
+    "pico": "pico",
+}
+BUNDLED = {"pico"}  # without a folder under --data, the project-made set
+NEEDED_PAIRS = 385  # position consistency (per pair) to ±0.05 at 0.5: `certification.needed_n()`
 
 
-def battery_pairs(data: Any, seed: int, per_dataset: int) -> tuple[list[Pair], list[str]]:
-    """Up to `per_dataset` pairs from each real dataset under `data` (a folder laid out like
-    ../shared/data): one pair per item, or one per tertile for decomposable items, in file order.
-    Returns the pairs and a note per dataset that was not found."""
-    from pathlib import Path
+def stratum(item: Item) -> str:
+    """The item's stratum: its calculator for MedCalc, else its dataset."""
+    calculator = getattr(item, "calculator", None)
+    return f"{item.dataset}:{calculator}" if calculator else item.dataset
 
-    from livemed.errors import InputFileError
-    from livemed.judges.datasets import dataset
+
+def stratified(items: list[Item], seed: int) -> list[Item]:
+    """The items in a seeded round-robin over their strata (each stratum in a seeded order): any prefix
+    is a stratified sample. (A stand-in until `judges/pairs.py` has its stratified sampler.)"""
+    groups: dict[str, list[Item]] = defaultdict(list)
+    for item in items:
+        groups[stratum(item)].append(item)
+    queues = []
+    for name in sorted(groups):
+        members = list(groups[name])
+        random.Random(f"{seed}:battery:{name}").shuffle(members)
+        queues.append(members)
+    out: list[Item] = []
+    while any(queues):
+        out += [queue.pop(0) for queue in queues if queue]
+    return out
+
+
+def _pairs_by_tertile(item: Item, seed: int, licence: str) -> dict[str | None, list[Pair]]:
     from livemed.judges.pairs import Balancer, item_pairs
 
-    pairs: list[Pair] = []
+    found: dict[str | None, list[Pair]] = defaultdict(list)
+    for pair in item_pairs(item, seed, Balancer(), licence):
+        found[pair.tertile].append(pair)
+    for pairs in found.values():
+        random.Random(f"{seed}:battery:{item.item_id}").shuffle(pairs)
+    return found
+
+
+def take_pairs(items: list[Item], seed: int, licence: str, wanted: int) -> list[Pair]:
+    """`wanted` pairs from the stratified items: one per item per pass, the tertile asked for in turn
+    (hard, medium, easy; another when the item has none of it), more passes while items have pairs
+    left. Items without pairs are passed over."""
+    from livemed.judges.pairs import TERTILES
+
+    order = stratified(items, seed)
+    pools: dict[str, dict[str | None, list[Pair]]] = {}
+    out: list[Pair] = []
+    turn = 0
+    while len(out) < wanted:
+        before = len(out)
+        for item in order:
+            if len(out) >= wanted:
+                break
+            pool = pools.get(item.item_id)
+            if pool is None:
+                pool = pools[item.item_id] = _pairs_by_tertile(item, seed, licence)
+            pair = _next_pair(pool, TERTILES[turn % 3])
+            if pair is not None:
+                out.append(pair)
+                turn += 1
+        if len(out) == before:
+            break  # every item's pairs are taken
+    return out
+
+
+def _next_pair(pool: dict[str | None, list[Pair]], tertile: str) -> Pair | None:
+    for key in (tertile, *sorted(pool, key=str)):
+        if pool.get(key):
+            return pool[key].pop()
+    return None
+
+
+def battery_pairs(data: Path | None, seed: int, per_dataset: int | None) -> tuple[list[Pair], list[str]]:
+    """Pairs from each dataset under `data` (a folder laid out like ../shared/data; PICO's bundled set
+    when it has no pico/), `per_dataset` each (None: `NEEDED_PAIRS` split over the datasets found).
+    Returns the pairs and a note per dataset not found."""
+    from livemed.errors import InputFileError
+    from livemed.judges.datasets import dataset, licence_of
+
+    found: dict[str, tuple[list[Item], str]] = {}
     missing = []
     for name, folder in FOLDERS.items():
-        path = Path(data) / folder
-        if not path.exists():
-            missing.append(f"{name}: no {path}")
-            continue
-        info, taken, balancer = dataset(name), 0, Balancer()
-        for item in info.load(path):
-            if isinstance(item, InputFileError):
+        path = None if data is None else Path(data) / folder
+        if path is None or not path.exists():
+            if name not in BUNDLED:
+                missing.append(f"{name}: no {path}")
                 continue
-            seen: set[str | None] = set()
-            for pair in item_pairs(item, seed, balancer, info.licence):
-                if pair.tertile in seen or taken >= per_dataset:
-                    continue
-                seen.add(pair.tertile)
-                pairs.append(pair)
-                taken += 1
-            if taken >= per_dataset:
-                break
+            path = None
+        found[name] = (
+            [i for i in dataset(name).load(path) if not isinstance(i, InputFileError)],
+            licence_of(name, path),
+        )
+    each = per_dataset or -(-NEEDED_PAIRS // max(1, len(found)))
+    pairs = [p for items, licence in found.values() for p in take_pairs(items, seed, licence, each)]
     return pairs, missing
+
+
+def probe_pairs(pairs: list[Pair], seed: int, size: int) -> list[Pair]:
+    """A seeded sample of `size` pairs for the length probe (all when fewer)."""
+    if len(pairs) <= size:
+        return list(pairs)
+    return random.Random(f"{seed}:probe").sample(pairs, size)

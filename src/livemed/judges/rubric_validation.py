@@ -22,7 +22,7 @@ from livemed.grading import score as S
 from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion
 from livemed.models import LLM, CallFailure, Completion, Message, Settings
 from livemed.pipeline import StageResult, failure_cause
-from livemed.records import Answer, Case, Grade, GradeFailure, Rubric
+from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Rubric
 
 MUTATIONS = ("drop_advice", "negate", "contraindicated", "add_other_case", "pad")
 Expect = Literal["lower", "not_higher"]
@@ -225,3 +225,185 @@ async def validate(
 
     await asyncio.gather(*(one(n, case, rubric) for n, (case, rubric) in enumerate(cases)))
     return out
+
+
+# The verdict battery: what `judges certify` certifies a rubric grader on. Each advice element a positive
+# criterion checks (a "fact") gives eight items, four whose right verdict is "met" and four "not met":
+# the positive criterion is met by the gold answer and by the fact restated under a double negative
+# ("There is no doubt that …"), not met when the fact is dropped or called a myth; a negative criterion
+# made for the battery ("Contradicts or denies that …", the positive's axis) is met by "It is not true
+# that …" and by the myth, not by the gold answer or the restatement. A rubric's own negative criterion
+# gives two: met when its statement is added to the gold answer, not met by the gold answer. So every
+# axis is balanced (a constant grader scores 0.5) and word matching does not pass: the double negative
+# and the myth carry the fact's words with the opposite meaning.
+MET_FORMS = ("gold", "no_doubt")  # the positive criterion is met by these, the battery's negative not
+NOT_MET_FORMS = ("drop", "myth")  # and by these it is not; the negative is met by untrue and myth
+NEGATIVE_MET_FORMS = ("untrue", "myth")
+NEGATIVE_NOT_MET_FORMS = ("gold", "no_doubt")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One battery item: a text, a criterion, and the verdict a right grader gives."""
+
+    case_id: str
+    fact: str  # the item's group: `<case id>#<advice index>` or `<case id>!<criterion id>`
+    form: str
+    criterion: Criterion
+    text: str
+    expected: bool
+
+
+def _clause(sentence: str) -> str:
+    """`Loperamide is used.` → `loperamide is used` (an acronym's capital kept)."""
+    text = sentence.strip().rstrip(".!;")
+    if len(text) > 1 and text[1].isupper():
+        return text
+    return text[:1].lower() + text[1:]
+
+
+def _forms(advice: list[str], i: int) -> dict[str, str]:
+    clause = _clause(advice[i])
+    replaced = {
+        "no_doubt": f"There is no doubt that {clause}.",
+        "myth": f"Some people say that {clause}, but that is a myth.",
+        "untrue": f"It is not true that {clause}.",
+    }
+    texts = {"gold": "\n".join(advice), "drop": "\n".join(a for n, a in enumerate(advice) if n != i)}
+    for form, sentence in replaced.items():
+        texts[form] = "\n".join(sentence if n == i else a for n, a in enumerate(advice))
+    return texts
+
+
+def _fact_probes(case: Case, i: int, positive: Criterion) -> list[Probe]:
+    texts = _forms(list(case.advice), i)
+    denial = Criterion(
+        text=f"Contradicts or denies that {_clause(case.advice[i])}",
+        polarity="negative",
+        axis=positive.axis,
+        weight=-max(1, abs(positive.weight)),
+    )
+    group = f"{case.id}#{i}"
+    out = [Probe(case.id, group, f, positive, texts[f], f in MET_FORMS) for f in (*MET_FORMS, *NOT_MET_FORMS)]
+    negative = (*NEGATIVE_MET_FORMS, *NEGATIVE_NOT_MET_FORMS)
+    return out + [Probe(case.id, group, f, denial, texts[f], f in NEGATIVE_MET_FORMS) for f in negative]
+
+
+def battery_items(case: Case, rubric: Rubric) -> list[Probe]:
+    """The battery's items for one case: eight per fact a positive criterion checks (an advice element
+    that is its source fact; a case of one element cannot drop it and gives none), two per negative
+    criterion of the rubric."""
+    advice = list(case.advice)
+    out: list[Probe] = []
+    if len(advice) > 1:
+        for c in rubric.criteria:
+            if c.polarity == "positive" and c.source_fact and c.source_fact.strip() in advice:
+                out += _fact_probes(case, advice.index(c.source_fact.strip()), c)
+    gold = "\n".join(advice)
+    for c in rubric.criteria:
+        if c.polarity == "negative":
+            said = f"{gold}\n{c.source_fact or c.text}"
+            group = f"{case.id}!{c.id}"
+            out += [
+                Probe(case.id, group, "stated", c, said, True),
+                Probe(case.id, group, "gold", c, gold, False),
+            ]
+    return out
+
+
+def select_items(items: list[Probe], size: int, seed: int) -> list[Probe]:
+    """At most `size` items, whole groups (each balanced) taken round-robin over the axes, each axis's
+    groups in a seeded order: every axis gets its share, and a constant grader still scores 0.5."""
+    groups: dict[str, list[Probe]] = defaultdict(list)
+    for item in items:
+        groups[item.fact].append(item)
+    by_axis: dict[str, list[str]] = defaultdict(list)
+    for name, members in groups.items():
+        by_axis[members[0].criterion.axis].append(name)
+    queues = []
+    for axis in sorted(by_axis):
+        names = sorted(by_axis[axis])
+        random.Random(f"{seed}:battery:{axis}").shuffle(names)
+        queues.append(names)
+    chosen: list[Probe] = []
+    while any(queues) and len(chosen) < size:
+        for queue in queues:
+            if queue and len(chosen) < size:
+                chosen += groups[queue.pop(0)]
+    return chosen
+
+
+@dataclass
+class ItemOutcome:
+    """One item's verdicts over the k samples (None: an unusable verdict) and whether a call failed."""
+
+    probe: Probe
+    verdicts: list[bool | None] = field(default_factory=list)
+    call_failed: bool = False
+    cause: str = ""
+
+    @property
+    def right(self) -> bool:
+        """The right verdict is a strict majority of the samples (an unusable one counts against)."""
+        return sum(1 for v in self.verdicts if v is self.probe.expected) * 2 > len(self.verdicts)
+
+
+async def _grade_texts(
+    case: Case, rubric: Rubric, probes: list[Probe], judge: Judge, mode: Mode, sample: int
+) -> list[Grade | GradeFailure]:
+    """The sample's verdict on each probe: batched, one call per distinct text of the case."""
+    grader = sampled(judge, sample)
+    if mode != "batched":
+        return list(
+            await asyncio.gather(
+                *(grade_criterion(_target(case, rubric, p.text), p.criterion, grader) for p in probes)
+            )
+        )
+    by_text: dict[str, list[int]] = defaultdict(list)
+    for n, probe in enumerate(probes):
+        by_text[probe.text].append(n)
+    found: list[Grade | GradeFailure | None] = [None] * len(probes)
+    for text, members in by_text.items():
+        criteria = [probes[n].criterion for n in members]
+        for n, grade in zip(
+            members, await grade_batch(_target(case, rubric, text), criteria, grader), strict=True
+        ):
+            found[n] = grade
+    return [g for g in found if g is not None]
+
+
+def _target(case: Case, rubric: Rubric, text: str) -> Target:
+    return Target(Answer(case_id=case.id, model="validation/battery", text=text), case, rubric)
+
+
+async def grade_items(
+    cases: dict[str, tuple[Case, Rubric]], probes: list[Probe], judge: Judge, mode: Mode, samples: int
+) -> list[ItemOutcome]:
+    """Every probe graded `samples` times (`CASES_AT_ONCE` cases at a time), in the probes' order."""
+    outcomes = {id(p): ItemOutcome(p) for p in probes}
+    by_case: dict[str, list[Probe]] = defaultdict(list)
+    for probe in probes:
+        by_case[probe.case_id].append(probe)
+    gate = asyncio.Semaphore(CASES_AT_ONCE)
+
+    async def one(case_id: str, members: list[Probe]) -> None:
+        case, rubric = cases[case_id]
+        async with gate:
+            for sample in range(samples):
+                for probe, grade in zip(
+                    members, await _grade_texts(case, rubric, members, judge, mode, sample), strict=True
+                ):
+                    _record(outcomes[id(probe)], grade)
+
+    await asyncio.gather(*(one(c, m) for c, m in by_case.items()))
+    return [outcomes[id(p)] for p in probes]
+
+
+def _record(outcome: ItemOutcome, grade: Grade | GradeFailure) -> None:
+    if isinstance(grade, Grade):
+        outcome.verdicts.append(grade.met)
+    elif grade.call_failed:
+        outcome.call_failed = True
+        outcome.cause = outcome.cause or failure_cause(grade)
+    else:
+        outcome.verdicts.append(None)

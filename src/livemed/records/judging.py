@@ -130,7 +130,9 @@ def config_key(config: dict[str, Any]) -> str:
 
 class ValidityCard(Record):
     """What the validation battery measured for one grader configuration (model id, endpoint, prompt
-    hash, settings); `metrics` holds the numbers `livemed.judges.cards` names."""
+    hash, settings): `metrics` holds every figure with its n, interval, the trivial graders' figures and
+    a verdict (`livemed.judges.certification`); `verdict` is the card's: passed, failed or not enough
+    data ("" on a card made before cards had one)."""
 
     kind: ClassVar[str] = "validity_card"
 
@@ -139,6 +141,7 @@ class ValidityCard(Record):
     prompt_hash: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
+    verdict: Literal["passed", "failed", "not enough data", ""] = ""
 
     @property
     def key(self) -> str:

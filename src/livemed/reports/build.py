@@ -161,7 +161,9 @@ def build_report(
     data.charts = _charts(data)
     from livemed.judges.cards import card_line
 
-    data.validity = card_line(store, scored.judge) if scored.judge else ""
+    data.validity = (
+        card_line(store, scored.judge, (score.answer_id for score in scored.scores)) if scored.judge else ""
+    )
     return data
 
 
