@@ -359,7 +359,7 @@ def certify(
         "--pairs",
         min=1,
         metavar="N",
-        help="Pairs per dataset, e.g. 100 (default: 385 over the datasets found, position consistency to ±0.05).",
+        help="Pairs per dataset, e.g. 100 (default: 385 over the datasets, position consistency to ±0.05).",
     ),
     samples: int = typer.Option(
         1, "--samples", min=1, metavar="K", help="Samples per pair, order and rubric item (k)."
