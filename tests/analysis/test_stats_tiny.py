@@ -23,6 +23,10 @@ def _interval(estimate: float, low: float, high: float) -> tuple[float, float, f
 
 
 CASES: list[Case] = [
+    # proportion: k of n with Wilson's interval; n = 0 has no value and no interval (None); one item has
+    # the interval z²/(1 + z²) wide from the end it lies at: 1 of 1 → low z²... = 0.2065…
+    ("proportion", lambda: math.nan if stats.proportion(0, 0).value is None else 0.0, NAN),
+    ("proportion", lambda: stats.proportion(1, 1).low, 1 / (1 + 1.959963984540054**2)),
     # bimodality_coefficient: needs four values, not all equal; [0, 0, 1, 1]: skewness 0, bias-corrected
     # excess kurtosis ((n+1)(−2) + 6)(n−1)/((n−2)(n−3)) = −6 → 1 / (−6 + 3·9/2) = 2/15
     ("bimodality_coefficient", lambda: stats.bimodality_coefficient([]), NAN),

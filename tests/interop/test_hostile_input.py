@@ -128,9 +128,7 @@ def test_a_binary_file_is_one_line_not_a_text_file(tmp_path: Path, name: str) ->
 def test_judges_data_with_a_binary_dataset_file_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "data" / "medqa").mkdir(parents=True)
     path = binary(tmp_path / "data" / "medqa" / "us_4options_test.jsonl")
-    result = invoke(
-        tmp_path, "judges", "certify", "--grader", "offline/lexical", "--data", str(tmp_path / "data")
-    )
+    result = invoke(tmp_path, "judges", "build", "--dataset", "medqa", "--path", str(path))
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [f"error: {path}: not a text file (NUL bytes in its first 8 KiB)"]
 

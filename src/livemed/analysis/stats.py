@@ -483,7 +483,7 @@ class Proportion:
 
 def proportion(k: int, n: int, confidence: float = 0.95) -> Proportion:
     """`k` successes of `n` with the Wilson score interval (`scipy.stats.binomtest`'s `proportion_ci`,
-    imported when first used); no interval for n = 0."""
+    imported when first used). Not computable for n = 0: no value and no interval (None)."""
     if not 0 <= k <= n:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     if n == 0:

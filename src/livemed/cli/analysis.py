@@ -348,9 +348,9 @@ def report_command(
         console.print(data.validity, markup=False)
     console.print(contamination_table(data.contamination))
     tables = path.parent / f"{path.stem}-tables"
-    with staged_folder(tables) as work:  # the tables first, whole: a page is never there without them
+    with staged_folder(tables) as work:  # the page and its tables, or neither (renames alone come last)
         written = _write_report_tables(data, work)
-    write_report(data, path)
+        write_report(data, path)
     console.print(f"[dim]wrote {written} table files to {tables}[/]")
     console.print(f"wrote [bold]{path}[/] — open it in a browser (no network needed)")
     if data.not_ranked:
