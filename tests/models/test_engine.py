@@ -366,32 +366,48 @@ async def test_generate_structured_validates_and_repairs_once_on_a_fresh_engine(
 
 
 async def test_consecutive_failed_requests_stop_a_models_calls(caplog: pytest.LogCaptureFixture) -> None:
-    """After `max_consecutive_failures` failed requests in a row (retries count, a 429 does not), the
-    model's later calls are not sent; a reply in between starts the count again."""
+    """After `max_consecutive_failures` requests in a row that failed after their retries (one whose
+    last answer was a 429 does not count), the model's later calls are not sent; a reply in between
+    starts the count again."""
     script: list[str | BaseException] = [
         TransientModelError("HTTP 500", status=500),
-        TransientModelError("HTTP 429", status=429),
-        "a reply",  # resets the count: 1 failure so far is forgotten
-        *(TransientModelError(f"HTTP 500 ({n})", status=500) for n in range(3)),
+        TransientModelError("HTTP 429", status=429),  # the request's last answer: the endpoint answers
+        "a reply",
+        *(TransientModelError(f"HTTP 500 ({n})", status=500) for n in range(4)),
     ]
     model = FakeModel("fake/dying", responses=script, default="never sent")
-    config = Config(models={"fake/dying": ModelConfig(max_retries=1, max_consecutive_failures=3)})
+    config = Config(models={"fake/dying": ModelConfig(max_retries=1, max_consecutive_failures=2)})
     engine = Engine(config=config)
     engine.backoff_base_s = 0.001
-    first = await engine.generate(model, [{"role": "user", "content": "1"}])  # 500, 429: both attempts
+    first = await engine.generate(model, [{"role": "user", "content": "1"}])  # 500, 429: not counted
     assert isinstance(first, CallFailure)
     assert "gave up after 2 attempt(s)" in first.detail
     assert isinstance(await engine.generate(model, [{"role": "user", "content": "2"}]), Completion)
-    second = await engine.generate(model, [{"role": "user", "content": "3"}])  # 500, 500
-    third = await engine.generate(model, [{"role": "user", "content": "4"}])  # 500: the third in a row
+    second = await engine.generate(model, [{"role": "user", "content": "3"}])  # 500, 500: one
+    third = await engine.generate(model, [{"role": "user", "content": "4"}])  # 500, 500: two in a row
     later = [await engine.generate(model, [{"role": "user", "content": str(n)}]) for n in range(5, 9)]
-    assert len(model.calls) == 6  # nothing sent after the stop
-    stop = "stopped after 3 consecutive failures from in-process: HTTP 500 (2)"
+    assert len(model.calls) == 7  # nothing sent after the stop
+    stop = "stopped after 2 consecutive failures from in-process: HTTP 500 (3)"
     assert isinstance(second, CallFailure)
     assert "gave up after 2 attempt(s)" in second.detail
     assert isinstance(third, CallFailure)
     assert third.detail == stop
-    assert third.attempts == 1
+    assert third.attempts == 2
     assert all(isinstance(out, CallFailure) and out.detail == stop for out in later)
     assert engine.disabled_models() == {"fake/dying": stop}
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [f"fake/dying: {stop}"]
+
+
+async def test_a_short_outage_that_retries_ride_out_stops_nothing() -> None:
+    """16 requests at once whose first attempts all fail (more failed attempts than the limit): each
+    succeeds on its retry, so no request failed and the model is not stopped."""
+    errors = [TransientModelError(f"HTTP 503 ({n})", status=503) for n in range(16)]
+    model = FakeModel("fake/flaky", responses=[*errors, *(["fine"] * 16)], default="fine")
+    settings = ModelConfig(max_retries=2, max_consecutive_failures=5, max_concurrency=16)
+    engine = Engine(config=Config(models={"fake/flaky": settings}))
+    engine.backoff_base_s = 0.001
+    done = await asyncio.gather(
+        *(engine.generate(model, [{"role": "user", "content": str(n)}]) for n in range(16))
+    )
+    assert all(isinstance(out, Completion) for out in done)
+    assert engine.disabled_models() == {}

@@ -320,7 +320,7 @@ class Engine(Budget):
                 return self._no_text(model, stage, estimate, limits, exc, attempt + 1)
             except (TransientModelError, TimeoutError) as exc:
                 last = exc
-                if self._failed_request(model, limits, exc):
+                if limits.disabled is not None:  # another request stopped the model: not retried
                     break
                 if attempt + 1 < attempts:
                     delay = backoff_delay(
@@ -339,6 +339,8 @@ class Engine(Budget):
             billed = self._billed(model, estimate, limits, completion)
             self._record("completion", stage, model.id, "", **billed)
             return completion
+        if last is not None:
+            self._failed_request(model, limits, last)
         detail = limits.disabled or f"gave up after {attempts} attempt(s): {last or 'no attempt made'}"
         self._record("failure", stage, model.id, detail, calls=1, failures=1)
         log.info("%s", named(model.id, detail))
@@ -351,9 +353,10 @@ class Engine(Budget):
         )
 
     def _failed_request(self, model: Model, limits: ModelLimits, exc: Exception) -> bool:
-        """Count a failed request (a 429 aside: the endpoint answers, asking to wait); after
-        `max_consecutive_failures` in a row the model's later calls are not sent (`limits.disabled`,
-        one warning). True when its calls are stopped now: the failing call is not retried."""
+        """Count a request that failed after its retries (a 429 aside: the endpoint answers, asking to
+        wait), so a short outage that retries ride out counts nothing; after `max_consecutive_failures`
+        such requests in a row the model's later calls are not sent (`limits.disabled`, one warning).
+        True when its calls are stopped."""
         if limits.disabled is not None:
             return True
         if getattr(exc, "status", None) == 429:
