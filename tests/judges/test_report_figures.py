@@ -194,3 +194,17 @@ def test_a_figure_under_30_is_n_too_small_never_a_number(tmp_path: Path) -> None
     assert figure["small"] is True
     assert figure["note"] == SMALL
     assert figure["n"] == 18
+
+
+def test_datasets_asked_different_numbers_of_samples_miss_nothing() -> None:
+    """One configuration run with k = 3 on PubMedQA and k = 1 on MedQA: nothing is missing on either."""
+    judge = "fake/right-0.8"
+    found = [
+        *verdicts(judge, pairs("pubmedqa", 5, 2), 3, right(0.8)),
+        *verdicts(judge, pairs("medqa", 5, 2), 1, right(0.8)),
+    ]
+    tables = evaluate(found)
+    for name, k in (("pubmedqa", 3), ("medqa", 1)):
+        cover = tables.datasets[name].coverage
+        assert (cover.samples_asked, cover.samples_missing) == (20 * k, 0), name
+    assert tables.pooled.coverage.samples_missing == 0

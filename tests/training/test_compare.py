@@ -89,3 +89,14 @@ def test_the_command_prints_the_regimes_and_writes_json(tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["--store", str(db), "judges", "regimes", "--regime", "x=hf/none"])
     assert missing.exception is not None
     assert "no pairwise verdicts stored for hf/none" in str(missing.exception)
+
+
+def test_a_judge_run_in_two_configurations_is_two_rows_never_missing() -> None:
+    results = {
+        "hf/sft · pairwise · temperature 0.0": evaluate(verdicts("hf/sft", RUNS["hf/sft"])),
+        "hf/sft · pairwise · temperature 1.0": evaluate(verdicts("hf/sft", RUNS["hf/sft"])),
+        "hf/sft-grpo · pairwise": evaluate(verdicts("hf/sft-grpo", RUNS["hf/sft-grpo"])),
+    }
+    chosen, missing = by_regime(results, parse_regimes(["sft=hf/sft", "base=hf/base"]), "pairwise")
+    assert missing == ["hf/base"]
+    assert list(chosen) == ["sft (hf/sft · temperature 0.0)", "sft (hf/sft · temperature 1.0)"]

@@ -8,7 +8,7 @@ whose call failed, `Missing`)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from statistics import fmean
 from typing import Any, Literal
@@ -108,15 +108,21 @@ def games(verdicts: Iterable[JudgeVerdict]) -> list[Game]:
 
 def asked_games(
     verdicts: Iterable[JudgeVerdict], missing: Iterable[Missing] = ()
-) -> tuple[list[Game], int, tuple[str, ...]]:
+) -> tuple[list[Game], dict[str, int], tuple[str, ...]]:
     """Every game asked (its pair has a verdict or a failed sample, in each order of the mode), the
-    samples asked per game (k: the most any game was asked) and the orders; unanswered games are empty."""
+    samples asked per game of each dataset (k: the most any game of that dataset was asked, since one
+    configuration may be run with `--samples 3` on one dataset and 1 on another) and the orders;
+    unanswered games are empty."""
     verdicts = list(verdicts)
     missing = list(missing)
     found = {(g.pair_id, g.order): g for g in games(verdicts)}
     pairwise = any(v.mode == "pairwise" for v in verdicts) or any(m.order == "swapped" for m in missing)
     orders: tuple[str, ...] = ("original", "swapped") if pairwise else ("original",)
-    k = max([v.sample + 1 for v in verdicts] + [m.sample + 1 for m in missing], default=0)
+    k: dict[str, int] = {}
+    for dataset, sample in [(v.dataset, v.sample) for v in verdicts] + [
+        (m.dataset, m.sample) for m in missing
+    ]:
+        k[dataset] = max(k.get(dataset, 0), sample + 1)
     where = {g.pair_id: (g.dataset, g.tertile) for g in found.values()}
     where.update({m.pair_id: (m.dataset, m.tertile) for m in missing if m.pair_id not in where})
     for pair_id, (dataset, tertile) in where.items():
@@ -145,8 +151,9 @@ class Coverage:
         return asdict(self)
 
 
-def coverage(selected: list[Game], k: int) -> Coverage:
-    out = Coverage(games_asked=len(selected), samples_asked=len(selected) * k)
+def coverage(selected: list[Game], k: Mapping[str, int]) -> Coverage:
+    """`selected`'s coverage, each game asked `k[its dataset]` samples."""
+    out = Coverage(games_asked=len(selected), samples_asked=sum(k.get(g.dataset, 0) for g in selected))
     answered = [g for g in selected if g.answered]
     out.games_answered = len(answered)
     out.games_invalid = sum(1 for g in answered if g.count("invalid") == len(g.outcomes))
@@ -194,20 +201,26 @@ class Summary:
         return out | {"samples": counts, "coverage": self.coverage.as_dict()}
 
 
+def _samples_seen(selected: list[Game]) -> dict[str, int]:
+    """Per dataset, the most samples any of its games has (k when the run's own is not known)."""
+    k: dict[str, int] = {}
+    for g in selected:
+        k[g.dataset] = max(k.get(g.dataset, 0), len(g.outcomes))
+    return k
+
+
 def _mean(values: list[float]) -> float | None:
     return fmean(values) if values else None
 
 
 def summarise(
-    selected: list[Game], policy: Policy = "separate", key: str = "", k: int | None = None
+    selected: list[Game], policy: Policy = "separate", key: str = "", k: Mapping[str, int] | None = None
 ) -> Summary:
     """Majority / any / all-sample correctness, variance, invalid share, position metrics, over the
     answered games of `selected` (unanswered ones count in the coverage only)."""
     answered = [g for g in selected if g.answered]
     out = Summary(games=len(answered))
-    out.coverage = coverage(
-        selected, k if k is not None else max((len(g.outcomes) for g in selected), default=0)
-    )
+    out.coverage = coverage(selected, k if k is not None else _samples_seen(selected))
     if not answered:
         return out
     out.samples = sum(len(g.outcomes) for g in answered)

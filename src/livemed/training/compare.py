@@ -56,15 +56,18 @@ def parse_regimes(specs: Sequence[str]) -> list[tuple[str, str]]:
 def by_regime(
     results: dict[str, MetaTables], regimes: Sequence[tuple[str, str]], mode: str
 ) -> tuple[dict[str, MetaTables], list[str]]:
-    """(tables keyed `label (judge)`, in the order given; judges with no stored run)."""
+    """(tables keyed `label (judge)`, in the order given; judges with no stored run). A judge run in
+    several configurations (`judges.run.run_labels`: `judge · mode · temperature 1.0`, …) gives one
+    row per configuration, named by what tells them apart."""
     chosen: dict[str, MetaTables] = {}
     missing: list[str] = []
     for label, judge in regimes:
-        tables = results.get(f"{judge} · {mode}")
-        if tables is None:
+        base = f"{judge} · {mode}"
+        runs = [key for key in results if key == base or key.startswith(f"{base} · ")]
+        if not runs:
             missing.append(judge)
-        else:
-            chosen[f"{label} ({judge})"] = tables
+        for key in runs:
+            chosen[f"{label} ({judge}{key.removeprefix(base)})"] = results[key]
     return chosen, missing
 
 
