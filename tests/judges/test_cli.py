@@ -167,8 +167,11 @@ def test_certify_stores_a_card_that_scores_and_leaderboard_show(
     html = tmp_path / "report.html"
     run(store, "report", "--judge", "fake/grader", "--out", str(html))
     assert "grader fake/grader validity card" in html.read_text()
-    report = run(store, "judges", "report", "--json", str(tmp_path / "r.json"))
-    assert "probe:" not in report  # the length probes stay out of the pair tables
+    with Store(store) as s:  # the battery's verdicts are stored apart (a rerun pays nothing), its pairs not
+        assert s.count().get("judge_pair", 0) == 0
+        assert s.count()["judge_verdict"] > 0
+    report = refused(store, "judges", "report", "--json", str(tmp_path / "r.json"))
+    assert "no judge verdicts stored" in report  # the battery (its length probes too) is on the card only
 
 
 def test_validate_and_compare_two_graders(tmp_path: Path, shared_data: Path, fake_provider: None) -> None:

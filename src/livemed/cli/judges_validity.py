@@ -206,16 +206,14 @@ def _pair_verdicts(
     the pairs, on the probes, the stage)."""
     from livemed.cli.judges_commands import judge_llm
     from livemed.judges.cards import PROBE
-    from livemed.judges.run import JudgeRun, jobs, judge_pairs
-    from livemed.records import JudgeVerdict, Pair
+    from livemed.judges.run import CERTIFY, JudgeRun, jobs, judge_pairs
+    from livemed.records import JudgeVerdict
 
     if not battery.pairs:
         return [], [], None
     llm = judge_llm(app_state, engine, grader)
-    stored = store.get_many(Pair, [p.id for p in battery.pairs])  # a full `judges build` made them already
-    store.put([p for p in battery.pairs if p.id not in stored])
-    asked = [*(stored.get(p.id, p) for p in battery.pairs), *battery.probes]
-    spec = JudgeRun(llm, temperature=temperature)
+    asked = [*battery.pairs, *battery.probes]  # not stored as pairs: a later `judges run` asks none
+    spec = JudgeRun(llm, temperature=temperature, purpose=CERTIFY)  # verdicts stored apart (resumable)
     result = asyncio.run(judge_pairs(store, asked, spec, samples=samples, window=128))
     ids = [spec.verdict_id(job) for job in jobs(asked, samples, "pairwise")]
     verdicts = list(store.get_many(JudgeVerdict, ids).values())

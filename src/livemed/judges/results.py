@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 
 from livemed.judges.cards import PROBE
 from livemed.judges.meta import MetaTables, Missing, evaluate
-from livemed.judges.run import RunKey, run_key, run_labels
+from livemed.judges.run import RunKey, is_certification, run_key, run_labels
 from livemed.records import JudgeVerdict, Pair, Rejection
 from livemed.store import Store
 
@@ -25,7 +25,7 @@ def load_results(store: Store, judge: str | None, mode: str | None, policy: str)
     for verdict in store.iter(JudgeVerdict):
         if (judge and verdict.judge != judge) or (mode and verdict.mode != mode):
             continue
-        if verdict.dataset.startswith(PROBE):  # length probes of `certify`: on the card, not here
+        if verdict.dataset.startswith(PROBE) or is_certification(verdict):  # on the card, not here
             continue
         by_key.setdefault(run_key(verdict), []).append(verdict)
     labels = run_labels({key: found[0] for key, found in by_key.items()})

@@ -46,6 +46,14 @@ def jobs(pairs: Iterable[Pair], samples: int, mode: JudgeMode) -> Iterator[Job]:
                 yield Job(pair, order, sample)
 
 
+CERTIFY = "certify"  # the purpose of the certification battery's runs
+
+
+def is_certification(verdict: JudgeVerdict) -> bool:
+    """A verdict of `judges certify`'s battery (its own configuration; kept out of `judges report`)."""
+    return verdict.provenance.settings.get("purpose") == CERTIFY
+
+
 @dataclass(frozen=True)
 class JudgeRun:
     """How to ask: the judge bound to the engine, the mode and the sampling settings."""
@@ -54,19 +62,24 @@ class JudgeRun:
     mode: JudgeMode = "pairwise"
     temperature: float = 1.0
     max_tokens: int | None = None
+    purpose: str = ""  # "certify": the certification battery's own verdicts, apart from `judges run`'s
 
     def settings(self, sample: int) -> Settings:
         return Settings(temperature=self.temperature, max_tokens=self.max_tokens, sample=sample)
 
     def config(self) -> dict[str, Any]:
-        """Everything besides judge, mode and sample index that changes a verdict."""
-        return {
+        """Everything besides judge, mode and sample index that changes a verdict (and the purpose, so
+        that certification's verdicts are records of their own)."""
+        config: dict[str, Any] = {
             "endpoint": self.llm.model.endpoint,
             "prompt_hash": PROMPT_HASHES[self.mode],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "parse": PARSE_POLICY,
         }
+        if self.purpose:
+            config["purpose"] = self.purpose
+        return config
 
     @cached_property
     def key(self) -> str:
