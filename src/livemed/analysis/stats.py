@@ -458,16 +458,19 @@ def _excess_kurtosis(values: Sequence[float] | FloatArray) -> float:
 
 
 MIN_N = 30  # a proportion over fewer items is shown as "n too small", not as a figure
+MIN_CLUSTERS = 10  # a bootstrap over fewer items (each holding several units) is not enough data either
 
 
 @dataclass(frozen=True)
 class Proportion:
-    """`k` of `n` with its Wilson score interval (`proportion`); `small` when n < MIN_N."""
+    """`k` of `n` with its Wilson score interval (`proportion`), or a bootstrap over the items its units
+    cluster in (`items`: how many); `small` when n < MIN_N, or fewer than MIN_CLUSTERS items."""
 
     k: int
     n: int
     low: float | None
     high: float | None
+    items: int | None = None
 
     @property
     def value(self) -> float | None:
@@ -475,10 +478,11 @@ class Proportion:
 
     @property
     def small(self) -> bool:
-        return self.n < MIN_N
+        return self.n < MIN_N or (self.items is not None and self.items < MIN_CLUSTERS)
 
     def as_dict(self) -> dict[str, float | int | None]:
-        return {"value": self.value, "k": self.k, "n": self.n, "low": self.low, "high": self.high}
+        out = {"value": self.value, "k": self.k, "n": self.n, "low": self.low, "high": self.high}
+        return out if self.items is None else {**out, "items": self.items}
 
 
 def proportion(k: int, n: int, confidence: float = 0.95) -> Proportion:

@@ -142,7 +142,8 @@ def _line(card: ValidityCard) -> str:
     )
     head = f"grader {card.grader} validity card ({how})"
     if not card.verdict:
-        return f"{head}: made before a card could fail, no verdict: run {certify_hint(card.grader)} again"
+        again = certify_hint(card.grader, card.settings.get("mode"))
+        return f"{head}: made before a card could fail, no verdict: run {again} again"
     parts = [p for p in (_part_text("rubric", m.get("rubric")), _part_text("pairs", m.get("pairs"))) if p]
     if m.get("pairs") is None:
         parts.append("pairs not measured")
@@ -167,14 +168,18 @@ NEEDED_PAIRS = 385  # position consistency (per pair) to ±0.05 at 0.5: `certifi
 
 
 def stratum(item: Item) -> str:
-    """The item's stratum: its calculator for MedCalc, else its dataset."""
-    calculator = getattr(item, "calculator", None)
-    return f"{item.dataset}:{calculator}" if calculator else item.dataset
+    """The item's stratum: its dataset and group (`datasets.items.item_group`: the MedCalc calculator,
+    MedQA's exam step, PubMedQA's gold decision)."""
+    from livemed.judges.datasets.items import item_group
+
+    group = item_group(item)
+    return f"{item.dataset}:{group}" if group else item.dataset
 
 
 def stratified(items: list[Item], seed: int) -> list[Item]:
     """The items in a seeded round-robin over their strata (each stratum in a seeded order): any prefix
-    is a stratified sample. (A stand-in until `judges/pairs.py` has its stratified sampler.)"""
+    is a stratified sample. Items first, so only the items visited are made into pairs (the pairs of a
+    whole dataset, `judges.sampling.sample_pairs`'s input, would be built for nothing)."""
     groups: dict[str, list[Item]] = defaultdict(list)
     for item in items:
         groups[stratum(item)].append(item)

@@ -4,8 +4,9 @@ with a 95 % interval that excludes it (docs/judges.md, "Validity cards").
 Every figure is a `livemed.analysis.stats.Proportion` (k of n, Wilson interval) kept as its dict
 (`value`, `k`, `n`, `low`, `high`) with the trivial graders' figures beside it and a verdict:
 
-- *not enough data*: n < `MIN_N` (30), or the figure is above the bar but its interval is wider than
-  ±`DECISIVE_HALF_WIDTH` and still holds the bar (more items could decide);
+- *not enough data*: n < `MIN_N` (30), units clustered in fewer than `MIN_CLUSTERS` (10) items, or
+  the figure is above the bar but its interval is wider than ±`DECISIVE_HALF_WIDTH` and still holds
+  the bar (more items could decide);
 - *passed*: the interval's low end is above the best trivial figure;
 - *failed*: otherwise (the figure is no better than a trivial grader's, or only within the noise of a
   narrow interval).
@@ -95,6 +96,21 @@ def _share(flags: Iterable[bool]) -> Proportion:
     return proportion(sum(values), len(values))
 
 
+def _clustered(units: Iterable[tuple[bool, str]], key: str) -> Proportion:
+    """The share of right units whose items (`(right, item)` each) may hold several: Wilson when each
+    item has one unit, else the percentile interval of a bootstrap over items (`judges.figures`), with
+    the number of items (fewer than `stats.MIN_CLUSTERS` is not enough data)."""
+    from livemed.judges.figures import cluster_draws, percentile_interval
+
+    found = list(units)
+    items = {item for _, item in found}
+    if len(items) == len(found):
+        return _share(right for right, _ in found)
+    rights = [1.0 if right else 0.0 for right, _ in found]
+    low, high = percentile_interval(cluster_draws(rights, [item for _, item in found], key))
+    return Proportion(int(sum(rights)), len(found), low, high, items=len(items))
+
+
 # The rubric part: each item right or not (a strict majority of its samples right).
 
 
@@ -104,8 +120,11 @@ def rubric_part(outcomes: list[Any], trivial: Mapping[str, list[Any]]) -> dict[s
     order); by polarity and form as breakdowns; compliance (usable verdicts of those asked)."""
 
     def figure(keep: Any, decisive: bool = True) -> dict[str, Any]:
-        mine = _share(o.right for o in outcomes if keep(o))
-        others = {name: _share(o.right for o in items if keep(o)) for name, items in trivial.items()}
+        def share(found: list[Any], key: str) -> Proportion:
+            return _clustered(((o.right, o.probe.fact) for o in found if keep(o)), key)
+
+        mine = share(outcomes, "rubric")
+        others = {name: share(items, f"rubric:{name}") for name, items in trivial.items()}
         return judged(mine, others, decisive)
 
     axes = sorted({o.probe.criterion.axis for o in outcomes})
@@ -155,15 +174,20 @@ def pair_part(plain: list[Any], probe: list[Any], trivial: Mapping[str, list[Any
     others = {name: _game_rights(v) for name, v in trivial.items()}
 
     def games_figure(keep: Any, decisive: bool = True) -> dict[str, Any]:
-        def share(found: Mapping[tuple[str, str], tuple[Any, bool]]) -> Proportion:
-            return _share(right for game, right in found.values() if keep(game))
+        def share(found: Mapping[tuple[str, str], tuple[Any, bool]], key: str) -> Proportion:
+            return _clustered(((right, _item(g.pair_id)) for g, right in found.values() if keep(g)), key)
 
-        return judged(share(mine), {name: share(found) for name, found in others.items()}, decisive)
+        theirs = {name: share(found, f"pairs:{name}") for name, found in others.items()}
+        return judged(share(mine, "pairs"), theirs, decisive)
 
     datasets = sorted({g.dataset for g, _ in mine.values()})
     figures = {"correctness": games_figure(lambda g: True)}
+
+    def consistent(found: Mapping[tuple[str, str], tuple[Any, bool]], key: str) -> Proportion:
+        return _clustered(((right, _item(p)) for p, right in _pair_rights(found).items()), key)
+
     figures["position-consistent"] = judged(
-        _share(_pair_rights(mine).values()), {n: _share(_pair_rights(f).values()) for n, f in others.items()}
+        consistent(mine, "consistent"), {n: consistent(f, f"consistent:{n}") for n, f in others.items()}
     )
     for name in datasets:
         figures[f"dataset {name}"] = games_figure(lambda g, d=name: g.dataset == d)
@@ -179,6 +203,11 @@ def pair_part(plain: list[Any], probe: list[Any], trivial: Mapping[str, list[Any
         "datasets": {d: sum(1 for g, _ in mine.values() if g.dataset == d) for d in datasets},
         "trivial": sorted(trivial),
     }
+
+
+def _item(pair_id: str) -> str:
+    """The benchmark item a pair comes from (`pair:<dataset>:<item>:<chosen>><rejected>`)."""
+    return pair_id[: pair_id.rfind(":", 0, pair_id.find(">"))]
 
 
 def _length_probe(

@@ -89,7 +89,7 @@ def cluster_draws(values: Sequence[float], clusters: Sequence[str], key: str) ->
     return draws
 
 
-def _percentile(draws: NDArray[np.float64] | None) -> tuple[float | None, float | None]:
+def percentile_interval(draws: NDArray[np.float64] | None) -> tuple[float | None, float | None]:
     if draws is None:
         return None, None
     low, high = np.percentile(draws, [2.5, 97.5])
@@ -105,7 +105,7 @@ def estimate(values: Sequence[float], clusters: Sequence[str], key: str, unit: s
     if items == len(values) and all(v in (0.0, 1.0) for v in values):
         share = proportion(int(sum(values)), len(values))
         return Figure(share.value, share.low, share.high, len(values), unit, items, WILSON, draws=draws)
-    low, high = _percentile(draws)
+    low, high = percentile_interval(draws)
     return Figure(fmean(values), low, high, len(values), unit, items, BOOTSTRAP, draws=draws)
 
 
@@ -118,7 +118,7 @@ def mean_of(parts: Sequence[Figure], unit: str = "games") -> Figure:
     draws = None
     if all(p.draws is not None for p in shown):
         draws = np.mean(np.stack([p.draws for p in shown if p.draws is not None]), axis=0)
-    low, high = _percentile(draws)
+    low, high = percentile_interval(draws)
     n, items = sum(p.n for p in shown), sum(p.items for p in shown)
     small = any(p.small for p in shown)
     return Figure(value, low, high, n, unit, items, MEAN, len(shown), small, draws)

@@ -1,4 +1,4 @@
-"""Stratified, seeded samples of pairs or items (`judges run --limit`, `judges build --limit`, batteries).
+"""Stratified, seeded samples of pairs or items (`judges run --limit`, `judges build --limit`).
 
 - Strata: any key of an element, e.g. `pair_stratum` = (dataset, group, tertile); `group` is the MedCalc
   calculator id, MedQA's exam step, PubMedQA's gold decision, one group elsewhere.

@@ -377,6 +377,8 @@ class Engine(Budget):
         attempt, and is not logged as a warning: the command's failure line reports it, once."""
         detail = str(exc)
         sent = not isinstance(exc, NotSentError)
+        if sent and exc.status is not None:
+            limits.failures_in_row = 0  # an HTTP answer (a 400, say): the endpoint answers
         if exc.model_wide and limits.disabled is None:
             limits.disabled = f"{detail} (later calls to {model.id} are not sent)"
             if sent:
