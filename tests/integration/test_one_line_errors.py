@@ -218,6 +218,23 @@ def test_an_eval_whose_results_cannot_be_written_is_refused_before_any_call(
         assert server.chat_requests == []
 
 
+def test_a_taxonomy_whose_tables_cannot_be_written_is_refused_before_any_call(
+    project: Path, tmp_path: Path
+) -> None:
+    with FakeOpenAIServer(default=Behavior(text='{"category": "NCE", "rationale": "fine"}')) as server:
+        folder = _model_project(tmp_path, project, server.base_url)
+        blocker = folder / "a-file"
+        blocker.write_text("")
+        argv = ["taxonomy", "--judge", "offline/lexical", "--classifier", MODEL, "--out", str(blocker / "t")]
+        done = livemed(folder, *argv)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert (
+            one_line(done)
+            == f"error: cannot write {blocker / 't' / 'taxonomy.csv'}: {blocker} is a file, not a folder"
+        )
+        assert server.chat_requests == []
+
+
 def test_a_release_name_that_is_a_path_is_one_line(project: Path, tmp_path: Path) -> None:
     shutil.copy(project / "livemed.db", tmp_path / "livemed.db")
     done = livemed(tmp_path, "--store", "livemed.db", "release", "create", "../../x", "--until", "2030-01-01")

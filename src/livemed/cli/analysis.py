@@ -426,9 +426,11 @@ def taxonomy_command(
     ),
 ) -> None:
     """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers."""
+    from livemed.atomic import check_writable
     from livemed.cli.taxonomy_run import run_taxonomy
 
     app_state = state(ctx)
+    check_writable(_out_dir(app_state, out) / "taxonomy.csv")  # now, before any classifier call is paid for
     rows = run_taxonomy(
         app_state,
         models=model or [],
