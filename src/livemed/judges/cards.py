@@ -180,18 +180,12 @@ def stratified(items: list[Item], seed: int) -> list[Item]:
     """The items in a seeded round-robin over their strata (each stratum in a seeded order): any prefix
     is a stratified sample. Items first, so only the items visited are made into pairs (the pairs of a
     whole dataset, `judges.sampling.sample_pairs`'s input, would be built for nothing)."""
+    from livemed.judges.sampling import interleave
+
     groups: dict[str, list[Item]] = defaultdict(list)
     for item in items:
         groups[stratum(item)].append(item)
-    queues = []
-    for name in sorted(groups):
-        members = list(groups[name])
-        random.Random(f"{seed}:battery:{name}").shuffle(members)
-        queues.append(members)
-    out: list[Item] = []
-    while any(queues):
-        out += [queue.pop(0) for queue in queues if queue]
-    return out
+    return interleave(groups, f"{seed}:battery")
 
 
 def _pairs_by_tertile(item: Item, seed: int, licence: str) -> dict[str | None, list[Pair]]:

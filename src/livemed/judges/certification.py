@@ -100,15 +100,13 @@ def _clustered(units: Iterable[tuple[bool, str]], key: str) -> Proportion:
     """The share of right units whose items (`(right, item)` each) may hold several: Wilson when each
     item has one unit, else the percentile interval of a bootstrap over items (`judges.figures`), with
     the number of items (fewer than `stats.MIN_CLUSTERS` is not enough data)."""
-    from livemed.judges.figures import cluster_draws, percentile_interval
+    from livemed.judges.figures import WILSON, estimate
 
     found = list(units)
-    items = {item for _, item in found}
-    if len(items) == len(found):
-        return _share(right for right, _ in found)
     rights = [1.0 if right else 0.0 for right, _ in found]
-    low, high = percentile_interval(cluster_draws(rights, [item for _, item in found], key))
-    return Proportion(int(sum(rights)), len(found), low, high, items=len(items))
+    figure = estimate(rights, [item for _, item in found], key)
+    items = None if figure.method in (WILSON, "") else figure.items
+    return Proportion(int(sum(rights)), len(found), figure.low, figure.high, items=items)
 
 
 # The rubric part: each item right or not (a strict majority of its samples right).

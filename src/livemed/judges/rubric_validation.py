@@ -317,19 +317,16 @@ def select_items(items: list[Probe], size: int, seed: int) -> list[Probe]:
     groups: dict[str, list[Probe]] = defaultdict(list)
     for item in items:
         groups[item.fact].append(item)
+    from livemed.judges.sampling import interleave
+
     by_axis: dict[str, list[str]] = defaultdict(list)
     for name, members in groups.items():
         by_axis[members[0].criterion.axis].append(name)
-    queues = []
-    for axis in sorted(by_axis):
-        names = sorted(by_axis[axis])
-        random.Random(f"{seed}:battery:{axis}").shuffle(names)
-        queues.append(names)
     chosen: list[Probe] = []
-    while any(queues) and len(chosen) < size:
-        for queue in queues:
-            if queue and len(chosen) < size:
-                chosen += groups[queue.pop(0)]
+    for name in interleave({axis: sorted(names) for axis, names in by_axis.items()}, f"{seed}:battery"):
+        if len(chosen) >= size:
+            break
+        chosen += groups[name]
     return chosen
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import TypeAdapter
@@ -49,6 +49,20 @@ def pair_stratum(pair: Pair | PairKey) -> tuple[str, str, str]:
     if isinstance(pair, dict):
         return pair.get("dataset", ""), pair.get("group", ""), pair.get("tertile") or ""
     return pair.dataset, pair.group, pair.tertile or ""
+
+
+def interleave(groups: Mapping[str, Sequence[T]], label: str) -> list[T]:
+    """Every member of `groups`, in a round-robin over the groups (by name), each group in a seeded order
+    (`random.Random(f"{label}:{name}")`): any prefix is a stratified sample."""
+    queues = []
+    for name in sorted(groups):
+        members = list(groups[name])
+        random.Random(f"{label}:{name}").shuffle(members)
+        queues.append(members)
+    out: list[T] = []
+    while any(queues):
+        out += [queue.pop(0) for queue in queues if queue]
+    return out
 
 
 def allocate(sizes: dict[K, int], n: int, seed: int | str = 0) -> dict[K, int]:
