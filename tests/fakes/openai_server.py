@@ -86,6 +86,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: dict[str, Any] | None
     received_at: float
+    raw: bytes = b""  # the request body's bytes as they came (chat requests)
 
 
 Responder = Callable[[dict[str, Any]], Behavior]
@@ -169,7 +170,7 @@ class FakeOpenAIServer:
             body: dict[str, Any] | None = json.loads(raw)
         except ValueError:
             body = None
-        self._record(request, body)
+        self._record(request, body, raw)
         if not isinstance(body, dict):
             return _error(400, "request body is not JSON")
         behavior = self._next_behavior(body)
@@ -205,12 +206,12 @@ class FakeOpenAIServer:
         self.distinct.clear()
         return web.json_response({"requests": 0})
 
-    def _record(self, request: web.Request, body: dict[str, Any] | None) -> None:
+    def _record(self, request: web.Request, body: dict[str, Any] | None, raw: bytes = b"") -> None:
         self.count += 1
         if self.record:
             headers = {k.lower(): v for k, v in request.headers.items()}
             self.requests.append(
-                RecordedRequest(request.method, request.path, headers, body, time.monotonic())
+                RecordedRequest(request.method, request.path, headers, body, time.monotonic(), raw)
             )
 
     def app(self) -> web.Application:

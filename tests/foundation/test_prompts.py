@@ -25,7 +25,7 @@ from livemed.curate.screener import screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
 from livemed.grading.answer import ANSWER_RULES, CONSULT_RULES, candidate_messages
 from livemed.grading.judge import batched_messages, per_criterion_messages
-from livemed.grading.template import parse_template, template_prompt
+from livemed.grading.template import parse_template, template_messages, template_prompt
 from livemed.judges.templates import pairwise_messages, pointwise_messages
 from livemed.models import Message
 from livemed.prompts import (
@@ -219,6 +219,9 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
     "analysis.diagnose.messages": _taxonomy,
     "grading.template.template_prompt (livemed placeholders)": lambda t: _user(
         template_prompt(parse_template(USER_TEMPLATE), _convo(t), t, _criterion(t, -9))
+    ),
+    "grading.template.template_messages (livemed placeholders)": lambda t: template_messages(
+        parse_template(USER_TEMPLATE), _convo(t), t, _criterion(t, 5)
     ),
     "judges.templates.pairwise_messages": lambda t: pairwise_messages(_pair(t), "swapped"),
     "judges.templates.pointwise_messages": lambda t: pointwise_messages(_pair(t), _pair(t).rejected),

@@ -13,7 +13,14 @@ from rich.table import Table
 
 from livemed.atomic import write_text
 from livemed.cli.context import console, err_console, state
-from livemed.cli.grading_commands import GRADER_TEMPLATE, grader_for, judges_app, resolve
+from livemed.cli.grading_commands import (
+    GRADER_SETUP,
+    GRADER_TEMPLATE,
+    check_setup,
+    grader_for,
+    judges_app,
+    resolve,
+)
 from livemed.errors import CallsFailedError, UserError
 
 
@@ -36,6 +43,7 @@ def agreement(
         None, "--json", metavar="FILE", help="Also write the metrics as JSON, e.g. agreement.json."
     ),
     grader_template: Path | None = GRADER_TEMPLATE,
+    grader_setup: str = GRADER_SETUP,
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     cache_read_only: bool = typer.Option(False, "--cache-read-only", help="Only use cached responses."),
     max_cost: float | None = typer.Option(
@@ -62,10 +70,11 @@ def agreement(
     if not items:
         raise UserError(f"{labels}: no usable labelled items")
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
+    check_setup(grader_setup, grader_template)
     judge = (
         resolve(app_state, engine, grader, "judges", OfflineGrader)
         if grader_template is None
-        else grader_for(app_state, engine, grader, "per-criterion", grader_template)
+        else grader_for(app_state, engine, grader, "per-criterion", grader_template, grader_setup)
     )
     with (
         usage_on_failure(engine),

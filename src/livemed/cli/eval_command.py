@@ -25,10 +25,12 @@ from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.grading_commands import (
     CACHE_RO,
     EXECUTOR,
+    GRADER_SETUP,
     GRADER_TEMPLATE,
     LIMIT,
     MAX_COST,
     NO_CACHE,
+    check_setup,
     grader_for,
     print_result,
     resolve,
@@ -110,6 +112,7 @@ def eval_command(
         help="Also rank models whose answers are not all graded (marked).",
     ),
     grader_template: Path | None = GRADER_TEMPLATE,
+    grader_setup: str = GRADER_SETUP,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
@@ -126,6 +129,7 @@ def eval_command(
         return
 
     _check(mode, convention, json_out, fmt)
+    check_setup(grader_setup, grader_template)
     _check_file(file)
     models = list(dict.fromkeys(models))
     app_state = state(ctx)
@@ -137,7 +141,7 @@ def eval_command(
     cases = list(_cases(app_state, case_ids, status, limit))
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     plan = Plan(models, judge, mode, samples, Settings(temperature=temperature, max_tokens=max_tokens))
-    plan.template = grader_template
+    plan.template, plan.setup = grader_template, grader_setup
     plan.domain = domain
     window = (min_date, max_date, after_cutoff)
     plan.keep = _keep(app_state, models, window)
@@ -184,6 +188,9 @@ class Plan:
     samples: int
     settings: Settings
     template: Path | None = None  # --grader-template: the judge's id becomes <judge>@tpl-<hash>
+    setup: str = (
+        "livemed"  # --grader-setup: how the template is sent (healthbench: ...@tpl-<hash>-healthbench)
+    )
     domain: str | None = None  # --domain: the candidate's and grader's prompts, offline/unsafe's hazards
     keep: Callable[[str, Case], bool] | None = (
         None  # --min/max-date, --after-cutoff: the cases each model answers
@@ -218,13 +225,13 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
         )
     pack = app_state.pack(plan.domain)
     answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer, pack=pack) for m in plan.models]
-    grader = grader_for(app_state, engine, plan.judge, plan.mode, plan.template)
+    grader = grader_for(app_state, engine, plan.judge, plan.mode, plan.template, plan.setup)
     judge_model, plan.judge = plan.judge, grader.id
     unit = "criteria" if plan.mode == "per-criterion" else "answers"
     settings = {"models": plan.models, "judge": plan.judge, "mode": plan.mode, "samples": plan.samples}
     settings["domain"] = pack.name
     if plan.template is not None:
-        settings["grader_template"] = f"{plan.template.name} sha256:{grader.template.hash}"
+        settings |= grader.template.run_settings()
     settings.update(plan.settings.model_dump(exclude_defaults=True))
     leases = [*(f"answer:{m}" for m in plan.models), f"grade:{plan.judge}"]
     offline = all(m.startswith("offline/") for m in [*plan.models, judge_model])

@@ -59,22 +59,48 @@ GRADER_TEMPLATE = typer.Option(
     help="Grade with your own prompt file, e.g. grader.txt ({conversation} {response} {criterion} {points}, "
     "or HealthBench's <<conversation>> <<rubric_item>>); the judge becomes <judge>@tpl-<hash>.",
 )
+GRADER_SETUP = typer.Option(
+    "livemed",
+    "--grader-setup",
+    metavar="livemed|healthbench",
+    help="How the --grader-template is sent: livemed's (temperature 0, one repair), or healthbench: as "
+    "simple-evals' HealthBench runner (its system message, temperature 0.5, 2048 max tokens, asked "
+    "again until the reply parses, at most max_retries + 1 times); the judge becomes "
+    "<judge>@tpl-<hash>-healthbench.",
+)
 
 
-def grader_for(app_state: AppState, engine: Engine, judge: str, mode: str, template: Path | None) -> Any:
-    """The judge `grade` and `eval` use: a baseline, an LLM, or an LLM with the user's grader template."""
+def grader_for(
+    app_state: AppState, engine: Engine, judge: str, mode: str, template: Path | None, setup: str = "livemed"
+) -> Any:
+    """The judge `grade` and `eval` use: a baseline, an LLM, or an LLM with the user's grader template
+    (sent under `setup`, `--grader-setup`)."""
     from livemed.grading.judge import OfflineGrader
     from livemed.grading.template import load_template, with_template
     from livemed.models import LLM
 
     grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
     if template is None:
+        check_setup(setup, template)
         return grader
     if not isinstance(grader, LLM):
         raise ConfigError(f"--grader-template needs a model judge; {judge} is a baseline without a prompt")
     if mode != "per-criterion":
         raise ConfigError("--grader-template grades one criterion per call: use --mode per-criterion")
-    return with_template(grader, load_template(template))
+    return with_template(grader, load_template(template, setup))
+
+
+def check_setup(setup: str, template: Path | None) -> None:
+    """`--grader-setup` names a setup, and one other than livemed's comes with the template it sends."""
+    from livemed.grading.template import SETUPS
+
+    if setup not in SETUPS:
+        raise ConfigError(f"--grader-setup must be one of {', '.join(SETUPS)}, got {setup!r}")
+    if setup != "livemed" and template is None:
+        raise ConfigError(
+            f"--grader-setup {setup} sends a grader template as simple-evals does: add --grader-template "
+            "FILE (HealthBench's grader prompt, see docs/judges.md)"
+        )
 
 
 def select_cases(app_state: AppState, status: str | None, limit: int | None) -> Iterator[Case]:
@@ -379,6 +405,7 @@ def grade(
         help="Also grade again unparsable or ambiguous verdicts (failed calls are always retried).",
     ),
     grader_template: Path | None = GRADER_TEMPLATE,
+    grader_setup: str = GRADER_SETUP,
     no_cache: bool = NO_CACHE,
     cache_read_only: bool = CACHE_RO,
     max_cost: float | None = MAX_COST,
@@ -397,7 +424,7 @@ def grade(
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    grader = grader_for(app_state, engine, judge, mode, grader_template)
+    grader = grader_for(app_state, engine, judge, mode, grader_template, grader_setup)
     model_id, judge = judge, grader.id
     pack = app_state.pack(domain)
     answers = stored_answers(store, model)
@@ -405,7 +432,7 @@ def grade(
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     settings["domain"] = pack.name
     if grader_template is not None:
-        settings["grader_template"] = f"{grader_template.name} sha256:{grader.template.hash}"
+        settings |= grader.template.run_settings()
     with (
         usage_on_failure(engine),
         track_run(

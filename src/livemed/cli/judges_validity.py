@@ -17,9 +17,11 @@ from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, state
 from livemed.cli.grading_commands import (
     CACHE_RO,
+    GRADER_SETUP,
     GRADER_TEMPLATE,
     MAX_COST,
     NO_CACHE,
+    check_setup,
     grader_for,
     judges_app,
     resolve,
@@ -228,6 +230,7 @@ def _rubric_outcomes(
     battery: Battery,
     options: dict[str, Any],
     template: Path | None,
+    setup: str,
 ) -> list[ItemOutcome] | None:
     from livemed.grading.judge import OfflineGrader
     from livemed.judges.battery import rubric_outcomes
@@ -238,7 +241,7 @@ def _rubric_outcomes(
     judge = (
         resolve(app_state, engine, grader, "judges", OfflineGrader)
         if template is None
-        else grader_for(app_state, engine, grader, mode, template)
+        else grader_for(app_state, engine, grader, mode, template, setup)
     )
     return asyncio.run(rubric_outcomes(battery, judge, mode, options["samples"]))
 
@@ -374,6 +377,7 @@ def certify(
     probes: int = typer.Option(50, "--probes", min=0, metavar="N", help="Pairs in the length probe."),
     seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed of pairs and items."),
     grader_template: Path | None = GRADER_TEMPLATE,
+    grader_setup: str = GRADER_SETUP,
     json_out: Path | None = typer.Option(
         None, "--json", metavar="FILE", help="Also write the card as JSON, e.g. card.json."
     ),
@@ -396,7 +400,8 @@ def certify(
     store = app_state.store
     options = {"mode": _mode(mode), "samples": samples, "cases": cases, "items": items}
     options |= {"pairs": pairs_per_dataset, "probes": probes, "seed": seed}
-    template = None if grader_template is None else load_template(grader_template)
+    check_setup(grader_setup, grader_template)
+    template = None if grader_template is None else load_template(grader_template, grader_setup)
     battery, missing = _make_battery(store, grader, data, options)
     for note in missing:
         console.print(f"[yellow]not in the battery:[/] {note}")
@@ -406,7 +411,7 @@ def certify(
     settings: dict[str, Any] = {"mode": mode, "samples": samples, "temperature": temperature, "seed": seed}
     settings |= {"pairs": len(battery.pairs), "items": len(battery.items)}
     if template is not None:  # the card is that of `<grader>@tpl-<hash>`, the id its grades carry
-        settings["grader_template"] = f"{template.name} sha256:{template.hash}"
+        settings |= template.run_settings()
     card_grader = grader if template is None else f"{grader}@{template.label}"
     with (
         usage_on_failure(engine),
@@ -415,7 +420,9 @@ def certify(
         ) as run,
     ):
         plain, probe, stage = _pair_verdicts(store, engine, app_state, grader, battery, samples, temperature)
-        outcomes = _rubric_outcomes(app_state, engine, grader, battery, options, grader_template)
+        outcomes = _rubric_outcomes(
+            app_state, engine, grader, battery, options, grader_template, grader_setup
+        )
         failed, run.error = _battery_failures(stage, outcomes)
         run.counts = {"pairs": len(battery.pairs), "items": len(battery.items), "call_failed": failed}
     if run.error:

@@ -7,7 +7,8 @@
   judge replies
   `{"verdicts": [{"id": 1, "explanation": ..., "criteria_met": ...}, ...]}`.
 
-Both run at temperature 0. A verdict that cannot be obtained (call failure), cannot be parsed
+Both run at temperature 0 (a grader template's `healthbench` setup is simple-evals' instead: see
+`livemed.grading.template`). A verdict that cannot be obtained (call failure), cannot be parsed
 after one repair, or is ambiguous (missing, duplicated with different values, not a JSON boolean)
 becomes a `GradeFailure` with the same id a Grade would have: it is counted, and scores treat it as
 not met for either polarity (or drop it, with the `exclude` policy).
@@ -25,7 +26,7 @@ from typing_extensions import TypeIs
 
 from livemed.domains import DomainPack, medical
 from livemed.grading.answer import conversation
-from livemed.grading.template import TemplatedLLM, points_text, template_prompt
+from livemed.grading.template import TemplatedLLM, points_text, template_messages, until_parsed
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import (
@@ -205,10 +206,12 @@ def batched_messages(
 def _provenance(judge: Judge, mode: Mode, pack: DomainPack | None = None) -> Provenance:
     if is_offline(judge):
         return Provenance(model_id=judge.id, settings={"mode": mode, "baseline": True})
-    settings = {"mode": mode, **_JUDGE_SETTINGS_JSON}
     if isinstance(judge, TemplatedLLM):
-        settings["grader_template"] = f"{judge.template.name} sha256:{judge.template.hash}"
-        return Provenance(model_id=judge.model.id, prompt_hash=judge.template.hash, settings=settings)
+        template = judge.template
+        called = template.settings.model_dump(mode="json", exclude_defaults=True)
+        settings = {"mode": mode, **called, **template.run_settings()}
+        return Provenance(model_id=judge.model.id, prompt_hash=template.hash, settings=settings)
+    settings = {"mode": mode, **_JUDGE_SETTINGS_JSON}
     return Provenance(model_id=judge.id, prompt_hash=prompt_hashes(pack)[mode], settings=settings)
 
 
@@ -268,14 +271,15 @@ async def judge_one(
         met, why = judge.judge(response, criterion.text)
         return Outcome(met, why)
     if isinstance(judge, TemplatedLLM):
-        asked: list[Message] = [
-            {"role": "user", "content": template_prompt(judge.template, convo, response, criterion)}
-        ]
+        asked = template_messages(judge.template, convo, response, criterion)
+        if judge.template.setup == "healthbench":  # simple-evals' grade loop, bounded
+            return Outcome(*await until_parsed(judge, asked))
     elif blocks is not None:
         asked = [{"role": "user", "content": _per_criterion_text(blocks, criterion, pack)}]
     else:
         asked = per_criterion_messages(convo, response, criterion, pack)
-    result = await judge.structured(asked, Verdict, JUDGE_SETTINGS)
+    settings = judge.template.settings if isinstance(judge, TemplatedLLM) else JUDGE_SETTINGS
+    result = await judge.structured(asked, Verdict, settings)
     if result.value is None:
         reason = CALL_FAILED if result.call_failure is not None else "unparsable"
         return Outcome(None, result.failure or "", result.raw, reason)

@@ -513,7 +513,8 @@ def retry_hint(judge: str) -> str:
     """The command that grades a judge's unusable verdicts again (a grader template is named again)."""
     model, _, template = judge.partition("@tpl-")
     again = f"`livemed grade --judge {model} --retry-failures`"
-    return f"grade them again with {again}" + (" and your --grader-template" if template else "")
+    setup = ", with --grader-setup healthbench" if template.endswith("-healthbench") else ""
+    return f"grade them again with {again}" + (f" and your --grader-template{setup}" if template else "")
 
 
 @frozen_heap

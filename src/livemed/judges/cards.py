@@ -90,6 +90,7 @@ def certify_hint(grader: str, mode: str | None = None) -> str:
     """The command that certifies the grader (in `mode` when it is not the default)."""
     model, _, label = grader.partition("@tpl-")
     extra = (" --mode batched" if mode == "batched" else "") + (" --grader-template FILE" if label else "")
+    extra += " --grader-setup healthbench" if label.endswith("-healthbench") else ""
     return f"`livemed judges certify --grader {model}{extra}`"
 
 
@@ -136,10 +137,11 @@ def _part_text(label: str, part: dict[str, Any] | None) -> str | None:
 def _line(card: ValidityCard) -> str:
     m = card.metrics
     when = card.provenance.created_at.date().isoformat()
-    template = card.settings.get("grader_template")
+    template, setup = card.settings.get("grader_template"), card.settings.get("grader_setup")
     how = f"{when}, {card.settings.get('mode', '')}, {card.key}" + (
         f", grader template {template}" if template else ""
     )
+    how += f", {setup} grader setup" if setup else ""
     head = f"grader {card.grader} validity card ({how})"
     if not card.verdict:
         again = certify_hint(card.grader, card.settings.get("mode"))
