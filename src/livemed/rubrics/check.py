@@ -9,16 +9,24 @@ Blocking findings (the rubric is repaired once, or rejected):
 - `uncovered_advice`    an advice element no positive criterion covers (linked by advice index, or
                         ≥ 60% of its stemmed content words in the criterion, rapidfuzz for spelling);
                         only the elements the writer's step 1 kept under a listed theme are required
-- `omission_negative`   a negative criterion written as an omission ("Fails to …", "Does not mention …"):
-                        the unmet positive criterion already costs the weight, so it would count twice
+- `omission_negative`   a negative criterion written as an omission ("Fails to …", "Does not warn …",
+                        "No mention of …", "Neglects …", "Misses …", and the pack's `[lint]
+                        omission_phrases`): the unmet positive criterion already costs the weight, so it
+                        would count twice (`omission_negatives` lists them, for audits)
+- `decisive_as_example` a decisive value of the source fact (a dose, an interval, a threshold, a time
+                        limit, a jurisdiction: `rubrics/decisive.py`) given only after "such as"/"e.g.":
+                        a reply with the wrong value would meet the criterion
 
 Fixed on the spot and recorded (`settle`): `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the
 same polarity: the later one is dropped) and `light_safety` (a negative criterion on a safety-like
 axis lighter than its range is set to the range's lightest weight: the method weighs safety violations
--8 to -10; the medical pack's safety and the legal pack's harm axes say so). Warnings, recorded only:
+-8 to -10; the medical pack's safety and the legal pack's harm axes say so, and the weights prompt says
+the same, `band_lines`, written from those axes). Warnings, recorded only:
 `off_band_weight` (a weight outside its axis's range in the domain pack, e.g. a finance pack's risk
 axis at -10 to -9), `unlisted_theme` (a criterion whose theme is not on the domain's closed list,
 `rubrics/themes.py`),
+`decisive_missing` (a positive criterion that leaves out its source fact's decisive value),
+`unpaired_decisive` (no negative criterion from the same fact names the value: a wrong one costs nothing),
 `suspected_sign_error` (a positive criterion that reads like a fault, or a negative one that reads
 like praise), `no_source_fact` (a criterion naming no fact), `no_clinical_content` (a criterion
 whose words, past the rubric boilerplate and generic words such as "helpful" or "doctor", name nothing
