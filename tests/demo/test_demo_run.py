@@ -152,8 +152,10 @@ def test_at_least_a_third_of_rubrics_have_a_negative_criterion(demo_run: tuple[P
     rubrics = list(Store(demo_run[0] / "livemed.db").iter(Rubric))
     negative = [r for r in rubrics if any(c.polarity == "negative" for c in r.criteria)]
     assert len(negative) * 3 >= len(rubrics)
-    for rubric in negative:
-        assert all(-10 <= c.weight <= -8 for c in rubric.criteria if c.polarity == "negative")
+    for rubric in negative:  # safety violations -10 to -8; a wrong dose, time or threshold on accuracy
+        for c in rubric.criteria:
+            if c.polarity == "negative":
+                assert -10 <= c.weight <= -8 if c.axis == "safety" else (c.axis, c.weight) == ("accuracy", -6)
     criteria = [c for r in rubrics for c in r.criteria]
     assert not any(c.text.startswith("The response advises:") or "Management:" in c.text for c in criteria)
     assert len({c.axis for c in criteria}) >= 4

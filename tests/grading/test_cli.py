@@ -15,7 +15,7 @@ from livemed.interop.kqa import REFERENCE_NAMESPACE
 from livemed.models import Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.models.registry import PROVIDERS
-from livemed.prompts import parse_blocks
+from livemed.prompts import Block, parse_blocks
 from livemed.records import Answer, Case, Grade, Rejection, Rubric, Run, Score
 from livemed.store import Store
 
@@ -189,17 +189,21 @@ def test_failed_answer_calls_are_rejections_not_answers(kqa_store: Path) -> None
 
 
 def scripted_judge(model_id: str) -> FakeModel:
-    """A judge for the `fake` provider: met when the response mentions the criterion's first word."""
+    """A judge for the `fake` provider: a positive criterion is met by any non-empty response, a negative
+    one never (the reference answer does none of the bad things a rubric names)."""
+
+    def met(block: Block, response: str) -> bool:
+        return bool(response.strip()) and not block.attrs.get("points", "").startswith("-")
 
     def reply(messages: list[Message], settings: Settings) -> str:
         text = messages[0]["content"]
         blocks = parse_blocks(text)
         [response] = [b.text.lower() for b in blocks if b.name == "response"]
-        numbers = [int(b.attrs["id"]) for b in blocks if b.name == "criterion" and "id" in b.attrs]
-        if numbers:
-            verdicts = [{"id": n, "criteria_met": bool(response.strip())} for n in numbers]
+        criteria = [b for b in blocks if b.name == "criterion"]
+        if any("id" in b.attrs for b in criteria):
+            verdicts = [{"id": int(b.attrs["id"]), "criteria_met": met(b, response)} for b in criteria]
             return json.dumps({"verdicts": verdicts})
-        return json.dumps({"explanation": "scripted", "criteria_met": bool(response.strip())})
+        return json.dumps({"explanation": "scripted", "criteria_met": met(criteria[0], response)})
 
     return FakeModel(model_id, function=reply)
 

@@ -43,14 +43,21 @@ def _rules_of(criterion: Criterion) -> str:
     return outside_blocks(message["content"])  # the grader's own words, not the case's
 
 
-def test_the_rules_for_a_criterion_with_including_and_an_or_list() -> None:
+def test_the_rules_for_a_criterion_with_including_and_at_least_one_of() -> None:
     rules = _rules_of(INCLUDING)
     assert '"including"' in rules
     assert "need\n  not include all of them" in rules
-    assert 'alternatives by "or"' in rules
-    assert "one of them is enough" in rules
+    assert 'alternatives by "or"' not in rules  # alternatives are the criterion's to state, not a rule
+    assert 'When it says "at least one of", one\n  of the items it lists is enough' in rules
     assert "clearly" not in rules  # HealthBench's grader has no "clearly"
     assert "Positive criterion (points 5)" in rules  # the positive worked example
+    assert "a different value does not meet the criterion" in rules  # a stated value is a requirement
+
+
+def test_a_worked_example_ends_false_for_a_wrong_dose() -> None:
+    rules = _rules_of(INCLUDING)
+    assert "criteria_met: false (the response gives paracetamol, but every three hours" in rules
+    assert "criteria_met: true (1 g every three hours is more than 4 g a day" in rules
 
 
 def test_the_rules_for_a_negative_criterion_with_a_context_clause() -> None:

@@ -178,6 +178,36 @@ class OfflineSpec(Strict):
         return value
 
 
+class DecisiveSpec(Strict):
+    """Decisive values (`rubrics/decisive.py`): what they look like, and the negative criterion that
+    names a wrong one. A value of a `harm_kinds` kind past its bound ("no more than 4 g a day",
+    "within six months"), in an advice element under `harm_theme`, harms: on the offline writer's
+    `negative_axis` at `harm_weight`; any other wrong value is on `axis` at `weight`."""
+
+    patterns: dict[str, str] = Field(
+        default_factory=dict, description="kind (the noun criteria use: 'dose') → regex; {number}: a number"
+    )
+    axis: str = Field(default="accuracy", pattern=NAME)
+    weight: int = Field(default=-6, ge=-10, le=-1)
+    harm_kinds: list[str] = Field(default_factory=list)
+    harm_theme: str = ""
+    harm_weight: int = Field(default=-9, ge=-10, le=-1)
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
+        for kind, pattern in value.items():
+            _regex(pattern.replace("{number}", "1"), f"decisive pattern {kind!r}")
+        return value
+
+
+class LintSpec(Strict):
+    """The pack's words for the rubric lint: `omission_phrases`, openings of a negative criterion that
+    state an omission (added to the built-in ones: "Fails to", "Does not …", "No mention of", …)."""
+
+    omission_phrases: list[str] = Field(default_factory=list)
+
+
 class VocabularySpec(Strict):
     """The relevance pre-filter's vocabulary. `terms` match with regular English endings, `as_written`
     and `phrases` as written; `icd10` adds the ICD-10-CM title words (minus `exclude`)."""
@@ -219,6 +249,8 @@ class DomainPack(Strict):
     consult_labels: dict[str, str] = Field(default_factory=dict, description="slot → label, consult")
     vocabulary: VocabularySpec = Field(default_factory=VocabularySpec)
     offline: OfflineSpec = Field(default_factory=OfflineSpec)
+    decisive: DecisiveSpec = Field(default_factory=DecisiveSpec)
+    lint: LintSpec = Field(default_factory=LintSpec)
     evidence: EvidenceSpec = Field(default_factory=EvidenceSpec)
     prompts: dict[str, str] = Field(default_factory=dict, description="prompt name → text (prompts/*.txt)")
     folder: Path | None = None
@@ -238,12 +270,14 @@ class DomainPack(Strict):
             raise ValueError(f"unknown narrative slot(s) {bad_slots} (slots: {', '.join(NARRATIVE_SLOTS)})")
         offline = self.offline
         used = {r.axis for r in offline.weight_rules} | {offline.default_axis, offline.negative_axis}
+        used |= {self.decisive.axis} if self.decisive.patterns else set()
         if missing := sorted(used - set(names)):
             raise ValueError(f"offline rules name axes the pack does not have: {missing}")
         themes = {t.name for t in self.themes}
         conditions = [c for r in offline.weight_rules for c in r.when]
         wanted = {c.removeprefix("theme:") for c in conditions if c.startswith("theme:")}
         wanted |= {*offline.theme_cues, offline.general_theme, offline.harm_theme}
+        wanted |= {self.decisive.harm_theme} - {""}
         wanted |= {r.theme for r in offline.weight_rules if r.theme} | {
             h.theme for h in offline.pattern_hazards
         }

@@ -48,9 +48,10 @@ JUDGE_SETTINGS = Settings(temperature=0)
 _JUDGE_SETTINGS_JSON = JUDGE_SETTINGS.model_dump(mode="json", exclude_defaults=True)  # in each provenance
 
 # The grader's rules (compared with HealthBench's grader template and LiveMedBench's published grader):
-# no "clearly" (a response that does the thing meets the criterion), the "including" exception, lists
-# joined by "or" (any one is enough), a negative criterion's contextual clause, and one positive and
-# one negative worked example (the main guard against polarity flips).
+# no "clearly" (a response that does the thing meets the criterion), the "including" exception,
+# alternatives only where the criterion says "at least one of" (no grader-wide "or" rule), a value the
+# criterion requires must be the response's, a negative criterion's contextual clause, and worked
+# examples that end true and false (a wrong dose: the positive not met, its wrong-value negative met).
 # The texts are the domain pack's (`prompts/grader_*.txt`): the rules, the worked examples, and the
 # per-criterion and batched templates.
 PROMPTS = ("grader_rules", "grader_examples", "grader_per_criterion", "grader_batched")

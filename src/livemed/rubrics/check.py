@@ -9,16 +9,24 @@ Blocking findings (the rubric is repaired once, or rejected):
 - `uncovered_advice`    an advice element no positive criterion covers (linked by advice index, or
                         ≥ 60% of its stemmed content words in the criterion, rapidfuzz for spelling);
                         only the elements the writer's step 1 kept under a listed theme are required
-- `omission_negative`   a negative criterion written as an omission ("Fails to …", "Does not mention …"):
-                        the unmet positive criterion already costs the weight, so it would count twice
+- `omission_negative`   a negative criterion written as an omission ("Fails to …", "Does not warn …",
+                        "No mention of …", "Neglects …", "Misses …", and the pack's `[lint]
+                        omission_phrases`): the unmet positive criterion already costs the weight, so it
+                        would count twice (`omission_negatives` lists them, for audits)
+- `decisive_as_example` a decisive value of the source fact (a dose, an interval, a threshold, a time
+                        limit, a jurisdiction: `rubrics/decisive.py`) given only after "such as"/"e.g.":
+                        a reply with the wrong value would meet the criterion
 
 Fixed on the spot and recorded (`settle`): `near_duplicate` (rapidfuzz token-sort ratio ≥ 90 with the
 same polarity: the later one is dropped) and `light_safety` (a negative criterion on a safety-like
 axis lighter than its range is set to the range's lightest weight: the method weighs safety violations
--8 to -10; the medical pack's safety and the legal pack's harm axes say so). Warnings, recorded only:
+-8 to -10; the medical pack's safety and the legal pack's harm axes say so, and the weights prompt says
+the same, `band_lines`, written from those axes). Warnings, recorded only:
 `off_band_weight` (a weight outside its axis's range in the domain pack, e.g. a finance pack's risk
 axis at -10 to -9), `unlisted_theme` (a criterion whose theme is not on the domain's closed list,
 `rubrics/themes.py`),
+`decisive_missing` (a positive criterion that leaves out its source fact's decisive value),
+`unpaired_decisive` (no negative criterion from the same fact names the value: a wrong one costs nothing),
 `suspected_sign_error` (a positive criterion that reads like a fault, or a negative one that reads
 like praise), `no_source_fact` (a criterion naming no fact), `no_clinical_content` (a criterion
 whose words, past the rubric boilerplate and generic words such as "helpful" or "doctor", name nothing
@@ -32,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
@@ -39,6 +48,7 @@ from rapidfuzz import fuzz
 from livemed.domains import DomainPack, medical
 from livemed.grading.lexical import content
 from livemed.records import Criterion
+from livemed.rubrics import decisive
 from livemed.rubrics.themes import listed, pack_themes
 
 BLOCKING = frozenset(
@@ -49,17 +59,21 @@ BLOCKING = frozenset(
         "bad_axis",
         "uncovered_advice",
         "omission_negative",
+        "decisive_as_example",
     }
 )
 # A negative criterion written as an omission: the positive criterion not met already costs its weight.
-_OMISSION = re.compile(
-    r"^\s*(?:fails?|failing|neglects?|forgets?) to\b|^\s*(?:does not|doesn't|did not|never) "
-    r"(?:mention|advise|recommend|suggest|address|ask|explain|include|discuss|refer|tell)\b"
-    r"|^\s*(?:omits?|misses|lacks|ignores?)\b",
-    re.IGNORECASE,
+# The built-in openings; a domain pack adds its own (`[lint] omission_phrases`).
+OMISSION_OPENINGS = (
+    r"(?:fails?|failing|neglects?|neglecting|forgets?) to\b",
+    r"(?:does not|doesn't|doesn’t|did not|didn't|never)\s+\w+",
+    r"(?:omits?|omitting|misses|lacks|ignores?|overlooks?|neglects|leaves out|skips)\b",
+    r"(?:makes )?no (?:mention|warning|advice|referral|discussion|explanation|recommendation)\b",
+    r"without (?:mentioning|warning|advising|recommending|referring|offering|explaining)\b",
+    r"is silent (?:on|about)\b",
 )
 DUPLICATE_RATIO = 90.0
-SAFETY_FLOOR = -8  # the lightest weight a safety violation may have
+SAFETY_FLOOR = -8  # the lightest weight a safety violation may have (the shipped packs' safety and harm)
 COVER_SHARE = 0.6
 WORD_RATIO = 85.0
 _FAULT_CUES = re.compile(
@@ -100,20 +114,42 @@ class Finding:
 def settle(
     drafts: Sequence[DraftCriterion], pack: DomainPack | None = None
 ) -> tuple[list[DraftCriterion], list[Finding]]:
-    """The fixes made without asking the writer: near-duplicates dropped, light safety weights raised
-    (on the pack's safety-like axes, to the lightest weight of their negative range: -8 for medical
-    safety and legal harm)."""
+    """The fixes made without asking the writer, each a `Finding`: near-duplicates dropped, and light
+    safety weights raised (`light_safety`: on the pack's safety-like axes, to the lightest weight of
+    their negative range, -8 for medical safety and legal harm; the weights prompt states the same rule,
+    `band_lines`)."""
     kept, findings = drop_near_duplicates(drafts)
-    floors = {a.name: a.negative[1] for a in (pack or medical()).axes if a.safety_like}
+    floors = safety_floors(pack or medical())
     weighed: list[DraftCriterion] = []
     for draft in kept:
-        floor = floors.get(draft.axis, SAFETY_FLOOR)
-        if draft.axis in floors and draft.polarity == "negative" and floor < draft.weight < 0:
+        floor = floors.get(draft.axis)
+        if floor is not None and draft.polarity == "negative" and floor < draft.weight < 0:
             message = f"{draft.text[:60]!r}: {draft.axis} violation weighted {draft.weight}, set to {floor}"
             findings.append(Finding("light_safety", message))
             draft = draft.model_copy(update={"weight": floor})
         weighed.append(draft)
     return weighed, findings
+
+
+def safety_floors(pack: DomainPack) -> dict[str, int]:
+    """Axis → the lightest weight a negative criterion on it may have: the pack's safety-like axes."""
+    return {a.name: a.negative[1] for a in pack.axes if a.safety_like}
+
+
+def band_lines(pack: DomainPack) -> str:
+    """What the code enforces on weights, as the weights prompt states it: the safety floors (raised in
+    `settle`) and any axis's own ranges (`off_band_weight`), from the pack's axes — one source."""
+    lines = []
+    for axis in pack.axes:
+        (plo, phi), (nlo, nhi) = axis.positive, axis.negative
+        if axis.safety_like:
+            lines.append(
+                f"- a negative criterion on the {axis.name} axis weighs {nhi} to {nlo}: a lighter weight is\n"
+                f"  raised to {nhi} (and recorded); put a lighter fault on another axis"
+            )
+        elif (plo, phi, nlo, nhi) != (1, 10, -10, -1):
+            lines.append(f"- on the {axis.name} axis: positive {plo} to {phi}, negative {nhi} to {nlo}")
+    return "\n".join(lines)
 
 
 def drop_near_duplicates(drafts: Sequence[DraftCriterion]) -> tuple[list[DraftCriterion], list[Finding]]:
@@ -165,7 +201,7 @@ def _criterion_findings(number: int, draft: DraftCriterion, pack: DomainPack) ->
     found += _axis_findings(where, draft, pack)
     if draft.polarity == "positive" and _FAULT_CUES.search(draft.text):
         found.append(Finding("suspected_sign_error", f"{where}: positive but reads like a fault"))
-    if draft.polarity == "negative" and _OMISSION.search(draft.text):
+    if draft.polarity == "negative" and is_omission(draft.text, pack):
         found.append(Finding("omission_negative", f"{where}: a negative criterion written as an omission"))
     if draft.theme and pack.themes and not listed(draft.theme, pack_themes(pack)):
         found.append(Finding("unlisted_theme", f"{where}: theme {draft.theme!r} is not on the theme list"))
@@ -173,6 +209,59 @@ def _criterion_findings(number: int, draft: DraftCriterion, pack: DomainPack) ->
         found.append(Finding("suspected_sign_error", f"{where}: negative but reads like praise"))
     if not (draft.source_fact or "").strip():
         found.append(Finding("no_source_fact", f"{where}: names no source fact"))
+    return found
+
+
+@lru_cache(maxsize=8)
+def _omission(pack: DomainPack) -> re.Pattern[str]:
+    own = [re.escape(p.strip()) + r"\b" for p in pack.lint.omission_phrases if p.strip()]
+    return re.compile(rf"^\s*(?:{'|'.join([*OMISSION_OPENINGS, *own])})", re.IGNORECASE)
+
+
+def is_omission(text: str, pack: DomainPack | None = None) -> bool:
+    """Is `text`, as a negative criterion, an omission ("Does not warn …", "No mention of …")?"""
+    return bool(_omission(pack or medical()).search(text))
+
+
+def omission_negatives(
+    criteria: Sequence[Criterion | DraftCriterion], pack: DomainPack | None = None
+) -> list[str]:
+    """The negative criteria (their texts) that restate a positive's omission: 0 is the target."""
+    return [c.text for c in criteria if c.polarity == "negative" and is_omission(c.text, pack)]
+
+
+def decisive_findings(drafts: Sequence[DraftCriterion], pack: DomainPack | None = None) -> list[Finding]:
+    """A positive criterion must require its source fact's decisive values: `decisive_as_example`
+    (blocking) when one is only an example there ("such as 500 mg"), `decisive_missing` when it is not
+    there at all; `unpaired_decisive` when no negative criterion from the same fact names its value."""
+    found: list[Finding] = []
+    for number, draft in enumerate(drafts):
+        if draft.polarity != "positive" or not draft.source_fact:
+            continue
+        where = f"#{number} {draft.text[:60]!r}"
+        values = decisive.decisive(draft.source_fact, pack)
+        for value in values:
+            if decisive.as_example(value, draft.text, pack):
+                found.append(
+                    Finding(
+                        "decisive_as_example", f"{where}: {value.text!r} is a requirement, not an example"
+                    )
+                )
+            elif not decisive.required(value, draft.text, pack):
+                found.append(Finding("decisive_missing", f"{where}: does not state {value.text!r}"))
+        paired = [
+            d
+            for d in drafts
+            if d.polarity == "negative"
+            and (
+                d.source_fact == draft.source_fact
+                or (d.advice_index is not None and d.advice_index == draft.advice_index)
+            )
+        ]
+        if values and not any(decisive.names(v, d.text) for v in values for d in paired):
+            found.append(
+                Finding("unpaired_decisive", f"{where}: no negative criterion names a wrong {values[0].kind}")
+            )
     return found
 
 
@@ -242,6 +331,7 @@ def lint(
     domain = pack or medical()
     findings = [f for n, d in enumerate(drafts) for f in _criterion_findings(n, d, domain)]
     findings += content_findings(drafts, advice, query)
+    findings += decisive_findings(drafts, domain)
     positives = [d for d in drafts if d.polarity == "positive" and d.weight > 0]
     if not positives:
         findings.append(Finding("no_positive", "the rubric has no positive criterion"))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from livemed.domains import DomainPack, medical
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, short_hash
-from livemed.rubrics.check import DraftCriterion, Finding
+from livemed.rubrics.check import DraftCriterion, Finding, band_lines
 from livemed.rubrics.themes import MEDICAL_THEMES, pack_themes, theme_lines
 
 THEMES = MEDICAL_THEMES  # the medical pack's closed list (rubrics/themes.py)
@@ -105,8 +105,15 @@ def weights_prompt(
         themes=data_block("themes", ", ".join(themes) or "(none)"),
         criteria=listing,
         axes=", ".join(pack.axis_names),
-        bands=pack.prompt("rubric_weight_bands"),
+        bands=bands_text(pack),
     )
+
+
+def bands_text(pack: DomainPack | None = None) -> str:
+    """The weight bands of step 3: the pack's text, its last lines the rules the code enforces
+    (`check.band_lines`, from the pack's axes: the -8 safety floor among them)."""
+    pack = pack or medical()
+    return pack.render("rubric_weight_bands", axis_bands=band_lines(pack))
 
 
 def repair_prompt(

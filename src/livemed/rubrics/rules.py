@@ -29,7 +29,7 @@ from typing import Any
 from livemed.domains import DomainPack, medical
 from livemed.grading.offline import OfflineBaseline
 from livemed.records import Case
-from livemed.rubrics import hazards
+from livemed.rubrics import decisive, hazards
 from livemed.rubrics.check import DraftCriterion
 from livemed.rubrics.phrasing import criterion_text
 
@@ -133,6 +133,42 @@ def negatives(case: Case, pack: DomainPack | None = None) -> list[DraftCriterion
     ]
 
 
+def wrong_values(drafts: list[DraftCriterion], pack: DomainPack | None = None) -> list[DraftCriterion]:
+    """For each positive criterion that requires a decisive value (`rubrics/decisive.py`), a negative
+    naming a wrong one: the first value that harms (past its limit, in advice under the pack's
+    `decisive.harm_theme`: a dose over its maximum, a claim after its time limit) on the negative axis,
+    else the first value on the pack's `decisive.axis`; none where a negative criterion from the same
+    advice element already names it (the legal pack's limitation-period hazard)."""
+    pack = pack or medical()
+    spec = pack.decisive
+    out: list[DraftCriterion] = []
+    for draft in drafts:
+        if draft.polarity != "positive" or not draft.source_fact:
+            continue
+        values = [
+            v for v in decisive.decisive(draft.source_fact, pack) if decisive.required(v, draft.text, pack)
+        ]
+        others = [d for d in drafts if d.polarity == "negative" and d.advice_index == draft.advice_index]
+        if not values or any(decisive.names(v, d.text) for v in values for d in others):
+            continue
+        harmful = spec.harm_theme in themes_of(draft.source_fact, pack)
+        harms = [v for v in values if harmful and v.kind in spec.harm_kinds and v.bound == "upper"]
+        value = (harms or values)[0]
+        axis, weight = (pack.offline.negative_axis, spec.harm_weight) if harms else (spec.axis, spec.weight)
+        out.append(
+            DraftCriterion(
+                text=decisive.wrong_value_text(value, draft.text, pack),
+                polarity="negative",
+                axis=axis,
+                weight=weight,
+                theme=draft.theme,
+                source_fact=draft.source_fact,
+                advice_index=draft.advice_index,
+            )
+        )
+    return out
+
+
 _NO_ALLERGY = {"none", "no known allergies", "nkda", "nka", "nil", "n/a"}
 _NEGATED = re.compile(r"\b(no|not|none|denies|denied|without|nkda|nka|negative)\b", re.I)
 _HEADER = re.compile(r"^\s*[A-Za-z][\w /&-]{0,40}:\s*")
@@ -181,12 +217,15 @@ class RuleWriter(OfflineBaseline):
             {"fact": e, "advice_index": i, "themes": themes_of(e, pack)} for i, e in enumerate(case.advice)
         ]
         drafts = positives(case, pack) + negatives(case, pack)
+        drafts += wrong_values(drafts, pack)
         steps: list[dict[str, Any]] = [
             {"step": "themes", "rules": "keywords", "output": {"themes": themes, "facts": facts}},
             {
                 "step": "criteria",
-                "rules": "one positive per fact (the action it asks); negatives for the advice's warnings "
-                "and red flags, the patient's drug allergies and interactions with listed medications",
+                "rules": "one positive per fact (the action it asks, its decisive values required); "
+                "negatives for the advice's warnings and red flags, the patient's drug allergies and "
+                "interactions with listed medications, and a wrong decisive value (dose, interval, time, "
+                "threshold)",
             },
             {"step": "weights", "rules": weight_rules(pack)},
         ]

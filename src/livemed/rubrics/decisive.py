@@ -1,0 +1,203 @@
+"""Decisive values: a dose, an interval, a threshold, a time limit or a jurisdiction that decides the
+advice. A reply with the wrong one is a wrong reply, so a positive criterion whose source fact holds one
+requires it (never as a "such as" example), and a negative criterion names the wrong value.
+
+What counts is the domain pack's (`[decisive.patterns]`, kind → regex; `{number}` in a pattern stands
+for a number in digits or words, "48 to 72" included). A value inside the source's own example clause
+("for example 5 ml every few minutes") is an example there too, not a decisive value.
+
+`decisive_values` finds them; the offline writer (`rules.wrong_values`) and the lint
+(`check.decisive_findings`) use it; `decisive_share` measures a rubric.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal, Protocol
+
+from livemed.domains import DomainPack, medical
+
+_WORDS_TEXT = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty"
+)
+_WORDS = _WORDS_TEXT.split()
+WORD_NUMBERS = {w: str(n) for n, w in enumerate(_WORDS, start=1)} | {
+    "thirty": "30",
+    "forty": "40",
+    "fifty": "50",
+    "sixty": "60",
+    "ninety": "90",
+    "hundred": "100",
+}
+_ONE = rf"(?:\d+(?:[.,]\d+)?|(?:{'|'.join(WORD_NUMBERS)})(?:[- ](?:{'|'.join(_WORDS[:9])}))?)"
+NUMBER = rf"{_ONE}(?:\s?(?:to|-|–|or)\s?{_ONE})?"
+# An example clause: from its marker to the end of the clause (";", ")", a sentence's end).
+_EXAMPLE = re.compile(
+    r"\b(?:such as|for example|for instance|e\.g\.|eg|including|like)\b.*?(?=;|\)|(?<!\d)\.(?!\d)|$)",
+    re.IGNORECASE,
+)
+# A limit the advice sets (not a condition such as "if it is below 5 mmol/L"): a wrong value lies past it.
+_UPPER = re.compile(
+    r"\b(?:no more than|not more than|up to|maximum(?: of)?|max\.?|at most|less than|fewer than"
+    r"|not (?:to )?exceed(?:ing)?|no later than|within|before)\s*$",
+    re.IGNORECASE,
+)
+_LOWER = re.compile(r"\b(?:at least|no less than|not less than|minimum(?: of)?)\s*$", re.IGNORECASE)
+_LEAD = re.compile(
+    r"^(?:(?:no|not) (?:more|less|later) than|up to|maximum(?: of)?|at (?:least|most)|less than|more than"
+    r"|fewer than|higher than|lower than|greater than|below|above|under|over the (?:next|first)|over|within"
+    r"|for the first|for|every|until|after|before|in the (?:first|next)|the first|by|exceeds?|≥|≤|>|<)\s*",
+    re.IGNORECASE,
+)
+Bound = Literal["upper", "lower", "exact"]
+
+
+class Stated(Protocol):
+    """A criterion, drafted or recorded."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def polarity(self) -> str: ...
+    @property
+    def source_fact(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Value:
+    """One decisive value as written ("no more than 4 g a day"), its kind (the pack's noun: "dose"),
+    the amount a wrong value is said against ("4 g a day"), and whether the advice bounds it."""
+
+    text: str
+    kind: str
+    amount: str
+    bound: Bound
+    start: int
+    end: int
+    example: bool  # inside an example clause ("such as …"): not a requirement where it stands
+
+    @property
+    def key(self) -> str:
+        """The amount with its numbers in digits and units in one spelling: "six months" → "6 month"."""
+        return value_key(self.amount)
+
+
+def value_key(amount: str) -> str:
+    words = re.findall(r"\d+(?:[.,]\d+)?|[a-zµ°%/]+", amount.lower())
+    out = [WORD_NUMBERS.get(w, w) for w in words if w not in ("a", "an", "per", "each", "of")]
+    return " ".join(w.rstrip("s") if len(w) > 3 else w for w in out)
+
+
+@lru_cache(maxsize=8)
+def _patterns(pack: DomainPack) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple(
+        (kind, re.compile(pattern.replace("{number}", NUMBER), re.IGNORECASE))
+        for kind, pattern in pack.decisive.patterns.items()
+    )
+
+
+def example_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _EXAMPLE.finditer(text)]
+
+
+def decisive_values(text: str, pack: DomainPack | None = None) -> list[Value]:
+    """The decisive values in `text`, in order; overlapping matches are one value (the kind of the
+    pack's first pattern among them)."""
+    found: list[tuple[int, int, int, str]] = []
+    for order, (kind, pattern) in enumerate(_patterns(pack or medical())):
+        found += [(m.start(), m.end(), order, kind) for m in pattern.finditer(text) if m.group().strip()]
+    merged: list[tuple[int, int, int, str]] = []
+    for start, end, order, kind in sorted(found):
+        if merged and start < merged[-1][1]:
+            first, last_end, last_order, last_kind = merged[-1]
+            keep = (last_order, last_kind) if last_order <= order else (order, kind)
+            merged[-1] = (first, max(last_end, end), *keep)
+        else:
+            merged.append((start, end, order, kind))
+    examples = example_spans(text)
+    return [
+        Value(
+            text=text[start:end].strip(),
+            kind=kind,
+            amount=_LEAD.sub("", text[start:end].strip(), count=1) or text[start:end].strip(),
+            bound=_bound(text[:start], text[start:end].strip()),
+            start=start,
+            end=end,
+            example=any(a <= start < b for a, b in examples),
+        )
+        for start, end, _, kind in merged
+    ]
+
+
+def _bound(before: str, written: str) -> Bound:
+    if not re.search(rf"\d|\b(?:{'|'.join(WORD_NUMBERS)})\b", written, re.IGNORECASE):
+        return "exact"  # a name (a jurisdiction): another one is wrong
+    for said in (_lead_of(written), before):  # the value's own lead first: "up to at least 150 minutes"
+        if _UPPER.search(said):
+            return "upper"
+        if _LOWER.search(said):
+            return "lower"
+    return "exact"
+
+
+def _lead_of(written: str) -> str:
+    m = _LEAD.match(written)
+    return m.group() if m else ""
+
+
+def decisive(text: str, pack: DomainPack | None = None) -> list[Value]:
+    """The values that decide the advice in `text`: those outside its example clauses."""
+    return [v for v in decisive_values(text, pack) if not v.example]
+
+
+def required(value: Value, criterion: str, pack: DomainPack | None = None) -> bool:
+    """Does `criterion` state `value` as a requirement (outside any "such as" clause)?"""
+    return any(v.key == value.key for v in decisive(criterion, pack))
+
+
+def as_example(value: Value, criterion: str, pack: DomainPack | None = None) -> bool:
+    """Does `criterion` state `value` only as an example ("such as 500 mg")?"""
+    mine = [v for v in decisive_values(criterion, pack) if v.key == value.key]
+    return bool(mine) and all(v.example for v in mine)
+
+
+def names(value: Value, text: str) -> bool:
+    """Does `text` name `value`'s amount (in any spelling: "six months", "6 months")?"""
+    return f" {value.key} " in f" {value_key(text)} "
+
+
+def decisive_share(criteria: Sequence[Stated], pack: DomainPack | None = None) -> tuple[int, int]:
+    """(required, total): the positive criteria whose source fact holds a decisive value, and how many
+    of them require every such value (a rubric's criteria, or any list)."""
+    total = need = 0
+    for c in criteria:
+        if c.polarity != "positive" or not c.source_fact:
+            continue
+        values = decisive(c.source_fact, pack)
+        if values:
+            total += 1
+            need += all(required(v, c.text, pack) for v in values)
+    return need, total
+
+
+def relation(value: Value) -> str:
+    """How a wrong value stands to the advice's: past its bound, or just another one."""
+    return {"upper": "of more than", "lower": "of less than", "exact": "other than"}[value.bound]
+
+
+def wrong_value_text(value: Value, criterion: str, pack: DomainPack | None = None) -> str:
+    """The negative criterion naming the wrong value, for positive `criterion` that requires it:
+    'States a dose of more than 4 g a day, not the 4 g a day of the correct advice ("… paracetamol 1 g,
+    …")'. The "not" keeps a negation-aware lexical grader from meeting it with the correct value."""
+    start, end = next(
+        ((v.start, v.end) for v in decisive_values(criterion, pack) if v.key == value.key),
+        (len(criterion), len(criterion)),
+    )
+    masked = f"{criterion[:start]}…{criterion[end:]}".strip().rstrip(".")
+    article = "an" if value.kind[:1].lower() in "aeiou" else "a"
+    wrong = f"{article} {value.kind} {relation(value)} {value.amount}"
+    return f'States {wrong}, not the {value.amount} of the correct advice ("{masked}").'
