@@ -7,16 +7,19 @@ function, so the audit sees exactly what the model sees; the patient template's 
 stemmed; an element's **leak** is the share of its content words that the prompt states inside a run
 of shared words holding at least two content words (so a word that merely recurs, "pain" or "doctor",
 does not count, while "she continued apixaban" against "…such as apixaban" does not either unless the
-words run together). The longest shared runs are kept as the evidence. A case whose highest element
-leak is above `[thresholds] answer_leak` is rejected as `answer_leak` (stage "controller", the final
-audit), the overlapping spans in the rejection's detail.
+words run together; words that are never the answer, `GENERIC` — "diagnosis", "likely", "final" —
+are not content here, so "the most likely diagnosis is X" does not leak through a derived query's
+"What is the most likely diagnosis?"). The longest shared runs are kept as the evidence. A case whose
+highest element leak is above `[thresholds] answer_leak` is rejected as `answer_leak` (stage
+"controller", the final audit), the overlapping spans in the rejection's detail.
 
 A diagnostic case (`sections.is_diagnostic`) is also rejected when its final diagnosis shows: the
 answer an advice element names after one of the domain pack's `[leak] answer_cues` ("the final
 diagnosis was cutaneous sarcoidosis" → "cutaneous sarcoidosis") has more than the threshold's share
-of its content words anywhere in the candidate's view (single words count: "sarcoidosis" alone gives
-it away). `leak_findings` says whether a case leaks and why; the threshold was tuned on a labelled
-dev set (`tests/fixtures/leak/dev.jsonl`, `dev_set_figures`, docs/prompts.md).
+of its content words anywhere in the candidate's view but the query (single words count:
+"sarcoidosis" alone gives it away; the asker's own guess, "Is this shingles?", does not).
+`leak_findings` says whether a case leaks and why; the threshold was tuned on a labelled dev set
+(`tests/fixtures/leak/dev.jsonl`, `benchmarks/leak_threshold.py`, docs/prompts.md).
 """
 
 from __future__ import annotations
@@ -105,15 +108,43 @@ def shared_runs(element: list[str], prompt: list[str]) -> list[tuple[int, int]]:
     return [(i, j) for i, j in found if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in found)]
 
 
+# Words that never are the answer: a derived query's "the most likely diagnosis" shared with the
+# element that answers it is not a leak; nor, in a named diagnosis, a qualifier ("acute gout": "gout").
+GENERIC = frozenset(
+    map(
+        stem,
+        [
+            "diagnosis",
+            "diagnosed",
+            "likely",
+            "probable",
+            "probably",
+            "possible",
+            "possibly",
+            "final",
+            "patient",
+            "case",
+        ],
+    )
+)
+QUALIFIERS = frozenset(
+    map(stem, ["acute", "chronic", "mild", "moderate", "severe", "disease", "syndrome", "disorder"])
+)
+
+
+def _meaning(words: list[str]) -> set[str]:
+    return content(words) - GENERIC
+
+
 def element_leak(index: int, element: str, prompt_words: list[str]) -> ElementLeak:
     words = tokens(element)
-    wanted = content(words)
+    wanted = _meaning(words)
     if not wanted:
         return ElementLeak(index, 0.0)
     runs = [
-        (i, j) for i, j in shared_runs(words, prompt_words) if len(content(words[i:j])) >= MIN_RUN_CONTENT
+        (i, j) for i, j in shared_runs(words, prompt_words) if len(_meaning(words[i:j])) >= MIN_RUN_CONTENT
     ]
-    stated = set().union(*(content(words[i:j]) for i, j in runs)) if runs else set()
+    stated = set().union(*(_meaning(words[i:j]) for i, j in runs)) if runs else set()
     spans = [" ".join(words[i:j]) for i, j in sorted(runs, key=lambda r: r[0] - r[1])]
     return ElementLeak(index, round(len(stated & wanted) / len(wanted), 4), spans)
 
@@ -129,11 +160,11 @@ def worst(leaks: list[ElementLeak]) -> ElementLeak | None:
 
 
 _ANSWER_END = re.compile(
-    r"[,.;:()\[\]!?]|\s(?:which|that|who|because|given|as|since|after|on|in|at|with|without|and|or|but)\s",
+    r"[,.;:()\[\]!?]|\s(?:which|that|who|because|given|as|since|after|on|in|at|with|without|and|or|but"
+    r"|from|by|using|based)\s",
     re.IGNORECASE,
 )
 _ARTICLE = re.compile(r"^(?:(?:a|an|the|of|to be|be|is|was|has|had)\s+)+", re.IGNORECASE)
-_GENERIC = frozenset({"diagnos", "likely", "probabl", "possibl", "final", "patient", "case"})
 
 
 def named_answer(element: str, pack: DomainPack | None = None) -> str | None:
@@ -144,14 +175,14 @@ def named_answer(element: str, pack: DomainPack | None = None) -> str | None:
         for match in re.finditer(rf"\b(?:{cue})\s*", element, re.IGNORECASE):
             rest = _ARTICLE.sub("", element[match.end() :])
             answer = _ANSWER_END.split(f"{rest} ", maxsplit=1)[0].strip()
-            if content(tokens(answer)) - _GENERIC:
+            if content(tokens(answer)) - GENERIC - QUALIFIERS:
                 found.append((match.end(), answer))
     return max(found)[1] if found else None
 
 
 def diagnosis_leak(index: int, answer: str, view: set[str]) -> ElementLeak:
     """The share of the named answer's content words that the candidate's view holds, anywhere."""
-    wanted = content(tokens(answer)) - _GENERIC
+    wanted = content(tokens(answer)) - GENERIC - QUALIFIERS
     shown = sorted(wanted & view)
     return ElementLeak(index, round(len(shown) / len(wanted), 4), [answer, *shown])
 
@@ -182,7 +213,8 @@ def leak_scores(case: Case, pack: DomainPack | None = None) -> list[LeakFinding]
     view = tokens(candidate_text(case, pack))
     scores = [LeakFinding("advice", element_leak(i, a, view)) for i, a in enumerate(case.advice)]
     if is_diagnostic(case, pack):
-        words = content(view)
+        # the asker's own guess in the question ("Is this shingles?") is fair: the candidate must still judge
+        words = content(tokens(candidate_text(case.model_copy(update={"query": " "}), pack)))
         for i, element in enumerate(case.advice):
             if (answer := named_answer(element, pack)) is not None:
                 scores.append(LeakFinding("diagnosis", diagnosis_leak(i, answer, words)))

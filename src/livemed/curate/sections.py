@@ -10,8 +10,9 @@ section starts with a heading: a paragraph that opens with "Heading:" or a line 
 A case whose question is diagnostic (`is_diagnostic`) gives away more: the title, the abstract and the
 introduction (`FRONT_MATTER`) usually name the diagnosis, so they are not narrative sources, and nor
 is any sentence that states the diagnosis (`reveals_diagnosis`: "biopsy confirmed…", "consistent
-with…", "was diagnosed with…", and the domain pack's `[leak] outcome_patterns`). The labelled
-paragraphs of a structured abstract ("Case presentation: …") stay in the abstract.
+with…", "was diagnosed with…", "…is a clinical diagnosis", and the domain pack's `[leak]
+outcome_patterns`); a past diagnosis in the history ("diagnosed with diabetes in 2010") goes with
+them. The labelled paragraphs of a structured abstract ("Case presentation: …") stay in the abstract.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ FRONT_MATTER = frozenset({"abstract", "summary", "introduction", "background"})
 _KNOWN = HELD_BACK | FRONT_MATTER | {"case presentation", "investigations"}
 # The built-in sentences that state a diagnosis (the domain pack adds its own `[leak] outcome_patterns`).
 DIAGNOSIS_STATED = re.compile(
-    r"\b(?:confirm(?:ed|s|ing)|consistent with|diagnos(?:ed|is) (?:as|with|of|was)|revealed|reveals"
+    r"\b(?:confirm(?:ed|s|ing)|consistent with|diagnos(?:ed|is)|revealed|reveals"
     r"|(?:final|definitive|established|eventual|ultimate|definite) diagnosis)\b",
     re.IGNORECASE,
 )
