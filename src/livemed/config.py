@@ -71,7 +71,7 @@ class Thresholds(BaseModel):
     s_inf: float = Field(default=0.5, ge=0, le=1)
     s_align: float = Field(default=0.5, ge=0, le=1)
     answer_leak: float = Field(
-        default=0.6,
+        default=0.7,
         ge=0,
         le=1,
         description="reject a case when an advice element's leak into the candidate's prompt is above this",
@@ -300,8 +300,8 @@ cutoff = {cutoff}
 s_inf = 0.5
 s_align = 0.5
 # The leak audit: reject a case when the prompt a candidate sees already states more than this share
-# of an advice element (its content words, in shared runs of words).
-answer_leak = 0.6
+# of an advice element (its content words, in shared runs of words) or of a diagnostic case's diagnosis.
+answer_leak = 0.7
 
 # Curation: the evidence corpus for the Validator's alignment check, and the narrative checklists.
 # [curate]

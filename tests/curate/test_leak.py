@@ -97,4 +97,4 @@ async def test_an_llm_curated_case_that_states_its_advice_is_rejected_and_counte
 async def test_the_threshold_is_configurable() -> None:
     chain = make_chain(fake_curator(screen=LEAKY_SCREEN), thresholds=Thresholds(answer_leak=1.0))
     assert isinstance(await chain(thread(post=LEAKY_POST)), Case)
-    assert Thresholds().answer_leak == 0.6
+    assert Thresholds().answer_leak == 0.7

@@ -22,7 +22,7 @@ from pathlib import Path
 from livemed.analysis.diagnose import messages as taxonomy_messages
 from livemed.analysis.taxonomy import TaxonomyItem, criterion_results
 from livemed.curate.baseline import curate_baseline
-from livemed.curate.controller import audit_messages, narrative_source
+from livemed.curate.controller import Controller
 from livemed.curate.screener import Screener, screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
 from livemed.demo import demo_docs_path
@@ -46,6 +46,14 @@ CRITERIA = [
               axis="safety", weight=-8, theme="medication safety"),
 ]  # fmt: skip
 ANSWER = "Try cutting down to one coffee a day. If you get chest pain or faint, call an ambulance."
+# One narrative fact and one advice element of each demo case, paraphrased so that the fuzzy match
+# misses them: the Controller's LLM audit is sent exactly those, each against its own source.
+PARAPHRASED = {
+    "demo:2024-01-palpitations-coffee": ("medications", 0, "Takes atorvastatin nightly.", 1,
+                                         "Cut coffee down to a cup or two daily and skip energy drinks."),
+    "demo:2024-06-atrial-fibrillation-new": ("exam_labs", 3, "Echocardiography: structurally normal.", 2,
+                                             "Aspirin should not be used to prevent stroke in AF."),
+}  # fmt: skip
 
 
 def demo_docs() -> dict[str, Doc]:
@@ -82,7 +90,9 @@ def _builders(case: Case, doc: Doc) -> dict[str, Callable[[], list[Message]]]:
         "screener": lambda: screener_messages(doc),
         "validator-query": lambda: query_messages(case, DEFAULT_CHECKLIST),
         "validator-align": lambda: align_messages(shown, evidence),
-        "controller-audit": lambda: audit_messages(narrative_source(doc), list(enumerate(case.advice[:2]))),
+        "controller-audit": lambda: [
+            m for sent in Controller().requests(paraphrased(case), doc) for m in sent
+        ],
         "rubric-1-themes": lambda: _user(themes_prompt(case)),
         "rubric-2-criteria": lambda: _user(criteria_prompt(case, case.advice[:2])),
         "rubric-3-weights": lambda: _user(
@@ -96,6 +106,17 @@ def _builders(case: Case, doc: Doc) -> dict[str, Callable[[], list[Message]]]:
         "grader-batched": lambda: batched_messages(conversation(case), ANSWER, CRITERIA),
         "taxonomy": lambda: taxonomy_messages(_taxonomy_item(case)),
     }
+
+
+def paraphrased(case: Case) -> Case:
+    """The case with its `PARAPHRASED` fact and advice element."""
+    field, n, fact, i, advice = PARAPHRASED[case.doc_id]
+    facts = list(getattr(case.narrative, field))
+    facts[n] = fact
+    narrative = case.narrative.model_copy(update={field: facts})
+    return case.model_copy(
+        update={"narrative": narrative, "advice": [*case.advice[:i], advice, *case.advice[i + 1 :]]}
+    )
 
 
 def _taxonomy_item(case: Case) -> TaxonomyItem:

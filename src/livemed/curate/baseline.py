@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from livemed.curate import rules
 from livemed.curate.controller import AuditOutput
 from livemed.curate.screener import ScreenerOutput
+from livemed.curate.sections import diagnostic_query
 from livemed.curate.validator import AlignmentOutput, AlignmentScore, ItemCheck, QueryCheck
 from livemed.domains import DomainPack, medical
 from livemed.models.base import Completion, FatalModelError, Message, Settings
@@ -52,9 +53,11 @@ def screen(prompt: str, pack: DomainPack | None = None) -> ScreenerOutput:
     text = {b.name: b.text for b in blocks}
     if "report" in text:
         report = text["report"]
+        query = rules.derived_query(report)
+        diagnostic = diagnostic_query(query, pack)
         return ScreenerOutput(
-            narrative=rules.extract_narrative(report, report=True, pack=pack),
-            query=rules.derived_query(report),
+            narrative=rules.extract_narrative(report, report=True, diagnostic=diagnostic, pack=pack),
+            query=query,
             advice=rules.extract_advice(report, report=True),
         )
     post = text.get("post", "")

@@ -2,22 +2,25 @@
 
 Each element must be traceable to explicit text in the source: narrative entities in the title and
 the asker's post (threads; never the replies) or the report's presentation (case reports: not its
-management, outcome or discussion sections), advice in the replies it may come from (physician,
+management, outcome or discussion sections, and, when the case is diagnostic, not its title, abstract
+or introduction either, `narrative_source`), advice in the replies it may come from (physician,
 verified or accepted answers for threads; the report for case reports). The deterministic audit
 matches each element (rapidfuzz, normalised text; see `grounding.locate`) and stores the matched source
 span. An optional LLM audit then looks at the elements the fuzzy match missed (paraphrases): the model
 must quote the supporting source text, the quote must be found in the source, and the source span
-found must state the element (`states`: most of its content words), checked deterministically before
-it is accepted. Any element still ungrounded rejects the case (refused quotes named in the detail).
+found must state the element (`states`: enough of its content words, the same negation and every
+number it gives), checked deterministically before it is accepted. `requests` are the LLM audit's
+messages for a case, exactly as the pipeline sends them (the prompt snapshots render them). Any
+element still ungrounded rejects the case (refused quotes named in the detail).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from livemed.curate.grounding import Normalised, locate, normalise
+from livemed.curate.grounding import Normalised, locate, negated, normalise, numbers
 from livemed.curate.screener import advice_texts, is_thread, reject
-from livemed.curate.sections import HELD_BACK, sections
+from livemed.curate.sections import FRONT_MATTER, HELD_BACK, is_diagnostic, sections
 from livemed.domains import DomainPack, medical
 from livemed.grading.lexical import content
 from livemed.models import LLM, Message, Settings
@@ -42,8 +45,8 @@ class ElementVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     index: int = Field(ge=0)
+    quote: str = ""  # the source words that state the element, before the verdict they support
     grounded: bool
-    quote: str = ""
 
 
 class AuditOutput(BaseModel):
@@ -52,21 +55,27 @@ class AuditOutput(BaseModel):
     elements: list[ElementVerdict] = Field(default_factory=list)
 
 
-def narrative_source(doc: Doc) -> str:
+def narrative_source(doc: Doc, *, diagnostic: bool = False) -> str:
     """Where narrative facts may come from: the title and the asker's post (never the replies), or a
-    case report's presentation (its management, outcome, follow-up and discussion sections left out,
-    `sections.HELD_BACK`)."""
+    case report's title and presentation (its management, outcome, follow-up and discussion sections
+    left out, `sections.HELD_BACK`); for a `diagnostic` case report, neither the title nor the
+    abstract or introduction (`sections.FRONT_MATTER`): they usually name the diagnosis."""
     if is_thread(doc):
         return "\n\n".join(part for part in (doc.title, doc.text) if part)
-    presentation = [" ".join(s.sentences) for s in sections(doc.text) if s.heading not in HELD_BACK]
-    return "\n\n".join(part for part in (doc.title, *presentation) if part)
+    held = HELD_BACK | FRONT_MATTER if diagnostic else HELD_BACK
+    presentation = [" ".join(s.sentences) for s in sections(doc.text) if s.heading not in held]
+    return "\n\n".join(part for part in (None if diagnostic else doc.title, *presentation) if part)
 
 
 def states(quote: str, element: str) -> bool:
     """Does the quote state the element? A lexical floor: at least `QUOTE_SUPPORT` of the element's
     content words, and two of them (all, when it has fewer), are in the quote (stemmed, spelling
-    variants allowed: `rubrics.check.overlap`). It refuses a real quote about something else; it
-    cannot tell a subtle misstatement from a paraphrase."""
+    variants allowed: `rubrics.check.overlap`); and the quote is negated exactly when the element is
+    ("Do not use aspirin" does not state "Use aspirin", `grounding.negated`) and gives every number
+    the element gives ("50 mg" does not state "500 mg"). It refuses a real quote about something
+    else or its opposite; it cannot tell a subtle misstatement from a paraphrase."""
+    if negated(quote) != negated(element) or not numbers(element) <= numbers(quote):
+        return False
     want = len(content(element))
     share = overlap(element, quote)
     return share >= QUOTE_SUPPORT and round(share * want) >= min(2, want)
@@ -100,17 +109,32 @@ class Controller:
         self.pack = pack or medical()
         self.prompt = audit_prompt(self.pack)
 
-    async def audit(self, case: Case, doc: Doc) -> Case | Rejection:
-        groups = [
-            (narrative_source(doc), [(f, text) for f, text in case.narrative.entities()]),
+    def groups(self, case: Case, doc: Doc) -> list[tuple[str, list[tuple[str, str]]]]:
+        """(source, [(field, element)]) pairs: the narrative against `narrative_source`, the advice
+        against `advice_source`."""
+        narrative = narrative_source(doc, diagnostic=is_diagnostic(case, self.pack))
+        return [
+            (narrative, [(f, text) for f, text in case.narrative.entities()]),
             (advice_source(doc), [("advice", text) for text in case.advice]),
         ]
+
+    def requests(self, case: Case, doc: Doc) -> list[list[Message]]:
+        """The LLM audit's messages for the case, group by group, as `audit` sends them: only the
+        elements the fuzzy match missed, against their own source (none when it missed nothing)."""
+        found = [(source, self.fuzzy(source, elements)) for source, elements in self.groups(case, doc)]
+        return [self._messages(source, spans) for source, spans in found if _missed(spans)]
+
+    def _messages(self, source: str, spans: list[GroundedSpan]) -> list[Message]:
+        todo = [(i, s.element) for i, s in enumerate(spans) if s.source_span is None]
+        return audit_messages(source, todo, self.pack)
+
+    async def audit(self, case: Case, doc: Doc) -> Case | Rejection:
         spans: list[GroundedSpan] = []
         refused: list[str] = []  # quotes found in the source that do not state their element
         method = "fuzzy"
-        for source, elements in groups:
+        for source, elements in self.groups(case, doc):
             found = self.fuzzy(source, elements)
-            if self.llm is not None and any(s.source_span is None for s in found):
+            if self.llm is not None and _missed(found):
                 audited = await self.llm_audit(source, found)
                 if audited is None:  # the call failed: no verdict, so the document is tried again
                     return reject(doc, "controller_failed", "the grounding audit call failed", stage=STAGE)
@@ -146,9 +170,9 @@ class Controller:
         """`spans` with the ones the model grounds by a verified quote filled in, and the quotes refused
         (found, but not stating their element); None if the call failed."""
         assert self.llm is not None
-        todo = [(i, s.element) for i, s in enumerate(spans) if s.source_span is None]
-        messages = audit_messages(source, todo, self.pack)
-        result = await self.llm.structured(messages, AuditOutput, Settings(temperature=0))
+        result = await self.llm.structured(
+            self._messages(source, spans), AuditOutput, Settings(temperature=0)
+        )
         if result.value is None:
             return None
         hay = normalise(source)
@@ -165,3 +189,7 @@ class Controller:
                 else:
                     refused.append(f"{span.field}: quote {verdict.quote[:80]!r} does not state it")
         return updated, refused
+
+
+def _missed(spans: list[GroundedSpan]) -> bool:
+    return any(s.source_span is None for s in spans)

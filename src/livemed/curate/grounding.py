@@ -53,7 +53,7 @@ class Match:
 
 
 SHORT_WORDS = 3
-_NUMBER = re.compile(r"\d+")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def locate(element: str, source: str, normalised_source: Normalised | None = None) -> Match:
@@ -77,8 +77,8 @@ def locate(element: str, source: str, normalised_source: Normalised | None = Non
         return Match(0.0, None, None, None)
     lo, hi = _widen(hay.text, aligned.dest_start, aligned.dest_end)
     found = _match(aligned.score, lo, hi, hay, source)
-    numbers = set(_NUMBER.findall(needle))
-    if numbers and not numbers <= set(_NUMBER.findall(hay.text[lo:hi])):
+    wanted = numbers(needle)
+    if wanted and not wanted <= numbers(hay.text[lo:hi]):
         return Match(min(found.score, 50.0), None, None, None)
     if not covers(hay.text[lo:hi], needle):
         return Match(min(found.score, 50.0), None, None, None)
@@ -138,6 +138,42 @@ def covers(span: str, needle: str) -> bool:
     """Every content word of `needle` (normalised) appears in `span` (normalised), up to inflection."""
     words = set(span.split())
     return all(w in words or any(_same_word(w, other) for other in words) for w in content_words(needle))
+
+
+_NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+} | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "hundred": "100"}
+_NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers a text states, in digits ("500 mg for three days" → {"500", "3"})."""
+    return set(_NUMBER.findall(text)) | {_NUMBER_WORDS[w.lower()] for w in _NUMBER_WORD.findall(text)}
 
 
 def negated(text: str) -> bool:

@@ -116,13 +116,16 @@ ONSET = re.compile(
 )
 
 
-def extract_narrative(text: str, *, report: bool = False, pack: DomainPack | None = None) -> Narrative:
+def extract_narrative(
+    text: str, *, report: bool = False, diagnostic: bool = False, pack: DomainPack | None = None
+) -> Narrative:
     """Narrative facts from a post or report, each sentence (or clause) under the one field it fits
     best by the domain pack's cues (default: medical); held-back sections and advice- or outcome-like
-    sentences left out (`sections`)."""
+    sentences left out, and for a `diagnostic` report its front matter and the sentences that state the
+    diagnosis (`sections`)."""
     pack = pack or medical()
     facts: dict[str, list[str]] = {name: [] for name in Narrative.model_fields}
-    used = narrative_sentences(text, report=report)
+    used = narrative_sentences(text, report=report, diagnostic=diagnostic, pack=pack)
     for heading, sentence in used:
         if is_asking(sentence):
             continue

@@ -6,12 +6,22 @@ never reach the narrative (management and treatment are where the advice comes f
 sentence, in any text, that reads like advice (an imperative, "we recommend", "you should", "should be
 treated with") or, in a report, like the outcome ("the rash faded", "she continued apixaban"). A
 section starts with a heading: a paragraph that opens with "Heading:" or a line that is only a heading.
+
+A case whose question is diagnostic (`is_diagnostic`) gives away more: the title, the abstract and the
+introduction (`FRONT_MATTER`) usually name the diagnosis, so they are not narrative sources, and nor
+is any sentence that states the diagnosis (`reveals_diagnosis`: "biopsy confirmed…", "consistent
+with…", "was diagnosed with…", "…is a clinical diagnosis", and the domain pack's `[leak]
+outcome_patterns`); a past diagnosis in the history ("diagnosed with diabetes in 2010") goes with
+them. The labelled paragraphs of a structured abstract ("Case presentation: …") stay in the abstract.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from livemed.domains import DomainPack, medical
+from livemed.records import Case
 
 _SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z /&'-]{1,40}?)\s*:\s*")
@@ -61,6 +71,14 @@ OUTCOME_HEADINGS = frozenset(
 )
 QUESTION_HEADINGS = frozenset({"question", "clinical question", "the question"})
 HELD_BACK = ADVICE_HEADINGS | OUTCOME_HEADINGS | QUESTION_HEADINGS
+FRONT_MATTER = frozenset({"abstract", "summary", "introduction", "background"})
+_KNOWN = HELD_BACK | FRONT_MATTER | {"case presentation", "investigations"}
+# The built-in sentences that state a diagnosis (the domain pack adds its own `[leak] outcome_patterns`).
+DIAGNOSIS_STATED = re.compile(
+    r"\b(?:confirm(?:ed|s|ing)|consistent with|diagnos(?:ed|is)|revealed|reveals"
+    r"|(?:final|definitive|established|eventual|ultimate|definite) diagnosis)\b",
+    re.IGNORECASE,
+)
 
 _IMPERATIVE = (
     r"take|avoid|use|apply|stop|start|seek|see|keep|drink|rest|offer|advise|review|repeat|recheck|refer"
@@ -97,7 +115,7 @@ class Section:
 def _heading_line(line: str) -> str | None:
     """A line that is only a heading ("Discussion", "Learning points"), lower-cased."""
     text = line.strip().rstrip(":").strip().lower()
-    return text if text in HELD_BACK or text in {"case presentation", "investigations"} else None
+    return text if text in _KNOWN else None
 
 
 def split_sentences(text: str) -> list[str]:
@@ -116,8 +134,9 @@ def sections(text: str) -> list[Section]:
             continue
         label = _LABEL.match(line)
         heading = current
-        if label and label.group(1).strip().lower() in HELD_BACK | {"case presentation", "investigations"}:
-            heading = label.group(1).strip().lower()
+        if label and (name := label.group(1).strip().lower()) in _KNOWN:
+            # a structured abstract's "Case presentation:" stays in the abstract; "Discussion:" is held back
+            heading = current if current in FRONT_MATTER and name not in HELD_BACK else name
             line = line[label.end() :]
         found.append(Section(heading, split_sentences(line)))
     return found
@@ -133,15 +152,41 @@ def outcome_like(sentence: str) -> bool:
     return OUTCOME_LIKE.search(sentence) is not None
 
 
-def narrative_sentences(text: str, *, report: bool) -> list[tuple[str | None, str]]:
+def reveals_diagnosis(sentence: str, pack: DomainPack | None = None) -> bool:
+    """A sentence that states the diagnosis (`DIAGNOSIS_STATED`, the pack's `[leak] outcome_patterns`)."""
+    own = (pack or medical()).outcome_pattern
+    return DIAGNOSIS_STATED.search(sentence) is not None or (
+        own is not None and own.search(sentence) is not None
+    )
+
+
+def diagnostic_query(query: str, pack: DomainPack | None = None) -> bool:
+    """Does the query ask for a diagnosis (the pack's `diagnosis` query cues, `[offline.query_cues]`)?"""
+    cue = (pack or medical()).offline.query_cues.get("diagnosis")
+    return cue is not None and re.search(cue, query, re.IGNORECASE) is not None
+
+
+def is_diagnostic(case: Case, pack: DomainPack | None = None) -> bool:
+    """A case whose answer is a diagnosis: the Validator typed its query "diagnosis", or the query asks
+    for one (`diagnostic_query`)."""
+    typed = case.validation.query_type if case.validation is not None else None
+    return typed == "diagnosis" or diagnostic_query(case.query, pack)
+
+
+def narrative_sentences(
+    text: str, *, report: bool, diagnostic: bool = False, pack: DomainPack | None = None
+) -> list[tuple[str | None, str]]:
     """(heading, sentence) pairs a narrative may use: held-back sections and advice-like (and, in a
-    report, outcome-like) sentences left out."""
+    report, outcome-like) sentences left out; for a `diagnostic` report also its front matter and the
+    sentences that state the diagnosis."""
     kept: list[tuple[str | None, str]] = []
     for section in sections(text):
-        if section.heading in HELD_BACK:
+        if section.heading in HELD_BACK or (diagnostic and section.heading in FRONT_MATTER):
             continue
         for sentence in section.sentences:
             if advice_like(sentence) or (report and outcome_like(sentence)):
+                continue
+            if diagnostic and reveals_diagnosis(sentence, pack):
                 continue
             kept.append((section.heading, sentence))
     return kept

@@ -208,6 +208,23 @@ class LintSpec(Strict):
     omission_phrases: list[str] = Field(default_factory=list)
 
 
+class LeakSpec(Strict):
+    """What gives a case's answer away (`curate/leak.py`, the Screener's decision point, the baseline):
+    `outcome_patterns`, regexes of report sentences that state the diagnosis or outcome (added to the
+    built-in "confirmed", "consistent with", "diagnosed as", "revealed", "final diagnosis"); `answer_cues`,
+    regexes after which an advice element names the answer ("the diagnosis is", "consistent with")."""
+
+    outcome_patterns: list[str] = Field(default_factory=list)
+    answer_cues: list[str] = Field(default_factory=list)
+
+    @field_validator("outcome_patterns", "answer_cues")
+    @classmethod
+    def _patterns_compile(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            _regex(pattern, "leak patterns")
+        return value
+
+
 class VocabularySpec(Strict):
     """The relevance pre-filter's vocabulary. `terms` match with regular English endings, `as_written`
     and `phrases` as written; `icd10` adds the ICD-10-CM title words (minus `exclude`)."""
@@ -252,6 +269,7 @@ class DomainPack(Strict):
     decisive: DecisiveSpec = Field(default_factory=DecisiveSpec)
     lint: LintSpec = Field(default_factory=LintSpec)
     evidence: EvidenceSpec = Field(default_factory=EvidenceSpec)
+    leak: LeakSpec = Field(default_factory=LeakSpec)
     prompts: dict[str, str] = Field(default_factory=dict, description="prompt name → text (prompts/*.txt)")
     folder: Path | None = None
 
@@ -313,6 +331,12 @@ class DomainPack(Strict):
     def fallback_pattern(self) -> re.Pattern[str] | None:
         cues = self.offline.fallback_cues
         return re.compile(cues, re.IGNORECASE) if cues else None
+
+    @cached_property
+    def outcome_pattern(self) -> re.Pattern[str] | None:
+        """The pack's `[leak] outcome_patterns` as one regex (None without any)."""
+        found = self.leak.outcome_patterns
+        return re.compile("|".join(f"(?:{p})" for p in found), re.IGNORECASE) if found else None
 
     def checklist(self, doc_type: str) -> list[str]:
         return self.checklists.get(doc_type) or self.checklists.get("default") or []
