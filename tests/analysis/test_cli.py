@@ -180,7 +180,7 @@ def test_taxonomy_llm_classifier_labels_once_and_records_usage(
 
     classifier = FakeModel(
         "fake/classifier",
-        function=lambda messages, settings: '{"category": "CNIF", "rationale": "ignores CKD"}',
+        function=lambda messages, settings: '{"rationale": "ignores CKD", "category": "CNIF"}',
     )
     monkeypatch.setattr(models, "get_model", lambda model_id, config=None: classifier)
     args = ("taxonomy", "--model", "fake/weak", "--k", "4", "--classifier", "fake/classifier", "--no-cache")

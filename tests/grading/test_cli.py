@@ -197,7 +197,9 @@ def scripted_judge(model_id: str) -> FakeModel:
         [response] = [b.text.lower() for b in blocks if b.name == "response"]
         numbers = [int(b.attrs["id"]) for b in blocks if b.name == "criterion" and "id" in b.attrs]
         if numbers:
-            verdicts = [{"id": n, "criteria_met": bool(response.strip())} for n in numbers]
+            verdicts = [
+                {"id": n, "explanation": "scripted", "criteria_met": bool(response.strip())} for n in numbers
+            ]
             return json.dumps({"verdicts": verdicts})
         return json.dumps({"explanation": "scripted", "criteria_met": bool(response.strip())})
 
