@@ -203,6 +203,24 @@ def test_taxonomy_llm_classifier_labels_once_and_records_usage(
     assert rows[0]["reasoning_share"] == 1.0
 
 
+def test_taxonomy_on_a_legal_store_says_the_taxonomy_is_clinical_only(project: Path) -> None:
+    config = ["--config", str(project / "livemed.toml")]
+    args = [*config, "taxonomy", "--k", "2"]
+    refused = runner.invoke(app, [*args, "--domain", "legal"]).exception
+    assert isinstance(refused, UserError)  # one line on stderr, exit 2
+    assert refused.exit_code == 2
+    assert str(refused).startswith(
+        "the error taxonomy (CNIF, GOPR, MHME, KGOC, NCE) is clinical only: the legal"
+    )
+    with Store(project / "s.db") as store:  # the store was graded under the legal pack
+        store.put([Run(run_id="r-legal", command="grade", settings={"domain": "legal"})])
+    again = runner.invoke(app, args).exception
+    assert isinstance(again, UserError)
+    assert "the legal pack defines none" in str(again)
+    with Store(project / "s.db") as store:
+        assert not list(store.iter(ErrorLabel))  # nothing was labelled
+
+
 def test_contamination_warns_when_cases_are_dated_by_file_mtime(project: Path) -> None:
     from livemed.records import Case
 
