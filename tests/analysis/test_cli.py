@@ -180,7 +180,7 @@ def test_taxonomy_llm_classifier_labels_once_and_records_usage(
 
     classifier = FakeModel(
         "fake/classifier",
-        function=lambda messages, settings: '{"category": "CNIF", "rationale": "ignores CKD"}',
+        function=lambda messages, settings: '{"rationale": "ignores CKD", "category": "CNIF"}',
     )
     monkeypatch.setattr(models, "get_model", lambda model_id, config=None: classifier)
     args = ("taxonomy", "--model", "fake/weak", "--k", "4", "--classifier", "fake/classifier", "--no-cache")
@@ -201,6 +201,24 @@ def test_taxonomy_llm_classifier_labels_once_and_records_usage(
     assert "fake/classifier" not in second.usage  # nothing was sent the second time
     rows = json.loads((project / "results" / "taxonomy.json").read_text())["rows"]
     assert rows[0]["reasoning_share"] == 1.0
+
+
+def test_taxonomy_on_a_legal_store_says_the_taxonomy_is_clinical_only(project: Path) -> None:
+    config = ["--config", str(project / "livemed.toml")]
+    args = [*config, "taxonomy", "--k", "2"]
+    refused = runner.invoke(app, [*args, "--domain", "legal"]).exception
+    assert isinstance(refused, UserError)  # one line on stderr, exit 2
+    assert refused.exit_code == 2
+    assert str(refused).startswith(
+        "the error taxonomy (CNIF, GOPR, MHME, KGOC, NCE) is clinical only: the legal"
+    )
+    with Store(project / "s.db") as store:  # the store was graded under the legal pack
+        store.put([Run(run_id="r-legal", command="grade", settings={"domain": "legal"})])
+    again = runner.invoke(app, args).exception
+    assert isinstance(again, UserError)
+    assert "the legal pack defines none" in str(again)
+    with Store(project / "s.db") as store:
+        assert not list(store.iter(ErrorLabel))  # nothing was labelled
 
 
 def test_contamination_warns_when_cases_are_dated_by_file_mtime(project: Path) -> None:

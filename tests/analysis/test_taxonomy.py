@@ -190,7 +190,7 @@ def test_injected_delimiters_cannot_break_out_of_the_data() -> None:
 
 
 async def test_llm_classifier_stores_a_label_with_provenance() -> None:
-    reply = json.dumps({"category": "CNIF", "rationale": "ignores the kidney disease"})
+    reply = json.dumps({"rationale": "ignores the kidney disease", "category": "CNIF"})
     llm = LLM(
         Engine(store=None, cache="off"), FakeModel("fake/classifier", responses=[reply]), stage="taxonomy"
     )
@@ -215,6 +215,17 @@ async def test_llm_classifier_failure_is_a_rejection() -> None:
     assert rejection.stage == "taxonomy"
     assert rejection.reason == "classifier_unparsable"  # a reply came, but no usable label: not a failed call
     assert not rejection.call_failed
+
+
+async def test_a_label_without_its_rationale_is_no_label() -> None:
+    bare = '{"category": "CNIF"}'  # the label alone, and again after the repair asked for the rationale
+    model = FakeModel("fake/c", responses=[bare, bare])
+    [rejection] = await diagnose(LLM(Engine(store=None, cache="off"), model), _item())
+    assert isinstance(rejection, Rejection)
+    assert rejection.reason == "classifier_unparsable"
+    assert "rationale" in rejection.detail
+    system = messages(_item())[0]["content"]
+    assert system.index('"rationale"') < system.index('"category"')  # the reply shown: reason first
 
 
 def test_the_prompt_names_its_blocks_by_what_the_criteria_are() -> None:

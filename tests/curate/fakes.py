@@ -35,7 +35,7 @@ ALL_ITEMS = [
 
 def query_check(present: int = 8, s_cc: bool = True) -> dict[str, Any]:
     items = [{"item": item, "present": n < present} for n, item in enumerate(ALL_ITEMS)]
-    return {"s_cc": s_cc, "query_type": "management", "items": items}
+    return {"rationale": "asks what to do next", "query_type": "management", "s_cc": s_cc, "items": items}
 
 
 def fake_curator(
@@ -56,7 +56,8 @@ def fake_curator(
         if task == "AlignmentOutput":
             scores = align if align is not None else [1.0] * 10
             indices = _advice_indices(messages[-1]["content"])
-            return json.dumps({"scores": [{"advice_index": i, "score": scores[i]} for i in indices]})
+            shown = [{"advice_index": i, "rationale": "scripted", "score": scores[i]} for i in indices]
+            return json.dumps({"scores": shown})
         if task == "AuditOutput":
             return audit if isinstance(audit, str) else json.dumps(audit or {"elements": []})
         raise AssertionError(f"unexpected task {task}")

@@ -83,6 +83,7 @@ def _items(names: list[str], indices: list[int | None] | None = None) -> list[di
 
 async def _validated(items: list[dict[str, Any]], **check: Any) -> Case | Rejection:
     query = {
+        "rationale": "scripted",
         "query_type": check.get("query_type", "management"),
         "s_cc": check.get("s_cc", True),
         "items": items,
@@ -149,8 +150,11 @@ async def test_advice_shown_to_the_model_is_numbered_from_0_and_mapped_back() ->
         shown = parse_blocks(messages[-1]["content"])
         seen.append([b.attrs["i"] for b in shown if b.name == "advice"])
         # element "Rest at home." has no evidence: shown are positions 0, 2, 3 as 0, 1, 2
-        scores = [{"advice_index": 0, "score": 1.0}, {"advice_index": 1, "score": 0.5}]
-        scores.append({"advice_index": 2, "score": 0.0, "contradicted": True})
+        scores = [{"advice_index": 0, "rationale": "stated", "score": 1.0}]
+        scores.append({"advice_index": 1, "rationale": "in general terms", "score": 0.5})
+        scores.append(
+            {"advice_index": 2, "rationale": "says the opposite", "score": 0.0, "contradicted": True}
+        )
         return json.dumps({"scores": scores})
 
     validator = Validator(LLM(Engine(), FakeModel("fake/v", function=answer)))

@@ -87,13 +87,17 @@ def test_reads_kqa_nli_csv_and_generic_files(tmp_path: Path) -> None:
         list(read_labels(wrong))
 
 
+def verdict(met: bool) -> str:
+    return json.dumps({"explanation": "scripted", "criteria_met": met})
+
+
 async def test_a_failed_grader_call_is_no_verdict_and_an_unparsable_one_is_not_met() -> None:
     items = [
         LabelItem("Take colchicine.", "Advises colchicine", True, question="toe pain"),
         LabelItem("Rest.", "Advises colchicine", False),
         LabelItem("Take colchicine.", "Advises colchicine", True),
     ]
-    replies = ['{"criteria_met": true}', '{"criteria_met": false}', "garbled", "garbled again"]
+    replies = [verdict(True), verdict(False), "garbled", "garbled again"]
     llm = LLM(Engine(), FakeModel("fake/judge", responses=replies))
     predicted, reasons = await grade_items(items, llm)
     assert predicted == [True, False, False]
@@ -102,7 +106,7 @@ async def test_a_failed_grader_call_is_no_verdict_and_an_unparsable_one_is_not_m
     lexical, none = await grade_items(items, LexicalGrader())
     assert lexical == [True, False, True]
     assert none == {}
-    dead = LLM(Engine(), FakeModel("fake/dead", responses=['{"criteria_met": true}']))  # then exhausted
+    dead = LLM(Engine(), FakeModel("fake/dead", responses=[verdict(True)]))  # then exhausted
     verdicts, why = await grade_items(items, dead)
     assert verdicts.count(None) == 2  # no call succeeded for them: no verdict, not "not met"
     assert why == {"call_failed": 2}

@@ -201,7 +201,10 @@ def scripted_judge(model_id: str) -> FakeModel:
         [response] = [b.text.lower() for b in blocks if b.name == "response"]
         criteria = [b for b in blocks if b.name == "criterion"]
         if any("id" in b.attrs for b in criteria):
-            verdicts = [{"id": int(b.attrs["id"]), "criteria_met": met(b, response)} for b in criteria]
+            verdicts = [
+                {"id": int(b.attrs["id"]), "explanation": "scripted", "criteria_met": met(b, response)}
+                for b in criteria
+            ]
             return json.dumps({"verdicts": verdicts})
         return json.dumps({"explanation": "scripted", "criteria_met": met(criteria[0], response)})
 

@@ -6,6 +6,7 @@ import json
 
 from livemed.grading import score as S
 from livemed.grading.judge import (
+    NO_EXPLANATION,
     Target,
     batched_messages,
     grade_batch,
@@ -18,7 +19,7 @@ from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
 from livemed.prompts import DATA_RULES, parse_blocks
-from livemed.records import Grade, GradeFailure
+from livemed.records import Grade, GradeFailure, is_unusable_verdict
 from livemed.store import Store
 from tests.grading.builders import make_answer, make_case, make_rubric
 
@@ -78,6 +79,46 @@ async def test_unparsable_and_ambiguous_verdicts_become_grade_failures() -> None
         assert failure.reason == "unparsable"
         assert failure.id == f"grade:{t.answer.id}:{failure.criterion_id}:fake/judge"
     assert second.raw == '{"criteria_met": "maybe"}'  # type: ignore[union-attr]
+
+
+async def test_a_verdict_without_its_explanation_is_no_verdict() -> None:
+    t = target()
+    # a bare verdict, and a repair that gives a blank explanation: no reason, so no verdict
+    llm = judge(['{"criteria_met": true}', '{"explanation": "  ", "criteria_met": true}'])
+    failure = await grade_criterion(t, t.rubric.criteria[0], llm)
+    assert isinstance(failure, GradeFailure)
+    assert failure.reason == NO_EXPLANATION
+    assert is_unusable_verdict(failure)  # counted against the answer, never "not met"
+    repair = llm.model.calls[1][0][-1]["content"]  # type: ignore[attr-defined]
+    assert "explanation: Field required" in repair  # the repair asked for the reason
+    explained = judge(['{"criteria_met": true}', verdict(True, "it names colchicine")])
+    grade = await grade_criterion(t, t.rubric.criteria[0], explained)
+    assert isinstance(grade, Grade)
+    assert (grade.met, grade.explanation) == (True, "it names colchicine")
+
+
+async def test_an_unexplained_verdict_leaves_the_answer_ungraded_under_the_strict_policy(
+    sqlite_store: Store,
+) -> None:
+    t = target()
+    sqlite_store.put([t.case, t.rubric, t.answer])
+    reply = {
+        "verdicts": [
+            {"id": 1, "explanation": "names colchicine", "criteria_met": True},
+            {"id": 2, "criteria_met": False},
+            {"id": 3, "explanation": "", "criteria_met": False},
+        ]
+    }
+    await grade_all(sqlite_store, [t], judge([json.dumps(reply)]), mode="batched")
+    failures = sorted(sqlite_store.iter(GradeFailure), key=lambda f: f.detail)
+    assert [(f.reason, f.detail) for f in failures] == [
+        (NO_EXPLANATION, "verdict for #2 has no explanation"),
+        (NO_EXPLANATION, "verdict for #3 has no explanation"),
+    ]
+    assert [g.met for g in sqlite_store.iter(Grade)] == [True]  # the explained one stays a verdict
+    strict = score_all(sqlite_store, "fake/judge")
+    assert strict.scores == []
+    assert strict.excluded == {UNUSABLE: 1}
 
 
 async def test_a_call_failure_is_a_grade_failure_not_a_verdict() -> None:
@@ -188,12 +229,12 @@ async def test_an_unusable_verdict_of_a_criterion_no_longer_in_the_rubric_does_n
 async def test_batched_grading_resumes_only_missing_criteria(sqlite_store: Store) -> None:
     t = target()
     sqlite_store.put([t.case, t.rubric, t.answer])
-    partial = {"verdicts": [{"id": 1, "criteria_met": True}, {"id": 2, "criteria_met": False}]}
+    partial = {"verdicts": [{"id": n, "explanation": "scripted", "criteria_met": n == 1} for n in (1, 2)]}
     await grade_all(sqlite_store, [t], judge([json.dumps(partial)]), mode="batched")
     assert sqlite_store.count()["grade"] == 2
     assert sqlite_store.count()["grade_failure"] == 1
     assert [f.reason for f in sqlite_store.iter(GradeFailure)] == ["missing_verdict"]
-    llm = judge([json.dumps({"verdicts": [{"id": 1, "criteria_met": False}]})])
+    llm = judge([json.dumps({"verdicts": [{"id": 1, "explanation": "scripted", "criteria_met": False}]})])
     result = await grade_all(sqlite_store, [t], llm, mode="batched", retry_failures=True)
     assert result.processed == 1
     prompt = llm.model.calls[0][0][-1]["content"]  # type: ignore[attr-defined]

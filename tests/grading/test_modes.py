@@ -27,8 +27,16 @@ def halo_judge(model_id: str = "fake/halo") -> FakeModel:
         blocks = [b for b in parse_blocks(messages[0]["content"]) if b.name == "criterion"]
         numbered = [int(b.attrs["id"]) for b in blocks if "id" in b.attrs]
         if numbered:
-            return json.dumps({"verdicts": [{"id": n, "criteria_met": True} for n in numbered[:-1]]})
-        return json.dumps({"criteria_met": not blocks[0].attrs["points"].startswith("-")})
+            return json.dumps(
+                {
+                    "verdicts": [
+                        {"id": n, "explanation": "looks fine", "criteria_met": True} for n in numbered[:-1]
+                    ]
+                }
+            )
+        return json.dumps(
+            {"explanation": "scripted", "criteria_met": not blocks[0].attrs["points"].startswith("-")}
+        )
 
     return FakeModel(model_id, function=reply)
 

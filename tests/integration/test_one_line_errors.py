@@ -221,7 +221,7 @@ def test_an_eval_whose_results_cannot_be_written_is_refused_before_any_call(
 def test_a_taxonomy_whose_tables_cannot_be_written_is_refused_before_any_call(
     project: Path, tmp_path: Path
 ) -> None:
-    with FakeOpenAIServer(default=Behavior(text='{"category": "NCE", "rationale": "fine"}')) as server:
+    with FakeOpenAIServer(default=Behavior(text='{"rationale": "fine", "category": "NCE"}')) as server:
         folder = _model_project(tmp_path, project, server.base_url)
         blocker = folder / "a-file"
         blocker.write_text("")

@@ -23,7 +23,7 @@ from livemed.cli.analysis_views import (
     trends_table,
 )
 from livemed.cli.application import app
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.window_options import (
     AFTER_CUTOFF,
     MAX_DATE,
@@ -424,12 +424,15 @@ def taxonomy_command(
         metavar="USD",
         help="Stop calling models past this many US dollars, e.g. 2.",
     ),
+    domain: str | None = DOMAIN,
 ) -> None:
-    """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers."""
+    """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers (the
+    clinical taxonomy: a pack without one, such as legal, is refused)."""
     from livemed.atomic import check_writable
-    from livemed.cli.taxonomy_run import run_taxonomy
+    from livemed.cli.taxonomy_run import check_clinical, run_taxonomy
 
     app_state = state(ctx)
+    check_clinical(app_state, domain)
     check_writable(_out_dir(app_state, out) / "taxonomy.csv")  # now, before any classifier call is paid for
     rows = run_taxonomy(
         app_state,

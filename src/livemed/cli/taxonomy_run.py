@@ -18,9 +18,10 @@ from livemed.analysis.taxonomy import (
 )
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import AppState, console
-from livemed.errors import UnknownNameError
+from livemed.domains import bundled, load_pack
+from livemed.errors import ConfigError, UnknownNameError
 from livemed.pipeline import run_stage
-from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Score
+from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, Score
 from livemed.runs import raise_for_calls, settle, track_run
 from livemed.store import Store
 
@@ -43,6 +44,21 @@ def build_items(store: Store, scores: Sequence[Score], models: Sequence[str], k:
             f"[yellow]{skipped} answer(s) skipped: their case, rubric or answer is not in the store[/]"
         )
     return items
+
+
+def check_clinical(app_state: AppState, domain: str | None) -> None:
+    """The taxonomy is clinical: refuse (one line, exit 2) when the domain pack (`--domain`, livemed.toml)
+    or a bundled pack the store's runs recorded has no `taxonomy` (the legal pack)."""
+    pack = app_state.pack(domain)
+    packs = {pack.name: pack}
+    recorded = {run.settings.get("domain") for run in app_state.existing_store.iter(Run)}
+    packs |= {name: load_pack(name) for name in sorted(bundled()) if name in recorded}
+    for name, found in packs.items():
+        if found.taxonomy != "clinical":
+            raise ConfigError(
+                f"the error taxonomy (CNIF, GOPR, MHME, KGOC, NCE) is clinical only: the {name} pack "
+                "defines none (`taxonomy` in its pack.toml), so its answers are not labelled"
+            )
 
 
 def run_taxonomy(

@@ -82,7 +82,10 @@ def check_query(prompt: str, pack: DomainPack | None = None) -> QueryCheck:
     line = re.search(r"^Checklist: (.*)$", prompt, re.MULTILINE)
     items = [re.sub(r"^\d+\.\s*", "", i.strip()) for i in line.group(1).split(";")] if line else []
     clinical = bool(kinds) and (derived or "?" in query)
+    cued = ", ".join(kinds) or "none"
+    asked = "derived from a report" if derived else "a question" if "?" in query else "no question mark"
     return QueryCheck(
+        rationale=f"rule-based: query-type cues matched: {cued}; the query is {asked}",
         query_type=kinds[0] if clinical else "non_clinical",
         s_cc=clinical,
         items=[

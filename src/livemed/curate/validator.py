@@ -29,6 +29,7 @@ from livemed.curate.evidence import RetrievalError, Retriever, search_all
 from livemed.curate.screener import reject
 from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
+from livemed.models.structured import Reason
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import AdviceCheck, Case, Doc, EvidenceRef, Rejection, Validation, short_hash
 
@@ -98,6 +99,7 @@ class ItemCheck(BaseModel):
 class QueryCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    rationale: Reason  # first: what the query asks and what the narrative states, before the verdicts
     query_type: QueryType
     s_cc: bool
     items: list[ItemCheck] = Field(default_factory=list)
@@ -107,9 +109,9 @@ class AlignmentScore(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     advice_index: int = Field(ge=0)
+    rationale: Reason  # before the score: what the evidence says about the element
     score: float = Field(json_schema_extra={"enum": [0.0, 0.5, 1.0]})
     contradicted: bool = False
-    rationale: str = ""
 
     @field_validator("score")
     @classmethod
@@ -228,6 +230,7 @@ class Validator:
             s_inf=round((len(checklist) - len(missing)) / len(checklist), 4),
             s_align=round(sum(c.score for c in advice_checks) / len(advice_checks), 4),
             query_type=checked.value.query_type,
+            query_rationale=checked.value.rationale,
             missing_items=missing,
             advice_checks=advice_checks,
         )

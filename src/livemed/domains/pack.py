@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -252,6 +252,11 @@ class DomainPack(Strict):
     description: str = ""
     subject: str = Field(min_length=1, description="the adjective prompts use: 'a medical case'")
     person: str = Field(default="the patient", min_length=1, description="who the advice is for")
+    taxonomy: Literal["clinical"] | None = Field(
+        default=None,
+        description="the error taxonomy `livemed taxonomy` labels failures with: clinical (CNIF, GOPR, MHME, "
+        "KGOC, NCE), or none (the command refuses the pack)",
+    )
     axes: list[AxisSpec] = Field(min_length=1)
     themes: list[ThemeSpec] = Field(default_factory=list)
     narrative: dict[str, str] = Field(default_factory=dict, description="narrative slot → what it holds here")

@@ -8,10 +8,12 @@
   `{"verdicts": [{"id": 1, "explanation": ..., "criteria_met": ...}, ...]}`.
 
 Both run at temperature 0 (a grader template's `healthbench` setup is simple-evals' instead: see
-`livemed.grading.template`). A verdict that cannot be obtained (call failure), cannot be parsed
-after one repair, or is ambiguous (missing, duplicated with different values, not a JSON boolean)
-becomes a `GradeFailure` with the same id a Grade would have: it is counted, and scores treat it as
-not met for either polarity (or drop it, with the `exclude` policy).
+`livemed.grading.template`). The reason comes first: `explanation` is the first field of each verdict
+and is required, so a grader writes why before it writes whether. A verdict that cannot be obtained
+(call failure), cannot be parsed after one repair, has no explanation (`no_explanation`), or is
+ambiguous (missing, duplicated with different values, not a JSON boolean) becomes a `GradeFailure`
+with the same id a Grade would have: it is counted, and scores treat it as not met for either polarity
+(or drop it, with the `exclude` policy); under the default (strict) policy the answer is not graded.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, StrictBool
+from pydantic import BaseModel, ConfigDict, StrictBool, field_validator
 from typing_extensions import TypeIs
 
 from livemed.domains import DomainPack, medical
 from livemed.grading.answer import conversation
 from livemed.grading.template import TemplatedLLM, points_text, template_messages, until_parsed
 from livemed.models import LLM, Message, Settings
+from livemed.models.structured import Reason, Structured, parse_as
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import (
     CALL_FAILED,
@@ -87,20 +90,33 @@ def _prompt_hashes(pack: DomainPack) -> dict[Mode, str]:
 PROMPT_HASHES: dict[Mode, str] = prompt_hashes()  # the medical pack's
 
 
-class Verdict(BaseModel):
+NO_EXPLANATION = "no_explanation"  # the failure reason of a verdict given without its reason
+
+
+class Verdict(BaseModel):  # a per-criterion verdict: the reason first, then the verdict, both required
     model_config = ConfigDict(extra="ignore")
 
-    explanation: str = ""
+    explanation: Reason
     criteria_met: StrictBool
 
 
 class NumberedVerdict(BaseModel):
-    """One verdict of a batch; `criteria_met` is checked per criterion, so one bad verdict stays one."""
-
-    model_config = ConfigDict(extra="ignore")
+    # One verdict of a batch. Its explanation and `criteria_met` are checked per criterion (`_resolve`),
+    # so one bad verdict stays one; the schema sent still requires them, the reason before the verdict.
+    model_config = ConfigDict(
+        extra="ignore",
+        json_schema_extra={
+            "properties": {
+                "id": {"type": "integer"},
+                "explanation": {"type": "string", "minLength": 1},
+                "criteria_met": {"type": "boolean"},
+            },
+            "required": ["id", "explanation", "criteria_met"],
+        },
+    )
 
     id: int
-    explanation: str = ""
+    explanation: Any = None
     criteria_met: Any = None
 
 
@@ -282,8 +298,7 @@ async def judge_one(
     settings = judge.template.settings if isinstance(judge, TemplatedLLM) else JUDGE_SETTINGS
     result = await judge.structured(asked, Verdict, settings)
     if result.value is None:
-        reason = CALL_FAILED if result.call_failure is not None else "unparsable"
-        return Outcome(None, result.failure or "", result.raw, reason)
+        return Outcome(None, result.failure or "", result.raw, _failure_reason(result))
     return Outcome(result.value.criteria_met, result.value.explanation, result.raw)
 
 
@@ -316,7 +331,7 @@ async def grade_batch(target: Target, criteria: list[Criterion], judge: Judge) -
     )
     result = await judge.structured(messages, BatchVerdict, JUDGE_SETTINGS)
     if result.value is None:
-        reason = CALL_FAILED if result.call_failure is not None else "unparsable"
+        reason = _failure_reason(result)
         return [_failure(target, c, judge, mode, reason, result.failure or "", result.raw) for c in criteria]
     by_number: dict[int, list[NumberedVerdict]] = {}
     for verdict in result.value.verdicts:
@@ -331,6 +346,27 @@ async def grade_batch(target: Target, criteria: list[Criterion], judge: Judge) -
     return out
 
 
+def _failure_reason(result: Structured[Any]) -> str:
+    """Why a structured grader call gave no verdict: the call failed, the reply gave a verdict without
+    its explanation (`no_explanation`), or the reply is otherwise unparsable."""
+    if result.call_failure is not None:
+        return CALL_FAILED
+    unexplained, _ = parse_as(_Unexplained, result.raw)
+    return NO_EXPLANATION if unexplained is not None else "unparsable"
+
+
+class _Unexplained(BaseModel):
+    """A per-criterion reply that gives the verdict but no explanation (or an empty one)."""
+
+    explanation: Literal[""] | None = None
+    criteria_met: StrictBool
+
+    @field_validator("explanation", mode="before")
+    @classmethod
+    def _blank(cls, value: object) -> object:
+        return "" if isinstance(value, str) and not value.strip() else value
+
+
 def _resolve(number: int, found: list[NumberedVerdict]) -> tuple[bool | None, str, str]:
     """(met, "", explanation) for a usable verdict, else (None, reason, detail)."""
     if not found:
@@ -338,4 +374,7 @@ def _resolve(number: int, found: list[NumberedVerdict]) -> tuple[bool | None, st
     values = {v.criteria_met for v in found if isinstance(v.criteria_met, bool)}
     if len(values) != 1 or any(not isinstance(v.criteria_met, bool) for v in found):
         return None, "ambiguous", f"verdicts for #{number}: {[v.criteria_met for v in found]!r:.200}"
-    return values.pop(), "", found[0].explanation
+    explanation = found[0].explanation
+    if not isinstance(explanation, str) or not explanation.strip():
+        return None, NO_EXPLANATION, f"verdict for #{number} has no explanation"
+    return values.pop(), "", explanation

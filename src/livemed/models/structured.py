@@ -14,15 +14,30 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from livemed.models.base import CallFailure, Completion, Message, Model, Settings
 from livemed.models.replies import strip_reasoning
 from livemed.prompts import data_block
 
 T = TypeVar("T", bound=BaseModel)
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("the reason is blank: say why before the verdict")
+    return text
+
+
+# The reason field of a reply that gives a verdict: its schema's first field, required and not blank, so
+# a model writes why before it writes what (`tests/prompts/test_reply_schemas.py` checks every schema).
+Reason = Annotated[
+    str,
+    Field(min_length=1, description="why, written before the verdict it explains"),
+    AfterValidator(_not_blank),
+]
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 

@@ -72,6 +72,7 @@ class Validation(BaseModel):
     s_inf: float = Field(ge=0.0, le=1.0)
     s_align: float = Field(ge=0.0, le=1.0)
     query_type: str | None = None
+    query_rationale: str = ""  # the Validator's reason, written before its query type and s_cc
     missing_items: list[str] = Field(default_factory=list)
     advice_checks: list[AdviceCheck] = Field(default_factory=list)
 
