@@ -162,7 +162,7 @@ async def test_the_llm_audit_refuses_a_negated_quote_and_a_wrong_number() -> Non
     ):
         screen = copy.deepcopy(GOOD_SCREEN)
         screen["advice"].append(element)
-        verdict = {"elements": [{"index": 2, "quote": quote, "grounded": True}]}
+        verdict = {"elements": [{"index": 2, "rationale": "stated", "quote": quote, "grounded": True}]}
         outcome = await make_chain(fake_curator(screen=screen, audit=verdict), audit=True)(thread())
         assert isinstance(outcome, Rejection), element
         assert outcome.reason == "ungrounded"

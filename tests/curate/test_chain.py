@@ -232,14 +232,18 @@ async def test_llm_audit_grounds_a_paraphrase_only_with_a_real_quote() -> None:
     screen = copy.deepcopy(GOOD_SCREEN)
     screen["advice"].append("Get medical care when fever persists beyond 3 days.")
     quote = "See a doctor if the fever lasts more than three days"
-    good = {"elements": [{"index": 2, "grounded": True, "quote": quote}]}
+    good = {"elements": [{"index": 2, "rationale": "stated", "grounded": True, "quote": quote}]}
     case = await make_chain(fake_curator(screen=screen, audit=good), audit=True)(thread())
     assert isinstance(case, Case), case
     assert case.grounding is not None
     assert case.grounding.method == "fuzzy+llm"
     assert case.grounding.spans[-1].source_span == quote
     assert case.advice[-1] == "Get medical care when fever persists beyond 3 days."  # never rewritten
-    invented = {"elements": [{"index": 2, "grounded": True, "quote": "Fever beyond 3 days needs care."}]}
+    invented = {
+        "elements": [
+            {"index": 2, "rationale": "stated", "grounded": True, "quote": "Fever beyond 3 days needs care."}
+        ]
+    }
     outcome = await make_chain(fake_curator(screen=screen, audit=invented), audit=True)(thread())
     assert isinstance(outcome, Rejection)
     assert outcome.reason == "ungrounded"

@@ -174,7 +174,7 @@ async def test_a_quote_that_exists_but_does_not_state_the_element_is_refused() -
     screen = copy.deepcopy(GOOD_SCREEN)
     screen["advice"].append("Gargle warm salt water every few hours.")  # no reply says it
     elsewhere = "Avoid amoxicillin because of your penicillin allergy."  # in the reply, about something else
-    audit = {"elements": [{"index": 2, "grounded": True, "quote": elsewhere}]}
+    audit = {"elements": [{"index": 2, "rationale": "stated", "grounded": True, "quote": elsewhere}]}
     outcome = await make_chain(fake_curator(screen=screen, audit=audit), audit=True)(thread())
     assert isinstance(outcome, Rejection)
     assert outcome.reason == "ungrounded"

@@ -24,6 +24,7 @@ from livemed.curate.sections import FRONT_MATTER, HELD_BACK, is_diagnostic, sect
 from livemed.domains import DomainPack, medical
 from livemed.grading.lexical import content
 from livemed.models import LLM, Message, Settings
+from livemed.models.structured import Reason
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
 from livemed.rubrics.check import overlap
@@ -45,6 +46,7 @@ class ElementVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     index: int = Field(ge=0)
+    rationale: Reason  # why the source does or does not state it, before the verdict
     quote: str = ""  # the source words that state the element, before the verdict they support
     grounded: bool
 
