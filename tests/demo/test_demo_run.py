@@ -120,11 +120,12 @@ def test_the_unsafe_baseline_shows_harm_and_a_lower_safety_score(demo_run: tuple
 
 
 def test_no_candidate_prompt_states_an_advice_element(demo_run: tuple[Path, str]) -> None:
-    from livemed.curate.leak import candidate_text, tokens
+    from livemed.curate.leak import tokens
+    from livemed.grading.view import audit_text
 
     store = Store(demo_run[0] / "livemed.db")
     for case in store.iter(Case):
-        prompt = " ".join(tokens(candidate_text(case)))
+        prompt = " ".join(tokens(audit_text(case)))
         for element in case.advice:
             assert " ".join(tokens(element)) not in prompt, (case.id, element)
     leaked = store.get(Rejection, "controller:demo:2026-07-headache-pharmacist-said")

@@ -1,15 +1,16 @@
 """The leak audit: does the case a candidate is shown already state the answer?
 
 For every curated case, whatever made it (an LLM or the rule-based baseline), each advice element is
-compared with the text the candidate model is sent (`grading.answer.candidate_messages`: the same
-function, so the audit sees exactly what the model sees; the patient template's own labels such as
-"Medicines I take:" are not counted). Both are normalised (NFKC, lower case, punctuation dropped) and
-stemmed; an element's **leak** is the share of its content words that the prompt states inside a run
-of shared words holding at least two content words (so a word that merely recurs, "pain" or "doctor",
-does not count, while "she continued apixaban" against "…such as apixaban" does not either unless the
-words run together). The longest shared runs are kept as the evidence. A case whose highest element
-leak is above `[thresholds] answer_leak` is rejected as `answer_leak` (stage "controller", the final
-audit), the overlapping spans in the rejection's detail.
+compared with the text the candidate model reads (`grading.view.candidate_view`: the one definition
+the answer stage sends too, so the audit sees exactly what the model sees; the patient template's
+own labels such as "Medicines I take:" are not counted). Both are normalised (NFKC, lower case,
+punctuation dropped) and stemmed; an element's **leak** is the share of its content words that the
+prompt states inside a run of shared words holding at least two content words (so a word that merely
+recurs, "pain" or "doctor", does not count, while "she continued apixaban" against "…such as
+apixaban" does not either unless the words run together). The longest shared runs are kept as the
+evidence. A case whose highest element leak is above `[thresholds] answer_leak` is rejected as
+`answer_leak` (stage "controller", the final audit), the overlapping spans in the rejection's
+detail.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from dataclasses import dataclass, field
 
 from livemed.curate.screener import reject
 from livemed.domains import DomainPack
-from livemed.grading.answer import PATIENT_LABELS, candidate_messages, template_words
-from livemed.prompts import parse_blocks
+from livemed.grading.view import audit_text
 from livemed.records import Case, Doc, Rejection
 
 STAGE = "controller"  # the final audit: a leak is rejected where ungrounded elements are
@@ -53,19 +53,6 @@ def tokens(text: str) -> list[str]:
 
 def content(words: list[str]) -> set[str]:
     return {stem(w) for w in words if w not in _STOP}
-
-
-def candidate_text(case: Case, pack: DomainPack | None = None) -> str:
-    """What the candidate model reads of the case: the outside text of `candidate_messages`, without
-    the patient template's labels (the domain pack's, default medical)."""
-    parts: list[str] = []
-    for message in candidate_messages(case, pack):
-        blocks = parse_blocks(message["content"])
-        parts.extend(b.text for b in blocks) if blocks else parts.append(message["content"])
-    text = "\n".join(parts)
-    for label in PATIENT_LABELS if pack is None else template_words(pack):
-        text = text.replace(label, " ")
-    return text
 
 
 @dataclass(frozen=True)
@@ -111,7 +98,7 @@ def element_leak(index: int, element: str, prompt_words: list[str]) -> ElementLe
 
 def audit(case: Case, pack: DomainPack | None = None) -> list[ElementLeak]:
     """Every advice element's leak into what the candidate is shown, in advice order."""
-    prompt = tokens(candidate_text(case, pack))
+    prompt = tokens(audit_text(case, pack))
     return [element_leak(i, element, prompt) for i, element in enumerate(case.advice)]
 
 

@@ -14,16 +14,20 @@ and LA are all non-empty.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from livemed.curate.sections import outcome_like
 from livemed.curate.tags import detect_language, specialties
 from livemed.domains import DomainPack, medical
+from livemed.grading.view import post_view
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block, drop_instructions
-from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRole, short_hash
+from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRole, ViewKind, short_hash
 
 STAGE = "screener"
 ADVICE_ROLES = frozenset({ReplyRole.PHYSICIAN, ReplyRole.VERIFIED, ReplyRole.ACCEPTED})
@@ -61,6 +65,17 @@ class ScreenerOutput(BaseModel):
     advice: list[str] = Field(default_factory=list)
 
 
+@functools.cache
+def screener_output(pack: DomainPack) -> type[ScreenerOutput]:
+    """The Screener's reply schema for a domain pack: its narrative has exactly the pack's slots (a
+    reply naming another slot does not parse)."""
+    slots: dict[str, Any] = {name: (list[str], Field(default_factory=list)) for name in pack.narrative_slots}
+    narrative = create_model("Narrative", __config__=ConfigDict(extra="forbid"), **slots)
+    return create_model(
+        "ScreenerOutput", __base__=ScreenerOutput, narrative=(narrative, Field(default_factory=narrative))
+    )
+
+
 def is_thread(doc: Doc) -> bool:
     return doc.doc_type == "thread" or (doc.doc_type == "other" and bool(doc.replies))
 
@@ -90,18 +105,34 @@ def screener_messages(doc: Doc, pack: DomainPack | None = None) -> list[Message]
 
 
 class Screener:
-    """Extracts a draft case with a model (an LLM or the offline baseline)."""
+    """Extracts a draft case with a model (an LLM or the offline baseline); records on it the view the
+    candidate will read (`view`, or per source `views`; `post` for threads only)."""
 
-    def __init__(self, llm: LLM, pack: DomainPack | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        pack: DomainPack | None = None,
+        *,
+        view: ViewKind = "narrative",
+        views: Mapping[str, ViewKind] | None = None,
+    ) -> None:
         self.llm = llm
         self.pack = pack or medical()
         self.prompt = screener_prompt(self.pack)
+        self.view = view
+        self.views = dict(views or {})
+
+    def view_of(self, doc: Doc) -> ViewKind:
+        """The candidate's view for `doc`: its source's, else the default; a case report always gets
+        the narrative (its text holds the outcome)."""
+        kind = self.views.get(doc.source, self.view)
+        return kind if is_thread(doc) else "narrative"
 
     async def screen(self, doc: Doc) -> Case | Rejection:
         if is_thread(doc) and not advice_texts(doc):
             return reject(doc, "missing_advice", "no physician, verified or accepted reply")
         messages = screener_messages(doc, self.pack)
-        result = await self.llm.structured(messages, ScreenerOutput, Settings(temperature=0))
+        result = await self.llm.structured(messages, screener_output(self.pack), Settings(temperature=0))
         if result.value is None:
             return reject(doc, "screener_failed", result.failure or "no output")
         return self._draft(doc, result.value)
@@ -138,7 +169,12 @@ class Screener:
             provenance=Provenance(
                 model_id=self.llm.id, prompt_hash=short_hash(self.prompt), settings={"temperature": 0}
             ),
+            **self._view(doc),
         )
+
+    def _view(self, doc: Doc) -> dict[str, str]:
+        kind = self.view_of(doc)
+        return {"view": kind, "post": post_view(doc.title, doc.text)} if kind == "post" else {}
 
 
 def before_decision_point(narrative: Narrative) -> tuple[Narrative, list[str]]:
@@ -171,8 +207,8 @@ def without_instructions(out: ScreenerOutput) -> tuple[ScreenerOutput, list[str]
         return kept
 
     narrative = {name: [clean(f"narrative.{name}", f) for f in facts] for name, facts in out.narrative}
-    cleaned = ScreenerOutput(
-        narrative=Narrative(**narrative),
+    cleaned = type(out)(
+        narrative=type(out.narrative)(**narrative),
         query=clean("query", out.query),
         assessment=[clean("assessment", item) for item in out.assessment],
         advice=[clean("advice", item) for item in out.advice],
