@@ -56,7 +56,8 @@ def test_coverage_finds_the_unseen_fact_of_a_stored_rubric() -> None:
         ],
     )
     result = coverage(case, rubric)
-    assert result.criteria == 3 and result.with_context == 3
+    assert result.criteria == 3
+    assert result.with_context == 3
     assert result.unseen == [(0, "family history of heart disease"), (1, "coffee")]  # kidney disease is seen
     assert result.visible == 1
     told = case.model_copy(
@@ -79,7 +80,8 @@ async def test_the_offline_writer_drops_a_criterion_on_an_unseen_fact_with_a_fin
     assert not any("family history" in c.text for c in rubric.criteria)
     (finding,) = [f for f in rubric.findings if f.startswith("unseen_fact:")]
     assert "'family history of heart disease'" in finding
-    assert rubric.fact_coverage is not None and rubric.fact_coverage.dropped == 1
+    assert rubric.fact_coverage is not None
+    assert rubric.fact_coverage.dropped == 1
     assert coverage(case, rubric).unseen == []
     # the same advice for a patient who said so keeps its criterion
     said = case.model_copy(
@@ -88,7 +90,8 @@ async def test_the_offline_writer_drops_a_criterion_on_an_unseen_fact_with_a_fin
     (kept,) = await write_rubric(said, RuleWriter())
     assert isinstance(kept, Rubric)
     assert any("family history" in c.text for c in kept.criteria)
-    assert kept.fact_coverage is not None and kept.fact_coverage.dropped == 0
+    assert kept.fact_coverage is not None
+    assert kept.fact_coverage.dropped == 0
     assert run_summary([(case, rubric), (said, kept)]).startswith("fact coverage: ")
     assert "1 dropped for an unseen fact in 2 rubric(s)" in run_summary([(case, rubric), (said, kept)])
 
