@@ -63,6 +63,7 @@ async def test_a_post_view_is_recorded_and_read_alike_by_the_answer_stage_the_gr
     assert case.view == "post"
     assert case.post == f"{doc.title}\n\n{doc.text}"
     assert candidate_view(case) == case.post
+    assert Case.model_validate_json(case.model_dump_json()) == case  # the view is stored with the case
     (sent,) = candidate_messages(case)
     (block,) = [b for b in parse_blocks(sent["content"]) if b.name == "patient_message"]
     assert block.text.strip() == case.post.strip()
@@ -121,6 +122,7 @@ def test_old_stored_medical_cases_load_unchanged() -> None:
     assert case.narrative.model_extra == {}
     stored = json.loads(OLD_CASE)["narrative"]
     assert case.narrative.model_dump() == stored  # written back as it was read
+    assert not {"view", "post"} & set(json.loads(case.model_dump_json()))  # stored bytes as before
     assert "Medicines I take: My only medication is atorvastatin 10 mg at night." in candidate_view(case)
     with pytest.raises(ValidationError, match="list of strings"):
         Narrative.model_validate({"parties": "not a list"})

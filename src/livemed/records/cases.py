@@ -160,13 +160,18 @@ class Case(Record):
         default_factory=list,
         description="what curation noted on the way, e.g. instruction-like sentences it dropped",
     )
+    # (both left out of the stored payload at their defaults: a case curated before they existed, or one
+    # shown its narrative, is stored byte for byte as before)
     view: ViewKind = Field(
         default="narrative",
         description="what the candidate reads (`grading.view.candidate_view`): the narrative slots and "
         "the query, or the asker's own title and post (`post`), verbatim",
+        exclude_if=lambda kind: kind == "narrative",
     )
     post: str | None = Field(
-        default=None, description="the asker's title and post, shown when view is 'post'"
+        default=None,
+        description="the asker's title and post, shown when view is 'post'",
+        exclude_if=lambda post: post is None,
     )
 
     @field_validator("advice")

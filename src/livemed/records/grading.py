@@ -112,7 +112,11 @@ class Rubric(Record):
         default_factory=list, description="what each writer step produced (step, prompt hash, output)"
     )
     published: AwareDatetime | None = None
-    fact_coverage: FactCoverage | None = Field(default=None, description="None: written before the audit")
+    fact_coverage: FactCoverage | None = Field(
+        default=None,
+        description="None: written before the audit, or imported (left out of the stored payload then)",
+        exclude_if=lambda audit: audit is None,
+    )
 
     @field_validator("themes")
     @classmethod
