@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from livemed.errors import ConfigError
+from livemed.records.cases import ViewKind
 
 CONFIG_FILE = "livemed.toml"
 DEFAULT_STORE = "livemed.db"
@@ -100,6 +101,14 @@ class CurateConfig(BaseModel):
         default=True, description="let the model audit paraphrases the fuzzy match missed"
     )
     grounding_min_score: float = Field(default=90.0, ge=0, le=100)
+    candidate_view: ViewKind = Field(
+        default="narrative",
+        description="what the candidate reads of a thread: 'narrative' (its slots and the query) or 'post' "
+        "(the asker's own title and post, verbatim); recorded on each case",
+    )
+    candidate_view_by_source: dict[str, ViewKind] = Field(
+        default_factory=dict, description="source -> candidate view, overriding candidate_view for it"
+    )
 
 
 class AnalysisConfig(BaseModel):
@@ -313,6 +322,9 @@ answer_leak = 0.7
 #                "relevant history", "medications", "allergies"] }
 # llm_audit = true                                # the model audits paraphrases fuzzy matching missed
 # grounding_min_score = 90                        # rapidfuzz partial ratio (0-100) to count as grounded
+# candidate_view = "narrative"                   # what the candidate reads: "narrative" (slots + query)
+#                                                  # or "post" (the asker's title and post, threads only)
+# candidate_view_by_source = { stackexchange = "post" }
 
 # Data sources and their settings (`livemed sources` lists them). API keys: name the variable.
 # [sources.europepmc]

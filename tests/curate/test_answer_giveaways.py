@@ -99,7 +99,37 @@ async def test_the_screener_drops_a_biopsy_that_confirms_the_diagnosis() -> None
     draft = await chain.screener.screen(SARCOID)
     assert isinstance(draft, Case)
     assert BIOPSY not in draft.narrative.exam_labs
-    assert any("past the decision point" in f and "biopsy confirmed" in f for f in draft.findings)
+    assert any(
+        "dropped a fact that states the diagnosis" in f and "biopsy confirmed" in f for f in draft.findings
+    )
+
+
+LABS = (
+    "Haemoglobin was 92 g/L with a mean cell volume of 72 fL and ferritin of 6 micrograms/L, consistent with "
+    "iron deficiency anaemia."
+)
+
+
+async def test_the_screener_keeps_the_results_and_cuts_their_reading_as_the_diagnosis() -> None:
+    chain = make_chain(fake_curator(screen=sarcoid_screen(exam_labs=[LABS])), retriever=AlwaysEvidence())
+    draft = await chain.screener.screen(SARCOID)
+    assert isinstance(draft, Case)
+    assert draft.narrative.exam_labs == [
+        "Haemoglobin was 92 g/L with a mean cell volume of 72 fL and ferritin of 6 micrograms/L"
+    ]
+    assert any("cut the diagnosis" in f and "consistent with" in f for f in draft.findings)
+
+
+def test_the_offline_screener_keeps_a_diagnostic_reports_results_without_their_reading() -> None:
+    from livemed.curate.rules import extract_narrative
+
+    report = (
+        f"Case presentation: A 34-year-old woman had three months of tiredness.\n\nInvestigations: {LABS}"
+    )
+    narrative = extract_narrative(report, report=True, diagnostic=True)
+    facts = [fact for _, fact in narrative.entities()]
+    assert "Haemoglobin was 92 g/L with a mean cell volume of 72 fL and ferritin of 6 micrograms/L" in facts
+    assert not any("iron deficiency" in fact for fact in facts)
 
 
 async def test_a_biopsy_confirmed_report_that_shows_its_diagnosis_is_an_answer_leak() -> None:

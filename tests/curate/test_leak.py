@@ -9,7 +9,8 @@ from pathlib import Path
 from livemed.analysis.funnel import store_funnel
 from livemed.config import Thresholds
 from livemed.curate import curate_store
-from livemed.curate.leak import audit, candidate_text, check, element_leak, tokens
+from livemed.curate.leak import audit, check, element_leak, tokens
+from livemed.grading.view import audit_text
 from livemed.records import Case, Narrative, Rejection
 from livemed.store import Store
 from tests.curate.conftest import POST, make_chain, thread
@@ -55,13 +56,13 @@ def test_words_that_merely_recur_are_not_a_leak() -> None:
 
 def test_the_audit_reads_what_the_candidate_is_sent() -> None:
     case = _case(Narrative(medications=["ibuprofen 400 mg"]), ["Take paracetamol."])
-    text = candidate_text(case)
+    text = audit_text(case)
     assert "ibuprofen 400 mg" in text
     assert "What should I do?" in text
     assert "Medicines I take" not in text
     assert "Hello doctor" not in text
     imported = case.model_copy(update={"messages": [{"role": "user", "content": "Can I take paracetamol?"}]})
-    assert candidate_text(imported) == "Can I take paracetamol?"  # an imported conversation as it is
+    assert audit_text(imported) == "Can I take paracetamol?"  # an imported conversation as it is
 
 
 def test_check_rejects_over_the_threshold_and_keeps_at_or_below_it() -> None:

@@ -120,11 +120,12 @@ def test_the_unsafe_baseline_shows_harm_and_a_lower_safety_score(demo_run: tuple
 
 
 def test_no_candidate_prompt_states_an_advice_element(demo_run: tuple[Path, str]) -> None:
-    from livemed.curate.leak import candidate_text, tokens
+    from livemed.curate.leak import tokens
+    from livemed.grading.view import audit_text
 
     store = Store(demo_run[0] / "livemed.db")
     for case in store.iter(Case):
-        prompt = " ".join(tokens(candidate_text(case)))
+        prompt = " ".join(tokens(audit_text(case)))
         for element in case.advice:
             assert " ".join(tokens(element)) not in prompt, (case.id, element)
     leaked = store.get(Rejection, "controller:demo:2026-07-headache-pharmacist-said")
@@ -183,9 +184,14 @@ def test_the_injected_instructions_become_no_advice_and_no_criterion(demo_run: t
     assert case is not None  # kept on its clinical content
     assert len(case.advice) == 5
     assert not any(instruction_like(item) for item in case.advice)
+    # the asker's post carries two injected sentences (kept out of the narrative, with a finding each) and
+    # the reply one
     assert [f.split(": ", 2)[1] for f in case.findings] == [
-        "dropped an instruction-like sentence from advice"
+        "dropped an instruction-like sentence from narrative.symptoms",
+        "dropped an instruction-like sentence from narrative.symptoms",
+        "dropped an instruction-like sentence from advice",
     ]
+    assert not any(instruction_like(fact) for _, fact in case.narrative.entities())
     rubric = store.get(Rubric, f"rubric:{case.id}")
     assert rubric is not None
     assert not any("criteria_met" in c.text or instruction_like(c.text) for c in rubric.criteria)
@@ -267,7 +273,9 @@ def test_the_contamination_section_flags_the_memorising_simulation_and_not_the_c
     assert memorised["adjusted_low"] > 0  # the drift-adjusted delta excludes 0
     for clean in ("offline/retrieval", "offline/reference"):
         assert rows[clean]["status"] == "tested", clean
-        assert rows[clean]["verdict"] == "no significant drop", clean
+        # no drop of its own (the pre − post interval includes 0): never a contamination signal
+        assert rows[clean]["verdict"] in ("no significant drop", "explained by drift"), clean
+        assert not rows[clean]["significant"], clean
     assert result["summary"]["n_signal"] == 1
 
 

@@ -146,8 +146,9 @@ def test_a_pack_extends_another_and_keeps_its_own_sections(tmp_path: Path) -> No
         ),
         ('name = "x"\nsubject = "x"\n[[axes]]\nname = "Bad Axis"\n', "axes.0.name"),
         (
-            'name = "x"\nsubject = "x"\n[[axes]]\nname = "a"\n[narrative]\nsymptom = "x"\n',
-            "unknown narrative slot(s) ['symptom']",
+            'name = "x"\nsubject = "x"\n[[axes]]\nname = "a"\n[narrative]\nsymptom = "x"\n'
+            '[answer_labels]\nsymptoms = "Symptoms"\n',
+            "unknown narrative slot(s) ['symptoms'] (this pack's [narrative] slots: symptom)",
         ),
         ('name = "x"\nsubject = "x"\naxes = []\ncolour = 1\n', "colour"),
         ('name = "x"\nsubject = [x\n', "invalid TOML"),

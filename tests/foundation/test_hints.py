@@ -68,6 +68,7 @@ HINTS: dict[str, Hint] = {
     "livemed init": Hint("run", empty_folder=True),
     "livemed harvest --source demo": Hint("run"),
     "livemed import --help": Hint("run"),
+    "livemed curate --help": Hint("run"),
     "livemed export -k rejection rejections.jsonl": Hint("run"),
     "livemed rubrics --writer offline/rules": Hint("run"),
     "livemed answer --model offline/reference": Hint("run"),

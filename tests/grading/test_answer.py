@@ -15,11 +15,11 @@ from livemed.grading.answer import (
     answer_case,
     candidate_messages,
     conversation,
-    patient_message,
 )
 from livemed.grading.lexical import LexicalGrader, match
 from livemed.grading.offline import RetrievalAnswerer
 from livemed.grading.runs import answer_all
+from livemed.grading.view import candidate_view
 from livemed.models import LLM, Engine, FatalModelError, Settings, get_model
 from livemed.models.fake import FakeModel
 from livemed.prompts import inside_blocks, neutralise, parse_blocks
@@ -29,7 +29,7 @@ from tests.grading.builders import make_case
 
 
 def test_patient_message_reads_like_a_patient_and_does_not_ask_for_only_the_answer() -> None:
-    text = patient_message(make_case())
+    text = candidate_view(make_case())
     assert text.startswith("Hello doctor")
     assert "About me: 58-year-old man." in text
     assert "Allergies: penicillin." in text
@@ -45,7 +45,7 @@ def test_patient_message_does_not_double_punctuation() -> None:
         allergies=["I have no allergies."],
         medications=["Is it aspirin?"],
     )
-    text = patient_message(make_case(narrative=narrative))
+    text = candidate_view(make_case(narrative=narrative))
     assert "Medical history: Gout since 2019; CKD stage 3.\n" in text
     assert "Allergies: I have no allergies.\n" in text
     assert "Is it aspirin?\n" in text
@@ -66,7 +66,7 @@ def test_the_candidate_gets_the_patient_message_as_one_data_block() -> None:
     assert message["content"].startswith(ANSWER_RULES)
     [block] = parse_blocks(message["content"])
     assert block.name == "patient_message"
-    assert block.text == neutralise(patient_message(case))
+    assert block.text == neutralise(candidate_view(case))
     assert re.findall(r"^<<<(?:DATA|END DATA).*$", message["content"], re.MULTILINE) == [
         "<<<DATA patient_message>>>",
         "<<<END DATA>>>",

@@ -35,6 +35,7 @@ GENERATION = {  # schemas that extract or write text and give no verdict on it
     "Patch": "the rubric repair rewrites criteria",
     "CheckReply": "`models check` tests that a JSON schema is honoured",
 }
+BUILT = {"screener_output": "ScreenerOutput"}  # schema builders (the pack's narrative slots) -> their class
 SCHEMA_ARG = {"structured": 1, "generate_structured": 2}  # the schema's position in the call
 
 
@@ -60,6 +61,9 @@ def _schema_names(tree: ast.Module) -> Iterator[str]:
             if name not in SCHEMA_ARG:
                 continue
             arg = _argument(call, SCHEMA_ARG[name], "schema")
+            if isinstance(arg, ast.Call) and getattr(arg.func, "id", "") in BUILT:
+                yield BUILT[getattr(arg.func, "id", "")]  # a schema built per pack from this class
+                continue
             assert isinstance(arg, ast.Name), f"{function.name}: a structured call's schema is not a name"
             if arg.id not in params:
                 yield arg.id

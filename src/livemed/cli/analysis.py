@@ -100,7 +100,7 @@ def _settings(
     )
 
 
-def _out_dir(app_state: AppState, out: Path | None) -> Path:
+def out_dir(app_state: AppState, out: Path | None) -> Path:
     config = app_state.config
     return out or config.analysis.path(config.analysis.out_dir, config.path)
 
@@ -150,7 +150,7 @@ def _unusable(store: Store, judge: str | None) -> bool:
     return judge is not None and has_unusable(store, judge)
 
 
-def _wrote(paths: list[Path]) -> None:
+def wrote(paths: list[Path]) -> None:
     console.print("[dim]wrote " + ", ".join(str(p) for p in paths) + "[/]")
 
 
@@ -218,8 +218,8 @@ def leaderboard_command(
         console.print(view.line, markup=False)
         context |= {"validity": view.verdict, "validity_card": view.card_id}
         rows = [r.model_copy(update={"validity": view.verdict, "validity_card": view.card_id}) for r in rows]
-    paths = write_table(_out_dir(app_state, out), "leaderboard", rows, context=context)
-    paths += _grading_tables(_out_dir(app_state, out), scored, context)
+    paths = write_table(out_dir(app_state, out), "leaderboard", rows, context=context)
+    paths += _grading_tables(out_dir(app_state, out), scored, context)
     if by_cutoff_rows:
         from livemed.analysis.window import by_cutoff_summary
         from livemed.cli.window_options import by_cutoff_table
@@ -227,7 +227,7 @@ def leaderboard_command(
         console.print(by_cutoff_table(by_cutoff_rows))
         summary = by_cutoff_summary(by_cutoff_rows)
         paths += write_table(
-            _out_dir(app_state, out), "leaderboard-by-cutoff", by_cutoff_rows, summary, context=context
+            out_dir(app_state, out), "leaderboard-by-cutoff", by_cutoff_rows, summary, context=context
         )
     if compare:
         if len(compare) != 2:
@@ -248,8 +248,8 @@ def leaderboard_command(
         console.print(comparison_table(result))
         if (warning := result.case_set_warning()) is not None:
             err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
-        paths += write_table(_out_dir(app_state, out), "comparison", [result], context=scored.context())
-    _wrote(paths)
+        paths += write_table(out_dir(app_state, out), "comparison", [result], context=scored.context())
+    wrote(paths)
     _fail_if_left_out(app_state.existing_store, scored, left_out)
 
 
@@ -271,8 +271,8 @@ def trends_command(
     scored = _scores(app_state, judge, convention, policy)
     rows = monthly(scored.rows, seed=s.seed, convention=convention)
     console.print(trends_table(rows))
-    folder = _out_dir(app_state, out)
-    _wrote(write_table(folder, "trends", rows, context=scored.context()) + _grading_tables(folder, scored))
+    folder = out_dir(app_state, out)
+    wrote(write_table(folder, "trends", rows, context=scored.context()) + _grading_tables(folder, scored))
 
 
 @app.command("funnel")
@@ -292,8 +292,8 @@ def funnel_command(ctx: typer.Context, out: Path | None = OUT) -> None:
         )
     console.print(funnel_table(rows))
     console.print(reasons_table(reasons))
-    folder = _out_dir(app_state, out)
-    _wrote(write_table(folder, "funnel", rows) + write_table(folder, "funnel-reasons", reasons))
+    folder = out_dir(app_state, out)
+    wrote(write_table(folder, "funnel", rows) + write_table(folder, "funnel-reasons", reasons))
 
 
 @app.command("report")
@@ -433,7 +433,7 @@ def taxonomy_command(
 
     app_state = state(ctx)
     check_clinical(app_state, domain)
-    check_writable(_out_dir(app_state, out) / "taxonomy.csv")  # now, before any classifier call is paid for
+    check_writable(out_dir(app_state, out) / "taxonomy.csv")  # now, before any classifier call is paid for
     rows = run_taxonomy(
         app_state,
         models=model or [],
@@ -450,4 +450,4 @@ def taxonomy_command(
     from livemed.analysis.tables import write_table
 
     context = {"convention": convention, "judge": judge, "failure_policy": policy, "classifier": classifier}
-    _wrote(write_table(_out_dir(app_state, out), "taxonomy", rows, context=context))
+    wrote(write_table(out_dir(app_state, out), "taxonomy", rows, context=context))

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "contamination": ("contamination",),
     "trends": ("analysis",),
     "funnel": ("analysis",),
+    "cases": ("cases_commands",),
     "taxonomy": ("analysis",),
     "report": ("analysis",),
     "export": ("store_commands",),
@@ -224,7 +225,18 @@ def _say(exc: BaseException, line: str, code: int) -> int:
 # The order and panels of `livemed --help`: the pipeline as a user meets it.
 HELP_PANELS: dict[str, list[str]] = {
     "Start here": ["demo", "init"],
-    "Pipeline": ["sources", "harvest", "evidence", "curate", "rubrics", "answer", "grade", "scores", "eval"],
+    "Pipeline": [
+        "sources",
+        "harvest",
+        "evidence",
+        "curate",
+        "rubrics",
+        "cases",
+        "answer",
+        "grade",
+        "scores",
+        "eval",
+    ],
     "Live operation": ["update", "schedule", "release"],
     "Analysis": ["leaderboard", "contamination", "trends", "funnel", "taxonomy", "report"],
     "Data exchange": ["export", "import", "import-healthbench", "export-healthbench", "import-kqa"],

@@ -23,10 +23,10 @@ from livemed.cli.analysis import (
     RESAMPLES,
     SEED,
     _grading_tables,
-    _out_dir,
     _scores,
     _settings,
-    _wrote,
+    out_dir,
+    wrote,
 )
 from livemed.cli.analysis_views import contamination_table
 from livemed.cli.application import app
@@ -104,9 +104,9 @@ def contamination_command(
     _warn_mtime_dates(app_state, scored)
     result = analyse(scored.rows, cutoff_registry(app_state, cutoffs), s)
     console.print(contamination_table(result))
-    folder = _out_dir(app_state, out)
+    folder = out_dir(app_state, out)
     paths = write_table(folder, "contamination", result.rows, result.summary, context=scored.context())
-    _wrote(paths + _grading_tables(folder, scored))
+    wrote(paths + _grading_tables(folder, scored))
 
 
 def _warn_mtime_dates(app_state: AppState, scored: ScoreSet) -> None:
@@ -149,12 +149,12 @@ def _external(
     result = analyse(read.rows, cutoff_registry(app_state, cutoffs), settings)
     _check_cutoffs(result, read, registry_file)
     console.print(contamination_table(result))
-    folder = _out_dir(app_state, out)
+    folder = out_dir(app_state, out)
     context = {"convention": settings.convention, **read.context(), "cutoffs_file": _name(registry_file)}
     paths = write_table(folder, "contamination", result.rows, result.summary, context=context)
     data = ExternalReport("livemed contamination", read, result, settings, _name(registry_file))
     paths.append(write_external(data, report or folder / "contamination.html"))
-    _wrote(paths)
+    wrote(paths)
     if read.left_out:
         raise RunError(
             f"{len(read.left_out)} of {read.rows_read} rows of {path} were left out (listed above); "

@@ -161,7 +161,12 @@ def _chain(
         europepmc=source_settings("europepmc", config),  # type: ignore[arg-type]
     )
     return Chain(
-        screener=Screener(LLM(engine, model, stage="screener"), pack),
+        screener=Screener(
+            LLM(engine, model, stage="screener"),
+            pack,
+            view=settings.candidate_view,
+            views=settings.candidate_view_by_source,
+        ),
         validator=Validator(
             LLM(engine, model, stage="validator"),
             checklists=settings.checklists,

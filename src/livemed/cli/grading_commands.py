@@ -19,6 +19,7 @@ from livemed.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.curate.evidence.corpus import Passage
+    from livemed.domains import DomainPack
     from livemed.models import Engine
     from livemed.pipeline import StageResult
     from livemed.records import Case
@@ -205,6 +206,7 @@ def rubrics(
     if stale:
         store.delete("rejection", sorted(stale))
     print_result("rubrics", result)
+    report_fact_coverage(app_state, todo, pack)
     report_reference_coverage(app_state, cases)
     print_usage(engine)
     raise_for_calls(run)
@@ -216,6 +218,18 @@ def _rejected_rubrics(store: Store, ids: list[str]) -> set[str]:
 
     found = store.has("rejection", ids)
     return {i for i in found if (r := store.get(Rejection, i)) is not None and not r.call_failed}
+
+
+def report_fact_coverage(app_state: AppState, cases: list[Case], pack: DomainPack) -> None:
+    """The run's fact coverage (`rubrics.coverage.run_summary`): criteria resting only on facts the
+    candidate sees, and criteria dropped for an unseen fact."""
+    from livemed.records import Rubric
+    from livemed.rubrics.coverage import run_summary
+
+    found = app_state.store.get_many(Rubric, [f"rubric:{case.id}" for case in cases])
+    pairs = [(case, found[f"rubric:{case.id}"]) for case in cases if f"rubric:{case.id}" in found]
+    if pairs:
+        console.print(run_summary(pairs, pack), markup=False)
 
 
 def report_reference_coverage(app_state: AppState, cases: list[Case]) -> None:

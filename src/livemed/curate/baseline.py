@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from livemed.curate import rules
 from livemed.curate.controller import AuditOutput
-from livemed.curate.screener import ScreenerOutput
+from livemed.curate.screener import ScreenerOutput, screener_output
 from livemed.curate.sections import diagnostic_query
 from livemed.curate.validator import AlignmentOutput, AlignmentScore, ItemCheck, QueryCheck
 from livemed.domains import DomainPack, medical
@@ -49,22 +49,25 @@ def content_words(text: str) -> set[str]:
 
 
 def screen(prompt: str, pack: DomainPack | None = None) -> ScreenerOutput:
+    pack = pack or medical()
     blocks = parse_blocks(prompt)
     text = {b.name: b.text for b in blocks}
+    output = screener_output(pack)
     if "report" in text:
         report = text["report"]
         query = rules.derived_query(report)
         diagnostic = diagnostic_query(query, pack)
-        return ScreenerOutput(
-            narrative=rules.extract_narrative(report, report=True, diagnostic=diagnostic, pack=pack),
+        narrative = rules.extract_narrative(report, report=True, diagnostic=diagnostic, pack=pack)
+        return output(
+            narrative=narrative.by_slot(pack.narrative_slots),
             query=query,
             advice=rules.extract_advice(report, report=True),
         )
     post = text.get("post", "")
     questions = rules.extract_questions(post) or rules.extract_questions(text.get("title", ""))
     answers = "\n".join(b.text for b in blocks if b.name == "answer")
-    return ScreenerOutput(
-        narrative=rules.extract_narrative(post, pack=pack),
+    return output(
+        narrative=rules.extract_narrative(post, pack=pack).by_slot(pack.narrative_slots),
         query=" ".join(questions),
         advice=rules.extract_advice(answers),
     )
@@ -105,7 +108,7 @@ def item_present(item: str, narrative: Narrative, pack: DomainPack | None = None
     if key in ("sex", "gender"):
         return any(rules.SEX.search(f) for f in narrative.demographics)
     if key in fields:
-        return bool(getattr(narrative, fields[key]))
+        return bool(narrative.slot(fields[key]))
     words = content_words(item)
     return any(words & content_words(fact) for _, fact in narrative.entities())
 

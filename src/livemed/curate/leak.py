@@ -1,17 +1,18 @@
 """The leak audit: does the case a candidate is shown already state the answer?
 
 For every curated case, whatever made it (an LLM or the rule-based baseline), each advice element is
-compared with the text the candidate model is sent (`grading.answer.candidate_messages`: the same
-function, so the audit sees exactly what the model sees; the patient template's own labels such as
-"Medicines I take:" are not counted). Both are normalised (NFKC, lower case, punctuation dropped) and
-stemmed; an element's **leak** is the share of its content words that the prompt states inside a run
-of shared words holding at least two content words (so a word that merely recurs, "pain" or "doctor",
-does not count, while "she continued apixaban" against "…such as apixaban" does not either unless the
-words run together; words that are never the answer, `GENERIC` — "diagnosis", "likely", "final" —
-are not content here, so "the most likely diagnosis is X" does not leak through a derived query's
-"What is the most likely diagnosis?"). The longest shared runs are kept as the evidence. A case whose
-highest element leak is above `[thresholds] answer_leak` is rejected as `answer_leak` (stage
-"controller", the final audit), the overlapping spans in the rejection's detail.
+compared with the text the candidate model reads (`grading.view.candidate_view`: the one definition
+the answer stage sends too, so the audit sees exactly what the model sees; the patient template's own
+labels such as "Medicines I take:" are not counted). Both are normalised (NFKC, lower case,
+punctuation dropped) and stemmed; an element's **leak** is the share of its content words that the
+prompt states inside a run of shared words holding at least two content words (so a word that merely
+recurs, "pain" or "doctor", does not count, while "she continued apixaban" against "…such as
+apixaban" does not either unless the words run together; words that are never the answer, `GENERIC`
+— "diagnosis", "likely", "final" — are not content here, so "the most likely diagnosis is X" does not
+leak through a derived query's "What is the most likely diagnosis?"). The longest shared runs are
+kept as the evidence. A case whose highest element leak is above `[thresholds] answer_leak` is
+rejected as `answer_leak` (stage "controller", the final audit), the overlapping spans in the
+rejection's detail.
 
 A diagnostic case (`sections.is_diagnostic`) is also rejected when its final diagnosis shows: the
 answer an advice element names after one of the domain pack's `[leak] answer_cues` ("the final
@@ -32,8 +33,7 @@ from typing import Literal
 from livemed.curate.screener import reject
 from livemed.curate.sections import is_diagnostic
 from livemed.domains import DomainPack, medical
-from livemed.grading.answer import PATIENT_LABELS, candidate_messages, template_words
-from livemed.prompts import parse_blocks
+from livemed.grading.view import audit_text
 from livemed.records import Case, Doc, Rejection
 
 STAGE = "controller"  # the final audit: a leak is rejected where ungrounded elements are
@@ -65,19 +65,6 @@ def tokens(text: str) -> list[str]:
 
 def content(words: list[str]) -> set[str]:
     return {stem(w) for w in words if w not in _STOP}
-
-
-def candidate_text(case: Case, pack: DomainPack | None = None) -> str:
-    """What the candidate model reads of the case: the outside text of `candidate_messages`, without
-    the patient template's labels (the domain pack's, default medical)."""
-    parts: list[str] = []
-    for message in candidate_messages(case, pack):
-        blocks = parse_blocks(message["content"])
-        parts.extend(b.text for b in blocks) if blocks else parts.append(message["content"])
-    text = "\n".join(parts)
-    for label in PATIENT_LABELS if pack is None else template_words(pack):
-        text = text.replace(label, " ")
-    return text
 
 
 @dataclass(frozen=True)
@@ -151,7 +138,7 @@ def element_leak(index: int, element: str, prompt_words: list[str]) -> ElementLe
 
 def audit(case: Case, pack: DomainPack | None = None) -> list[ElementLeak]:
     """Every advice element's leak into what the candidate is shown, in advice order."""
-    prompt = tokens(candidate_text(case, pack))
+    prompt = tokens(audit_text(case, pack))
     return [element_leak(i, element, prompt) for i, element in enumerate(case.advice)]
 
 
@@ -210,11 +197,11 @@ class LeakFinding:
 
 def leak_scores(case: Case, pack: DomainPack | None = None) -> list[LeakFinding]:
     """Every advice element's leak and, for a diagnostic case, every named diagnosis's (`named_answer`)."""
-    view = tokens(candidate_text(case, pack))
+    view = tokens(audit_text(case, pack))
     scores = [LeakFinding("advice", element_leak(i, a, view)) for i, a in enumerate(case.advice)]
     if is_diagnostic(case, pack):
         # the asker's own guess in the question ("Is this shingles?") is fair: the candidate must still judge
-        words = content(tokens(candidate_text(case.model_copy(update={"query": " "}), pack)))
+        words = content(tokens(audit_text(case.model_copy(update={"query": " "}), pack)))
         for i, element in enumerate(case.advice):
             if (answer := named_answer(element, pack)) is not None:
                 scores.append(LeakFinding("diagnosis", diagnosis_leak(i, answer, words)))

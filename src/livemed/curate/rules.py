@@ -119,32 +119,79 @@ ONSET = re.compile(
 def extract_narrative(
     text: str, *, report: bool = False, diagnostic: bool = False, pack: DomainPack | None = None
 ) -> Narrative:
-    """Narrative facts from a post or report, each sentence (or clause) under the one field it fits
+    """Narrative facts from a post or report, each sentence (or clause) under the one slot it fits
     best by the domain pack's cues (default: medical); held-back sections and advice- or outcome-like
     sentences left out, and for a `diagnostic` report its front matter and the sentences that state the
-    diagnosis (`sections`)."""
+    diagnosis (`sections`). In a post, a sentence no cue claims is the chief complaint when it says what
+    is wrong and none was found (medical slots), else it goes to the pack's fallback slot: the asker's
+    own facts are all kept, since the advice may rest on any of them."""
     pack = pack or medical()
-    facts: dict[str, list[str]] = {name: [] for name in Narrative.model_fields}
+    facts: dict[str, list[str]] = {name: [] for name in pack.narrative_slots}
     used = narrative_sentences(text, report=report, diagnostic=diagnostic, pack=pack)
+    unplaced: list[str] = []  # sentences no slot's cues claim, in text order
     for heading, sentence in used:
         if is_asking(sentence):
             continue
         section = _SECTION.match(sentence)
-        if section and section.group(1).strip().lower() in _SECTION_FIELDS:
+        if section and _SECTION_FIELDS.get(section.group(1).strip().lower()) in facts:
             facts[_SECTION_FIELDS[section.group(1).strip().lower()]].append(sentence)
             continue
+        placed = False
         for clause in _clauses(sentence, pack):
-            if (field := _HEADING_FIELDS.get(heading or "") or best_field(clause, pack)) is not None:
+            field = _HEADING_FIELDS.get(heading or "") or best_field(clause, pack)
+            if field in facts:
                 facts[field].append(clause)
-    if len(facts["symptoms"]) > 1 and not facts["chief_complaint"]:
-        facts["chief_complaint"].append(facts["symptoms"].pop(0))
-    plain = [s for _, s in used if not is_asking(s)]
-    facts["demographics"] = facts["demographics"] or _first_matches(plain, (AGE, SEX))
-    complaint = facts["chief_complaint"] + facts["symptoms"]
-    facts["onset_duration"] = facts["onset_duration"] or _first_matches(
-        complaint or plain[:1], (ONSET, DURATION), limit=1
-    )
+                placed = True
+        if not placed:
+            unplaced.append(sentence)
+    if not report and pack.offline.fallback_slot in facts:  # the asker's own facts: none left out
+        claimed = {fact for values in facts.values() for fact in values}
+        rest = [s for s in unplaced if s not in claimed and len(s.split()) >= MIN_FACT_WORDS]
+        facts[pack.offline.fallback_slot].extend(rest)
+    if facts.keys() >= MEDICAL_SLOTS:
+        _medical_defaults(facts, [s for _, s in used if not is_asking(s)], text)
     return Narrative(**{name: _unique(values) for name, values in facts.items()})
+
+
+# A sentence that says what is wrong (the chief complaint, when no slot's cues claimed it).
+COMPLAINT = re.compile(
+    r"\b(?:i(?:'ve| have)? (?:noticed|had|been having|developed|got|get|keep)"
+    r"|i(?:'m| am) (?:having|getting)|(?:has|have) (?:been|had|become)|feels?|hurts?|pains?|started"
+    r"|began|since|for (?:the )?(?:past|last|about)|(?:hours?|days?|weeks?|months?|years?) ago)\b",
+    re.IGNORECASE,
+)
+# A report's sentence that presents the patient ("A 68-year-old man presented with …").
+PRESENTED = re.compile(
+    r"\b(?:presented|presenting|presents|was brought (?:in )?|was admitted|was referred|attended)"
+    r"(?: to \w+(?: \w+)?)? with\b|\bcomplain(?:s|ed|ing)? of\b",
+    re.IGNORECASE,
+)
+MIN_FACT_WORDS = 4  # a shorter sentence no cue claims ("Hi all.", "Thanks!") is not a fact
+MEDICAL_SLOTS = frozenset({"demographics", "chief_complaint", "symptoms", "onset_duration"})
+
+
+def _medical_defaults(facts: dict[str, list[str]], plain: list[str], text: str) -> None:
+    """The medical slots no cue filled: the chief complaint (the first fact, in text order, that
+    presents the patient, else the first symptom that says what is wrong, else the first symptom),
+    the demographics (age and sex by pattern) and the onset (by pattern, in the complaint)."""
+    if not facts["chief_complaint"]:
+        presenting = [(slot, f) for slot, values in facts.items() for f in values if PRESENTED.search(f)]
+        symptoms = [("symptoms", f) for f in facts["symptoms"] if not _SECTION.match(f)]  # not "Symptoms: …"
+        pool = presenting or [(s, f) for s, f in symptoms if COMPLAINT.search(f)] or symptoms
+        if pool:
+            slot, fact = min(pool, key=lambda item: _position(item[1], text))
+            facts[slot].remove(fact)
+            facts["chief_complaint"].append(fact)
+    facts["demographics"] = facts["demographics"] or _first_matches(plain, (AGE, SEX))
+    complaint_facts = facts["chief_complaint"] + facts["symptoms"]
+    facts["onset_duration"] = facts["onset_duration"] or _first_matches(
+        complaint_facts or plain[:1], (ONSET, DURATION), limit=1
+    )
+
+
+def _position(fact: str, text: str) -> int:
+    where = text.find(fact)
+    return where if where >= 0 else len(text)
 
 
 def best_field(text: str, pack: DomainPack | None = None) -> str | None:

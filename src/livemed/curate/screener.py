@@ -14,16 +14,20 @@ with a finding on the case. A draft is forwarded only when LN, Q and LA are all 
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from livemed.curate.sections import diagnostic_query, outcome_like, reveals_diagnosis
+from livemed.curate.sections import before_diagnosis, diagnostic_query, outcome_like, reveals_diagnosis
 from livemed.curate.tags import detect_language, specialties
 from livemed.domains import DomainPack, medical
+from livemed.grading.view import post_view
 from livemed.models import LLM, Message, Settings
 from livemed.prompts import DATA_RULES, data_block, drop_instructions
-from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRole, short_hash
+from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRole, ViewKind, short_hash
 
 STAGE = "screener"
 ADVICE_ROLES = frozenset({ReplyRole.PHYSICIAN, ReplyRole.VERIFIED, ReplyRole.ACCEPTED})
@@ -61,6 +65,17 @@ class ScreenerOutput(BaseModel):
     advice: list[str] = Field(default_factory=list)
 
 
+@functools.cache
+def screener_output(pack: DomainPack) -> type[ScreenerOutput]:
+    """The Screener's reply schema for a domain pack: its narrative has exactly the pack's slots (a
+    reply naming another slot does not parse)."""
+    slots: dict[str, Any] = {name: (list[str], Field(default_factory=list)) for name in pack.narrative_slots}
+    narrative = create_model("Narrative", __config__=ConfigDict(extra="forbid"), **slots)
+    return create_model(
+        "ScreenerOutput", __base__=ScreenerOutput, narrative=(narrative, Field(default_factory=narrative))
+    )
+
+
 def is_thread(doc: Doc) -> bool:
     return doc.doc_type == "thread" or (doc.doc_type == "other" and bool(doc.replies))
 
@@ -90,18 +105,34 @@ def screener_messages(doc: Doc, pack: DomainPack | None = None) -> list[Message]
 
 
 class Screener:
-    """Extracts a draft case with a model (an LLM or the offline baseline)."""
+    """Extracts a draft case with a model (an LLM or the offline baseline); records on it the view the
+    candidate will read (`view`, or per source `views`; `post` for threads only)."""
 
-    def __init__(self, llm: LLM, pack: DomainPack | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        pack: DomainPack | None = None,
+        *,
+        view: ViewKind = "narrative",
+        views: Mapping[str, ViewKind] | None = None,
+    ) -> None:
         self.llm = llm
         self.pack = pack or medical()
         self.prompt = screener_prompt(self.pack)
+        self.view = view
+        self.views = dict(views or {})
+
+    def view_of(self, doc: Doc) -> ViewKind:
+        """The candidate's view for `doc`: its source's, else the default; a case report always gets
+        the narrative (its text holds the outcome)."""
+        kind = self.views.get(doc.source, self.view)
+        return kind if is_thread(doc) else "narrative"
 
     async def screen(self, doc: Doc) -> Case | Rejection:
         if is_thread(doc) and not advice_texts(doc):
             return reject(doc, "missing_advice", "no physician, verified or accepted reply")
         messages = screener_messages(doc, self.pack)
-        result = await self.llm.structured(messages, ScreenerOutput, Settings(temperature=0))
+        result = await self.llm.structured(messages, screener_output(self.pack), Settings(temperature=0))
         if result.value is None:
             return reject(doc, "screener_failed", result.failure or "no output")
         return self._draft(doc, result.value)
@@ -140,7 +171,12 @@ class Screener:
             provenance=Provenance(
                 model_id=self.llm.id, prompt_hash=short_hash(self.prompt), settings={"temperature": 0}
             ),
+            **self._view(doc),
         )
+
+    def _view(self, doc: Doc) -> dict[str, str]:
+        kind = self.view_of(doc)
+        return {"view": kind, "post": post_view(doc.title, doc.text)} if kind == "post" else {}
 
 
 def before_decision_point(
@@ -148,25 +184,33 @@ def before_decision_point(
 ) -> tuple[Narrative, list[str]]:
     """A case report's narrative without the facts that give the answer away (the outcome, the
     treatment given and its effect, the final diagnosis: `sections.outcome_like`, `REVEALS_ANSWER`;
-    for a `diagnostic` query also any fact that states a diagnosis, `sections.reveals_diagnosis`),
-    and one finding per fact dropped."""
+    for a `diagnostic` query also any fact that states a diagnosis, `sections.reveals_diagnosis`, or
+    only its clause that reads the results as the diagnosis, `sections.before_diagnosis`), and one
+    finding per fact dropped or cut."""
     kept: dict[str, list[str]] = {}
     findings: list[str] = []
     for name, facts in narrative:
         kept[name] = []
         for fact in facts:
-            past = (
-                outcome_like(fact)
-                or REVEALS_ANSWER.search(fact)
-                or (diagnostic and reveals_diagnosis(fact, pack))
-            )
-            if name in EPISODE_FIELDS and past:
+            if name in EPISODE_FIELDS and diagnostic and reveals_diagnosis(fact, pack):
+                cut = before_diagnosis(fact, pack)  # the results stay, their reading as the diagnosis goes
+                verb = "cut the diagnosis from" if cut is not None and not _past(cut) else "dropped"
+                findings.append(
+                    f"screener: {verb} a fact that states the diagnosis in narrative.{name}: {fact!r:.200}"
+                )
+                fact = cut if verb != "dropped" and cut is not None else ""
+            if name in EPISODE_FIELDS and fact and _past(fact):
                 findings.append(
                     f"screener: dropped a fact past the decision point from narrative.{name}: {fact!r:.200}"
                 )
-            else:
+            elif fact:
                 kept[name].append(fact)
     return Narrative(**kept), findings
+
+
+def _past(fact: str) -> bool:
+    """A fact from after the decision point: the outcome, the treatment given and its effect."""
+    return outcome_like(fact) or REVEALS_ANSWER.search(fact) is not None
 
 
 def without_instructions(out: ScreenerOutput) -> tuple[ScreenerOutput, list[str]]:
@@ -181,8 +225,8 @@ def without_instructions(out: ScreenerOutput) -> tuple[ScreenerOutput, list[str]
         return kept
 
     narrative = {name: [clean(f"narrative.{name}", f) for f in facts] for name, facts in out.narrative}
-    cleaned = ScreenerOutput(
-        narrative=Narrative(**narrative),
+    cleaned = type(out)(
+        narrative=type(out.narrative)(**narrative),
         query=clean("query", out.query),
         assessment=[clean("assessment", item) for item in out.assessment],
         advice=[clean("advice", item) for item in out.advice],

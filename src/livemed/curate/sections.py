@@ -160,6 +160,25 @@ def reveals_diagnosis(sentence: str, pack: DomainPack | None = None) -> bool:
     )
 
 
+def before_diagnosis(sentence: str, pack: DomainPack | None = None) -> str | None:
+    """The sentence without its trailing clause that reads the results as the diagnosis ("Haemoglobin
+    was 92 g/L and ferritin 6 micrograms/L, consistent with iron deficiency anaemia" → "Haemoglobin was
+    92 g/L and ferritin 6 micrograms/L"): the results known at the decision point stay, their reading
+    goes. The sentence itself when it states no diagnosis; None when the diagnosis is what the sentence
+    says ("Biopsy confirmed cutaneous sarcoidosis"), so nothing of it is kept."""
+    own = (pack or medical()).outcome_pattern
+    starts = [m.start() for m in (DIAGNOSIS_STATED.search(sentence), own and own.search(sentence)) if m]
+    if not starts:
+        return sentence
+    head = sentence[: min(starts)]
+    cut = max(head.rfind(","), head.rfind(";"), head.rfind(" – "), head.rfind(" — "))
+    kept = head[:cut].strip() if cut > 0 else ""
+    return kept if len(kept.split()) >= MIN_KEPT_WORDS and not reveals_diagnosis(kept, pack) else None
+
+
+MIN_KEPT_WORDS = 4  # a shorter head ("On biopsy,") says nothing without its diagnosis
+
+
 def diagnostic_query(query: str, pack: DomainPack | None = None) -> bool:
     """Does the query ask for a diagnosis (the pack's `diagnosis` query cues, `[offline.query_cues]`)?"""
     cue = (pack or medical()).offline.query_cues.get("diagnosis")
@@ -177,8 +196,8 @@ def narrative_sentences(
     text: str, *, report: bool, diagnostic: bool = False, pack: DomainPack | None = None
 ) -> list[tuple[str | None, str]]:
     """(heading, sentence) pairs a narrative may use: held-back sections and advice-like (and, in a
-    report, outcome-like) sentences left out; for a `diagnostic` report also its front matter and the
-    sentences that state the diagnosis."""
+    report, outcome-like) sentences left out; for a `diagnostic` report also its front matter, the
+    sentences that state the diagnosis, and the clauses that read results as it (`before_diagnosis`)."""
     kept: list[tuple[str | None, str]] = []
     for section in sections(text):
         if section.heading in HELD_BACK or (diagnostic and section.heading in FRONT_MATTER):
@@ -186,8 +205,10 @@ def narrative_sentences(
         for sentence in section.sentences:
             if advice_like(sentence) or (report and outcome_like(sentence)):
                 continue
-            if diagnostic and reveals_diagnosis(sentence, pack):
-                continue
+            if diagnostic and (cut := before_diagnosis(sentence, pack)) != sentence:
+                if cut is None:
+                    continue
+                sentence = cut
             kept.append((section.heading, sentence))
     return kept
 

@@ -159,7 +159,8 @@ def present_items(
 
 
 def query_messages(case: Case, checklist: Sequence[str], pack: DomainPack | None = None) -> list[Message]:
-    narrative = json.dumps(case.narrative.model_dump(), ensure_ascii=False, indent=1)
+    slots = case.narrative.by_slot((pack or medical()).narrative_slots)
+    narrative = json.dumps(slots, ensure_ascii=False, indent=1)
     user = (
         "Checklist: "
         + "; ".join(f"{n}. {item}" for n, item in enumerate(checklist))

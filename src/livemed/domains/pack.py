@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 NAME = r"^[a-z][a-z0-9_]{0,39}$"
-NARRATIVE_SLOTS = (
+NARRATIVE_SLOTS = (  # the medical slots, which `records.Narrative` declares
     "demographics",
     "chief_complaint",
     "symptoms",
@@ -245,6 +245,21 @@ class EvidenceSpec(Strict):
     note: str = ""
 
 
+class CandidateViewSpec(Strict):
+    """How a case is shown to the candidate beyond its slots' facts (`grading/view.py`)."""
+
+    date_slot: str | None = Field(
+        default=None, description="the slot that shows the case's own date when the text states none"
+    )
+
+
+class CoverageSpec(Strict):
+    """The fact-coverage audit's word groups (`rubrics/coverage.py`): a criterion's word counts as seen
+    when the candidate's view has any word of its group ("caffeine" ~ "coffee", "family" ~ "father")."""
+
+    equivalents: list[Words] = Field(default_factory=list)
+
+
 class DomainPack(Strict):
     """One domain, read from a folder (`load_pack`)."""
 
@@ -269,6 +284,8 @@ class DomainPack(Strict):
     )
     answer_labels: dict[str, str] = Field(default_factory=dict, description="slot → label, patient message")
     consult_labels: dict[str, str] = Field(default_factory=dict, description="slot → label, consult")
+    candidate_view: CandidateViewSpec = Field(default_factory=CandidateViewSpec)
+    coverage: CoverageSpec = Field(default_factory=CoverageSpec)
     vocabulary: VocabularySpec = Field(default_factory=VocabularySpec)
     offline: OfflineSpec = Field(default_factory=OfflineSpec)
     decisive: DecisiveSpec = Field(default_factory=DecisiveSpec)
@@ -286,11 +303,18 @@ class DomainPack(Strict):
         names = [a.name for a in self.axes]
         if len(set(names)) != len(names):
             raise ValueError(f"axes named twice: {names}")
-        slots = {*self.narrative, *self.checklist_fields.values(), *self.offline.narrative_cues}
-        slots |= {*self.answer_labels, *self.consult_labels}
-        bad_slots = sorted((slots | {self.offline.fallback_slot}) - set(NARRATIVE_SLOTS))
+        if bad_names := sorted(s for s in self.narrative if not re.match(NAME, s)):
+            raise ValueError(f"narrative slot names must be lower-case identifiers: {bad_names}")
+        slots = {*self.checklist_fields.values(), *self.offline.narrative_cues}
+        slots |= {*self.answer_labels, *self.consult_labels, *filter(None, [self.candidate_view.date_slot])}
+        if "fallback_slot" in self.offline.model_fields_set or self.offline.fallback_cues:
+            slots.add(self.offline.fallback_slot)
+        bad_slots = sorted(slots - set(self.narrative_slots))
         if bad_slots:
-            raise ValueError(f"unknown narrative slot(s) {bad_slots} (slots: {', '.join(NARRATIVE_SLOTS)})")
+            known = ", ".join(self.narrative_slots)
+            raise ValueError(
+                f"unknown narrative slot(s) {bad_slots} (this pack's [narrative] slots: {known})"
+            )
         offline = self.offline
         used = {r.axis for r in offline.weight_rules} | {offline.default_axis, offline.negative_axis}
         used |= {self.decisive.axis} if self.decisive.patterns else set()
@@ -307,6 +331,12 @@ class DomainPack(Strict):
         if themes and (missing := sorted(wanted - themes)):  # no [[themes]]: no closed list
             raise ValueError(f"offline rules and cues name themes the pack does not list: {missing}")
         return self
+
+    @property
+    def narrative_slots(self) -> tuple[str, ...]:
+        """The narrative slots a case of this domain fills: its `[narrative]` keys (the medical slots
+        when it names none)."""
+        return tuple(self.narrative) or NARRATIVE_SLOTS
 
     @property
     def axis_names(self) -> tuple[str, ...]:

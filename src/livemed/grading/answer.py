@@ -1,7 +1,8 @@
 """Answers: a candidate model replies to a case written as a patient's message.
 
-The patient message is built from the narrative and the query, as a patient would write it, and does
-not ask for "only the final answer". A case whose query is derived (a case report's clinical question)
+The patient message is the case's candidate view (`grading.view.candidate_view`: the narrative and
+the query as a patient would write them, or the asker's own post), and does not ask for "only the
+final answer". A case whose query is derived (a case report's clinical question)
 is put as a clinician's consult instead ("A colleague would like your opinion on a patient"), with
 clinical labels. A case in a language other than English carries a line asking for the reply in it
 (the instructions stay English). The candidate is sent it inside a data block
@@ -16,10 +17,10 @@ tries it again.
 from __future__ import annotations
 
 import functools
-import re
 from typing import Protocol, runtime_checkable
 
 from livemed.domains import DomainPack, medical
+from livemed.grading.view import candidate_view
 from livemed.models import LLM, CallFailure, Message, Settings
 from livemed.prompts import data_block
 from livemed.records import Answer, Case, Provenance, Record, Rejection, short_hash
@@ -29,24 +30,6 @@ STAGE = "answer"
 # The texts are the domain pack's (`prompts/answer_*.txt`; the slot labels are `answer_labels` and
 # `consult_labels` in its pack.toml): the patient message, the consult, their rules, the language note.
 PROMPTS = ("answer_patient", "answer_consult", "answer_rules", "answer_consult_rules", "answer_language")
-
-
-def template_words(pack: DomainPack | None = None) -> tuple[str, ...]:
-    """The templates' own words, which the leak audit does not count as the case's."""
-    pack = pack or medical()
-    fixed = [
-        line for name in ("answer_patient", "answer_consult") for line in _fixed_lines(pack.prompt(name))
-    ]
-    labels = (*pack.answer_labels.values(), *pack.consult_labels.values())
-    return (*fixed, *(f"{label}:" for label in labels))
-
-
-def _fixed_lines(template: str) -> list[str]:
-    """A template's words outside its placeholders: "Hello doctor, …", "My question:"."""
-    return [p.strip() for p in re.split(r"\{[a-z_]+\}", template) if p.strip()]
-
-
-PATIENT_LABELS = template_words()  # the medical pack's
 
 
 def prompt_hash(pack: DomainPack | None = None) -> str:
@@ -67,22 +50,6 @@ ANSWER_RULES = medical().prompt("answer_rules")  # the medical pack's rules, as 
 CONSULT_RULES = medical().prompt("answer_consult_rules")
 
 
-def patient_message(case: Case, pack: DomainPack | None = None) -> str:
-    """The case as a patient's message (or, for a derived query, a clinician's consult): background
-    facts by topic, then the question."""
-    pack = pack or medical()
-    labels = pack.consult_labels if case.query_derived else pack.answer_labels
-    lines = []
-    for name, label in labels.items():
-        facts = [f.strip().rstrip(".").rstrip() for f in getattr(case.narrative, name) if f.strip()]
-        text = "; ".join(f for f in facts if f)
-        if text:  # one full stop at the end, none doubled after a fact's own punctuation
-            lines.append(f"{label}: {text}{'' if text.endswith(('!', '?')) else '.'}")
-    background = "\n".join(lines) + "\n\n" if lines else ""
-    template = "answer_consult" if case.query_derived else "answer_patient"
-    return pack.render(template, background=background, query=case.query.strip())
-
-
 def language_of(case: Case) -> str | None:
     """The case's language code when it is known and not English (passed on to the candidate)."""
     code = (case.language or "").strip().lower()
@@ -90,10 +57,11 @@ def language_of(case: Case) -> str | None:
 
 
 def conversation(case: Case, pack: DomainPack | None = None) -> list[Message]:
-    """The case as a conversation (what the grader judges the reply in): imported, or the patient message."""
+    """The case as a conversation (what the grader judges the reply in): imported, or the candidate's
+    view (`grading.view.candidate_view`) as the user's message."""
     if case.messages:
         return [{"role": m["role"], "content": m["content"]} for m in case.messages]  # type: ignore[typeddict-item]
-    return [{"role": "user", "content": patient_message(case, pack)}]
+    return [{"role": "user", "content": candidate_view(case, pack)}]
 
 
 def candidate_messages(case: Case, pack: DomainPack | None = None) -> list[Message]:
@@ -109,7 +77,7 @@ def candidate_messages(case: Case, pack: DomainPack | None = None) -> list[Messa
     language = language_of(case)
     if language is not None:
         rules = f"{rules}\n{pack.render('answer_language', language=language)}"
-    return [{"role": "user", "content": f"{rules}\n\n{data_block(name, patient_message(case, pack))}"}]
+    return [{"role": "user", "content": f"{rules}\n\n{data_block(name, candidate_view(case, pack))}"}]
 
 
 @runtime_checkable

@@ -18,6 +18,7 @@ from livemed.records.cases import (
     GroundingAudit,
     Narrative,
     Validation,
+    ViewKind,
 )
 from livemed.records.grading import (
     AXES,
@@ -26,6 +27,7 @@ from livemed.records.grading import (
     Axis,
     Criterion,
     ErrorLabel,
+    FactCoverage,
     Grade,
     GradeFailure,
     Rubric,
@@ -81,6 +83,7 @@ __all__ = [
     "Doc",
     "ErrorLabel",
     "EvidenceRef",
+    "FactCoverage",
     "Grade",
     "GradeFailure",
     "GroundedSpan",
@@ -102,6 +105,7 @@ __all__ = [
     "Usage",
     "Validation",
     "ValidityCard",
+    "ViewKind",
     "is_call_failure",
     "is_failed_call",
     "is_unusable_verdict",

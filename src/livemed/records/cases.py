@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from livemed.records.base import Record
 
+ViewKind = Literal["narrative", "post"]  # what the candidate reads of a case (grading/view.py)
+
 
 class Narrative(BaseModel):
-    """The narrative entities LN of a case; each field is a list of atomic facts."""
+    """The narrative entities LN of a case; each slot is a list of atomic facts.
 
-    model_config = ConfigDict(extra="forbid")
+    The slots are the domain pack's (`[narrative]` of its pack.toml). The medical pack's are declared
+    here, so stored cases load as they always did; another pack's slots (the legal pack's `parties`,
+    `jurisdiction`, …) are kept as extra fields, lists of strings too, checked against the pack when a
+    case is curated (`DomainPack.narrative_model`). Read a slot through `slot`, never `getattr`.
+    """
+
+    model_config = ConfigDict(extra="allow")
 
     demographics: list[str] = Field(default_factory=list)
     chief_complaint: list[str] = Field(default_factory=list)
@@ -27,9 +36,33 @@ class Narrative(BaseModel):
     exam_labs: list[str] = Field(default_factory=list)
     timeline: list[str] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _extra_slots_are_facts(self) -> Narrative:
+        for name, value in (self.model_extra or {}).items():
+            if not isinstance(value, list) or not all(isinstance(f, str) for f in value):
+                raise ValueError(f"narrative slot {name!r} must be a list of strings")
+        return self
+
+    def slot_names(self) -> list[str]:
+        """The slots this narrative has: the declared (medical) ones, then a pack's own."""
+        return [*type(self).model_fields, *(self.model_extra or {})]
+
+    def slot(self, name: str) -> list[str]:
+        """The facts of one slot ([] when the narrative has no such slot)."""
+        value = (
+            getattr(self, name, None)
+            if name in type(self).model_fields
+            else (self.model_extra or {}).get(name)
+        )
+        return list(value or [])
+
+    def by_slot(self, slots: Sequence[str]) -> dict[str, list[str]]:
+        """The facts of the given slots (a domain pack's `narrative_slots`), in that order."""
+        return {name: self.slot(name) for name in slots}
+
     def entities(self) -> list[tuple[str, str]]:
-        """Every (field, fact) pair, in field order."""
-        return [(name, fact) for name in type(self).model_fields for fact in getattr(self, name)]
+        """Every (slot, fact) pair, in slot order."""
+        return [(name, fact) for name in self.slot_names() for fact in self.slot(name)]
 
     def is_empty(self) -> bool:
         return not self.entities()
@@ -128,6 +161,19 @@ class Case(Record):
         default_factory=list,
         description="what curation noted on the way, e.g. instruction-like sentences it dropped",
     )
+    # (both left out of the stored payload at their defaults: a case curated before they existed, or one
+    # shown its narrative, is stored byte for byte as before)
+    view: ViewKind = Field(
+        default="narrative",
+        description="what the candidate reads (`grading.view.candidate_view`): the narrative slots and "
+        "the query, or the asker's own title and post (`post`), verbatim",
+        exclude_if=lambda kind: kind == "narrative",
+    )
+    post: str | None = Field(
+        default=None,
+        description="the asker's title and post, shown when view is 'post'",
+        exclude_if=lambda post: post is None,
+    )
 
     @field_validator("advice")
     @classmethod
@@ -135,6 +181,12 @@ class Case(Record):
         if any(not item.strip() for item in advice):
             raise ValueError("advice elements must not be blank")
         return advice
+
+    @model_validator(mode="after")
+    def _post_view_has_its_text(self) -> Case:
+        if self.view == "post" and not (self.post or "").strip():
+            raise ValueError("a case whose view is 'post' needs the post it shows")
+        return self
 
     @property
     def id(self) -> str:

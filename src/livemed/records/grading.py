@@ -89,6 +89,18 @@ def criterion_key_id(text: str, axis: str, weight: int) -> str:
     return short_hash(text, axis, str(weight), length=12)
 
 
+class FactCoverage(BaseModel):
+    """A rubric's fact-coverage audit (`rubrics/coverage.py`): its criteria, how many name facts about
+    the patient (all of which the candidate's view states), and how many were dropped for resting on a
+    fact it does not state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criteria: int = Field(ge=0)
+    with_context: int = Field(ge=0)
+    dropped: int = Field(default=0, ge=0)
+
+
 class Rubric(Record):
     kind: ClassVar[str] = "rubric"
 
@@ -100,6 +112,11 @@ class Rubric(Record):
         default_factory=list, description="what each writer step produced (step, prompt hash, output)"
     )
     published: AwareDatetime | None = None
+    fact_coverage: FactCoverage | None = Field(
+        default=None,
+        description="None: written before the audit, or imported (left out of the stored payload then)",
+        exclude_if=lambda audit: audit is None,
+    )
 
     @field_validator("themes")
     @classmethod

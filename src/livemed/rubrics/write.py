@@ -2,7 +2,9 @@
 
 1. themes  — assign the case themes from the domain's closed, defined list (`rubrics/themes.py`) and
              keep only the facts of the advice (LA) that fall under them (facts and themes off the list
-             are dropped in code too, and noted in the step); the narrative is context;
+             are dropped in code too, and noted in the step); the narrative is context: a fact that
+             only restates it is left out (in code too, `coverage.restates`, for the offline writer
+             as well);
 2. criteria — turn each fact into binary criteria: positive ones reward the clinically essential core
              (the gold's specifics only as "such as" examples), negative ones penalise a contradiction,
              an invented fact, or an action contraindicated by *this* patient's narrative, never an
@@ -18,12 +20,16 @@ blocks (`livemed.prompts.data_block`). What each step returned is kept in `Rubri
 goes through `check.lint` (coverage: only the advice elements step 1 kept); a blocking finding earns
 one repair call that returns a PATCH of the flagged criteria (`apply_patch`), then the rubric is kept
 (findings recorded) or rejected (a `Rejection`, stage "rubrics", with the first blocking code as its
-reason).
+reason). Before the checks, and again after a repair, the fact-coverage audit (`rubrics/coverage.py`)
+drops every criterion resting on a patient fact the candidate's view does not state (a finding
+`unseen_fact` each; an advice element left without criteria by it is no longer required); the
+rubric records the audit (`Rubric.fact_coverage`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +38,7 @@ from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
 from livemed.records import Case, Provenance, Record, Rejection, Rubric, short_hash
 from livemed.rubrics.check import DraftCriterion, Finding, lint, settle, to_criteria
+from livemed.rubrics.coverage import keep_seen, unseen_advice, without_restated
 from livemed.rubrics.prompts import (
     THEMES,
     criteria_prompt,
@@ -135,6 +142,10 @@ async def llm_drafts(
     steps: list[dict[str, Any]] = []
     themed: ThemedFacts = await _step(llm, "themes", themes_prompt(case, pack), ThemedFacts, steps)
     themes, facts = on_the_list(themed, steps[-1], pack_themes(pack))
+    if drop_restated(case, steps[-1], pack):
+        facts = [Fact.model_validate(f) for f in steps[-1]["output"]["facts"]]
+    if not facts:
+        raise StepFailed("themes", "every fact only restates the narrative")
     formulated: FormulatedList = await _step(
         llm, "criteria", criteria_prompt(case, [f.fact for f in facts], pack), FormulatedList, steps
     )
@@ -165,6 +176,18 @@ def on_the_list(
     if not kept:
         raise StepFailed("themes", "no fact falls under a listed theme")
     return themes or sorted({t for f in kept for t in f.themes}), kept
+
+
+def drop_restated(case: Case, step: dict[str, Any], pack: DomainPack | None = None) -> set[int | None]:
+    """Step 1's facts without those that only restate the candidate's view (`coverage.restates`),
+    the dropped ones noted in the step; returns the advice elements left with no fact."""
+    facts = step.get("output", {}).get("facts", [])
+    kept, restated = without_restated(case, [f["fact"] for f in facts], pack)
+    if not restated:
+        return set()
+    step.setdefault("dropped", {})["restated"] = [facts[i]["fact"] for i in restated]
+    step["output"]["facts"] = [facts[i] for i in kept]
+    return {facts[i].get("advice_index") for i in restated} - {facts[i].get("advice_index") for i in kept}
 
 
 def weights_in_order(criteria: Sequence[tuple[str, str]], weighted: list[Weighted]) -> list[Weighted]:
@@ -266,20 +289,25 @@ async def write_rubric(
     try:
         if isinstance(writer, OfflineWriter):
             themes, drafts, steps = writer.draft(case)
+            restated = drop_restated(case, steps[0], pack) if steps else set()
+            drafts = [d for d in drafts if d.polarity == "negative" or d.advice_index not in restated]
         else:
             themes, drafts, steps = await llm_drafts(case, writer, pack)
     except StepFailed as exc:
         return [_reject(case, f"{exc.step}_failed", str(exc))]
     drafts, fixed = settle(drafts, pack)
-    required = required_advice(case, steps)
+    drafts, audit, unseen = keep_seen(case, drafts, pack)
+    required = required_advice(case, steps) - unseen_advice(unseen, drafts)
     findings = lint(drafts, case.advice, case.query, required=required, pack=pack)
-    notes = [str(f) for f in fixed]
+    notes = [str(f) for f in fixed] + [u.finding for u in unseen]
     if any(f.blocking for f in findings) and isinstance(writer, LLM):
         notes += [f"before repair: {f}" for f in findings]
         repaired = await _repair(case, writer, drafts, findings, steps, pack)
         if repaired is not None:
             drafts, fixed = settle(repaired, pack)
-            notes += [str(f) for f in fixed]
+            drafts, again, unseen_again = keep_seen(case, drafts, pack)
+            audit = replace(again, dropped=audit.dropped + again.dropped)
+            notes += [str(f) for f in fixed] + [u.finding for u in unseen_again]
             findings = lint(drafts, case.advice, case.query, required=required, pack=pack)
     blocking = [f for f in findings if f.blocking]
     if blocking:
@@ -292,6 +320,7 @@ async def write_rubric(
             criteria=to_criteria(drafts),
             themes=themes,
             findings=notes + [str(f) for f in findings],
+            fact_coverage=audit.record(),
             steps=steps,
             published=case.published,
             provenance=provenance,
