@@ -159,12 +159,10 @@ def template_messages(
 ) -> list[Message]:
     """The grader call's messages: the filled template as the user message, after HealthBench's system
     message under its setup (as simple-evals' sampler puts it in front)."""
-    asked: list[Message] = [
-        {"role": "user", "content": template_prompt(template, convo, response, criterion)}
-    ]
-    if template.setup == "healthbench":
-        return [{"role": "system", "content": HEALTHBENCH_SYSTEM}, *asked]
-    return asked
+    prompt = template_prompt(template, convo, response, criterion)
+    if template.setup == "healthbench":  # simple-evals writes its grader turn as dict(content=…, role="user")
+        return [{"role": "system", "content": HEALTHBENCH_SYSTEM}, {"content": prompt, "role": "user"}]
+    return [{"role": "user", "content": prompt}]
 
 
 def _fill(text: str, values: dict[str, str]) -> str:

@@ -177,11 +177,11 @@ class OpenAICompatibleModel:
 
     def request_body(self, messages: list[Message], settings: Settings) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.name, "messages": messages}
-        optional = {
+        optional = {  # in the order OpenAI's own Python client writes them (max tokens before temperature)
+            self._max_tokens_field: settings.max_tokens,
             "temperature": settings.temperature,
             "top_p": settings.top_p,
             "seed": settings.seed,
-            self._max_tokens_field: settings.max_tokens,
         }
         body.update({k: v for k, v in optional.items() if v is not None})
         if settings.stop:

@@ -197,7 +197,22 @@ def wrong_value_text(value: Value, criterion: str, pack: DomainPack | None = Non
         ((v.start, v.end) for v in decisive_values(criterion, pack) if v.key == value.key),
         (len(criterion), len(criterion)),
     )
-    masked = f"{criterion[:start]}…{criterion[end:]}".strip().rstrip(".")
+    masked = _clause(criterion, start, end)
     article = "an" if value.kind[:1].lower() in "aeiou" else "a"
     wrong = f"{article} {value.kind} {relation(value)} {value.amount}"
     return f'States {wrong}, not the {value.amount} of the correct advice ("{masked}").'
+
+
+def _clause(criterion: str, start: int, end: int) -> str:
+    """The clause of `criterion` that holds the value at [start, end), the value replaced by "…": what
+    the value is about, without the rest of the criterion ("Recommends rechecking the haemoglobin …")."""
+    left = max(criterion.rfind(", ", 0, start), criterion.rfind("; ", 0, start))
+    right = min((i for i in (criterion.find(", ", end), criterion.find("; ", end)) if i >= 0), default=-1)
+    head = criterion[left + 2 if left >= 0 else 0 : start]
+    tail = criterion[end : right if right >= 0 else len(criterion)]
+    if len(f"{head} {tail}".split()) < MIN_CLAUSE_WORDS:  # "no more than …": the whole criterion says more
+        head, tail = criterion[:start], criterion[end:]
+    return f"{head}…{tail}".strip().rstrip(".")
+
+
+MIN_CLAUSE_WORDS = 3
