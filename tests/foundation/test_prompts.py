@@ -237,6 +237,7 @@ EXEMPT = {
     "models.structured.repair_messages": "the model's own reply as its own turn; the error is a block "
     "(test_the_repair_request_puts_the_error_in_a_block)",
     "rubrics.write._user": "wraps a prompt built by the *_prompt builders above in a user message",
+    "curate.controller._messages": "passes the elements fuzzy matching missed to audit_messages (above)",
     "grading.answer.conversation": "the case's conversation as data for the grader, not a prompt",
     "interop.healthbench._messages": "reads an imported HealthBench prompt (a parser, not a prompt)",
     # a domain pack's system prompts: the pack's text and DATA_RULES, no outside text (the *_messages
