@@ -106,3 +106,16 @@ def test_report_builds_on_every_store_backend(any_store: Store) -> None:
     assert all(len(view.answers) == 3 and len(view.answers[0].results) == 4 for view in data.cases)
     assert sum(row.harvested for row in data.funnel) == 18
     assert sum(row.documents for row in data.funnel) == 15  # the 3 the pre-filter rejected are not stored
+
+
+def test_a_cases_rubric_says_its_fact_coverage(report_store: Store) -> None:
+    from livemed.records import FactCoverage, Rubric
+
+    rubrics = list(report_store.iter(Rubric))
+    report_store.put(
+        [rubrics[0].model_copy(update={"fact_coverage": FactCoverage(criteria=3, with_context=1, dropped=2)})]
+    )
+    html = render_html(build_report(report_store, registry(), settings=FAST, max_cases=100))
+    line = "Fact coverage: 1 of 3 criteria rest on patient facts, each in what the candidate read; 2 dropped"
+    assert html.count(line) == 1  # that rubric's; the study's others were written without the audit
+    assert html.count("Fact coverage:") == 1
