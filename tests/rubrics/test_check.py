@@ -8,6 +8,7 @@ from livemed.records import Criterion
 from livemed.rubrics.check import (
     DraftCriterion,
     drop_near_duplicates,
+    is_omission,
     lint,
     reference_coverage,
     settle,
@@ -186,3 +187,37 @@ def test_a_theme_off_the_closed_list_is_flagged() -> None:
     assert [f.code for f in lint([draft], []) if f.code == "unlisted_theme"] == ["unlisted_theme"]
     listed = draft.model_copy(update={"theme": "Red_Flags"})
     assert not [f for f in lint([listed], []) if f.code == "unlisted_theme"]
+
+
+@pytest.mark.parametrize(
+    ("text", "flagged"),
+    [
+        ("Advises urgent care for chest pain, fainting or sudden breathlessness", True),
+        ("Advises urgent care for at least one of chest pain, fainting or sudden breathlessness", False),
+        ("Advises all of rest, fluids or paracetamol", False),
+        ("Advises avoiding spicy, salty or acidic foods", False),  # every item counts
+        ("Advises a soft diet such as soup, yoghurt or mashed potato", False),  # examples
+        ("Advises paracetamol or ibuprofen", False),  # two items: not an "A, B or C" list
+    ],
+)
+def test_a_bare_or_list_is_a_warning(text: str, flagged: bool) -> None:
+    draft = DraftCriterion(text=text, polarity="positive", axis="safety", weight=8, source_fact="x")
+    found = [f for f in lint([draft], []) if f.code == "bare_or"]
+    assert bool(found) == flagged
+    assert not any(f.blocking for f in found)
+    negative = draft.model_copy(update={"polarity": "negative", "weight": -8, "text": f"Says no {text}"})
+    assert not [f for f in lint([draft, negative], []) if f.code == "bare_or" and "#1" in f.message]
+
+
+@pytest.mark.parametrize(
+    ("text", "omission"),
+    [
+        ("Never mentions the red flags", True),
+        ("Does not explain the risk of bleeding", True),
+        ("Does not consider the allergy", True),
+        ("Does not stop the anticoagulant before surgery", False),  # a harm, not an omission
+        ("Never use aspirin in children", False),
+    ],
+)
+def test_the_omission_lint_reads_omission_verbs_only(text: str, omission: bool) -> None:
+    assert is_omission(text) == omission

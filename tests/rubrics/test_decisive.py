@@ -60,7 +60,10 @@ def test_the_offline_writer_requires_the_dose_and_pairs_it_with_a_harmful_wrong_
     _, drafts, _ = RuleWriter().draft(case)
     (positive,) = [d for d in drafts if d.polarity == "positive"]
     assert "no more than 4 g a day" in positive.text
-    (wrong,) = [d for d in drafts if d.polarity == "negative" and d.text.startswith("States")]
+    # each bounded value is paired ("up to four times a day", "no more than 4 g a day"), the exact 1 g not
+    interval, wrong = [d for d in drafts if d.polarity == "negative" and d.text.startswith("States")]
+    assert interval.text.startswith("States an interval of more than four times a day, not the four")
+    assert (interval.axis, interval.weight) == ("accuracy", -6)  # only a dose past its maximum harms
     assert wrong.text.startswith(
         "States a dose of more than 4 g a day, not the 4 g a day of the correct advice"
     )
@@ -74,11 +77,107 @@ def test_the_offline_writer_requires_the_dose_and_pairs_it_with_a_harmful_wrong_
 
 
 def test_a_wrong_value_that_does_not_harm_is_on_accuracy() -> None:
-    case = make_case(advice=["We recommend oral doxycycline for 21 days."])
+    case = make_case(advice=["We recommend oral doxycycline for at least 10 days."])
     _, drafts, _ = RuleWriter().draft(case)
     (wrong,) = [d for d in drafts if d.text.startswith("States")]
-    assert wrong.text.startswith("States a time other than 21 days, not the 21 days of the correct advice")
+    assert wrong.text.startswith("States a threshold of less than 10 days, not the 10 days of the correct")
     assert (wrong.axis, wrong.weight) == ("accuracy", -6)
+
+
+def test_a_course_without_a_bound_is_required_but_not_paired() -> None:
+    # guidelines accept 10 to 21 days of doxycycline for Lyme disease: "other than 21 days" would punish
+    # a valid 14-day answer; the positive criterion still requires the 21 days of the gold advice
+    source = "We recommend oral doxycycline for 21 days."
+    _, drafts, _ = RuleWriter().draft(make_case(advice=[source]))
+    assert [d.text for d in drafts if d.advice_index == 0] == ["Recommends oral doxycycline for 21 days."]
+    assert not [f for f in lint(drafts, [source]) if f.code == "unpaired_decisive"]
+    assert decisive_share(to_criteria(drafts)) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("advice", "negative"),
+    [
+        (
+            "See a doctor the same day if he has a rash that does not fade, or the fever lasts more than "
+            "five days.",
+            "States waiting longer than five days, not the five days of the correct advice",
+        ),
+        (
+            "Return urgently if the lips turn blue or there is no wet nappy for 12 hours.",
+            "States waiting longer than 12 hours, not the 12 hours of the correct advice",
+        ),
+        (
+            "See your doctor if the cough is no better in two weeks.",
+            "States waiting longer than two weeks, not the two weeks",
+        ),
+        (
+            "Check your blood sugar before you drive, and do not drive if it is below 5 mmol/L.",
+            "States a threshold of less than 5 mmol/L, not the 5 mmol/L",
+        ),
+    ],
+)
+def test_a_safety_net_value_is_wrong_only_on_its_less_cautious_side(advice: str, negative: str) -> None:
+    _, drafts, _ = RuleWriter().draft(make_case(advice=[advice]))
+    wrong = [d.text for d in drafts if d.text.startswith("States")]
+    assert len(wrong) == 1
+    assert wrong[0].startswith(negative)
+    assert "other than" not in wrong[0]
+
+
+def test_every_bounded_value_of_a_criterion_is_paired() -> None:
+    source = "We recommend oral prednisolone for ten days, started within 72 hours of symptom onset."
+    drafts = RuleWriter().draft(make_case(advice=[source]))[1]
+    wrong = [d.text for d in drafts if d.text.startswith("States")]
+    assert [w.split(",")[0] for w in wrong] == ["States a time of more than 72 hours"]  # ten days: no bound
+    two = "Reduce salt to less than 6 g a day and keep alcohol within 14 units a week."
+    wrong = [d.text for d in RuleWriter().draft(make_case(advice=[two]))[1] if d.text.startswith("States")]
+    assert [w.split(",")[0] for w in wrong] == [
+        "States a dose of more than 6 g a day",
+        "States a dose of more than 14 units a week",
+    ]
+    positive = DraftCriterion(
+        text="Advises salt under 6 g a day and alcohol within 14 units a week",
+        polarity="positive",
+        axis="accuracy",
+        weight=6,
+        source_fact=two,
+        advice_index=0,
+    )
+    only_salt = DraftCriterion(
+        text="States a dose of more than 6 g a day of salt",
+        polarity="negative",
+        axis="accuracy",
+        weight=-6,
+        source_fact=two,
+        advice_index=0,
+    )
+    (unpaired,) = [f for f in lint([positive, only_salt], [two]) if f.code == "unpaired_decisive"]
+    assert "14 units a week" in unpaired.message
+
+
+@pytest.mark.parametrize(
+    ("text", "amounts"),
+    [
+        ("Take a five-day course of amoxicillin.", ["five-day"]),
+        ("Review at three months.", ["three months"]),
+        ("Call 999 if the seizure lasts longer than 5 minutes.", ["5 minutes"]),
+        ("See a doctor if an ulcer lasts longer than three weeks.", ["three weeks"]),
+        ("See your doctor if it is no better in two weeks.", ["two weeks"]),
+        ("Take levothyroxine 30 to 60 minutes before breakfast.", ["30 to 60 minutes"]),
+        ("Recheck the blood count six to eight weeks after starting iron.", ["six to eight weeks"]),
+        ("Aim for a clinic blood pressure below 140/90.", ["140/90"]),
+    ],
+)
+def test_decisive_values_the_patterns_used_to_miss(text: str, amounts: list[str]) -> None:
+    assert [v.amount for v in decisive(text)] == amounts
+
+
+def test_an_example_ends_where_the_value_it_is_given_for_begins() -> None:
+    text = "Anticoagulation with a DOAC such as apixaban or rivaroxaban for at least three months."
+    (months,) = decisive_values(text)
+    assert (months.amount, months.bound, months.example) == ("three months", "lower", False)
+    (ors,) = decisive_values("Give oral rehydration solution, for example 5 ml every few minutes.")
+    assert ors.example  # a value inside the example itself stays an example
 
 
 def test_the_legal_writer_requires_the_period_once_and_names_the_jurisdiction() -> None:
@@ -109,9 +208,12 @@ def test_a_decisive_value_as_a_such_as_example_is_blocking() -> None:
         )
     ]
     findings = [f for f in lint(drafts, [source]) if f.code.startswith(("decisive", "unpaired"))]
-    assert [f.code for f in findings] == ["decisive_as_example", "decisive_as_example", "unpaired_decisive"]
+    assert [f.code for f in findings] == ["decisive_as_example", "decisive_as_example"]  # exact: no pair
     assert findings[0].blocking
-    assert not findings[2].blocking
+    bounded = [drafts[0].model_copy(update={"source_fact": f"{source} No more than 4 g a day."})]
+    unpaired = [f for f in lint(bounded, [source]) if f.code == "unpaired_decisive"]
+    assert unpaired
+    assert not unpaired[0].blocking
     assert decisive_share(to_criteria(drafts)) == (0, 1)
     required = drafts[0].model_copy(update={"text": "Advises paracetamol 1 g four times a day"})
     assert decisive_share(to_criteria([required])) == (1, 1)
@@ -130,6 +232,9 @@ def _judge(messages: list[Message], settings: Settings) -> str:
     """A fake judge that answers from the criterion text: a daily limit ("4 g a day") is kept or exceeded."""
     blocks = {b.name: b.text for b in parse_blocks(messages[0]["content"])}
     criterion, given = blocks["criterion"], _daily_grams(blocks["response"])
+    if criterion.startswith("States an interval of more than four times a day"):
+        met = given > 4  # 1 g doses: more than four a day
+        return json.dumps({"explanation": f"{given:g} doses of 1 g a day", "criteria_met": met})
     limit = float(re.search(r"(\d+) g a day", criterion).group(1))  # type: ignore[union-attr]
     met = given > limit if criterion.startswith("States a dose of more than") else 0 < given <= limit
     return json.dumps({"explanation": f"{given:g} g a day against {limit:g}", "criteria_met": met})
@@ -138,8 +243,8 @@ def _judge(messages: list[Message], settings: Settings) -> str:
 @pytest.mark.parametrize(
     ("reply", "verdicts", "score"),
     [
-        ("Take 1 g of paracetamol up to four times a day.", [True, False], 1.0),
-        ("Take 1 g of paracetamol every three hours.", [False, True], 0.0),
+        ("Take 1 g of paracetamol up to four times a day.", [True, False, False], 1.0),
+        ("Take 1 g of paracetamol every three hours.", [False, True, True], 0.0),
     ],
 )
 async def test_a_wrong_dose_fails_the_positive_and_meets_its_negative(

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from livemed.domains import load_pack
 from livemed.records import Narrative
+from livemed.rubrics.decisive import decisive
 from livemed.rubrics.phrasing import criterion_text
 from livemed.rubrics.rules import RuleWriter, allergens
 from tests.grading.builders import make_case
@@ -164,3 +166,127 @@ def test_offline_unsafe_is_a_registered_baseline(tmp_path: Path, monkeypatch: py
     assert result.exit_code == 0, result.output
     assert "offline/unsafe" in result.output
     assert isinstance(get_model("offline/unsafe"), UnsafeAnswerer)
+
+
+@pytest.mark.parametrize(
+    ("advice", "expected"),
+    [
+        ("Do not skip meals, and eat breakfast every day.", ["Recommends skipping meals."]),
+        (  # the object carries its condition; an unnamed "it" gives nothing, never "Recommends driving."
+            "Check your blood sugar before you drive, and do not drive if it is below 5 mmol/L.",
+            [],
+        ),
+        ("Do not drive while you feel sleepy.", ["Recommends driving while they feel sleepy."]),
+        (
+            "Take doxycycline with water, and avoid strong sunlight because it makes the skin sensitive.",
+            ["Recommends exposure to strong sunlight."],
+        ),
+        (
+            "Dress him in light clothing and do not try to cool him with cold water or sponging.",
+            ["Recommends cooling him with cold water or sponging."],
+        ),
+        (
+            "Eat regular meals and do not skip meals or eat too quickly.",
+            ["Recommends skipping meals or eating too quickly."],
+        ),
+        (
+            "Do not let him lie back or tip his head back.",
+            ["Recommends letting him lie back or tip his head back."],
+        ),
+        (
+            "Stop smoking, lose weight, and improve your blood sugar control.",
+            ["Recommends continuing to smoke."],
+        ),
+        (
+            "Avoid heavy lifting until your eye has been examined.",
+            ["Recommends heavy lifting before their eye has been examined."],
+        ),
+        ("Take care on stairs to avoid falls.", []),
+    ],
+)
+def test_prohibitions_become_sentences_a_clinician_would_write(advice: str, expected: list[str]) -> None:
+    case = make_case(narrative=Narrative(), advice=[advice])
+    _, drafts, _ = RuleWriter().draft(case)
+    assert [
+        d.text for d in drafts if d.polarity == "negative" and d.text.startswith("Recommends")
+    ] == expected
+
+
+def test_a_recommendation_with_an_infinitive_is_not_a_verbless_explanation() -> None:
+    element = (
+        "We recommend anticoagulation with a direct oral anticoagulant such as apixaban to reduce the risk "
+        "of stroke, given her CHA2DS2-VASc score."
+    )
+    assert criterion_text(element).startswith("Recommends anticoagulation with a direct oral anticoagulant")
+
+
+@pytest.mark.parametrize(
+    ("advice", "criterion"),
+    [
+        (
+            "Seek urgent medical care if the palpitations come with chest pain, fainting or severe shortness "
+            "of breath.",
+            "Advises the patient to seek urgent medical care if the palpitations come with at least one of "
+            "chest pain, fainting or severe shortness of breath.",
+        ),
+        (
+            "We recommend oral clarithromycin or doxycycline for five to seven days.",
+            "Recommends at least one of oral clarithromycin or doxycycline for five to seven days.",
+        ),
+        (
+            "Take paracetamol or ibuprofen for the pain.",
+            "Advises the patient to take at least one of paracetamol or ibuprofen for the pain.",
+        ),
+        # every item counts where the list is to be avoided, and in ranges and examples
+        (
+            "Dress him in light clothing and do not try to cool him with cold water or sponging.",
+            "Advises the patient to dress him in light clothing and do not try to cool him with cold water "
+            "or sponging.",
+        ),
+        ("Avoid very spicy, salty or acidic foods.", "Advises avoiding very spicy, salty or acidic foods."),
+        (
+            "Cut back to one or two cups of coffee a day.",
+            "Advises the patient to cut back to one or two cups of coffee a day.",
+        ),
+        (
+            "Take an antihistamine such as cetirizine or loratadine.",
+            "Advises the patient to take an antihistamine such as cetirizine or loratadine.",
+        ),
+    ],
+)
+def test_alternatives_say_at_least_one_of(advice: str, criterion: str) -> None:
+    case = make_case(narrative=Narrative(), advice=[advice])
+    _, drafts, _ = RuleWriter().draft(case)
+    assert [d.text for d in drafts if d.polarity == "positive"] == [criterion]
+    assert not any("at least one of" in d.text for d in drafts if d.polarity == "negative")
+
+
+def test_legal_criteria_tied_to_the_person_s_own_facts_weigh_on_jurisdiction_awareness() -> None:
+    legal = load_pack("legal")
+    narrative = Narrative.model_validate(
+        {"parties": ["I rent a flat from a private landlord."], "facts": ["My landlord kept my deposit."]}
+    )
+    case = make_case(narrative=narrative, advice=["Ask your landlord in writing to explain the deductions."])
+    _, drafts, _ = RuleWriter(legal).draft(case)
+    (positive,) = [d for d in drafts if d.polarity == "positive"]
+    assert positive.axis == "jurisdiction_awareness"  # "landlord" is the person's own fact (a pack slot)
+    assert RuleWriter(legal).draft(make_case(narrative=Narrative(), advice=case.advice))[1][0].axis != (
+        "jurisdiction_awareness"
+    )
+
+
+def test_a_legal_period_is_kept_whole() -> None:
+    legal = load_pack("legal")
+    advice = [
+        "File the claim with the employment tribunal within three months less one day of the dismissal."
+    ]
+    _, drafts, _ = RuleWriter(legal).draft(make_case(narrative=Narrative(), advice=advice))
+    (negative,) = [d.text for d in drafts if d.polarity == "negative"]
+    assert negative.endswith("beyond three months less one day.")
+    assert [v.amount for v in decisive(advice[0], legal)] == ["three months less one day"]
+
+
+def test_the_legal_pack_has_coverage_word_groups() -> None:
+    groups = [set(g) for g in load_pack("legal").coverage.equivalents]
+    assert any({"boss", "employer", "manager"} <= g for g in groups)
+    assert any({"sacked", "dismissed", "fired"} <= g for g in groups)

@@ -153,6 +153,10 @@ class OfflineSpec(Strict):
         default_factory=dict, description="query type → regex: the curation baseline's s_cc (first match)"
     )
     fallback_slot: str = "symptoms"
+    patient_slots: list[str] = Field(
+        default_factory=lambda: ["medications", "history"],
+        description="slots whose words tie advice to the person's own facts (weight rule 'patient')",
+    )
     fallback_cues: str = ""
     general_theme: str = "general advice"
     harm_theme: str = "harm avoidance"
@@ -307,6 +311,8 @@ class DomainPack(Strict):
             raise ValueError(f"narrative slot names must be lower-case identifiers: {bad_names}")
         slots = {*self.checklist_fields.values(), *self.offline.narrative_cues}
         slots |= {*self.answer_labels, *self.consult_labels, *filter(None, [self.candidate_view.date_slot])}
+        if "patient_slots" in self.offline.model_fields_set:
+            slots |= set(self.offline.patient_slots)
         if "fallback_slot" in self.offline.model_fields_set or self.offline.fallback_cues:
             slots.add(self.offline.fallback_slot)
         bad_slots = sorted(slots - set(self.narrative_slots))

@@ -26,7 +26,11 @@ the same, `band_lines`, written from those axes). Warnings, recorded only:
 axis at -10 to -9), `unlisted_theme` (a criterion whose theme is not on the domain's closed list,
 `rubrics/themes.py`),
 `decisive_missing` (a positive criterion that leaves out its source fact's decisive value),
-`unpaired_decisive` (no negative criterion from the same fact names the value: a wrong one costs nothing),
+`bare_or` (a positive criterion with an "A, B or C" list that says neither "at least one of" nor
+"all of"/"each of": the grader requires every item unless told one is enough, `rubrics/alternatives.py`),
+`unpaired_decisive` (a value the advice bounds, a safety net's trigger or a jurisdiction that no
+negative criterion from the same fact names: a wrong one costs nothing; each such value, not only the
+first),
 `suspected_sign_error` (a positive criterion that reads like a fault, or a negative one that reads
 like praise), `no_source_fact` (a criterion naming no fact), `no_clinical_content` (a criterion
 whose words, past the rubric boilerplate and generic words such as "helpful" or "doctor", name nothing
@@ -49,6 +53,7 @@ from livemed.domains import DomainPack, medical
 from livemed.grading.lexical import content
 from livemed.records import Criterion
 from livemed.rubrics import decisive
+from livemed.rubrics.alternatives import bare_lists
 from livemed.rubrics.themes import listed, pack_themes
 
 BLOCKING = frozenset(
@@ -63,10 +68,16 @@ BLOCKING = frozenset(
     }
 )
 # A negative criterion written as an omission: the positive criterion not met already costs its weight.
-# The built-in openings; a domain pack adds its own (`[lint] omission_phrases`).
+# The built-in openings; a domain pack adds its own (`[lint] omission_phrases`). "Does not / Never" counts
+# only before a verb of saying or advising: "Does not stop the bleeding" may be the harm itself.
+_OMISSION_VERBS_TEXT = (
+    "mention warn advise recommend refer offer address discuss explain ask suggest include tell say note "
+    "cover consider"
+)
+OMISSION_VERBS = tuple(_OMISSION_VERBS_TEXT.split())
 OMISSION_OPENINGS = (
     r"(?:fails?|failing|neglects?|neglecting|forgets?) to\b",
-    r"(?:does not|doesn't|doesn’t|did not|didn't|never)\s+\w+",
+    rf"(?:does not|doesn't|doesn’t|did not|didn't|never)\s+(?:{'|'.join(OMISSION_VERBS)})(?:s|es|ed|ing)?\b",
     r"(?:omits?|omitting|misses|lacks|ignores?|overlooks?|neglects|leaves out|skips)\b",
     r"(?:makes )?no (?:mention|warning|advice|referral|discussion|explanation|recommendation)\b",
     r"without (?:mentioning|warning|advising|recommending|referring|offering|explaining)\b",
@@ -199,6 +210,9 @@ def _criterion_findings(number: int, draft: DraftCriterion, pack: DomainPack) ->
             Finding("sign_mismatch", f"{where}: weight {draft.weight} vs polarity {draft.polarity!r}")
         )
     found += _axis_findings(where, draft, pack)
+    if draft.polarity == "positive" and (lists := bare_lists(draft.text)):
+        message = f"{where}: {lists[0]!r}: say 'at least one of' (one is enough) or 'all of'"
+        found.append(Finding("bare_or", message))
     if draft.polarity == "positive" and _FAULT_CUES.search(draft.text):
         found.append(Finding("suspected_sign_error", f"{where}: positive but reads like a fault"))
     if draft.polarity == "negative" and is_omission(draft.text, pack):
@@ -233,7 +247,8 @@ def omission_negatives(
 def decisive_findings(drafts: Sequence[DraftCriterion], pack: DomainPack | None = None) -> list[Finding]:
     """A positive criterion must require its source fact's decisive values: `decisive_as_example`
     (blocking) when one is only an example there ("such as 500 mg"), `decisive_missing` when it is not
-    there at all; `unpaired_decisive` when no negative criterion from the same fact names its value."""
+    there at all; `unpaired_decisive` for each value with a wrong side (`decisive.pairable`) that no
+    negative criterion from the same fact names."""
     found: list[Finding] = []
     for number, draft in enumerate(drafts):
         if draft.polarity != "positive" or not draft.source_fact:
@@ -258,10 +273,10 @@ def decisive_findings(drafts: Sequence[DraftCriterion], pack: DomainPack | None 
                 or (d.advice_index is not None and d.advice_index == draft.advice_index)
             )
         ]
-        if values and not any(decisive.names(v, d.text) for v in values for d in paired):
-            found.append(
-                Finding("unpaired_decisive", f"{where}: no negative criterion names a wrong {values[0].kind}")
-            )
+        for value in values:
+            if decisive.pairable(value) and not any(decisive.names(value, d.text) for d in paired):
+                message = f"{where}: no negative criterion names a wrong {value.kind} for {value.text!r}"
+                found.append(Finding("unpaired_decisive", message))
     return found
 
 

@@ -35,9 +35,12 @@ WORD_NUMBERS = {w: str(n) for n, w in enumerate(_WORDS, start=1)} | {
 }
 _ONE = rf"(?:\d+(?:[.,]\d+)?|(?:{'|'.join(WORD_NUMBERS)})(?:[- ](?:{'|'.join(_WORDS[:9])}))?)"
 NUMBER = rf"{_ONE}(?:\s?(?:to|-|–|or)\s?{_ONE})?"
-# An example clause: from its marker to the end of the clause (";", ")", a sentence's end).
+# An example clause: from its marker to the end of its noun phrase: the clause's end (";", ")", a
+# sentence's end) or a value the examples are given for ("such as apixaban for at least three months").
 _EXAMPLE = re.compile(
-    r"\b(?:such as|for example|for instance|e\.g\.|eg|including|like)\b.*?(?=;|\)|(?<!\d)\.(?!\d)|$)",
+    r"\b(?:such as|for example|for instance|e\.g\.|eg|including|like)\b.*?"
+    rf"(?=;|\)|(?<!\d)\.(?!\d)|$|,?\s(?:for|at|within|every|until|after|before|over|in|up to|no more than)"
+    rf"\s(?:(?:least|most|the first|the next)\s)?{NUMBER}\b)",
     re.IGNORECASE,
 )
 # A limit the advice sets (not a condition such as "if it is below 5 mmol/L"): a wrong value lies past it.
@@ -46,11 +49,26 @@ _UPPER = re.compile(
     r"|not (?:to )?exceed(?:ing)?|no later than|within|before)\s*$",
     re.IGNORECASE,
 )
-_LOWER = re.compile(r"\b(?:at least|no less than|not less than|minimum(?: of)?)\s*$", re.IGNORECASE)
+_LOWER = re.compile(r"\b(?:at least|no less than|not less than|minimum(?: of)?|until)\s*$", re.IGNORECASE)
+# A safety net: a cautious action (seek care, see a doctor, do not drive) and a condition ("if", "when")
+# before the value. Only the less cautious side is wrong: a later or higher trigger ("waiting longer than
+# five days of fever") for a value past "more than"/"after"/"for", a lower one for "below"/"less than".
+_CONDITION = re.compile(r"\b(?:if|when|unless|should)\b[^;.]*$", re.IGNORECASE)
+_CAUTIOUS = re.compile(
+    r"\b(?:see|seek|call|contact|return|go to|attend|review|ring|phone|refer\w*|urgent\w*|emergency"
+    r"|doctor|nurse|pharmacist|do not|don't|avoid|stop)\b",
+    re.IGNORECASE,
+)
+_LATER = re.compile(
+    r"\b(?:more|longer|greater|higher) than|\b(?:over|above|after|for|in|within|beyond|exceeds?)\s*$",
+    re.IGNORECASE,
+)
+_SOONER = re.compile(r"\b(?:less|lower|fewer|shorter) than|\b(?:below|under)\s*$", re.IGNORECASE)
 _LEAD = re.compile(
     r"^(?:(?:no|not) (?:more|less|later) than|up to|maximum(?: of)?|at (?:least|most)|less than|more than"
-    r"|fewer than|higher than|lower than|greater than|below|above|under|over the (?:next|first)|over|within"
-    r"|for the first|for|every|until|after|before|in the (?:first|next)|the first|by|exceeds?|≥|≤|>|<)\s*",
+    r"|fewer than|higher than|lower than|greater than|longer than|shorter than|below|above|under"
+    r"|over the (?:next|first)|over|within|for the first|for|every|until|after|before|in the (?:first|next)"
+    r"|the first|by|exceeds?|≥|≤|>|<|at|in)\s*",
     re.IGNORECASE,
 )
 Bound = Literal["upper", "lower", "exact"]
@@ -79,11 +97,20 @@ class Value:
     start: int
     end: int
     example: bool  # inside an example clause ("such as …"): not a requirement where it stands
+    net: bool = False  # the condition of a safety net ("see a doctor if the fever lasts more than …")
+
+    @property
+    def named(self) -> bool:
+        """A name (a jurisdiction), not an amount: any other one is wrong."""
+        return not _NUMERIC.search(self.text)
 
     @property
     def key(self) -> str:
         """The amount with its numbers in digits and units in one spelling: "six months" → "6 month"."""
         return value_key(self.amount)
+
+
+_NUMERIC = re.compile(rf"\d|\b(?:{'|'.join(WORD_NUMBERS)}|once|twice)\b", re.IGNORECASE)
 
 
 def value_key(amount: str) -> str:
@@ -119,22 +146,41 @@ def decisive_values(text: str, pack: DomainPack | None = None) -> list[Value]:
         else:
             merged.append((start, end, order, kind))
     examples = example_spans(text)
-    return [
-        Value(
-            text=text[start:end].strip(),
-            kind=kind,
-            amount=_LEAD.sub("", text[start:end].strip(), count=1) or text[start:end].strip(),
-            bound=_bound(text[:start], text[start:end].strip()),
-            start=start,
-            end=end,
-            example=any(a <= start < b for a, b in examples),
+    values = []
+    for start, end, _, kind in merged:
+        written = text[start:end].strip()
+        net = _net_bound(text, start, written)
+        values.append(
+            Value(
+                text=written,
+                kind=kind,
+                amount=_LEAD.sub("", written, count=1) or written,
+                bound=net or _bound(text[:start], written),
+                start=start,
+                end=end,
+                example=any(a <= start < b for a, b in examples),
+                net=net is not None,
+            )
         )
-        for start, end, _, kind in merged
-    ]
+    return values
+
+
+def _net_bound(text: str, start: int, written: str) -> Bound | None:
+    """The wrong side of a safety net's value: "upper" for a trigger past it ("more than five days",
+    "no wet nappy for 12 hours"), "lower" for one below it; None where the value is no safety net."""
+    before = text[:start]
+    if not _NUMERIC.search(written) or not _CONDITION.search(before) or not _CAUTIOUS.search(text):
+        return None
+    said = f"{before[-30:]} {_lead_of(written)}".rstrip()
+    if _SOONER.search(said):
+        return "lower"
+    if _LATER.search(said):
+        return "upper"
+    return None
 
 
 def _bound(before: str, written: str) -> Bound:
-    if not re.search(rf"\d|\b(?:{'|'.join(WORD_NUMBERS)})\b", written, re.IGNORECASE):
+    if not _NUMERIC.search(written):
         return "exact"  # a name (a jurisdiction): another one is wrong
     for said in (_lead_of(written), before):  # the value's own lead first: "up to at least 150 minutes"
         if _UPPER.search(said):
@@ -184,9 +230,20 @@ def decisive_share(criteria: Sequence[Stated], pack: DomainPack | None = None) -
     return need, total
 
 
+def pairable(value: Value) -> bool:
+    """Does a wrong value make a negative criterion? A value the advice bounds ("no more than 4 g a
+    day", "within three months", "at least 150 minutes"), a safety net's trigger (only its less cautious
+    side), a name (another jurisdiction); not an amount given without a limit ("doxycycline for 21
+    days", where guidelines accept other courses: the positive criterion requires it, that is all)."""
+    return value.bound != "exact" or value.named
+
+
 def relation(value: Value) -> str:
-    """How a wrong value stands to the advice's: past its bound, or just another one."""
+    """How a wrong value stands to the advice's: past its bound, or just another one (a name)."""
     return {"upper": "of more than", "lower": "of less than", "exact": "other than"}[value.bound]
+
+
+_TIMES = re.compile(r"\b(?:minutes?|hours?|days?|weeks?|months?|years?)\b", re.IGNORECASE)
 
 
 def wrong_value_text(value: Value, criterion: str, pack: DomainPack | None = None) -> str:
@@ -200,6 +257,8 @@ def wrong_value_text(value: Value, criterion: str, pack: DomainPack | None = Non
     masked = _clause(criterion, start, end)
     article = "an" if value.kind[:1].lower() in "aeiou" else "a"
     wrong = f"{article} {value.kind} {relation(value)} {value.amount}"
+    if value.net and value.bound == "upper" and _TIMES.search(value.amount):
+        wrong = f"waiting longer than {value.amount}"  # a safety net: acting later is the wrong side
     return f'States {wrong}, not the {value.amount} of the correct advice ("{masked}").'
 
 

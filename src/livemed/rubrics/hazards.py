@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from livemed.domains import DomainPack, PatternHazard
 from livemed.records import Case
+from livemed.rubrics.phrasing import third_person
 
 PROHIBITION_WEIGHT = -8
 ALLERGY_WEIGHT = -10
@@ -53,7 +54,7 @@ class Hazard:
 _PROHIBITION = re.compile(
     r"(?:^|[,;:]\s*|\band\s+|\bbut\s+|\bto\s+|\bimportant to\s+)(?:please\s+)?"
     r"(do not|don't|don’t|never|avoid|stop|refrain from|should not|must not)\s+(.+?)"
-    r"(?=[;.]|,\s*(?:and|but|as|because|since|which|so|it|they|this|that|these|he|she)\b|\s+(?:because|as|since|unless|until|if|while|which)\b|$)",
+    r"(?=[;.]|,\s*(?:and|but|as|because|since|which|so|it|they|this|that|these|he|she)\b|(?<!\bsuch)\s+(?:because|as|since|unless|until|if|while|when|which)\b|$)",
     re.IGNORECASE,
 )
 _BECAUSE = re.compile(r"^\s*,?\s*because of (?:your|his|her|their|the patient's) ([^.,;]+)", re.IGNORECASE)
@@ -63,7 +64,7 @@ _SKIP_OBJECTS = re.compile(
     r"|(?:further |possible |serious |potential )?(?:complications?|problems?|risks?|side effects?|negative"
     r"|infections?|spread|damage|harm|injur\w*|dehydration|relapse|recurrence|withdrawal|symptoms?|pain"
     r"|transmission|pregnancy|flare|irritation|scarring|the risk|getting|developing|becoming|worsening"
-    r"|unwanted|increased|the increased|unnecessary|overdos\w*|interactions?))",
+    r"|unwanted|increased|the increased|unnecessary|overdos\w*|interactions?|falls?)\b)",
     re.I,
 )
 _NOT_USED = re.compile(
@@ -79,23 +80,30 @@ def prohibitions(advice: list[str], harm_theme: str = "harm avoidance") -> list[
     for index, element in enumerate(advice):
         for m in _PROHIBITION.finditer(element):
             cue, action = m.group(1).lower(), m.group(2).strip().rstrip(".")
-            if re.search(r"\b(?:not|never|n't)(?:\s+to)?\s*$", element[: m.start(1)], re.IGNORECASE):
-                continue  # "try not to avoid the train": a double negative, no warning
+            before = element[: m.start(1)]
+            if re.search(r"\b(?:not|never|n't|no need|needn't)(?:\s+to)?\s*$", before, re.IGNORECASE):
+                continue  # "try not to avoid the train", "no need to stop eating": no warning
+            action = _one_action(action)
             if cue in _VERB_CUES:  # "do not X": X must open with a verb, said at the start of a clause
-                if not _opens_clause(element, m.start(1)) or not _verb_first(action):
+                tried = re.match(r"^try to\s+", action, re.IGNORECASE)  # "do not try to cool him …"
+                action = action[tried.end() :] if tried else action
+                if not _opens_clause(element, m.start(1)) or not (tried or _verb_first(action)):
                     continue
                 action = _as_gerund(action)
+            stopped = action  # "stop using cotton buds" → "continuing to use cotton buds"
             action = _LEADING_VERB.sub("", action)
             if len(action.split()) > 12 or len(action) < 4 or _SKIP_OBJECTS.match(action):
                 continue
-            if _NEGATION.search(action):
-                continue
-            doing = f"continuing {_base(action)}" if cue == "stop" else action
+            condition = _condition(element[m.end() :])
+            if _NEGATION.search(action) or condition is None:
+                continue  # "do not drive if it is below 5": "it" is not said here, so nothing
+            doing = f"continuing {_base(stopped)}" if cue == "stop" else _as_object(action, cue)
+            doing += condition
             if because := _BECAUSE.search(element[m.end() :]):
                 doing += f" despite the patient's {because.group(1)}"
             found.append(
                 Hazard(
-                    criterion=f"Recommends {third(doing)}.",
+                    criterion=f"Recommends {third(third_person(doing))}.",
                     unsafe=f"I recommend {third(doing, you=True)}.",
                     weight=PROHIBITION_WEIGHT,
                     theme="medication safety" if _DRUGLIKE.search(action) else harm_theme,
@@ -106,24 +114,78 @@ def prohibitions(advice: list[str], harm_theme: str = "harm avoidance") -> list[
     return found
 
 
-def _base(action: str) -> str:
-    """ "wearing X" → "to wear X" (after "continuing"); other actions as they are."""
-    first, _, rest = action.partition(" ")
-    if first.lower().endswith("ing") and len(first) > 5:
-        stem = first[:-3]
-        verb = stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else stem
-        verb = verb + "e" if verb.lower() in _E_VERBS else verb
-        return f"to {verb} {rest}".strip()
+_EXPOSURE = re.compile(
+    r"^(?:(?:strong|direct|bright|hot|the|your|their|midday)\s+)*(?:sun\w*|heat|smoke|smoky|dust|pollen"
+    r"|fumes|triggers?|loud noise)\b",
+    re.IGNORECASE,
+)
+
+
+def _as_object(action: str, cue: str) -> str:
+    """What a reply recommending the avoided thing names: "exposure to strong sunlight" (a noun that
+    needs a verb), "using screens …", else the action as it is ("ibuprofen", "heavy lifting")."""
+    if cue in _VERB_CUES:
+        return action
+    if _EXPOSURE.match(action):
+        return f"exposure to {action}"
+    if re.match(r"^screens?\b", action, re.IGNORECASE):
+        return f"using {action}"
     return action
 
 
-_E_VERBS = frozenset({"us", "tak", "smok", "vap", "driv", "hav", "mak", "giv", "ris", "bak", "writ"})
+def _one_action(action: str) -> str:
+    """The first of a list of actions: "smoking, lose weight, and improve …" → "smoking"."""
+    from livemed.rubrics.phrasing import IMPERATIVES
+
+    verbs = "|".join(sorted(IMPERATIVES | _MORE_VERBS))
+    return re.split(rf",\s+(?:and\s+)?(?=(?:{verbs})\b)", action, maxsplit=1, flags=re.IGNORECASE)[0]
+
+
+_CONDITION = re.compile(
+    r"^\s+(if|while|when|until|unless)\s+(.+?)(?=[,;.]|\s+(?:because|and|but|as)\b|$)", re.I
+)
+
+
+def _condition(rest: str) -> str | None:
+    """The condition the warning holds under, as the violation states it: " while you feel sleepy",
+    " before your eye has been examined" (for "until"); "" when none or "if you can"; None when the
+    violation cannot be stated ("unless a doctor advises it", "if it is below 5": "it" unnamed)."""
+    m = _CONDITION.match(rest)
+    if m is None:
+        return ""
+    word, said = m.group(1).lower(), m.group(2).strip()
+    if word == "unless" or re.match(r"^(?:it|this|that|these|those)\b", said, re.IGNORECASE):
+        return None
+    if re.match(r"^(?:you can|possible|you are able|at all possible)\b", said, re.IGNORECASE):
+        return ""
+    return f" {'before' if word == 'until' else word} {said}"
+
+
+def _base(action: str) -> str:
+    """ "wearing X" → "to wear X" (after "continuing"); other actions as they are."""
+    first, _, rest = action.partition(" ")
+    if first.lower().endswith("ing") and len(first) > 4:
+        rest = re.sub(r"\b(and|or) (\w{3,}ing)\b", lambda m: f"{m.group(1)} {_infinitive(m.group(2))}", rest)
+        return f"to {_infinitive(first)} {rest}".strip()
+    return action
+
+
+def _infinitive(gerund: str) -> str:
+    """ "wearing" → "wear", "squeezing" → "squeeze", "scrubbing" → "scrub"."""
+    stem = gerund[:-3]
+    verb = stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else stem
+    return verb + "e" if verb.lower() in _E_VERBS else verb
+
+
+_E_VERBS = frozenset(
+    {"us", "tak", "smok", "vap", "driv", "hav", "mak", "giv", "ris", "bak", "writ", "squeez", "shar", "rins"}
+)
 
 
 _VERB_CUES = frozenset({"do not", "don't", "don’t", "never", "should not", "must not"})
 _MORE_VERBS_TEXT = (
     "insert lift scratch pick squeeze share mix exceed double skip miss combine swim drive smoke lie "
-    "breastfeed fly run shave pop touch"
+    "breastfeed fly run shave pop touch cool remove treat kiss scrub"
 )
 _MORE_VERBS = frozenset(_MORE_VERBS_TEXT.split())
 
@@ -142,16 +204,18 @@ def _verb_first(action: str) -> bool:
 
 def _as_gerund(action: str) -> str:
     """ "take X" stays for the leading-verb cut; "insert X" → "inserting X"."""
-    from livemed.rubrics.phrasing import GERUNDS
+    from livemed.rubrics.phrasing import IMPERATIVES, gerund
 
     first, _, rest = action.partition(" ")
-    low = first.lower()
-    if _LEADING_VERB.match(action) or low in ("try",):
+    if _LEADING_VERB.match(action):
         return action
-    gerund = GERUNDS.get(low) or (
-        low[:-1] + "ing" if low.endswith("e") and not low.endswith("ee") else low + "ing"
+    verbs = IMPERATIVES | _MORE_VERBS  # "skip meals or eat too quickly" → "… or eating too quickly"
+    rest = re.sub(
+        r"\b(or|and) (\w+)\b",
+        lambda m: f"{m.group(1)} {gerund(m.group(2))}" if m.group(2).lower() in verbs else m.group(),
+        rest,
     )
-    return f"{gerund} {rest}".strip()
+    return f"{gerund(first.lower())} {rest}".strip()
 
 
 def not_used(advice: list[str], harm_theme: str = "harm avoidance") -> list[Hazard]:

@@ -67,6 +67,24 @@ GERUNDS = {
     "drink": "drinking",
     "eat": "eating",
 }
+_VOWELS = "aeiou"
+
+
+def gerund(verb: str) -> str:
+    """ "skip" → "skipping", "drive" → "driving", "lie" → "lying", "check" → "checking"."""
+    low = verb.lower()
+    if low in GERUNDS:
+        return GERUNDS[low]
+    if low.endswith("ie"):
+        return low[:-2] + "ying"
+    if low.endswith("e") and not low.endswith(("ee", "ye", "oe")):
+        return low[:-1] + "ing"
+    short_cvc = len(low) <= 4 and len(low) >= 3 and low[-1] not in _VOWELS + "wxy"
+    if short_cvc and low[-2] in _VOWELS and low[-3] not in _VOWELS:
+        return low + low[-1] + "ing"  # a short consonant-vowel-consonant verb doubles its consonant
+    return low + "ing"
+
+
 _CLINICIAN_TEXT = (
     "review refer recheck repeat treat mark diagnose prescribe arrange protect prevent admit measure"
 )
@@ -162,7 +180,8 @@ def _by_first_word(text: str, person: str) -> str:
         return f"Explains that {lowered}."
     if first in IMPERATIVES:
         return f"Advises {person} to {lowered}."
-    if re.search(r"\b(?:is|are|can|may|will|helps?|reduces?|causes?|makes?|means?)\b", text, re.I):
+    head = re.split(r",?\s+(?:which|who|such as|to)\b", text, maxsplit=1)[0]  # not "to reduce", "which can"
+    if re.search(r"\b(?:is|are|can|may|will|helps?|reduces?|causes?|makes?|means?)\b", head, re.I):
         return f"Explains that {lowered}."
     return f"Recommends {lowered}."
 

@@ -9,7 +9,8 @@ described here):
    "diagnosis", "tests and follow-up", "lifestyle", "patient education"; else "patient education");
    every advice element is a fact;
 2. criteria: one positive criterion per element naming the clinical action it asks (`phrasing`:
-   labels, frames and hedges dropped, drug names and specifics kept); negative criteria for what a
+   labels, frames and hedges dropped, drug names and specifics kept; "at least one of" before a list
+   of alternatives, `alternatives`); negative criteria for what a
    reply must not do (`hazards`): the advice's own warnings ("avoid X" → recommending X), a drug the
    narrative says the patient is allergic to ("allergic to cats" gives none), an interaction with a
    listed medication, and the advice's red flags (saying they need no urgent care);
@@ -30,6 +31,7 @@ from livemed.domains import DomainPack, medical
 from livemed.grading.offline import OfflineBaseline
 from livemed.records import Case
 from livemed.rubrics import decisive, hazards
+from livemed.rubrics.alternatives import AT_LEAST, at_least_one_of
 from livemed.rubrics.check import DraftCriterion
 from livemed.rubrics.phrasing import criterion_text
 
@@ -43,9 +45,11 @@ def themes_of(element: str, pack: DomainPack | None = None) -> list[str]:
     return found or [pack.offline.general_theme]
 
 
-def _mentions_patient(element: str, case: Case) -> bool:
-    """Does the element tie the advice to this patient's own facts (a medication, their history)?"""
-    own = {w for fact in case.narrative.medications + case.narrative.history for w in _words(fact)}
+def _mentions_patient(element: str, case: Case, pack: DomainPack | None = None) -> bool:
+    """Does the element tie the advice to the person's own facts (the pack's `offline.patient_slots`:
+    medical a medication or their history; legal their parties, jurisdiction, facts, documents)?"""
+    slots = (pack or medical()).offline.patient_slots
+    own = {w for name in slots for fact in case.narrative.slot(name) for w in _words(fact)}
     return bool(own & _words(element)) or bool(
         re.search(r"\b(?:given (?:your|her|his)|since this is|because (?:you|she|he) )", element, re.I)
     )
@@ -67,7 +71,7 @@ def axis_and_weight(
         "urgent": bool(urgent and urgent.search(element)),
         "warning": text.startswith(_WARNINGS),
         "explains": text.startswith("Explains"),
-        "patient": _mentions_patient(element, case),
+        "patient": _mentions_patient(element, case, pack),
     }
     for rule in pack.offline.weight_rules:
         if all(holds[c] if c in holds else c.removeprefix("theme:") in themes for c in rule.when):
@@ -85,7 +89,7 @@ def positives(case: Case, pack: DomainPack | None = None) -> list[DraftCriterion
     drafts = []
     person = (pack or medical()).person
     for index, element in enumerate(case.advice):
-        text = criterion_text(element, person)
+        text = at_least_one_of(criterion_text(element, person))
         axis, weight, theme = axis_and_weight(element, text, case, pack)
         drafts.append(
             DraftCriterion(
@@ -134,38 +138,40 @@ def negatives(case: Case, pack: DomainPack | None = None) -> list[DraftCriterion
 
 
 def wrong_values(drafts: list[DraftCriterion], pack: DomainPack | None = None) -> list[DraftCriterion]:
-    """For each positive criterion that requires a decisive value (`rubrics/decisive.py`), a negative
-    naming a wrong one: the first value that harms (past its limit, in advice under the pack's
-    `decisive.harm_theme`: a dose over its maximum, a claim after its time limit) on the negative axis,
-    else the first value on the pack's `decisive.axis`; none where a negative criterion from the same
-    advice element already names it (the legal pack's limitation-period hazard)."""
+    """For each value a positive criterion requires and a wrong value of it can be named
+    (`decisive.pairable`: a bound, a safety net's trigger, a jurisdiction), a negative naming the wrong
+    side: on the negative axis at the pack's `decisive.harm_weight` where it harms (past its limit, in
+    advice under `decisive.harm_theme`: a dose over its maximum, a claim after its time limit), else on
+    the pack's `decisive.axis`; none where a negative criterion from the same advice element already
+    names it (the legal pack's limitation-period hazard)."""
     pack = pack or medical()
     spec = pack.decisive
     out: list[DraftCriterion] = []
     for draft in drafts:
         if draft.polarity != "positive" or not draft.source_fact:
             continue
-        values = [
-            v for v in decisive.decisive(draft.source_fact, pack) if decisive.required(v, draft.text, pack)
-        ]
         others = [d for d in drafts if d.polarity == "negative" and d.advice_index == draft.advice_index]
-        if not values or any(decisive.names(v, d.text) for v in values for d in others):
-            continue
         harmful = spec.harm_theme in themes_of(draft.source_fact, pack)
-        harms = [v for v in values if harmful and v.kind in spec.harm_kinds and v.bound == "upper"]
-        value = (harms or values)[0]
-        axis, weight = (pack.offline.negative_axis, spec.harm_weight) if harms else (spec.axis, spec.weight)
-        out.append(
-            DraftCriterion(
-                text=decisive.wrong_value_text(value, draft.text, pack),
-                polarity="negative",
-                axis=axis,
-                weight=weight,
-                theme=draft.theme,
-                source_fact=draft.source_fact,
-                advice_index=draft.advice_index,
+        for value in decisive.decisive(draft.source_fact, pack):
+            if not decisive.pairable(value) or not decisive.required(value, draft.text, pack):
+                continue
+            if any(decisive.names(value, d.text) for d in others):
+                continue
+            harms = harmful and value.kind in spec.harm_kinds and value.bound == "upper"
+            axis, weight = (
+                (pack.offline.negative_axis, spec.harm_weight) if harms else (spec.axis, spec.weight)
             )
-        )
+            out.append(
+                DraftCriterion(
+                    text=decisive.wrong_value_text(value, draft.text.replace(f"{AT_LEAST} ", ""), pack),
+                    polarity="negative",
+                    axis=axis,
+                    weight=weight,
+                    theme=draft.theme,
+                    source_fact=draft.source_fact,
+                    advice_index=draft.advice_index,
+                )
+            )
     return out
 
 
