@@ -29,6 +29,12 @@ def test_the_facts_a_criterion_names_or_presupposes() -> None:
         "family history of heart disease"
     ]
     assert context_facts("Recommends cutting back on caffeine and avoiding energy drinks.") == ["caffeine"]
+    # a list of triggers to cut down on is generic advice; one thing, or the patient's own, is theirs
+    triggers = "Advises cutting down on caffeine, alcohol and spicy food, which can trigger flushes."
+    assert context_facts(triggers) == []
+    assert context_facts("Recommends cutting down on caffeine or alcohol.") == []
+    assert context_facts("Recommends cutting down on your coffee, alcohol and spicy food.") == ["coffee"]
+    assert context_facts("Advises cutting down on caffeine, which can worsen palpitations.") == ["caffeine"]
     assert context_facts("Explains it is common, especially with a lot of caffeine and poor sleep.") == [
         "a lot of caffeine",
         "poor sleep",
