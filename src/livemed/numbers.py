@@ -8,6 +8,7 @@ grounding (`curate.grounding`) compare the numbers two texts state, and the deci
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 _WORDS_TEXT = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -27,11 +28,12 @@ _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 _NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(WORD_NUMBERS)})\b", re.IGNORECASE)
 
 
-def numbers(text: str) -> set[str]:
-    """The values a text states, in one spelling each: "500 mg for three days" → {"500", "3"}, and
-    "4.0 g" and "four grams" both → {"4"}."""
+def numbers(text: str) -> Counter[str]:
+    """The values a text states, each in one spelling and counted: "500 mg for three days" →
+    {"500": 1, "3": 1}; "4.0 g" and "four grams" both → {"4": 1}. Compare two with `<=`: "15 to 20 g,
+    then again after 15 minutes" states 15 twice, which "151 to 20 g … after 15 minutes" does not."""
     found = [*_DIGITS.findall(text), *(WORD_NUMBERS[w.lower()] for w in _NUMBER_WORD.findall(text))]
-    return {_value(number) for number in found}
+    return Counter(_value(number) for number in found)
 
 
 def _value(number: str) -> str:

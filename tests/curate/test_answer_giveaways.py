@@ -197,9 +197,15 @@ def test_states_reads_negation_in_the_clause_of_the_elements_own_words() -> None
         "Take ibuprofen with food", "Take ibuprofen with food, do not drive"
     )  # its "not" unstated
     assert states("Do not stop the medicine suddenly", "Do not stop the medicine suddenly")
-    assert states(
-        "Take paracetamol four times a day", "Take paracetamol 4 times a day"
-    )  # values, not spellings
+    assert states("Take paracetamol four times a day", "Take paracetamol 4 times a day")  # "four" is 4
+    assert not states("Her little brother is not 4.", "Her little brother is 4.")  # a number is a word too
+    # the clause that holds the element's words: "and" starts a new part of it
+    assert states("I have no medical history and take no medicines.", "take no medicines")
+    assert states("He takes no medicines and has no allergies.", "has no allergies")  # no content words
+    assert states("I have no allergies and take metformin 500 mg.", "take metformin 500 mg")
+    # numbers are counted: the other 15 does not hide the wrong 151
+    sugar = "take 15 to 20 grams of sugar, then check your sugar again after 15 minutes"
+    assert not states("Take 151 to 20 grams of sugar, then check your sugar again after 15 minutes.", sugar)
 
 
 async def test_the_llm_audit_refuses_a_negated_quote_and_a_wrong_number() -> None:
