@@ -179,6 +179,35 @@ def test_states_refuses_a_negated_or_numerically_different_quote() -> None:
     assert states("fever lasts more than three days", "See a doctor if the fever lasts over 3 days")
 
 
+def test_states_reads_negation_in_the_clause_of_the_elements_own_words() -> None:
+    # a bound is not a negation: "no more than 4 g" is the "up to 4 g" of the element, and "in 24
+    # hours" adds a number the element does not give (allowed), so the genuine quote is accepted
+    dose = "Take paracetamol 1 g four times a day, up to 4 g a day"
+    assert states("Take paracetamol 1 g four times a day; no more than 4 g in 24 hours", dose)
+    assert states("Take no more than 4 g of paracetamol a day", "Take up to 4 g of paracetamol a day")
+    assert not states("Take no more than 4 g of paracetamol a day", "Take more than 4 g of paracetamol a day")
+    # a negation after the element's words is about something else
+    treated = "Treated with oral amoxicillin for 14 days"
+    assert states("She was treated with oral amoxicillin for 14 days with no adverse events", treated)
+    assert not states("She was not treated with oral amoxicillin for 14 days", treated)
+    assert not states(
+        "Aspirin is not recommended for stroke prevention", "Aspirin is recommended for stroke prevention"
+    )
+    assert not states(
+        "Take ibuprofen with food", "Take ibuprofen with food, do not drive"
+    )  # its "not" unstated
+    assert states("Do not stop the medicine suddenly", "Do not stop the medicine suddenly")
+    assert states("Take paracetamol four times a day", "Take paracetamol 4 times a day")  # "four" is 4
+    assert not states("Her little brother is not 4.", "Her little brother is 4.")  # a number is a word too
+    # the clause that holds the element's words: "and" starts a new part of it
+    assert states("I have no medical history and take no medicines.", "take no medicines")
+    assert states("He takes no medicines and has no allergies.", "has no allergies")  # no content words
+    assert states("I have no allergies and take metformin 500 mg.", "take metformin 500 mg")
+    # numbers are counted: the other 15 does not hide the wrong 151
+    sugar = "take 15 to 20 grams of sugar, then check your sugar again after 15 minutes"
+    assert not states("Take 151 to 20 grams of sugar, then check your sugar again after 15 minutes.", sugar)
+
+
 async def test_the_llm_audit_refuses_a_negated_quote_and_a_wrong_number() -> None:
     for element, quote in (
         (

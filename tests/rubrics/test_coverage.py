@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from livemed.models import LLM, Engine
+from livemed.prompts import parse_blocks
 from livemed.records import Criterion, Narrative, Rubric
 from livemed.rubrics.check import DraftCriterion
 from livemed.rubrics.coverage import (
@@ -28,6 +29,12 @@ def test_the_facts_a_criterion_names_or_presupposes() -> None:
         "family history of heart disease"
     ]
     assert context_facts("Recommends cutting back on caffeine and avoiding energy drinks.") == ["caffeine"]
+    # a list of triggers to cut down on is generic advice; one thing, or the patient's own, is theirs
+    triggers = "Advises cutting down on caffeine, alcohol and spicy food, which can trigger flushes."
+    assert context_facts(triggers) == []
+    assert context_facts("Recommends cutting down on caffeine or alcohol.") == []
+    assert context_facts("Recommends cutting down on your coffee, alcohol and spicy food.") == ["coffee"]
+    assert context_facts("Advises cutting down on caffeine, which can worsen palpitations.") == ["caffeine"]
     assert context_facts("Explains it is common, especially with a lot of caffeine and poor sleep.") == [
         "a lot of caffeine",
         "poor sleep",
@@ -144,6 +151,22 @@ def test_step_one_drops_a_fact_that_only_restates_the_narrative() -> None:
     assert drop_restated(case, step) == set()  # advice 0 still has a fact of its own
     assert step["dropped"] == {"restated": ["A 58-year-old man with chronic kidney disease stage 3"]}
     assert [f["fact"] for f in step["output"]["facts"]] == [f["fact"] for f in STEP1["facts"]]
+
+
+async def test_the_llm_writer_leaves_a_restated_fact_out_of_step_two() -> None:
+    restated = {
+        "fact": "A 58-year-old man with chronic kidney disease stage 3",
+        "advice_index": 0,  # advice 0 keeps a fact of its own, so nothing is left uncovered
+        "themes": ["medication safety"],
+    }
+    step1 = {**STEP1, "facts": [restated, *STEP1["facts"]]}
+    model = scripted(STEP3, step1=step1)  # step 2 numbers the facts without the restated one
+    (rubric,) = await write_rubric(make_case(), LLM(Engine(), model, stage="rubrics"))
+    assert isinstance(rubric, Rubric)
+    assert rubric.steps[0]["dropped"] == {"restated": [restated["fact"]]}
+    facts = [b.text for b in parse_blocks(model.calls[1][0][0]["content"]) if b.name == "fact"]
+    assert facts == [f["fact"] for f in STEP1["facts"]]
+    assert rubric.criteria[0].source_fact == "Avoid NSAIDs because of kidney disease"
 
 
 def test_a_treatment_the_advice_itself_starts_may_be_continued() -> None:

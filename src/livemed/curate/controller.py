@@ -16,15 +16,18 @@ element still ungrounded rejects the case (refused quotes named in the detail).
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from livemed.curate.grounding import Normalised, locate, negated, normalise, numbers
+from livemed.curate.grounding import Normalised, locate, normalise
 from livemed.curate.screener import advice_texts, is_thread, reject
 from livemed.curate.sections import FRONT_MATTER, HELD_BACK, is_diagnostic, sections
 from livemed.domains import DomainPack, medical
-from livemed.grading.lexical import content
+from livemed.grading.lexical import NEGATIONS, STOPWORDS, clauses, content, negated, stem, words
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason
+from livemed.numbers import numbers
 from livemed.prompts import DATA_RULES, data_block
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
 from livemed.rubrics.check import overlap
@@ -72,15 +75,84 @@ def narrative_source(doc: Doc, *, diagnostic: bool = False) -> str:
 def states(quote: str, element: str) -> bool:
     """Does the quote state the element? A lexical floor: at least `QUOTE_SUPPORT` of the element's
     content words, and two of them (all, when it has fewer), are in the quote (stemmed, spelling
-    variants allowed: `rubrics.check.overlap`); and the quote is negated exactly when the element is
-    ("Do not use aspirin" does not state "Use aspirin", `grounding.negated`) and gives every number
-    the element gives ("50 mg" does not state "500 mg"). It refuses a real quote about something
-    else or its opposite; it cannot tell a subtle misstatement from a paraphrase."""
-    if negated(quote) != negated(element) or not numbers(element) <= numbers(quote):
+    variants allowed: `rubrics.check.overlap`); each of the element's clauses is negated exactly when
+    the quote's clause that holds its words is (`same_negation`: "Do not use aspirin" does not state
+    "Use aspirin", "… with no adverse events" does not negate the treatment before it); and the quote
+    gives every value the element gives, as often (`livemed.numbers`: "50 mg" does not state "500 mg",
+    "four" is "4"; a number the quote adds, the "24" of "in 24 hours", is allowed) under the same
+    bound ("up to 4 g" is "no more than 4 g", not "more than 4 g"). It refuses a real quote about
+    something else or its opposite; it cannot tell a subtle misstatement from a paraphrase. An
+    element with no content words ("I have no allergies": the lexical grader reads "allergies" as a
+    negation cue) is stated by a quote that holds its words as they stand."""
+    if not content(element):
+        return f" {normalise(element).text} " in f" {normalise(quote).text} "
+    if not same_negation(quote, element) or not _bounds(element) <= _bounds(quote):
+        return False
+    if not numbers(element) <= numbers(quote):
         return False
     want = len(content(element))
     share = overlap(element, quote)
     return share >= QUOTE_SUPPORT and round(share * want) >= min(2, want)
+
+
+# A bound is not a negation: "no more than 4 g" is "up to 4 g", "not less than" is "at least".
+_BOUNDS = {
+    "at most": r"\b(?:(?:no|not) (?:more|greater|higher|longer|later) than|not (?:to )?exceed\w*"
+    r"|up to|at most|maximum(?: of)?)\b",
+    "at least": r"\b(?:(?:no|not) (?:less|fewer|lower|shorter|earlier) than|at least|minimum(?: of)?)\b",
+    "more than": r"\b(?:more|greater|higher|longer) than\b",
+    "less than": r"\b(?:less|fewer|lower|shorter) than\b",
+}
+_BOUND = re.compile("|".join(f"(?P<b{i}>{pattern})" for i, pattern in enumerate(_BOUNDS.values())), re.I)
+
+
+def _as_bounds(text: str) -> str:
+    """`text` with each bound in one wording ("no more than" → "at most")."""
+    names = list(_BOUNDS)
+    return _BOUND.sub(lambda m: names[int(str(m.lastgroup)[1:])], text)
+
+
+def _bounds(text: str) -> set[str]:
+    return {name for name in _BOUNDS if name in _as_bounds(text).lower()}
+
+
+def same_negation(quote: str, element: str) -> bool:
+    """Does the quote negate what the element negates, and nothing else it states? Clause by clause
+    of the element, in the quote's clause holding most of its words, read from the start of the part
+    that holds them (after the last "and", "or" before the first: "I have no allergies and take
+    metformin" states "take metformin"): each word the two share is read with what comes before it
+    (`grading.lexical.negated` up to that word), so "Do not use aspirin" does not state "Use
+    aspirin", while a negation after the shared words ("treated with amoxicillin with no adverse
+    events") is about something else. Bounds are bounds, not negations ("no more than 4 g" states "up
+    to 4 g"); a negated clause whose words the quote lacks is not stated."""
+    quote_clauses = [words(c) for c in clauses(_as_bounds(quote))]
+    for part in clauses(_as_bounds(element)):
+        mine = words(part)
+        wanted = {stem(w) for w in mine if w not in STOPWORDS | NEGATIONS and (len(w) > 1 or w.isdigit())}
+        theirs = max(quote_clauses, key=lambda c: len(wanted & {stem(w) for w in c}), default=[])
+        theirs = theirs[_part_start(theirs, [stem(w) for w in mine if stem(w) in wanted]) :]
+        shared = [w for w in dict.fromkeys(map(stem, theirs)) if w in wanted]
+        if not shared and negated(part):
+            return False
+        if any(_negated_at(mine, w) != _negated_at(theirs, w) for w in shared):
+            return False
+    return True
+
+
+def _negated_at(tokens: list[str], word: str) -> bool:
+    """Is the clause `tokens` negated where `word` (a stem) first appears, read from its start?"""
+    at = next(i for i, token in enumerate(tokens) if stem(token) == word)
+    return negated(" ".join(tokens[: at + 1]))
+
+
+_JOINS = frozenset({"and", "or", "then", "so", "while", "whereas"})
+
+
+def _part_start(tokens: list[str], wanted: list[str]) -> int:
+    """Where the part of a clause that holds the stems `wanted` starts: after the last join before
+    the first of them the clause holds, in their own order (the clause's start when there is none)."""
+    first = next((tokens.index(t) for w in wanted for t in tokens if stem(t) == w), 0)
+    return max((i + 1 for i in range(first) if tokens[i] in _JOINS), default=0)
 
 
 def advice_source(doc: Doc) -> str:

@@ -6,7 +6,8 @@ whitespace, keeping a map back to the original characters so the matched source 
 A high fuzzy score is not enough: a flipped meaning ("Do take ibuprofen" against "Do not take ibuprofen",
 "bacterial" against "viral") scores above 90. So every content word of the element must appear in the
 matched span (simple inflections allowed), and the element and the matched source text (with the two
-words before it in the same sentence) must agree on negation.
+words before it in the same sentence) must agree on negation (`grading.lexical.negated`: an odd number
+of negation cues in a clause).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import unicodedata
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
+
+from livemed.grading.lexical import negated
+from livemed.numbers import numbers
 
 _WORD = re.compile(r"\w")
 
@@ -53,7 +57,6 @@ class Match:
 
 
 SHORT_WORDS = 3
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def locate(element: str, source: str, normalised_source: Normalised | None = None) -> Match:
@@ -97,9 +100,6 @@ _NEGATION_TEXT = (
     "don doesn didn isn aren wasn weren won shouldn couldn wouldn mustn haven hasn"
 )
 _NEGATION_WORDS = frozenset(_NEGATION_TEXT.split())
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nor|neither|without|cannot|avoid\w*)\b|n['’]t\b", re.IGNORECASE
-)
 _SUFFIXES = ("ies", "ing", "es", "ed", "ly", "s")
 _TOKEN = re.compile(r"[\w'’]+")
 _SENTENCE_END = re.compile(r"[.!?;:\n]")
@@ -138,46 +138,6 @@ def covers(span: str, needle: str) -> bool:
     """Every content word of `needle` (normalised) appears in `span` (normalised), up to inflection."""
     words = set(span.split())
     return all(w in words or any(_same_word(w, other) for other in words) for w in content_words(needle))
-
-
-_NUMBER_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-            "twenty",
-        ]
-    )
-} | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "hundred": "100"}
-_NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
-
-
-def numbers(text: str) -> set[str]:
-    """The numbers a text states, in digits ("500 mg for three days" → {"500", "3"})."""
-    return set(_NUMBER.findall(text)) | {_NUMBER_WORDS[w.lower()] for w in _NUMBER_WORD.findall(text)}
-
-
-def negated(text: str) -> bool:
-    return _NEGATION.search(text) is not None
 
 
 def _polarity_checked(found: Match, element: str, source: str) -> Match:

@@ -7,7 +7,7 @@ labels such as "Medicines I take:" are not counted). Both are normalised (NFKC, 
 punctuation dropped) and stemmed; an element's **leak** is the share of its content words that the
 prompt states inside a run of shared words holding at least two content words (so a word that merely
 recurs, "pain" or "doctor", does not count, while "she continued apixaban" against "…such as
-apixaban" does not either unless the words run together; words that are never the answer, `GENERIC`
+apixaban" does not either unless the words run together; words that are never the answer, `NEVER_THE_ANSWER`
 — "diagnosis", "likely", "final" — are not content here, so "the most likely diagnosis is X" does not
 leak through a derived query's "What is the most likely diagnosis?"). The longest shared runs are
 kept as the evidence. A case whose highest element leak is above `[thresholds] answer_leak` is
@@ -97,7 +97,7 @@ def shared_runs(element: list[str], prompt: list[str]) -> list[tuple[int, int]]:
 
 # Words that never are the answer: a derived query's "the most likely diagnosis" shared with the
 # element that answers it is not a leak; nor, in a named diagnosis, a qualifier ("acute gout": "gout").
-GENERIC = frozenset(
+NEVER_THE_ANSWER = frozenset(
     map(
         stem,
         [
@@ -120,7 +120,7 @@ QUALIFIERS = frozenset(
 
 
 def _meaning(words: list[str]) -> set[str]:
-    return content(words) - GENERIC
+    return content(words) - NEVER_THE_ANSWER
 
 
 def element_leak(index: int, element: str, prompt_words: list[str]) -> ElementLeak:
@@ -162,14 +162,14 @@ def named_answer(element: str, pack: DomainPack | None = None) -> str | None:
         for match in re.finditer(rf"\b(?:{cue})\s*", element, re.IGNORECASE):
             rest = _ARTICLE.sub("", element[match.end() :])
             answer = _ANSWER_END.split(f"{rest} ", maxsplit=1)[0].strip()
-            if content(tokens(answer)) - GENERIC - QUALIFIERS:
+            if content(tokens(answer)) - NEVER_THE_ANSWER - QUALIFIERS:
                 found.append((match.end(), answer))
     return max(found)[1] if found else None
 
 
 def diagnosis_leak(index: int, answer: str, view: set[str]) -> ElementLeak:
     """The share of the named answer's content words that the candidate's view holds, anywhere."""
-    wanted = content(tokens(answer)) - GENERIC - QUALIFIERS
+    wanted = content(tokens(answer)) - NEVER_THE_ANSWER - QUALIFIERS
     shown = sorted(wanted & view)
     return ElementLeak(index, round(len(shown) / len(wanted), 4), [answer, *shown])
 

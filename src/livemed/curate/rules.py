@@ -33,14 +33,6 @@ SEX = re.compile(
     r"|\d{1,3} ?[MF]|[MF],? \d{1,3})\b",
     re.IGNORECASE,
 )
-DURATION = re.compile(
-    r"\b(?:for|since|over|past|last|about|almost|nearly)\s+(?:the\s+)?(?:past\s+|last\s+)?"
-    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|several|couple of)\s+"
-    r"(?:\w+\s+)?(?:hours?|days?|weeks?|months?|years?)\b"
-    r"|\b(?:\d+|a|an|one|two|three|few|several)\s+(?:hours?|days?|weeks?|months?|years?)\s+ago\b"
-    r"|\bsince\s+(?:yesterday|last\s+\w+|this\s+\w+|\w+day)\b|\b(?:started|began)\b",
-    re.IGNORECASE,
-)
 ADVICE = re.compile(
     r"\b(?:you should|you need to|you must|you may want to|you might want to|you can|i (?:would |'d )?"
     r"(?:recommend|suggest|advise)|recommended|please|make sure|avoid|see (?:a|your|an)|consult|seek"
@@ -106,14 +98,39 @@ _CLAUSE = re.compile(
     r"|,\s+(?=(?:i|he|she|they|we|had|has|have|took|takes|take|was|is)\b)",
     re.IGNORECASE,
 )
+_N = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|several|couple of|a few)"
+_UNIT = r"(?:hours?|days?|weeks?|months?|years?)"
+# A time expression: when the problem began or how long it has lasted ("since yesterday evening",
+# "about two months ago", "over the last year", "three days of …"); never a bare "started".
 ONSET = re.compile(
-    r"\b(?:last night|this morning|yesterday|overnight)\b"
-    r"|\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+)[- ](?:hour|day|week|month|year)"
-    r"[- ]history\b"
-    r"|\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|several|a few)\s+(?:hours?|days?|weeks?"
-    r"|months?|years?)\s+of\b",
+    r"\b(?:since\s+)?(?:last night|this morning|yesterday(?:\s+(?:morning|afternoon|evening))?|overnight)\b"
+    rf"|\b{_N}[- ]{_UNIT.replace('s?', '')}[- ]history(?:\s+of)?\b"
+    rf"|\b{_N}\s+{_UNIT}\s+of\b"
+    rf"|\b(?:for|since|over|about|around|almost|nearly)\s+(?:(?:about|around|almost|nearly|over)\s+)?"
+    rf"(?:the\s+(?:past|last)\s+(?:{_N}\s+)?|{_N}\s+)(?:(?!every\b)\w+\s+)?{_UNIT}\b(?:\s+ago\b)?"
+    rf"|\b{_N}\s+{_UNIT}\s+ago\b"
+    r"|\bsince\s+(?:last\s+\w+|this\s+\w+|\w+day)\b",
     re.IGNORECASE,
 )
+# Where a clause ends: what "three days of …" runs to, so that the onset reads as a phrase.
+_CLAUSE_END = re.compile(
+    r"[;!?]|\.(?!\d)|,\s+(?:which|who|followed|but|and then|so|then|after|before|when|while)\b"
+    r"|,\s+(?=(?:i|he|she|they|we|it|his|her|my)\b)"
+)
+
+
+def onset_phrase(text: str) -> str | None:
+    """The first time expression in `text` as a readable phrase: "since yesterday evening", "about
+    two months ago"; one that ends in "of" ("three days of") runs on to the end of its clause
+    ("three days of runny nose and cough"). None when `text` holds no time expression."""
+    found = ONSET.search(text)
+    if found is None:
+        return None
+    if not found.group().lower().endswith(" of"):
+        return found.group()
+    end = _CLAUSE_END.search(text, found.end())
+    phrase = text[found.start() : end.start() if end else len(text)].strip()
+    return phrase if not phrase.lower().endswith(" of") else None
 
 
 def extract_narrative(
@@ -153,13 +170,20 @@ def extract_narrative(
     return Narrative(**{name: _unique(values) for name, values in facts.items()})
 
 
-# A sentence that says what is wrong (the chief complaint, when no slot's cues claimed it).
+# A sentence that says what is wrong (the chief complaint, when no slot's cues claimed it). "Started"
+# and "began" count only for a problem that began ("it started two months ago", "began suddenly"),
+# never for what the patient started doing or taking ("I've started walking", "started metformin").
 COMPLAINT = re.compile(
     r"\b(?:i(?:'ve| have)? (?:noticed|had|been having|developed|got|get|keep)"
-    r"|i(?:'m| am) (?:having|getting)|(?:has|have) (?:been|had|become)|feels?|hurts?|pains?|started"
-    r"|began|since|for (?:the )?(?:past|last|about)|(?:hours?|days?|weeks?|months?|years?) ago)\b",
+    r"|i(?:'m| am) (?:having|getting)|(?:has|have) (?:been|had|become)|feels?|hurts?|pains?"
+    r"|(?:started|began)(?=\s+(?:about|around|over|last|yesterday|this|after|when|while|suddenly|gradually"
+    r"|again|\d)\b|\s*[,.;]|\s*$)"
+    r"|since|for (?:the )?(?:past|last|about)|(?:hours?|days?|weeks?|months?|years?) ago)\b",
     re.IGNORECASE,
 )
+# A sentence that refers back to the one before it ("Since then I've had loose stools"): it is a
+# complaint only together with that sentence, which says since when.
+FOLLOWS_ON = re.compile(r"^(?:since then|ever since|after that|since that (?:time|day))\b", re.IGNORECASE)
 # A report's sentence that presents the patient ("A 68-year-old man presented with …").
 PRESENTED = re.compile(
     r"\b(?:presented|presenting|presents|was brought (?:in )?|was admitted|was referred|attended)"
@@ -171,22 +195,54 @@ MEDICAL_SLOTS = frozenset({"demographics", "chief_complaint", "symptoms", "onset
 
 
 def _medical_defaults(facts: dict[str, list[str]], plain: list[str], text: str) -> None:
-    """The medical slots no cue filled: the chief complaint (the first fact, in text order, that
-    presents the patient, else the first symptom that says what is wrong, else the first symptom),
-    the demographics (age and sex by pattern) and the onset (by pattern, in the complaint)."""
+    """The medical slots no cue filled: the chief complaint (`_pick_complaint`), the demographics
+    (age and sex by pattern) and the onset (the first time expression in the complaint, as a phrase)."""
     if not facts["chief_complaint"]:
-        presenting = [(slot, f) for slot, values in facts.items() for f in values if PRESENTED.search(f)]
-        symptoms = [("symptoms", f) for f in facts["symptoms"] if not _SECTION.match(f)]  # not "Symptoms: …"
-        pool = presenting or [(s, f) for s, f in symptoms if COMPLAINT.search(f)] or symptoms
-        if pool:
-            slot, fact = min(pool, key=lambda item: _position(item[1], text))
-            facts[slot].remove(fact)
-            facts["chief_complaint"].append(fact)
+        _pick_complaint(facts, plain, text)
     facts["demographics"] = facts["demographics"] or _first_matches(plain, (AGE, SEX))
-    complaint_facts = facts["chief_complaint"] + facts["symptoms"]
-    facts["onset_duration"] = facts["onset_duration"] or _first_matches(
-        complaint_facts or plain[:1], (ONSET, DURATION), limit=1
-    )
+    if not facts["onset_duration"]:
+        complaint_facts = facts["chief_complaint"] + facts["symptoms"]
+        phrases = (onset_phrase(f) for f in complaint_facts or plain[:1])
+        facts["onset_duration"] = [p for p in phrases if p][:1]
+
+
+def _pick_complaint(facts: dict[str, list[str]], plain: list[str], text: str) -> None:
+    """The chief complaint, moved from its slot: the first fact, in text order, that presents the
+    patient, else the first that says what is wrong (a symptom, or a sentence that follows on, such as
+    "Since then I've had loose stools" under the medicines), else the first symptom. A fact that follows
+    on is joined to the sentence it refers back to, so that the complaint reads on its own."""
+    presenting = [(slot, f) for slot, values in facts.items() for f in values if PRESENTED.search(f)]
+    following = [
+        (slot, f)
+        for slot, values in facts.items()
+        for f in values
+        if (on := FOLLOWS_ON.match(f)) and (slot == "symptoms" or COMPLAINT.search(f, on.end()))
+    ]
+    symptoms = [("symptoms", f) for f in facts["symptoms"] if not _SECTION.match(f)]  # not "Symptoms: …"
+    complaints = [(s, f) for s, f in symptoms if COMPLAINT.search(f) and not FOLLOWS_ON.match(f)]
+    pool = presenting or following + complaints or symptoms
+    if not pool:
+        return
+    slot, fact = min(pool, key=lambda item: _position(item[1], text))
+    facts[slot].remove(fact)
+    if FOLLOWS_ON.match(fact):
+        fact = _with_antecedent(fact, facts, plain, text)
+    facts["chief_complaint"].append(fact)
+
+
+def _with_antecedent(fact: str, facts: dict[str, list[str]], plain: list[str], text: str) -> str:
+    """`fact` preceded by the sentence it refers back to (as the text has them), which leaves its own
+    slot: "My doctor started metformin 500 mg twice a day. Since then I've had loose stools"."""
+    here = next((i for i, sentence in enumerate(plain) if sentence.startswith(fact)), 0)
+    if here == 0:
+        return fact
+    antecedent = plain[here - 1]
+    for values in facts.values():  # the antecedent, or its clauses, now belong to the complaint
+        values[:] = [f for f in values if len(f.split()) < MIN_FACT_WORDS or f not in antecedent]
+    start, end = text.find(antecedent), text.find(fact)
+    if 0 <= start < end:
+        return text[start : end + len(fact)].strip()
+    return f"{antecedent.rstrip()} {fact}"
 
 
 def _position(fact: str, text: str) -> int:

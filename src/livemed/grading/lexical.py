@@ -102,7 +102,12 @@ def _odd_cues(clause: str) -> bool:
 
 def negated(text: str) -> bool:
     """A clause with an odd number of negation cues: "stop X" is negated, "do not stop X" is not."""
-    return any(_odd_cues(clause) for clause in _CLAUSE.split(text))
+    return any(_odd_cues(clause) for clause in clauses(text))
+
+
+def clauses(text: str) -> list[str]:
+    """`text` cut where `negated` reads one clause from the next (a comma, semicolon, colon, "but")."""
+    return [part for part in _CLAUSE.split(text) if part.strip()]
 
 
 def sentences(text: str) -> list[str]:

@@ -4,7 +4,9 @@ A criterion's *context* is the facts about the patient it names or presupposes: 
 "despite", "because of", "in view of", "considering", "due to", "especially with" ("given their family
 history of heart disease"); a possessive ("their kidney disease", "the patient's penicillin allergy");
 the object of a verb that presupposes a habit or a treatment ("cutting back on caffeine", "stopping
-ibuprofen", "continuing metformin"); the patient a negative criterion names ("to a patient allergic
+ibuprofen", "continuing metformin"), though cutting down on a list of things ("caffeine, alcohol and
+spicy food") is the generic advice on triggers and presupposes none of them unless they are the
+patient's ("your coffee"); the patient a negative criterion names ("to a patient allergic
 to penicillin"). None inside a condition, a question or a negation counts ("if he feels unwell
 despite antibiotics", "how long to continue", "no need to stop eating"). A bare definite reference
 ("the palpitations") is not read as context: it usually names the complaint in the clinician's
@@ -54,10 +56,15 @@ _POSSESSIVE = re.compile(
     rf"\b{_OWNER}\s+(?P<fact>(?:[\w'-]+\s+){{0,2}}?{_FACT_HEAD}\b(?:\s+of\s+[^,;:.()]+)?)", re.IGNORECASE
 )
 _PRESUPPOSED = re.compile(
-    r"\b(?:cut(?:s|ting)? (?:back|down)(?: on| to)?|stop(?:s|ping)?|quit(?:s|ting)?"
-    r"|switch(?:es|ing)? from)\s+(?:{_OWNER}\s+)?(?P<fact>[^,;:.()]+)",
+    r"\b(?:(?P<cut>cut(?:s|ting)? (?:back|down)(?: on| to)?)|stop(?:s|ping)?|quit(?:s|ting)?"
+    r"|switch(?:es|ing)? from)\s+(?P<owner>{_OWNER}\s+)?(?P<fact>[^,;:.()]+)",
     re.IGNORECASE,
 )
+# Cutting down on a list of things ("caffeine, alcohol and spicy food") is the generic advice on
+# triggers, not a claim that the patient has each habit: "cut down on caffeine" presupposes the
+# patient's coffee when caffeine is the one thing named, or when it is theirs ("your coffee").
+_ITEMS = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+GENERIC_LIST = 2  # items from which a list of things to cut down on is generic advice
 # going on with a treatment: the patient's own ("continuing metformin"), or one the advice itself starts
 # ("recommend oral iron … continue iron for three months"), so an advice element that names it without
 # going on with it counts as its source too
@@ -143,6 +150,8 @@ def _facts(criterion: str, patterns: tuple[tuple[re.Pattern[str], bool], ...]) -
         for match in pattern.finditer(criterion):
             if _NOT_A_CLAIM.search(criterion[: match.start()]) or _NOT_AN_OBJECT.match(match.group("fact")):
                 continue
+            if _generic_list(match, criterion):
+                continue
             phrase = _END.sub("", match.group("fact")).strip()
             phrase = re.sub(rf"^{_OWNER}\s+", "", phrase, flags=re.IGNORECASE)
             parts = re.split(r"\s+and\s+", phrase)
@@ -154,6 +163,18 @@ def _facts(criterion: str, patterns: tuple[tuple[re.Pattern[str], bool], ...]) -
         if not any(fact.lower() in f.lower() or f.lower() in fact.lower() for f in facts):
             facts.append(fact)
     return facts
+
+
+def _generic_list(match: re.Match[str], criterion: str) -> bool:
+    """Is this "cut down on" a list of things not said to be the patient's (`GENERIC_LIST` or more,
+    a new verb such as "and avoiding energy drinks" not an item)?"""
+    cut = match.groupdict().get("cut")
+    if not cut or cut.lower().endswith(" to") or match.group("owner"):  # "cut down to two cups": an amount
+        return False
+    clause = re.split(r"[;:.()]", criterion[match.start("fact") :], maxsplit=1)[0]
+    clause = _END.sub("", re.sub(r"\s+or\s+", " and ", clause))
+    items = [item for item in _ITEMS.split(clause) if fact_words(item) and not re.match(r"\w+ing\b", item)]
+    return len(items) >= GENERIC_LIST
 
 
 def fact_words(fact: str) -> set[str]:

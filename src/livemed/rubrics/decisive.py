@@ -19,21 +19,9 @@ from functools import lru_cache
 from typing import Literal, Protocol
 
 from livemed.domains import DomainPack, medical
+from livemed.numbers import DIGIT_WORDS, WORD_NUMBERS
 
-_WORDS_TEXT = (
-    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty"
-)
-_WORDS = _WORDS_TEXT.split()
-WORD_NUMBERS = {w: str(n) for n, w in enumerate(_WORDS, start=1)} | {
-    "thirty": "30",
-    "forty": "40",
-    "fifty": "50",
-    "sixty": "60",
-    "ninety": "90",
-    "hundred": "100",
-}
-_ONE = rf"(?:\d+(?:[.,]\d+)?|(?:{'|'.join(WORD_NUMBERS)})(?:[- ](?:{'|'.join(_WORDS[:9])}))?)"
+_ONE = rf"(?:\d+(?:[.,]\d+)?|(?:{'|'.join(WORD_NUMBERS)})(?:[- ](?:{'|'.join(DIGIT_WORDS)}))?)"
 NUMBER = rf"{_ONE}(?:\s?(?:to|-|–|or)\s?{_ONE})?"
 # An example clause: from its marker to the end of its noun phrase: the clause's end (";", ")", a
 # sentence's end) or a value the examples are given for ("such as apixaban for at least three months").

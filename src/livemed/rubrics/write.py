@@ -142,8 +142,8 @@ async def llm_drafts(
     steps: list[dict[str, Any]] = []
     themed: ThemedFacts = await _step(llm, "themes", themes_prompt(case, pack), ThemedFacts, steps)
     themes, facts = on_the_list(themed, steps[-1], pack_themes(pack))
-    if drop_restated(case, steps[-1], pack):
-        facts = [Fact.model_validate(f) for f in steps[-1]["output"]["facts"]]
+    drop_restated(case, steps[-1], pack)  # the advice left with no fact is then not required
+    facts = [Fact.model_validate(f) for f in steps[-1]["output"]["facts"]]
     if not facts:
         raise StepFailed("themes", "every fact only restates the narrative")
     formulated: FormulatedList = await _step(
