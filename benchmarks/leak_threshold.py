@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from livemed.analysis.stats import Proportion, proportion
 from livemed.curate import Screener
 from livemed.curate.baseline import CurationBaseline
 from livemed.curate.leak import leak_scores
@@ -55,11 +56,26 @@ class Row:
     def recall(self) -> float:
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
 
-    def line(self) -> str:
-        return (
-            f"{self.threshold:>9.2f}  {self.tp:>3} {self.fp:>3} {self.fn:>3} {self.tn:>3}"
-            f"  {self.precision:>9.3f} {self.recall:>6.3f}"
+    def intervals(self) -> tuple[Proportion, Proportion]:
+        """Precision and recall with their 95% Wilson intervals (n: cases flagged, cases that leak)."""
+        return proportion(self.tp, self.tp + self.fp), proportion(self.tp, self.tp + self.fn)
+
+    def line(self, name: str = "") -> str:
+        precision, recall = (
+            f"{p.k}/{p.n} [{p.low:.3f}, {p.high:.3f}]" if p.n else "-" for p in self.intervals()
         )
+        label = name or f"{self.threshold:.2f}"
+        return (
+            f"{label:>14}  {self.tp:>3} {self.fp:>3} {self.fn:>3} {self.tn:>3}"
+            f"  {self.precision:>9.3f} {precision:<22} {self.recall:>6.3f} {recall}"
+        )
+
+
+def trivial(items: list[dict[str, Any]]) -> dict[str, Row]:
+    """What a worthless audit gets on the same items: flag every case, or none."""
+    leaks = sum(item["label"] == "leak" for item in items)
+    rest = len(items) - leaks
+    return {"every case": Row(1.0, leaks, rest, 0, 0), "no case": Row(0.0, 0, 0, leaks, rest)}
 
 
 def item_case(item: dict[str, Any]) -> Case:
@@ -159,9 +175,11 @@ def main(argv: list[str]) -> None:
     items = load()
     leaks = sum(item["label"] == "leak" for item in items)
     print(f"dev set {DEV_SET.relative_to(ROOT)}: {len(items)} cases, {leaks} labelled leak")
-    print("threshold   tp  fp  fn  tn  precision recall")
+    print("     threshold   tp  fp  fn  tn  precision (95% Wilson)           recall (95% Wilson)")
     for row in figures(items):
         print(row.line())
+    for name, row in trivial(items).items():
+        print(row.line(f"flag {name}"))
 
 
 if __name__ == "__main__":

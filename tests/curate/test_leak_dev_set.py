@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchmarks.leak_threshold import figures, load
+from benchmarks.leak_threshold import figures, load, trivial
 
 from livemed.config import Thresholds
 
@@ -47,3 +47,19 @@ def test_the_docs_state_the_dev_sets_size_and_the_default_thresholds_precision_a
     # the default is the best F1 on the set, its lowest threshold where tied
     f1 = {t: 2 * r.precision * r.recall / (r.precision + r.recall) for t, r in rows.items()}
     assert default == min(t for t in f1 if f1[t] == max(f1.values()))
+
+
+def test_the_docs_give_the_intervals_and_what_a_worthless_audit_gets() -> None:
+    items = load()
+    chosen = {row.threshold: row for row in figures(items)}[Thresholds().answer_leak]
+    text = " ".join(stated().split())
+    precision, recall = chosen.intervals()
+    for p in (precision, recall):
+        assert p.low is not None
+        assert p.high is not None
+        assert f"{p.k}/{p.n} [{p.low:.3f}, {p.high:.3f}]" in text
+    every, none = trivial(items)["every case"], trivial(items)["no case"]
+    assert f"flagging every case gets precision {every.precision:.3f} ({every.tp} of {len(items)})" in text
+    assert f"at recall {every.recall:.3f}, flagging none recall {none.recall:.3f}" in text
+    assert chosen.precision > every.precision  # the audit beats both
+    assert chosen.recall > none.recall
