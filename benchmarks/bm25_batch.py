@@ -37,8 +37,8 @@ from pathlib import Path
 
 import bm25s
 
-from livemed.curate.evidence.bm25 import BM25Retriever
-from livemed.curate.evidence.corpus import load_medquad
+from livemed.evidence.bm25 import BM25Retriever
+from livemed.evidence.corpus import load_medquad
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/medquad/medquad_answered_pairs.jsonl.gz"
 K = 3

@@ -42,7 +42,7 @@ from livemed.judges.battery import (
 from livemed.judges.certification import combine, pair_part, rubric_part, shown
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Case, Rubric
 from livemed.store import Store
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from livemed.config import Thresholds
 from livemed.curate import Chain, Controller, Screener, Validator
 from livemed.curate.baseline import CurationBaseline
-from livemed.curate.evidence.bm25 import BM25Retriever
-from livemed.curate.evidence.factory import load_passages
+from livemed.evidence.bm25 import BM25Retriever
+from livemed.evidence.factory import load_passages
 from livemed.models import LLM, Engine
 from livemed.records import Doc, Reply, ReplyRole
 

@@ -2,7 +2,7 @@
 
 The same generated HealthBench-format workload as `benchmarks/eval_throughput.py` (N examples × 5
 rubric items: 1 candidate call + 5 per-criterion grader calls each) goes through
-`grading.stream.answer_and_grade` — prompts, the response cache, structured verdicts, records, the
+`live.stream.answer_and_grade` — prompts, the response cache, structured verdicts, records, the
 store's writes in a real SQLite file — with the two models scripted in-process (`FakeModel`, named
 `openai/…` so their replies take the paid-call path of the cache: written in the next loop turn).
 The figure is this process's CPU time (`time.process_time`) over `answer_and_grade` ÷ calls: no
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import livemed
 from eval_throughput import workload
 from livemed.domains import load_pack
-from livemed.grading.stream import answer_and_grade
+from livemed.live.stream import answer_and_grade
 from livemed.interop.healthbench import read_healthbench
 from livemed.models import LLM, Completion, Engine, Message, Settings
 from livemed.models.fake import FakeModel

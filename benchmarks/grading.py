@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO))
 
 from fake_server import Server  # noqa: E402
 from livemed.config import Config, ModelConfig  # noqa: E402
-from livemed.grading.answer import conversation  # noqa: E402
-from livemed.grading.judge import (  # noqa: E402
+from livemed.answer.ask import conversation  # noqa: E402
+from livemed.grade.grader import (  # noqa: E402
     BatchVerdict,
     Mode,
     Target,
@@ -40,7 +40,7 @@ from livemed.grading.judge import (  # noqa: E402
     batched_messages,
     per_criterion_messages,
 )
-from livemed.grading.runs import grade_all  # noqa: E402
+from livemed.grade.stage import grade_all  # noqa: E402
 from livemed.models import LLM, Engine, Message, Settings, get_model  # noqa: E402
 from livemed.records import Answer, Case, Criterion, Narrative, Rubric  # noqa: E402
 from livemed.store import Store  # noqa: E402

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from livemed.grading.lexical import content, sentences
+from livemed.grade.lexical import content, sentences
 
 SEED = 12
 SPLITS = ("dev", "heldout")

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from livemed.analysis.stats import Proportion, proportion
+from livemed.common.stats import Proportion, proportion
 from livemed.curate import Screener
 from livemed.curate.baseline import CurationBaseline
 from livemed.curate.leak import leak_scores

@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import kqa_labels  # noqa: E402
 from livemed.errors import InputFileError  # noqa: E402
-from livemed.grading import lexical  # noqa: E402
-from livemed.grading.agreement import Agreement, metrics  # noqa: E402
+from livemed.grade import lexical# noqa: E402
+from livemed.judges.agreement import Agreement, metrics  # noqa: E402
 from livemed.interop.labels import LabelItem, read_labels  # noqa: E402
 
 Judge = Callable[[str, str], tuple[bool, str]]
@@ -44,9 +44,9 @@ BASELINE_REV = "bb217c5"  # main before issue 12's grader work
 
 
 def baseline_grader(rev: str) -> ModuleType:
-    """`grading/lexical.py` as it was at `rev`, imported as its own module."""
+    """`grade/lexical.py` as it was at `rev`, imported as its own module."""
     source = subprocess.run(
-        ["git", "-C", str(REPO), "show", f"{rev}:src/livemed/grading/lexical.py"],
+        ["git", "-C", str(REPO), "show", f"{rev}:src/livemed/grade/lexical.py"],
         check=True,
         capture_output=True,
         text=True,

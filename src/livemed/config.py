@@ -166,7 +166,7 @@ class ImportConfig(BaseModel):
 
 class ExecutorConfig(BaseModel):
     """`[executor]`: where `curate`, `answer`, `grade`, `eval` and `update` run their items
-    (`livemed.executors`; `--executor` overrides `kind`)."""
+    (`livemed.cli.executors`; `--executor` overrides `kind`)."""
 
     model_config = ConfigDict(extra="forbid")
 

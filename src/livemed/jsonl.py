@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, TypeVar
 import orjson
 from pydantic import ValidationError
 
-from livemed.atomic import staged_folder, writing_text
+from livemed.common.atomic import staged_folder, writing_text
 from livemed.config import describe_validation_error
 from livemed.errors import InputFileError
 from livemed.records import RECORD_TYPES, Record
@@ -74,7 +74,7 @@ def export_store(store: Store, out: Path, kinds: Iterable[str] | None = None) ->
 def _stream(store: Store, kinds: list[str]) -> Iterator[Record]:
     for kind in kinds:
         if kind == "run":  # as they stand now: a killed Run as interrupted
-            from livemed.runs import as_seen
+            from livemed.pipeline.runs import as_seen
 
             yield from map(as_seen, store.iter(RECORD_TYPES[kind]))  # type: ignore[arg-type]
         else:

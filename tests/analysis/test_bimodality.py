@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from livemed.analysis.bimodality import MIN_N, check, score_distribution, warnings
-from livemed.analysis.stats import bimodality_coefficient
+from livemed.common.stats import bimodality_coefficient
 from livemed.records import Answer, Criterion, Grade, Provenance, Record, Rubric, Score
 from livemed.store import Store
 from tests.analysis.builders import make_case
@@ -114,7 +114,7 @@ def test_scores_warns_about_the_bimodal_model_only(
 
 
 def test_the_report_shows_the_warning_and_the_distribution(tmp_path: Path) -> None:
-    from livemed.grading.runs import score_all
+    from livemed.grade.stage import score_all
     from livemed.reports.build import build_report
     from livemed.reports.html import render_html
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from livemed.analysis import stats
+from livemed.common import stats
 from livemed.analysis.collect import load_scores
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
 from livemed.analysis.cutoffs import CutoffEntry, load_cutoffs, parse_cutoffs

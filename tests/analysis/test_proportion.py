@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from livemed.analysis.stats import MIN_N, proportion
+from livemed.common.stats import MIN_N, proportion
 
 
 def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

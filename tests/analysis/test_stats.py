@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from livemed.analysis import stats
+from livemed.common import stats
 
 
 def test_bootstrap_mean_of_constant_and_tiny_samples() -> None:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from livemed.analysis import stats
-from livemed.grading import score as S
+from livemed.common import stats
+from livemed.score import formula as S
 
 RNG = np.random.default_rng(11)
 X = RNG.normal(0.5, 0.3, 700)

@@ -1,4 +1,4 @@
-"""The numpy Spearman, skewness and kurtosis of `analysis.stats` give scipy's very floats.
+"""The numpy Spearman, skewness and kurtosis of `common.stats` give scipy's very floats.
 
 `scores` and `leaderboard` no longer import `scipy.stats` (~1 CPU s) for them; these tests import it
 to compare, under seeds, on the shapes the checks see (word counts against rubric scores: many ties),
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from livemed.analysis import stats
+from livemed.common import stats
 
 
 def _same(ours: float, theirs: float) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from livemed.analysis import stats
+from livemed.common import stats
 
 NAN = math.nan
 Case = tuple[str, Callable[[], Any], Any]

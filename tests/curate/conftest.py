@@ -12,8 +12,8 @@ import pytest
 from livemed.config import Thresholds
 from livemed.curate import Chain, Controller, Screener, Validator
 from livemed.curate.baseline import CurationBaseline
-from livemed.curate.evidence.bm25 import BM25Retriever
-from livemed.curate.evidence.corpus import Passage
+from livemed.evidence.bm25 import BM25Retriever
+from livemed.evidence.corpus import Passage
 from livemed.models import LLM, Engine
 from livemed.models.base import Model
 from livemed.records import Doc, Reply, ReplyRole

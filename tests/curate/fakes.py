@@ -66,7 +66,7 @@ def fake_curator(
 
 
 def _advice_indices(prompt: str) -> list[int]:
-    from livemed.prompts import parse_blocks
+    from livemed.common.prompts import parse_blocks
 
     return [int(b.attrs["i"]) for b in parse_blocks(prompt) if b.name == "advice"]
 

@@ -12,9 +12,9 @@ import bm25s.selection
 import numpy as np
 import pytest
 
-from livemed.curate.evidence import load_medquad
-from livemed.curate.evidence.bm25 import BM25Retriever, _tokenize, top_k
-from livemed.curate.evidence.corpus import Passage
+from livemed.evidence import load_medquad
+from livemed.evidence.bm25 import BM25Retriever, _tokenize, top_k
+from livemed.evidence.corpus import Passage
 
 
 def _bm25s_hits(retriever: BM25Retriever, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
@@ -91,7 +91,7 @@ def test_top_k_leaves_the_scores_as_they_were_and_orders_best_first() -> None:
 
 
 def test_hits_across_several_blocks_of_queries(monkeypatch: pytest.MonkeyPatch) -> None:
-    import livemed.curate.evidence.bm25 as bm25_module
+    import livemed.evidence.bm25 as bm25_module
 
     texts = [f"passage {i} about {'fever' if i % 2 else 'cough'} and word{i % 7}" for i in range(30)]
     retriever = BM25Retriever(_passages(texts))
@@ -120,7 +120,7 @@ def test_batched_searches_run_with_the_collector_out_of_the_way() -> None:
     collections every GC_YOUNG allocations), whoever calls them, and leave the collector as it was."""
     import gc
 
-    from livemed.heap import GC_YOUNG
+    from livemed.common.heap import GC_YOUNG
 
     passages = [Passage(id=f"p{i}", title="", text=f"Fever and cough number {i}. Rest.") for i in range(5)]
     retriever = BM25Retriever(passages)

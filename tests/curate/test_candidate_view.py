@@ -14,10 +14,10 @@ from livemed.curate import leak
 from livemed.curate.baseline import CurationBaseline
 from livemed.curate.screener import Screener, screener_output
 from livemed.domains import load_pack
-from livemed.grading.answer import candidate_messages, conversation
-from livemed.grading.view import audit_text, candidate_view
+from livemed.answer.ask import candidate_messages, conversation
+from livemed.curate.view import audit_text, candidate_view
 from livemed.models import LLM, Engine
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Case, Doc, Narrative, Reply, ReplyRole
 from tests.curate.conftest import report, thread
 

@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from livemed.config import Thresholds
-from livemed.curate.evidence import NoEvidence
-from livemed.prompts import CLOSE, inside_blocks, parse_blocks
+from livemed.evidence import NoEvidence
+from livemed.common.prompts import CLOSE, inside_blocks, parse_blocks
 from livemed.records import Case, Rejection, ReplyRole
 from tests.curate.conftest import ANSWER, POST, baseline_chain, make_chain, report, thread
 from tests.curate.fakes import GOOD_SCREEN, AlwaysEvidence, fake_curator, query_check
@@ -342,7 +342,7 @@ async def test_baseline_reads_labelled_sections() -> None:
 async def test_checklist_per_document_type() -> None:
     from livemed.curate import Chain, Controller, Screener, Validator
     from livemed.curate.baseline import CurationBaseline
-    from livemed.curate.evidence.bm25 import BM25Retriever
+    from livemed.evidence.bm25 import BM25Retriever
     from livemed.models import LLM, Engine
     from tests.curate.conftest import PASSAGES
 
@@ -384,7 +384,7 @@ async def test_controller_rejects_advice_whose_meaning_was_flipped() -> None:
 async def test_a_failed_search_cancels_the_other_searches_of_the_case() -> None:
     import asyncio
 
-    from livemed.curate.evidence import RetrievalError
+    from livemed.evidence import RetrievalError
     from livemed.curate.validator import search_all
 
     stopped: list[str] = []

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from livemed.curate.evidence import NoEvidence, RetrievalError, Retriever, load_corpus, load_medquad, snippet
-from livemed.curate.evidence.bm25 import BM25Retriever
-from livemed.curate.evidence.dense import DenseRetriever, sentence_transformer
-from livemed.curate.evidence.europepmc import EuropePMCRetriever
-from livemed.curate.evidence.factory import build_retriever, detect_format
+from livemed.evidence import NoEvidence, RetrievalError, Retriever, load_corpus, load_medquad, snippet
+from livemed.evidence.bm25 import BM25Retriever
+from livemed.evidence.dense import DenseRetriever, sentence_transformer
+from livemed.evidence.europepmc import EuropePMCRetriever
+from livemed.evidence.factory import build_retriever, detect_format
 from livemed.errors import ConfigError, InputFileError, MissingDependencyError
 from livemed.sources.europepmc import Settings as EuropePMCSettings
 from tests.curate.conftest import PASSAGES
@@ -183,8 +183,8 @@ def test_build_retriever(tmp_path: Path, corpus_file: Path) -> None:
 
 
 def test_live_search_uses_the_europepmc_source_settings() -> None:
-    from livemed.curate.evidence.europepmc import EuropePMCRetriever
-    from livemed.curate.evidence.factory import build_retriever
+    from livemed.evidence.europepmc import EuropePMCRetriever
+    from livemed.evidence.factory import build_retriever
     from livemed.sources.europepmc import Settings
 
     mirror = Settings(base_url="http://127.0.0.1:9/rest/", requests_per_second=2, max_retries=1)
@@ -214,7 +214,7 @@ async def test_bm25_batched_search_equals_one_search_per_query(tmp_path: Path) -
 
 
 async def test_search_all_makes_one_batched_call_where_the_retriever_has_one(tmp_path: Path) -> None:
-    from livemed.curate.evidence import search_all
+    from livemed.evidence import search_all
 
     calls: list[list[str]] = []
 
@@ -236,7 +236,7 @@ async def test_search_all_makes_one_batched_call_where_the_retriever_has_one(tmp
 
 
 def test_the_cached_sentence_split_gives_the_same_snippets_as_the_text() -> None:
-    from livemed.curate.evidence.corpus import Sentences
+    from livemed.evidence.corpus import Sentences
 
     text = "Alpha beta. Fluids and rest help! Gamma delta?  Epsilon rest.\nZeta fluids."
     split = Sentences(text)
@@ -255,7 +255,7 @@ def _reference_snippet(text: str, query: str, max_chars: int = 400) -> str:
     first two-sentence window sharing the most query words."""
     import re
 
-    from livemed.curate.evidence.corpus import tokens
+    from livemed.evidence.corpus import tokens
 
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
     if not sentences:
@@ -270,7 +270,7 @@ def _reference_snippet(text: str, query: str, max_chars: int = 400) -> str:
 def test_snippets_equal_the_reference_definition_on_random_text() -> None:
     import random
 
-    from livemed.curate.evidence.corpus import Sentences
+    from livemed.evidence.corpus import Sentences
 
     rng = random.Random(13)
     # sentence marks, ASCII and Unicode whitespace (\x1c and U+2028 are whitespace to str and re),

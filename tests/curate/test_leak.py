@@ -10,7 +10,7 @@ from livemed.analysis.funnel import store_funnel
 from livemed.config import Thresholds
 from livemed.curate import curate_store
 from livemed.curate.leak import audit, check, element_leak, tokens
-from livemed.grading.view import audit_text
+from livemed.curate.view import audit_text
 from livemed.records import Case, Narrative, Rejection
 from livemed.store import Store
 from tests.curate.conftest import POST, make_chain, thread

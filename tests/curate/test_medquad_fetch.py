@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.curate.evidence.corpus import load_medquad
-from livemed.curate.evidence.factory import resolve_evidence
-from livemed.curate.evidence.medquad import parse_document
+from livemed.evidence.corpus import load_medquad
+from livemed.evidence.factory import resolve_evidence
+from livemed.evidence.medquad import parse_document
 from livemed.errors import SourceError, UserError
 from tests.fakes.http_replay import ReplayServer, Reply
 

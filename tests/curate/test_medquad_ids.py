@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from livemed.curate.evidence.corpus import load_medquad
-from livemed.curate.evidence.medquad import CONVERSION_FORMAT, convert_archive, fetch_medquad, is_current
+from livemed.evidence.corpus import load_medquad
+from livemed.evidence.medquad import CONVERSION_FORMAT, convert_archive, fetch_medquad, is_current
 from tests.curate.test_medquad_fetch import ROOT, document, rows
 from tests.fakes.http_replay import ReplayServer, Reply
 

@@ -18,7 +18,7 @@ from livemed.curate.screener import SCREENER_PROMPT, Screener
 from livemed.curate.validator import DEFAULT_CHECKLIST, ItemCheck, Validator, present_items
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Case, EvidenceRef, Rejection
 from tests.curate.conftest import make_chain, report, thread
 from tests.curate.fakes import GOOD_SCREEN, AlwaysEvidence, fake_curator, query_check

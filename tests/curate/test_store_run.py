@@ -64,7 +64,7 @@ async def test_a_rejection_by_any_chain_stage_marks_the_document_done(sqlite_sto
 
 
 async def test_run_stage_accepts_several_output_ids_per_item(sqlite_store: Store) -> None:
-    from livemed.pipeline import run_stage
+    from livemed.pipeline.runner import run_stage
 
     docs = [thread("x"), thread("y")]
     sqlite_store.put([Rejection(stage="validator", reason="r", record_kind="doc", record_id=docs[0].id)])
@@ -100,7 +100,7 @@ async def test_a_call_failure_is_retried_on_the_next_run_and_then_deleted(sqlite
 
 
 async def test_a_failed_evidence_search_is_retryable_not_unsupported(sqlite_store: Store) -> None:
-    from livemed.curate.evidence.europepmc import EuropePMCRetriever
+    from livemed.evidence.europepmc import EuropePMCRetriever
     from livemed.sources.europepmc import Settings
     from tests.fakes.europepmc import FakeEuropePMC, europepmc_server
 

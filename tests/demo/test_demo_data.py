@@ -25,7 +25,7 @@ from livemed.demo import (
     load_demo_docs,
 )
 from livemed.jsonl import read_jsonl
-from livemed.prompts import instruction_like
+from livemed.common.prompts import instruction_like
 from livemed.records import Doc, ReplyRole
 
 EXPECTED_REJECTS = {

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from livemed.cli import app
 from livemed.demo import expected_outcomes
-from livemed.prompts import instruction_like
+from livemed.common.prompts import instruction_like
 from livemed.records import Case, Rejection, Rubric, Score
 from livemed.store import Store
 
@@ -121,7 +121,7 @@ def test_the_unsafe_baseline_shows_harm_and_a_lower_safety_score(demo_run: tuple
 
 def test_no_candidate_prompt_states_an_advice_element(demo_run: tuple[Path, str]) -> None:
     from livemed.curate.leak import tokens
-    from livemed.grading.view import audit_text
+    from livemed.curate.view import audit_text
 
     store = Store(demo_run[0] / "livemed.db")
     for case in store.iter(Case):

@@ -121,9 +121,9 @@ async def test_a_medical_axis_is_not_a_legal_one() -> None:
 
 
 def test_the_legal_candidate_and_grader_prompts() -> None:
-    from livemed.grading.answer import candidate_messages, conversation
-    from livemed.grading.answer import prompt_hash as answer_hash
-    from livemed.grading.judge import batched_messages, per_criterion_messages, prompt_hashes
+    from livemed.answer.ask import candidate_messages, conversation
+    from livemed.answer.ask import prompt_hash as answer_hash
+    from livemed.grade.grader import batched_messages, per_criterion_messages, prompt_hashes
     from livemed.records import Criterion
 
     pack = load_pack("legal")

@@ -8,7 +8,7 @@ import pytest
 
 from livemed.domains import bundled, load_pack, medical, resolve_domain
 from livemed.errors import ConfigError, UnknownNameError
-from livemed.grading.unsafe import UnsafeAnswerer
+from livemed.answer.unsafe import UnsafeAnswerer
 from livemed.prefilter.vocabulary import VocabularyFilter
 from livemed.records import AXES, Doc, Rejection
 from livemed.rubrics.rules import RuleWriter
@@ -212,8 +212,8 @@ def test_a_pack_without_a_prompt_says_so_and_extends_borrows_them(tmp_path: Path
 
 
 def test_every_shipped_pack_has_every_prompt_the_stages_render() -> None:
-    from livemed.grading.answer import PROMPTS as ANSWER
-    from livemed.grading.judge import PROMPTS as GRADER
+    from livemed.answer.ask import PROMPTS as ANSWER
+    from livemed.grade.grader import PROMPTS as GRADER
     from livemed.rubrics.prompts import PROMPTS as WRITER
 
     curation = ("screener", "screener_kind_thread", "screener_kind_report", "validator_query")

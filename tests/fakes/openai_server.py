@@ -35,7 +35,7 @@ from typing import Any
 
 from aiohttp import web
 
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ def _completion(request: dict[str, Any], behavior: Behavior) -> dict[str, Any]:
 
 
 def judge_reply(prompt: str) -> str:
-    """A valid verdict for one of livemed's grading prompts (`livemed.grading.judge`).
+    """A valid verdict for one of livemed's grading prompts (`livemed.grade.grader`).
 
     The prompt is read as the offline baselines read theirs, by its data blocks (`parse_blocks`). A
     batched prompt (criterion blocks labelled with an `id`) gets `{"verdicts": [...]}` with one verdict

@@ -1,4 +1,4 @@
-"""`livemed.atomic`: a file or folder is complete or absent; a failed write is one line naming it.
+"""`livemed.common.atomic`: a file or folder is complete or absent; a failed write is one line naming it.
 
 And `pipeline.raise_first`, which reads the error of every finished task (two stages stopped by one
 budget): asyncio reports none as "never retrieved".
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from livemed import atomic
-from livemed.atomic import shown, staged_folder, write_text, writing_text
+from livemed.common import atomic
+from livemed.common.atomic import shown, staged_folder, write_text, writing_text
 from livemed.errors import OutputError
-from livemed.pipeline import raise_first
+from livemed.pipeline.runner import raise_first
 
 
 @pytest.fixture

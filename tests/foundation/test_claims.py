@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from livemed.pipeline import StageResult, run_stage
+from livemed.pipeline.runner import StageResult, run_stage
 from livemed.records import Record, Rejection, utcnow
 from livemed.store import Store, naive_utc
 from livemed.store.claims import NAMESPACE, Claims

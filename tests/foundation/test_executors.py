@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.executors import ray as ray_executor
-from livemed.executors.inprocess import run_worker
-from livemed.executors.ratelimit import Reservations
+from livemed.cli.executors import ray as ray_executor
+from livemed.cli.executors.inprocess import run_worker
+from livemed.cli.executors.ratelimit import Reservations
 from tests.grading.test_eval import healthbench_file
 
 
@@ -116,7 +116,7 @@ def test_the_default_executor_imports_no_ray(tmp_path: Path) -> None:
     config = project(tmp_path)
     code = (
         "import sys\n"
-        "from livemed.executors.inprocess import run_worker\n"
+        "from livemed.cli.executors.inprocess import run_worker\n"
         f"r = run_worker(['--config', {str(config)!r}, 'grade', '--judge', 'offline/lexical'])\n"
         "assert r.exit_code == 0, r.stderr\n"
         "print('ray' in sys.modules)\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from livemed.pipeline import Feed, run_stage
+from livemed.pipeline.runner import Feed, run_stage
 from livemed.records import Doc, Record
 from livemed.store import Store
 from tests.foundation.factories import doc

@@ -1,4 +1,4 @@
-"""The collector settings of a livemed run (livemed.heap): frozen while it works, restored after."""
+"""The collector settings of a livemed run (livemed.common.heap): frozen while it works, restored after."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from livemed.heap import GC_YOUNG, fewer_collections
+from livemed.common.heap import GC_YOUNG, fewer_collections
 
 
 def test_nested_blocks_freeze_what_exists_when_each_starts_and_the_outermost_restores() -> None:

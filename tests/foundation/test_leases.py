@@ -12,7 +12,7 @@ import pytest
 
 from livemed.errors import StageBusyError
 from livemed.records import Run, Usage, utcnow
-from livemed.runs import mark_dead_runs, track_run
+from livemed.pipeline.runs import mark_dead_runs, track_run
 from livemed.store import Store, leases
 
 

@@ -1,8 +1,8 @@
-"""One table of number words (`livemed.numbers`), read the same by every stage that compares values."""
+"""One table of number words (`livemed.common.numbers`), read the same by every stage that compares values."""
 
 from __future__ import annotations
 
-from livemed import numbers
+from livemed.common import numbers
 from livemed.curate import grounding
 from livemed.rubrics import decisive
 

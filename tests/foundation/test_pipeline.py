@@ -4,9 +4,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from livemed.pipeline import run_stage
+from livemed.pipeline.runner import run_stage
 from livemed.records import Doc, Record, Rejection, Run
-from livemed.runs import track_run
+from livemed.pipeline.runs import track_run
 from livemed.store import Store
 from tests.foundation.factories import doc
 
@@ -123,7 +123,7 @@ async def test_a_crash_stops_the_items_still_in_flight(sqlite_store: Store) -> N
 
 
 async def test_a_watcher_sees_every_finished_item(sqlite_store: Store) -> None:
-    from livemed.pipeline import item_progress
+    from livemed.pipeline.runner import item_progress
 
     seen: list[int] = []
     token = item_progress.set(seen.append)

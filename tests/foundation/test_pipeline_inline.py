@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from livemed.pipeline import item_progress, run_now, run_stage
+from livemed.pipeline.runner import item_progress, run_now, run_stage
 from livemed.records import Doc, Record
 from livemed.store import Store
 from tests.foundation.factories import doc

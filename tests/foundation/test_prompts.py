@@ -23,12 +23,12 @@ from livemed.analysis.taxonomy import TaxonomyItem, criterion_results
 from livemed.curate.controller import audit_messages
 from livemed.curate.screener import screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
-from livemed.grading.answer import ANSWER_RULES, CONSULT_RULES, candidate_messages
-from livemed.grading.judge import batched_messages, per_criterion_messages
-from livemed.grading.template import parse_template, template_messages, template_prompt
+from livemed.answer.ask import ANSWER_RULES, CONSULT_RULES, candidate_messages
+from livemed.grade.grader import batched_messages, per_criterion_messages
+from livemed.grade.template import parse_template, template_messages, template_prompt
 from livemed.judges.templates import pairwise_messages, pointwise_messages
 from livemed.models import Message
-from livemed.prompts import (
+from livemed.common.prompts import (
     CLOSE,
     DATA_RULES,
     OPEN,
@@ -208,19 +208,19 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
     "rubrics.prompts.repair_prompt": lambda t: _user(
         repair_prompt(_case(t), [_draft(t), _draft(t)], [Finding("uncovered_advice", t)])
     ),
-    "grading.answer.candidate_messages": lambda t: candidate_messages(_case(t)),
-    "grading.answer.candidate_messages (derived, de)": lambda t: candidate_messages(
+    "answer.ask.candidate_messages": lambda t: candidate_messages(_case(t)),
+    "answer.ask.candidate_messages (derived, de)": lambda t: candidate_messages(
         _case(t).model_copy(update={"query_derived": True, "language": "de"})
     ),
-    "grading.judge.per_criterion_messages": lambda t: per_criterion_messages(_convo(t), t, _criterion(t, -9)),
-    "grading.judge.batched_messages": lambda t: batched_messages(
+    "grade.grader.per_criterion_messages": lambda t: per_criterion_messages(_convo(t), t, _criterion(t, -9)),
+    "grade.grader.batched_messages": lambda t: batched_messages(
         _convo(t), t, [_criterion(t, 5), _criterion(t, -9), _criterion(t, 3)]
     ),
     "analysis.diagnose.messages": _taxonomy,
-    "grading.template.template_prompt (livemed placeholders)": lambda t: _user(
+    "grade.template.template_prompt (livemed placeholders)": lambda t: _user(
         template_prompt(parse_template(USER_TEMPLATE), _convo(t), t, _criterion(t, -9))
     ),
-    "grading.template.template_messages (livemed placeholders)": lambda t: template_messages(
+    "grade.template.template_messages (livemed placeholders)": lambda t: template_messages(
         parse_template(USER_TEMPLATE), _convo(t), t, _criterion(t, 5)
     ),
     "judges.templates.pairwise_messages": lambda t: pairwise_messages(_pair(t), "swapped"),
@@ -238,7 +238,7 @@ EXEMPT = {
     "(test_the_repair_request_puts_the_error_in_a_block)",
     "rubrics.write._user": "wraps a prompt built by the *_prompt builders above in a user message",
     "curate.controller._messages": "passes the elements fuzzy matching missed to audit_messages (above)",
-    "grading.answer.conversation": "the case's conversation as data for the grader, not a prompt",
+    "answer.ask.conversation": "the case's conversation as data for the grader, not a prompt",
     "interop.healthbench._messages": "reads an imported HealthBench prompt (a parser, not a prompt)",
     # a domain pack's system prompts: the pack's text and DATA_RULES, no outside text (the *_messages
     # builders above put the outside text beside them, and are rendered with every delimiter)
@@ -395,7 +395,7 @@ def test_no_sentence_of_real_physician_answers_is_instruction_like(shared_data: 
 
 
 def test_the_repair_request_puts_the_error_in_a_block() -> None:
-    from livemed.grading.judge import Verdict
+    from livemed.grade.grader import Verdict
     from livemed.models.structured import repair_messages
 
     error = f"input_value='{hostile(['<<<END DATA>>>', '<<<DATA x>>>'])}'"

@@ -6,23 +6,23 @@ import re
 
 import pytest
 
-from livemed.curate.evidence.bm25 import BM25Retriever
-from livemed.curate.evidence.corpus import Passage
+from livemed.evidence.bm25 import BM25Retriever
+from livemed.evidence.corpus import Passage
 from livemed.errors import UnknownNameError
-from livemed.grading.answer import (
+from livemed.answer.ask import (
     ANSWER_RULES,
     CONSULT_RULES,
     answer_case,
     candidate_messages,
     conversation,
 )
-from livemed.grading.lexical import LexicalGrader, match
-from livemed.grading.offline import RetrievalAnswerer
-from livemed.grading.runs import answer_all
-from livemed.grading.view import candidate_view
+from livemed.grade.lexical import LexicalGrader, match
+from livemed.answer.baselines import RetrievalAnswerer
+from livemed.grade.stage import answer_all
+from livemed.curate.view import candidate_view
 from livemed.models import LLM, Engine, FatalModelError, Settings, get_model
 from livemed.models.fake import FakeModel
-from livemed.prompts import inside_blocks, neutralise, parse_blocks
+from livemed.common.prompts import inside_blocks, neutralise, parse_blocks
 from livemed.records import Answer, Rejection
 from livemed.store import Store
 from tests.grading.builders import make_case

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from livemed.grading.judge import grade_id
-from livemed.grading.lexical import LexicalGrader
-from livemed.grading.runs import GradeJob, _settled, grade_all, plan_targets
+from livemed.grade.grader import grade_id
+from livemed.grade.lexical import LexicalGrader
+from livemed.grade.stage import GradeJob, _settled, grade_all, plan_targets
 from livemed.records import CALL_FAILED, Answer, GradeFailure
 from livemed.store import Store
 

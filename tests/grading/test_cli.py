@@ -15,7 +15,7 @@ from livemed.interop.kqa import REFERENCE_NAMESPACE
 from livemed.models import Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.models.registry import PROVIDERS
-from livemed.prompts import Block, parse_blocks
+from livemed.common.prompts import Block, parse_blocks
 from livemed.records import Answer, Case, Grade, Rejection, Rubric, Run, Score
 from livemed.store import Store
 
@@ -302,7 +302,7 @@ def test_healthbench_tag_metrics_through_the_cli(tmp_path: Path) -> None:
 def test_retrieval_keeps_its_index_in_the_cache_dir_and_builds_none_with_nothing_to_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from livemed.curate.evidence import bm25
+    from livemed.evidence import bm25
     from tests.grading.builders import make_case
 
     corpus = tmp_path / "corpus.jsonl"

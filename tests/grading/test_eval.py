@@ -323,8 +323,8 @@ def test_kill_9_during_eval_then_eval_again_pays_for_nothing_finished(tmp_path: 
 
 def test_eval_checks_the_same_modes_and_conventions_as_the_stages() -> None:
     from livemed.cli import eval_command
-    from livemed.grading import score
-    from livemed.grading.judge import MODES
+    from livemed.score import formula as score
+    from livemed.grade.grader import MODES
 
     assert eval_command.MODES == MODES
     assert eval_command.CONVENTIONS == score.CONVENTIONS
@@ -342,7 +342,7 @@ def test_eval_with_a_healthbench_style_grader_template(
 ) -> None:
     """HealthBench imports graded with a HealthBench-style template: simple-evals' layout reaches the
     judge, the grades are the template's judge's (`<judge>@tpl-<hash>`), and eval scores them."""
-    from livemed.grading.template import parse_template
+    from livemed.grade.template import parse_template
 
     data = healthbench_file(tmp_path / "hb.jsonl", n=2)
     template = tmp_path / "hb-grader.txt"

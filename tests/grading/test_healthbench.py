@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from livemed.errors import InputFileError
-from livemed.grading import score as S
-from livemed.grading.answer import conversation
+from livemed.score import formula as S
+from livemed.answer.ask import conversation
 from livemed.interop.healthbench import parse_example, read_healthbench, to_healthbench
 from livemed.records import Case, Rubric
 from tests.grading.builders import make_case, make_rubric
@@ -228,7 +228,7 @@ def test_an_all_negative_example_imports_but_has_no_score() -> None:
 
 
 def test_every_rubric_and_example_tag_is_scored_as_simple_evals_does() -> None:
-    from livemed.grading.runs import items_for, score_answer
+    from livemed.grade.stage import items_for, score_answer
     from livemed.records import Answer
 
     case, rubric = imported(EXAMPLE_A)
@@ -279,7 +279,7 @@ def test_a_stored_rubric_with_a_repeat_still_reads_back(sqlite_store: Any) -> No
 def test_exclude_scores_stored_under_the_old_id_are_replaced(sqlite_store: Any) -> None:
     import sqlalchemy as sa
 
-    from livemed.grading.runs import score_all
+    from livemed.grade.stage import score_all
     from livemed.records import Answer, Grade, Score
 
     case, rubric = imported(EXAMPLE_A)

@@ -21,8 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.grading import score as S
-from livemed.grading.runs import score_all
+from livemed.score import formula as S
+from livemed.grade.stage import score_all
 from livemed.interop.healthbench import read_healthbench
 from livemed.records import Answer, Case, Grade, Rubric
 from livemed.store import Store
@@ -316,7 +316,7 @@ def test_real_kqa_rubrics_exported_and_stripped_of_tags_score_as_simple_evals(
 
 
 def test_an_old_import_without_the_original_line_exports_its_items_own_tags() -> None:
-    from livemed.grading.answer import conversation
+    from livemed.answer.ask import conversation
     from livemed.interop.healthbench import parse_example, to_healthbench
 
     data, _ = SET[0]

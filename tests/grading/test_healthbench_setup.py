@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from livemed.cli import app
 from livemed.errors import ConfigError
-from livemed.grading.template import HEALTHBENCH_SYSTEM, healthbench_reply
+from livemed.grade.template import HEALTHBENCH_SYSTEM, healthbench_reply
 from livemed.models.fake import FakeModel
 from livemed.records import Grade, GradeFailure, Run, ValidityCard
 from livemed.store import Store

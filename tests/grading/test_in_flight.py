@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from livemed.config import Config, ModelConfig
-from livemed.grading.judge import Target
-from livemed.grading.runs import answer_all, grade_all, in_flight
+from livemed.grade.grader import Target
+from livemed.grade.stage import answer_all, grade_all, in_flight
 from livemed.models import LLM, Engine, Settings, get_model
 from livemed.records import Answer, Grade
 from livemed.store import Store

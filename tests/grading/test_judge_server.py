@@ -7,8 +7,8 @@ import json
 import pytest
 
 from livemed.config import Config, ModelConfig
-from livemed.grading.judge import MODES, Mode, Target, batched_messages, per_criterion_messages
-from livemed.grading.runs import grade_all
+from livemed.grade.grader import MODES, Mode, Target, batched_messages, per_criterion_messages
+from livemed.grade.stage import grade_all
 from livemed.models import LLM, Engine, get_model
 from livemed.records import Grade, GradeFailure
 from livemed.store import Store

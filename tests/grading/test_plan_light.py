@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from livemed.grading import runs
-from livemed.grading.answer import answer_id, answer_model
-from livemed.grading.judge import criterion_id, grade_id
-from livemed.grading.lexical import LexicalGrader
-from livemed.grading.offline import ReferenceAnswerer
-from livemed.grading.runs import answer_all, grade_all, plan_stream, plan_targets, stored_answers
+from livemed.grade import stage as runs
+from livemed.answer.ask import answer_id, answer_model
+from livemed.grade.grader import criterion_id, grade_id
+from livemed.grade.lexical import LexicalGrader
+from livemed.answer.baselines import ReferenceAnswerer
+from livemed.grade.stage import answer_all, grade_all, plan_stream, plan_targets, stored_answers
 from livemed.models import Settings
 from livemed.records import Answer, Case, Criterion, GradeFailure, Rejection
 from livemed.records.grading import CALL_FAILED, criterion_key_id
@@ -228,7 +228,7 @@ def test_streamed_answers_delete_stale_rejections_of_new_and_earlier_answers(tmp
 def test_a_checked_stage_takes_its_items_as_given_and_grading_still_skips_what_is_done(
     tmp_path: Path,
 ) -> None:
-    from livemed.pipeline import run_stage
+    from livemed.pipeline.runner import run_stage
 
     store = _store(tmp_path / "s.db", n=2)
     answers = list(store.iter(Answer))
@@ -255,7 +255,7 @@ def test_a_checked_stage_takes_its_items_as_given_and_grading_still_skips_what_i
 def test_a_frozen_heap_stage_freezes_once_and_restores_the_collector() -> None:
     import gc
 
-    from livemed.heap import GC_YOUNG, frozen_heap
+    from livemed.common.heap import GC_YOUNG, frozen_heap
 
     seen: list[tuple[int, int]] = []
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from livemed.grading.judge import grade_id
-from livemed.grading.lexical import LexicalGrader
-from livemed.grading.runs import TargetStream, grade_all, plan_stream, plan_targets
+from livemed.grade.grader import grade_id
+from livemed.grade.lexical import LexicalGrader
+from livemed.grade.stage import TargetStream, grade_all, plan_stream, plan_targets
 from livemed.records import Answer, Grade
 from livemed.store import Store
 

@@ -11,10 +11,10 @@ from livemed.cli import app
 from livemed.cli.common import progress_for, stage_progress
 from livemed.curate.chain import pending_docs
 from livemed.demo import demo_evidence_path
-from livemed.grading.judge import Target
-from livemed.grading.runs import GradePlan, grade_all
+from livemed.grade.grader import Target
+from livemed.grade.stage import GradePlan, grade_all
 from livemed.models import Engine
-from livemed.pipeline import item_progress
+from livemed.pipeline.runner import item_progress
 from livemed.store import Store
 from tests.grading.builders import make_answer, make_case, make_rubric
 from tests.grading.test_judge import judge, scripted_by_criterion

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from livemed.grading import score as S
-from livemed.grading.score import Item
+from livemed.score import formula as S
+from livemed.score.formula import Item
 
 
 def items(*pairs: tuple[float, bool | None]) -> list[Item]:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from livemed.grading import score as S
-from livemed.grading import scoring
+from livemed.score import formula as S
+from livemed.score import stage as scoring
 from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported, parse_example
 from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
 from livemed.store import Store
@@ -34,7 +34,7 @@ def oracle(
     convention: S.Convention,
     policy: S.FailurePolicy,
 ) -> dict[str, Any] | None:
-    """The Score fields as `grading.scoring` made them before index groups (the Item functions)."""
+    """The Score fields as `score.stage` made them before index groups (the Item functions)."""
     own = not is_imported(rubric)
     if any(c.id not in verdicts for c in rubric.criteria):
         return None

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from livemed.grading import scoring
-from livemed.grading.judge import grade_id
-from livemed.grading.scoring import score_all
+from livemed.score import stage as scoring
+from livemed.grade.grader import grade_id
+from livemed.score.stage import score_all
 from livemed.records import Answer, Case, Grade, Rubric, Score
 from livemed.store import Store
 

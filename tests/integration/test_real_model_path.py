@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Answer, Grade, GradeFailure, Rubric, Score
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer

@@ -7,7 +7,7 @@ import json
 from livemed.models import Message, Settings
 from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Pair
 
 

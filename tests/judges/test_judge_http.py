@@ -13,7 +13,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Answer, JudgeVerdict, Pair, Rejection
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer

@@ -21,7 +21,7 @@ from livemed.judges.pairs import (
     tertiles_of,
 )
 from livemed.judges.templates import pairwise_messages, pointwise_messages
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Candidate, Pair
 
 PICO = PicoItem(

@@ -256,7 +256,7 @@ async def test_structured_compliance_is_kept_on_the_run(sqlite_store: Store) -> 
 
     from livemed.models import LLM
     from livemed.records import Run
-    from livemed.runs import track_run
+    from livemed.pipeline.runs import track_run
 
     class Verdict(BaseModel):
         met: bool
@@ -328,7 +328,7 @@ def test_retry_after_is_honoured_beyond_the_backoff_cap() -> None:
 
 
 async def test_a_budget_stop_keeps_every_call_already_paid_for(sqlite_store) -> None:  # type: ignore[no-untyped-def]
-    from livemed.pipeline import run_stage
+    from livemed.pipeline.runner import run_stage
     from tests.foundation.factories import doc
 
     model = FakeModel("fake/paid", default=completion(), latency_s=0.02)

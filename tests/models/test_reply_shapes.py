@@ -264,7 +264,7 @@ def test_runs_stored_before_estimated_usage_still_read() -> None:
 
 
 def test_the_json_schema_of_a_type_is_built_once() -> None:
-    from livemed.grading.judge import Verdict
+    from livemed.grade.grader import Verdict
     from livemed.models.structured import json_schema_of, prepare
 
     model = OpenAICompatibleModel("vllm", "m")

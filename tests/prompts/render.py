@@ -26,8 +26,8 @@ from livemed.curate.controller import Controller
 from livemed.curate.screener import Screener, screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
 from livemed.demo import demo_docs_path
-from livemed.grading.answer import candidate_messages, conversation
-from livemed.grading.judge import batched_messages, per_criterion_messages
+from livemed.answer.ask import candidate_messages, conversation
+from livemed.grade.grader import batched_messages, per_criterion_messages
 from livemed.models import LLM, Engine, Message
 from livemed.records import Answer, Case, Criterion, Doc, EvidenceRef, Grade, Rubric, Score
 from livemed.rubrics.check import DraftCriterion, Finding

@@ -9,11 +9,11 @@ import re
 import pytest
 
 from livemed.domains import load_pack, medical
-from livemed.grading import score as S
-from livemed.grading.judge import Target, grade_criterion
+from livemed.score import formula as S
+from livemed.grade.grader import Target, grade_criterion
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Criterion, Grade, Narrative
 from livemed.rubrics.check import DraftCriterion, band_lines, lint, omission_negatives, settle, to_criteria
 from livemed.rubrics.decisive import decisive, decisive_share, decisive_values

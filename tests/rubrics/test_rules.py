@@ -121,9 +121,9 @@ def test_rubrics_are_bipolar_with_axes_as_the_content_says() -> None:
 
 
 def test_the_unsafe_baseline_breaks_a_negative_criterion_the_reference_does_not() -> None:
-    from livemed.grading.lexical import match
-    from livemed.grading.offline import ReferenceAnswerer
-    from livemed.grading.unsafe import UnsafeAnswerer
+    from livemed.grade.lexical import match
+    from livemed.answer.baselines import ReferenceAnswerer
+    from livemed.answer.unsafe import UnsafeAnswerer
 
     case = make_case(
         narrative=Narrative(allergies=["I'm allergic to penicillin (rash)."]),
@@ -158,7 +158,7 @@ def test_offline_unsafe_is_a_registered_baseline(tmp_path: Path, monkeypatch: py
     from typer.testing import CliRunner
 
     from livemed.cli import app
-    from livemed.grading.unsafe import UnsafeAnswerer
+    from livemed.answer.unsafe import UnsafeAnswerer
     from livemed.models import get_model
 
     monkeypatch.chdir(tmp_path)

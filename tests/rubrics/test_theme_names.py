@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from livemed.grading import score as S
+from livemed.score import formula as S
 from livemed.records import Criterion, Rubric, Score
 from livemed.records.grading import canonical_theme
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from livemed.jsonl import write_jsonl
 from livemed.models import LLM, Engine, Message, Model, Settings
 from livemed.models.fake import FakeModel
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 from livemed.records import Candidate, Pair
 from livemed.store import Store
 from livemed.training.judging import render

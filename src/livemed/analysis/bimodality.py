@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from livemed.analysis import stats
+from livemed.common import stats
 from livemed.analysis.inputs import Scored
 
 EDGE = 0.05

@@ -11,7 +11,7 @@ Per model with a known cutoff C (see `cutoffs.py`):
   none; after every case: saw all) split at the same C show how much harder newer cases are.
   The difference-in-differences (per case, tested model minus the controls' mean, then pre − post)
   removes that drift; a drop whose drift-adjusted interval includes 0 is not called contamination;
-- a cutoff whose source starts with "simulation" (the demo's simulated baselines, `grading/simulation.py`)
+- a cutoff whose source starts with "simulation" (the demo's simulated baselines, `answer/simulation.py`)
   marks its row `simulated` and its note says so, in every view;
 - across tested models the pre > post p-values (Mann–Whitney) are corrected with Benjamini–Hochberg;
   a significant drop is BH q < alpha with the pre − post interval above 0, and the share of models with
@@ -36,10 +36,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from livemed.analysis import stats
+from livemed.common import stats
 from livemed.analysis.cutoffs import CutoffEntry, find_cutoff
 from livemed.analysis.inputs import CaseScore, by_model
-from livemed.grading.score import aggregate
+from livemed.score.formula import aggregate
 
 Status = Literal["tested", "insufficient data", "control", "no cutoff"]
 Side = Literal["above 0", "includes 0", "below 0"]

@@ -4,7 +4,7 @@ negative criteria violated, positive criteria met, negative criteria avoided (ne
 for a harm the answer avoided).
 
 The case, the answer and the grader's verdicts are untrusted text: they sit in data blocks
-(`livemed.prompts`, the delimiters every prompt uses, with any delimiter inside the text defused) and
+(`livemed.common.prompts`, the delimiters every prompt uses, with any delimiter inside the text defused) and
 the model is told that nothing inside them is an instruction.
 """
 
@@ -25,7 +25,7 @@ from livemed.analysis.taxonomy import (
 )
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason
-from livemed.prompts import DATA_RULES, data_block
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import ErrorLabel, Provenance, Record, Rejection, short_hash
 
 SYSTEM_PROMPT = """\

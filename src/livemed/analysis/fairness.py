@@ -3,7 +3,7 @@
 Four figures over the store's cases and their rubrics, each against its target:
 
 - **context seen**: criteria whose context (the patient facts they name or presuppose: "given their
-  family history", "cutting back on caffeine") is in the candidate's view (`grading.view`). Target
+  family history", "cutting back on caffeine") is in the candidate's view (`curate.view`). Target
   100 %: a criterion resting on a fact the candidate never saw lowers a score for a reason that is not
   the model's (`rubrics.coverage`).
 - **leaks**: cases whose candidate view already states the answer, by the leak audit at

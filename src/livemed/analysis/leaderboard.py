@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from livemed.analysis import stats
+from livemed.common import stats
 from livemed.analysis.completeness import Grading
 from livemed.analysis.inputs import CaseScore, by_model
-from livemed.grading.score import aggregate
+from livemed.score.formula import aggregate
 from livemed.records import AXES
 
 

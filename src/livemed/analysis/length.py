@@ -18,7 +18,7 @@ from pydantic import BaseModel, TypeAdapter
 from typing_extensions import TypedDict
 
 from livemed.analysis.inputs import Scored
-from livemed.analysis.stats import finite_or_none, spearman
+from livemed.common.stats import finite_or_none, spearman
 from livemed.records import Answer
 from livemed.store import Store
 

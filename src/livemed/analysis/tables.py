@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from livemed.atomic import write_text, writing_text
+from livemed.common.atomic import write_text, writing_text
 
 
 def flatten(row: BaseModel | dict[str, Any]) -> dict[str, Any]:

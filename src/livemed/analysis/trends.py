@@ -14,7 +14,7 @@ from datetime import date
 
 from pydantic import BaseModel
 
-from livemed.analysis import stats
+from livemed.common import stats
 from livemed.analysis.inputs import CaseScore
 
 MIN_N_INTERVAL = 5

@@ -28,7 +28,7 @@ from livemed.analysis.completeness import ANSWER_OF, Grading, count, scorable_ca
 from livemed.analysis.cutoffs import CutoffEntry, find_cutoff
 from livemed.analysis.inputs import Scored
 from livemed.analysis.leaderboard import LeaderboardRow
-from livemed.grading.scoring import ScoreRun
+from livemed.score.stage import ScoreRun
 from livemed.store import Store
 
 S = TypeVar("S", bound=Scored)

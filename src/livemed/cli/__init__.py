@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"livemed {__version__}")
         return
     from livemed.cli.application import run
-    from livemed.heap import fewer_collections
+    from livemed.common.heap import fewer_collections
 
-    with fewer_collections():  # a batch program: the collector out of its way (livemed.heap)
+    with fewer_collections():  # a batch program: the collector out of its way (livemed.common.heap)
         run(argv)
 
 

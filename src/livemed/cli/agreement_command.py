@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.cli.context import console, err_console, state
 from livemed.cli.grading_commands import (
     GRADER_SETUP,
@@ -53,10 +53,10 @@ def agreement(
     """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
     from livemed.cli.common import make_engine, print_usage, usage_on_failure
     from livemed.errors import InputFileError
-    from livemed.grading.agreement import grade_items, metrics
-    from livemed.grading.judge import OfflineGrader
+    from livemed.judges.agreement import grade_items, metrics
+    from livemed.grade.grader import OfflineGrader
     from livemed.interop.labels import LabelItem, read_labels
-    from livemed.runs import track_run
+    from livemed.pipeline.runs import track_run
 
     app_state = state(ctx)
     items: list[LabelItem] = []

@@ -145,7 +145,7 @@ def _fail_if_left_out(store: Store, scored: ScoreSet, left_out: list[Grading]) -
 
 def _unusable(store: Store, judge: str | None) -> bool:
     """Whether `judge` left unusable verdicts (the not-ranked hint then names --retry-failures)."""
-    from livemed.grading.scoring import has_unusable
+    from livemed.score.stage import has_unusable
 
     return judge is not None and has_unusable(store, judge)
 
@@ -322,7 +322,7 @@ def report_command(
     after_cutoff: bool = AFTER_CUTOFF,
 ) -> None:
     """Write ONE self-contained HTML report (opens offline) and every table as CSV/JSON beside it."""
-    from livemed.atomic import staged_folder
+    from livemed.common.atomic import staged_folder
     from livemed.reports.build import build_report
     from livemed.reports.html import write_report
 
@@ -428,7 +428,7 @@ def taxonomy_command(
 ) -> None:
     """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers (the
     clinical taxonomy: a pack without one, such as legal, is refused)."""
-    from livemed.atomic import check_writable
+    from livemed.common.atomic import check_writable
     from livemed.cli.taxonomy_run import check_clinical, run_taxonomy
 
     app_state = state(ctx)

@@ -195,7 +195,7 @@ def run(argv: list[str] | None = None) -> None:
 
 def _failed(exc: Exception) -> int:
     """Say what went wrong in one line; return the exit status."""
-    from livemed.atomic import os_error_line
+    from livemed.common.atomic import os_error_line
 
     kinds = {cls.__name__ for cls in type(exc).__mro__}  # click's classes, or typer's copy of them
     if "NoArgsIsHelpError" in kinds:  # the help is on screen already

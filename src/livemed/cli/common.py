@@ -217,7 +217,7 @@ def stage_progress(
     description: str, *, total: int | None = None, out: Console | None = None
 ) -> Iterator[Progress]:
     """A progress line counting the items the running stage has finished (see `pipeline.item_progress`)."""
-    from livemed.pipeline import item_progress
+    from livemed.pipeline.runner import item_progress
 
     progress = _progress(out)
     task = progress.add_task(description, total=total)

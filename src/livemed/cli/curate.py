@@ -10,8 +10,8 @@ import typer
 
 from livemed.cli.application import app
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
-from livemed.executors import HELP as EXECUTOR_HELP
-from livemed.executors import run_elsewhere
+from livemed.cli.executors import HELP as EXECUTOR_HELP
+from livemed.cli.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain, Funnel
@@ -69,7 +69,7 @@ def curate(
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
     from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
-    from livemed.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import raise_for_calls, settle, track_run
 
     if run_elsewhere(ctx, executor):
         return
@@ -141,7 +141,7 @@ def _chain(
     pack: DomainPack,
 ) -> Chain:
     from livemed.curate import Chain, Controller, Screener, Validator
-    from livemed.curate.evidence.factory import build_retriever, default_index_dir
+    from livemed.evidence.factory import build_retriever, default_index_dir
     from livemed.models import LLM, get_model
     from livemed.sources import source_settings
 

@@ -18,11 +18,11 @@ import typer
 from rich.panel import Panel
 from rich.rule import Rule
 
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import console
 from livemed.config import NAMED_CORPORA
-from livemed.demo.summary import print_simulations
+from livemed.cli.demo_summary import print_simulations
 from livemed.errors import LivemedError, RunError, UserError
 
 DEMO_MODELS = ("offline/reference", "offline/retrieval", "offline/unsafe", "offline/empty")
@@ -193,7 +193,7 @@ MARKER = ".livemed-demo"
 def _corpus(evidence: str | None) -> str:
     """What the demo's steps and livemed.toml name as evidence: `demo` (the bundled passages, by name),
     `medquad`, or the absolute path of the user's own corpus file."""
-    from livemed.curate.evidence.factory import resolve_evidence
+    from livemed.evidence.factory import resolve_evidence
 
     if evidence is None or evidence in NAMED_CORPORA:
         resolve_evidence(evidence or "demo")  # `medquad` not fetched yet: its one-line error now

@@ -1,7 +1,7 @@
 """`livemed eval`: import (optional), answer, grade and score in one streaming process.
 
 The same stages as `import-healthbench|import-kqa|import`, `answer`, `grade` and `scores`, composed by
-`livemed.grading.stream` (each answer graded as soon as it is stored) instead of run one after the
+`livemed.live.stream` (each answer graded as soon as it is stored) instead of run one after the
 other: the same records and ids, cache, resume, leases (`answer:<model>` per candidate and
 `grade:<judge>`), failure rules and cost limit. One `Run` (command `eval`) records it.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.atomic import check_writable, write_text
+from livemed.common.atomic import check_writable, write_text
 from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
@@ -37,11 +37,11 @@ from livemed.cli.grading_commands import (
 )
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.errors import ConfigError, RunError, UserError
-from livemed.executors import run_elsewhere
+from livemed.cli.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.domains import DomainPack
-    from livemed.grading.stream import StreamResult
+    from livemed.live.stream import StreamResult
     from livemed.models import Engine, Settings
     from livemed.records import Case, Run, Score
     from livemed.store import Store
@@ -151,8 +151,8 @@ def eval_command(
         raise RunError(f"{bad} bad line(s) of {file} were skipped (listed above); the rest was evaluated")
 
 
-MODES = ("per-criterion", "batched")  # grading.judge.MODES, without importing the stages before a call
-CONVENTIONS = ("livemed", "healthbench")  # grading.score.CONVENTIONS (which imports NumPy)
+MODES = ("per-criterion", "batched")  # grade.grader.MODES, without importing the stages before a call
+CONVENTIONS = ("livemed", "healthbench")  # score.formula.CONVENTIONS (which imports NumPy)
 
 
 def _check(mode: str, convention: str, json_out: Path | None, fmt: str | None) -> None:
@@ -213,10 +213,10 @@ def _keep(
 
 
 def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) -> Run:
-    """Answer and grade (`grading.stream`) under one Run holding every stage's lease; print the counts."""
-    from livemed.grading.answer import OfflineAnswerer
-    from livemed.grading.stream import answer_and_grade
-    from livemed.runs import settle_stages, track_run
+    """Answer and grade (`live.stream`) under one Run holding every stage's lease; print the counts."""
+    from livemed.answer.ask import OfflineAnswerer
+    from livemed.live.stream import answer_and_grade
+    from livemed.pipeline.runs import settle_stages, track_run
 
     if "offline/retrieval" in plan.models:
         raise UserError(
@@ -297,9 +297,9 @@ def _finish(
         windowed,
     )
     from livemed.errors import RunError
-    from livemed.grading.scoring import score_all
+    from livemed.score.stage import score_all
     from livemed.judges.cards import card_line
-    from livemed.runs import raise_for_calls
+    from livemed.pipeline.runs import raise_for_calls
 
     scored = score_all(app_state.store, plan.judge, convention=convention, models=plan.models)  # type: ignore[arg-type]
     scored = windowed(app_state, scored, *window)  # --min-date/--max-date/--after-cutoff: what is ranked

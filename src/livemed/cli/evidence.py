@@ -37,7 +37,7 @@ def fetch(
     ),
 ) -> None:
     """Download MedQuAD at a pinned commit and convert it to JSONL for `--evidence medquad`."""
-    from livemed.curate.evidence.medquad import (
+    from livemed.evidence.medquad import (
         ATTRIBUTION,
         MEDQUAD_URL,
         fetch_medquad,

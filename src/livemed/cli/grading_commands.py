@@ -14,14 +14,14 @@ from livemed.cli.application import app
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
 from livemed.errors import ConfigError, UserError
-from livemed.executors import HELP as EXECUTOR_HELP
-from livemed.executors import run_elsewhere
+from livemed.cli.executors import HELP as EXECUTOR_HELP
+from livemed.cli.executors import run_elsewhere
 
 if TYPE_CHECKING:
-    from livemed.curate.evidence.corpus import Passage
+    from livemed.evidence.corpus import Passage
     from livemed.domains import DomainPack
     from livemed.models import Engine
-    from livemed.pipeline import StageResult
+    from livemed.pipeline.runner import StageResult
     from livemed.records import Case
     from livemed.store import Store
 
@@ -76,8 +76,8 @@ def grader_for(
 ) -> Any:
     """The judge `grade` and `eval` use: a baseline, an LLM, or an LLM with the user's grader template
     (sent under `setup`, `--grader-setup`)."""
-    from livemed.grading.judge import OfflineGrader
-    from livemed.grading.template import load_template, with_template
+    from livemed.grade.grader import OfflineGrader
+    from livemed.grade.template import load_template, with_template
     from livemed.models import LLM
 
     grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
@@ -93,7 +93,7 @@ def grader_for(
 
 def check_setup(setup: str, template: Path | None) -> None:
     """`--grader-setup` names a setup, and one other than livemed's comes with the template it sends."""
-    from livemed.grading.template import SETUPS
+    from livemed.grade.template import SETUPS
 
     if setup not in SETUPS:
         raise ConfigError(f"--grader-setup must be one of {', '.join(SETUPS)}, got {setup!r}")
@@ -162,9 +162,9 @@ def rubrics(
     domain: str | None = DOMAIN,
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
-    from livemed.pipeline import run_stage
+    from livemed.pipeline.runner import run_stage
     from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
-    from livemed.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import raise_for_calls, settle, track_run
 
     app_state = state(ctx)
     store = app_state.store
@@ -258,9 +258,9 @@ def _retrieval_corpus(
 ) -> dict[str, Any]:
     """A retrieving baseline's corpus and its cached BM25 index; nothing to load when every case is
     answered (`cases()`: a fresh pass over the cases each time it is called)."""
-    from livemed.curate.evidence.factory import default_index_dir
-    from livemed.grading.answer import answer_id
-    from livemed.pipeline import batched
+    from livemed.evidence.factory import default_index_dir
+    from livemed.answer.ask import answer_id
+    from livemed.pipeline.runner import batched
 
     for chunk in batched(cases(), 500):
         wanted = [answer_id(case.id, model, n) for case in chunk for n in range(samples)]
@@ -272,8 +272,8 @@ def _retrieval_corpus(
 
 def _corpus(app_state: AppState, evidence: str | None, cases: Iterable[Case]) -> list[Passage]:
     """Passages for offline/retrieval: --evidence, else [curate] evidence, else the cases' own evidence."""
-    from livemed.curate.evidence.corpus import Passage
-    from livemed.curate.evidence.factory import load_passages
+    from livemed.evidence.corpus import Passage
+    from livemed.evidence.factory import load_passages
 
     path = evidence or app_state.config.curate.evidence
     if path is not None:
@@ -350,10 +350,10 @@ def answer(
     """Run a candidate model on every case: an Answer per sample, or a Rejection (retried next run)."""
     if run_elsewhere(ctx, executor):
         return
-    from livemed.grading.answer import OfflineAnswerer
-    from livemed.grading.runs import answer_all
+    from livemed.answer.ask import OfflineAnswerer
+    from livemed.grade.stage import answer_all
     from livemed.models import Settings
-    from livemed.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import raise_for_calls, settle, track_run
 
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
@@ -429,9 +429,9 @@ def grade(
     """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
     if run_elsewhere(ctx, executor):
         return
-    from livemed.grading.judge import MODES
-    from livemed.grading.runs import grade_all, plan_stream, stored_answers
-    from livemed.runs import raise_for_calls, settle, track_run
+    from livemed.grade.grader import MODES
+    from livemed.grade.stage import grade_all, plan_stream, stored_answers
+    from livemed.pipeline.runs import raise_for_calls, settle, track_run
 
     if mode not in MODES:
         raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")

@@ -82,7 +82,7 @@ def harvest_command(
     import asyncio
 
     from livemed.prefilter import build_prefilters
-    from livemed.runs import track_run
+    from livemed.pipeline.runs import track_run
     from livemed.sources import build_source
     from livemed.sources.run import harvest_source
 

@@ -1,4 +1,4 @@
-"""`livemed judges modes`: batched against per-criterion grading for one judge (`grading.modes`)."""
+"""`livemed judges modes`: batched against per-criterion grading for one judge (`judges.modes`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, resolve
@@ -39,11 +39,11 @@ def modes(
 ) -> None:
     """Grade stored answers per criterion (the reference) and batched; print their agreement and each
     mode's failure rate. Nothing is stored but the calls (response cache) and the Run."""
-    from livemed.grading.judge import OfflineGrader
-    from livemed.grading.modes import compare_modes
-    from livemed.grading.runs import plan_targets
+    from livemed.grade.grader import OfflineGrader
+    from livemed.judges.modes import compare_modes
+    from livemed.grade.stage import plan_targets
     from livemed.records import Answer
-    from livemed.runs import track_run
+    from livemed.pipeline.runs import track_run
 
     app_state = state(ctx)
     store = app_state.store

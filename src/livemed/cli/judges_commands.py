@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, print_result
@@ -102,7 +102,7 @@ def build(
     from livemed.judges.datasets import dataset as find_dataset
     from livemed.judges.datasets import licence_of
     from livemed.judges.pairs import TERTILE_RULES, DataCard, build_pairs, card_path, export_pairs
-    from livemed.runs import track_run
+    from livemed.pipeline.runs import track_run
 
     info = find_dataset(dataset)
     if tertiles not in TERTILE_RULES:
@@ -223,10 +223,10 @@ def run_judge(
     max_cost: float | None = MAX_COST,
 ) -> None:
     """Ask a judge about the stored pairs: k samples per pair and order, one judge_verdict each."""
-    from livemed.grading.runs import in_flight
+    from livemed.grade.stage import in_flight
     from livemed.judges.datasets import dataset
     from livemed.judges.run import JudgeRun, clear_retried, judge_pairs
-    from livemed.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import raise_for_calls, settle, track_run
 
     if mode not in ("pairwise", "pointwise"):
         raise ConfigError(f"--mode must be pairwise or pointwise, got {mode!r}")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table as RichTable
 
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, state
 from livemed.cli.grading_commands import (
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from livemed.judges.battery import Battery
     from livemed.judges.rubric_validation import ItemOutcome, RubricValidation
     from livemed.models import Engine
-    from livemed.pipeline import StageResult
+    from livemed.pipeline.runner import StageResult
     from livemed.records import Case, JudgeVerdict, Rubric
     from livemed.store import Store
 
@@ -86,7 +86,7 @@ def _rubric_battery(
     seed: int,
     template: Path | None = None,
 ) -> RubricValidation | None:
-    from livemed.grading.judge import OfflineGrader
+    from livemed.grade.grader import OfflineGrader
     from livemed.judges.baselines import BASELINES
     from livemed.judges.rubric_validation import validate
 
@@ -124,7 +124,7 @@ def validate_command(
 ) -> None:
     """Mutate each case's gold answer (known score order) and measure how often the grader's rubric scores
     order the pair correctly, their stability over k samples and the grader's compliance."""
-    from livemed.runs import track_run
+    from livemed.pipeline.runs import track_run
 
     app_state = state(ctx)
     if not rubric_cases(app_state.store, 1):
@@ -232,7 +232,7 @@ def _rubric_outcomes(
     template: Path | None,
     setup: str,
 ) -> list[ItemOutcome] | None:
-    from livemed.grading.judge import OfflineGrader
+    from livemed.grade.grader import OfflineGrader
     from livemed.judges.battery import rubric_outcomes
 
     if not battery.items:
@@ -267,7 +267,7 @@ def _battery_failures(
     """The battery's failed items and its one failure line (`N of M battery items failed: <cause>; …`)."""
     from collections import Counter
 
-    from livemed.pipeline import StageResult
+    from livemed.pipeline.runner import StageResult
 
     total = StageResult()
     if stage is not None:
@@ -388,13 +388,13 @@ def certify(
     """Run the validity battery (pairs from every dataset found, stratified, in both orders; a length
     probe; rubric items whose right verdict is known) and store a validity card that says, per figure,
     whether the grader beats the trivial graders: passed, failed or not enough data."""
-    from livemed.grading.judge import PROMPT_HASHES as GRADE_HASHES
-    from livemed.grading.template import load_template
+    from livemed.grade.grader import PROMPT_HASHES as GRADE_HASHES
+    from livemed.grade.template import load_template
     from livemed.judges.cards import AGREEMENT_NAMESPACE, card_line
     from livemed.judges.certification import combine
     from livemed.judges.templates import PROMPT_HASHES
     from livemed.records import ValidityCard, short_hash
-    from livemed.runs import track_run
+    from livemed.pipeline.runs import track_run
 
     app_state = state(ctx)
     store = app_state.store
@@ -518,11 +518,11 @@ def compare_command(
 ) -> None:
     """Grade a stored slice with both graders (stored grades, resumable) and report per-criterion
     agreement, each model's score shift and rank changes."""
-    from livemed.grading.judge import OfflineGrader
-    from livemed.grading.runs import grade_all, plan_targets
+    from livemed.grade.grader import OfflineGrader
+    from livemed.grade.stage import grade_all, plan_targets
     from livemed.judges.compare import compare, sample_targets, target_ids
     from livemed.records import Answer, Grade, GradeFailure
-    from livemed.runs import raise_for_calls, settle_stages, track_run
+    from livemed.pipeline.runs import raise_for_calls, settle_stages, track_run
 
     if len(judges) != 2 or judges[0] == judges[1]:
         raise ConfigError("pass two different graders: --judge A --judge B")

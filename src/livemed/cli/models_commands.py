@@ -180,7 +180,7 @@ def list_models(ctx: typer.Context) -> None:
     console.print(providers)
     console.print(_configured_table(config), markup=False)
     if OFFLINE:
-        from livemed.grading.simulation import SIMULATED
+        from livemed.answer.simulation import SIMULATED
 
         console.print(
             "offline baselines (not LLMs): " + ", ".join(f"offline/{name}" for name in sorted(OFFLINE))

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from livemed.analysis.bimodality import BimodalityRow
     from livemed.analysis.completeness import Grading
     from livemed.analysis.length import LengthRow
-    from livemed.grading.scoring import ScoreRun
+    from livemed.score.stage import ScoreRun
     from livemed.records import Score
     from livemed.store import Store
 
@@ -88,9 +88,9 @@ def scores(
     --allow-incomplete."""
     from livemed.analysis.completeness import count, not_ranked_line
     from livemed.errors import RunError
-    from livemed.grading import score as S
-    from livemed.grading.scoring import score_all
-    from livemed.runs import track_run
+    from livemed.score import formula as S
+    from livemed.score.stage import score_all
+    from livemed.pipeline.runs import track_run
 
     if convention not in S.CONVENTIONS:
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
@@ -228,7 +228,7 @@ def ranked_rows(
     """Leaderboard rows of a scoring run (with answers graded per model), the scores ranked, and the
     models left out of the ranking because some of their answers are not graded."""
     from livemed.analysis.completeness import count, incomplete
-    from livemed.grading import score as S
+    from livemed.score import formula as S
 
     grading = count(run.answers, run.scores)
     left_out = [] if allow_incomplete else incomplete(grading)

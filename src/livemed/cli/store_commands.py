@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import console, counted, err_console, state
 from livemed.config import CONFIG_FILE, starter_config
@@ -54,7 +54,7 @@ def store_info(ctx: typer.Context) -> None:
     console.print(table)
     console.print(f"schema version {store.schema_version} · backend {store.dialect}")
     if counts.get("run"):
-        from livemed.runs import outcomes
+        from livemed.pipeline.runs import outcomes
 
         ended = " · ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes(store).items()))
         console.print(f"runs: {ended} (livemed store runs lists them)", markup=False)
@@ -67,7 +67,7 @@ def store_runs(
 ) -> None:
     """The latest Runs: command, start, outcome (a killed one shows interrupted), cost and error."""
     from livemed.records import Run
-    from livemed.runs import as_seen
+    from livemed.pipeline.runs import as_seen
 
     runs = sorted(state(ctx).existing_store.iter(Run), key=lambda r: r.started_at)[-last:]
     table = Table(title="runs")

@@ -20,9 +20,9 @@ from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_
 from livemed.cli.context import AppState, console
 from livemed.domains import bundled, load_pack
 from livemed.errors import ConfigError, UnknownNameError
-from livemed.pipeline import run_stage
+from livemed.pipeline.runner import run_stage
 from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, Score
-from livemed.runs import raise_for_calls, settle, track_run
+from livemed.pipeline.runs import raise_for_calls, settle, track_run
 from livemed.store import Store
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
@@ -227,7 +227,7 @@ def _sft_set(
     cache: tuple[bool, bool, float | None],
 ) -> tuple[DataFile, dict[str, Any]]:
     from livemed.models import LLM, Settings, get_model
-    from livemed.runs import raise_for_calls, track_run
+    from livemed.pipeline.runs import raise_for_calls, track_run
     from livemed.training.exports import write_rows
     from livemed.training.judging import PROMPT_HASH, parse, render
 

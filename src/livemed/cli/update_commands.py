@@ -13,8 +13,8 @@ from rich.table import Table
 from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.errors import ConfigError, RunError, StageBusyError
-from livemed.executors import HELP as EXECUTOR_HELP
-from livemed.executors import run_elsewhere
+from livemed.cli.executors import HELP as EXECUTOR_HELP
+from livemed.cli.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.live.update import StageSummary, Tools, UpdateSummary
@@ -193,8 +193,8 @@ def build_tools(app_state: AppState, until: str | None) -> Tools:
 
 def _offline_kind(stage: str) -> type:
     """The capability an offline baseline needs for `stage` (as `rubrics`, `answer` and `grade` ask)."""
-    from livemed.grading.answer import OfflineAnswerer
-    from livemed.grading.judge import OfflineGrader
+    from livemed.answer.ask import OfflineAnswerer
+    from livemed.grade.grader import OfflineGrader
     from livemed.rubrics.write import OfflineWriter
 
     kinds: dict[str, type] = {"rubrics": OfflineWriter, "answer": OfflineAnswerer, "grade": OfflineGrader}

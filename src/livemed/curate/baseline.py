@@ -29,7 +29,7 @@ from livemed.curate.sections import diagnostic_query
 from livemed.curate.validator import AlignmentOutput, AlignmentScore, ItemCheck, QueryCheck
 from livemed.domains import DomainPack, medical
 from livemed.models.base import Completion, FatalModelError, Message, Settings
-from livemed.prompts import Block, parse_blocks
+from livemed.common.prompts import Block, parse_blocks
 from livemed.records import Narrative
 
 # Query types by keyword (the first match names the type): the domain pack's `[offline.query_cues]`;

@@ -23,10 +23,10 @@ from typing import Any
 from livemed.config import Thresholds
 from livemed.curate import leak
 from livemed.curate.controller import Controller
-from livemed.curate.evidence import Retriever
+from livemed.evidence import Retriever
 from livemed.curate.screener import Screener
 from livemed.curate.validator import Validator
-from livemed.pipeline import StageResult, batched, run_stage
+from livemed.pipeline.runner import StageResult, batched, run_stage
 from livemed.records import (
     Answer,
     Case,

@@ -24,11 +24,11 @@ from livemed.curate.grounding import Normalised, locate, normalise
 from livemed.curate.screener import advice_texts, is_thread, reject
 from livemed.curate.sections import FRONT_MATTER, HELD_BACK, is_diagnostic, sections
 from livemed.domains import DomainPack, medical
-from livemed.grading.lexical import NEGATIONS, STOPWORDS, clauses, content, negated, stem, words
+from livemed.grade.lexical import NEGATIONS, STOPWORDS, clauses, content, negated, stem, words
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason
-from livemed.numbers import numbers
-from livemed.prompts import DATA_RULES, data_block
+from livemed.common.numbers import numbers
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
 from livemed.rubrics.check import overlap
 
@@ -78,7 +78,7 @@ def states(quote: str, element: str) -> bool:
     variants allowed: `rubrics.check.overlap`); each of the element's clauses is negated exactly when
     the quote's clause that holds its words is (`same_negation`: "Do not use aspirin" does not state
     "Use aspirin", "… with no adverse events" does not negate the treatment before it); and the quote
-    gives every value the element gives, as often (`livemed.numbers`: "50 mg" does not state "500 mg",
+    gives every value the element gives, as often (`livemed.common.numbers`: "50 mg" does not state "500 mg",
     "four" is "4"; a number the quote adds, the "24" of "in 24 hours", is allowed) under the same
     bound ("up to 4 g" is "no more than 4 g", not "more than 4 g"). It refuses a real quote about
     something else or its opposite; it cannot tell a subtle misstatement from a paraphrase. An
@@ -121,7 +121,7 @@ def same_negation(quote: str, element: str) -> bool:
     of the element, in the quote's clause holding most of its words, read from the start of the part
     that holds them (after the last "and", "or" before the first: "I have no allergies and take
     metformin" states "take metformin"): each word the two share is read with what comes before it
-    (`grading.lexical.negated` up to that word), so "Do not use aspirin" does not state "Use
+    (`grade.lexical.negated` up to that word), so "Do not use aspirin" does not state "Use
     aspirin", while a negation after the shared words ("treated with amoxicillin with no adverse
     events") is about something else. Bounds are bounds, not negations ("no more than 4 g" states "up
     to 4 g"); a negated clause whose words the quote lacks is not stated."""

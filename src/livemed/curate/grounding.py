@@ -6,7 +6,7 @@ whitespace, keeping a map back to the original characters so the matched source 
 A high fuzzy score is not enough: a flipped meaning ("Do take ibuprofen" against "Do not take ibuprofen",
 "bacterial" against "viral") scores above 90. So every content word of the element must appear in the
 matched span (simple inflections allowed), and the element and the matched source text (with the two
-words before it in the same sentence) must agree on negation (`grading.lexical.negated`: an odd number
+words before it in the same sentence) must agree on negation (`grade.lexical.negated`: an odd number
 of negation cues in a clause).
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from livemed.grading.lexical import negated
-from livemed.numbers import numbers
+from livemed.grade.lexical import negated
+from livemed.common.numbers import numbers
 
 _WORD = re.compile(r"\w")
 

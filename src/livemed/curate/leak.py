@@ -1,7 +1,7 @@
 """The leak audit: does the case a candidate is shown already state the answer?
 
 For every curated case, whatever made it (an LLM or the rule-based baseline), each advice element is
-compared with the text the candidate model reads (`grading.view.candidate_view`: the one definition
+compared with the text the candidate model reads (`curate.view.candidate_view`: the one definition
 the answer stage sends too, so the audit sees exactly what the model sees; the patient template's own
 labels such as "Medicines I take:" are not counted). Both are normalised (NFKC, lower case,
 punctuation dropped) and stemmed; an element's **leak** is the share of its content words that the
@@ -33,7 +33,7 @@ from typing import Literal
 from livemed.curate.screener import reject
 from livemed.curate.sections import is_diagnostic
 from livemed.domains import DomainPack, medical
-from livemed.grading.view import audit_text
+from livemed.curate.view import audit_text
 from livemed.records import Case, Doc, Rejection
 
 STAGE = "controller"  # the final audit: a leak is rejected where ungrounded elements are

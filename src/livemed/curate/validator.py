@@ -25,12 +25,12 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from livemed.config import Thresholds
-from livemed.curate.evidence import RetrievalError, Retriever, search_all
+from livemed.evidence import RetrievalError, Retriever, search_all
 from livemed.curate.screener import reject
 from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason
-from livemed.prompts import DATA_RULES, data_block
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import AdviceCheck, Case, Doc, EvidenceRef, Rejection, Validation, short_hash
 
 STAGE = "validator"

@@ -242,7 +242,7 @@ class VocabularySpec(Strict):
 
 
 class EvidenceSpec(Strict):
-    """The default evidence corpus: used when neither --evidence nor `curate.evidence` names one; a
+    """The default evidence corpus: used when neither --evidence nor `evidence` names one; a
     relative path is relative to the pack's folder, "medquad" is the fetched MedQuAD copy."""
 
     corpus: str | None = None
@@ -250,7 +250,7 @@ class EvidenceSpec(Strict):
 
 
 class CandidateViewSpec(Strict):
-    """How a case is shown to the candidate beyond its slots' facts (`grading/view.py`)."""
+    """How a case is shown to the candidate beyond its slots' facts (`curate/view.py`)."""
 
     date_slot: str | None = Field(
         default=None, description="the slot that shows the case's own date when the text states none"

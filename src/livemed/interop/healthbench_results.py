@@ -41,7 +41,7 @@ Verdicts = dict[tuple[str, str], Grade | GradeFailure]  # (answer id, criterion 
 
 def simple_evals_metrics(scores: Sequence[Score], *, seed: int = 0) -> dict[str, float | int]:
     """The metrics dict simple-evals writes for one model's HealthBench run (keys sorted)."""
-    from livemed.grading import score as S
+    from livemed.score import formula as S
 
     if any(s.convention != "healthbench" for s in scores):
         raise ValueError("simple-evals metrics need HealthBench-convention scores")
@@ -112,7 +112,7 @@ def _sample(
     score: Score, answer: Answer, case: Case, rubric: Rubric, verdicts: Verdicts, pack: DomainPack | None
 ) -> tuple[str, list[Message], dict[str, Any]]:
     """One sample's HTML, conversation and example-level metadata."""
-    from livemed.grading.answer import candidate_messages
+    from livemed.answer.ask import candidate_messages
     from livemed.interop.healthbench import prompt_id_of
 
     prompt = candidate_messages(case, pack)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from livemed.grading.offline import OfflineBaseline
+from livemed.answer.baselines import OfflineBaseline
 from livemed.models import Completion, Message, Settings
-from livemed.prompts import parse_blocks
+from livemed.common.prompts import parse_blocks
 
 _WORDS = re.compile(r"[a-z0-9]+")
 

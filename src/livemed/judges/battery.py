@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from livemed.grading.judge import Judge, Mode
+from livemed.grade.grader import Judge, Mode
 from livemed.judges.cards import battery_pairs, length_probe, probe_pairs
 from livemed.judges.rubric_validation import ItemOutcome, Probe, battery_items, grade_items, select_items
 from livemed.models import LLM, Engine
@@ -95,7 +95,7 @@ async def rubric_outcomes(battery: Battery, judge: Judge, mode: Mode, samples: i
 async def rubric_trivial(battery: Battery, seed: int) -> dict[str, list[ItemOutcome]]:
     """The trivial graders' outcomes on the same items: always met, never met, a seeded coin, and
     `offline/lexical` (word matching), one sample each."""
-    from livemed.grading.lexical import LexicalGrader
+    from livemed.grade.lexical import LexicalGrader
 
     rng = random.Random(f"{seed}:random-grader")
     out = {

@@ -1,7 +1,7 @@
 """Whether a figure certifies a grader: it must beat the best trivial grader's figure on the same battery
 with a 95 % interval that excludes it (docs/judges.md, "Validity cards").
 
-Every figure is a `livemed.analysis.stats.Proportion` (k of n, Wilson interval) kept as its dict
+Every figure is a `livemed.common.stats.Proportion` (k of n, Wilson interval) kept as its dict
 (`value`, `k`, `n`, `low`, `high`) with the trivial graders' figures beside it and a verdict:
 
 - *not enough data*: n < `MIN_N` (30), units clustered in fewer than `MIN_CLUSTERS` (10) items, or
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from livemed.analysis.stats import MIN_N, Proportion
+from livemed.common.stats import MIN_N, Proportion
 
 Verdict = Literal["passed", "failed", "not enough data"]
 VERDICTS: tuple[Verdict, ...] = ("passed", "failed", "not enough data")
@@ -90,7 +90,7 @@ def shown(figure: Mapping[str, Any] | None, digits: int = 2) -> str:
 
 
 def _share(flags: Iterable[bool]) -> Proportion:
-    from livemed.analysis.stats import proportion
+    from livemed.common.stats import proportion
 
     values = list(flags)
     return proportion(sum(values), len(values))

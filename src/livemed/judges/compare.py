@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
-from livemed.analysis.stats import bootstrap_paired_diff, finite_or_none
-from livemed.grading import score as S
-from livemed.grading.agreement import metrics
-from livemed.grading.judge import Target, grade_id
+from livemed.common.stats import bootstrap_paired_diff, finite_or_none
+from livemed.score import formula as S
+from livemed.judges.agreement import metrics
+from livemed.grade.grader import Target, grade_id
 from livemed.records import Grade, GradeFailure
 
 

@@ -28,7 +28,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal
 
-from livemed.atomic import write_text, writing_text
+from livemed.common.atomic import write_text, writing_text
 from livemed.jsonl import dump_line
 from livemed.judges.datasets import DATASETS, Item, item_group
 from livemed.judges.mutations import candidates as make_candidates

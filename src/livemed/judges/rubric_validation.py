@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any, Literal
 
-from livemed.grading import score as S
-from livemed.grading.judge import Judge, Mode, Target, grade_batch, grade_criterion
+from livemed.score import formula as S
+from livemed.grade.grader import Judge, Mode, Target, grade_batch, grade_criterion
 from livemed.models import LLM, CallFailure, Completion, Message, Settings
-from livemed.pipeline import StageResult, failure_cause
+from livemed.pipeline.runner import StageResult, failure_cause
 from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Rubric
 
 MUTATIONS = ("drop_advice", "negate", "contraindicated", "add_other_case", "pad")

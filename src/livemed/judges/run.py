@@ -21,7 +21,7 @@ from livemed.judges.parse import PARSE_POLICY, Parsed, parse_pairwise, parse_poi
 from livemed.judges.templates import PROMPT_HASHES, pairwise_messages, pointwise_messages
 from livemed.models import LLM, CallFailure, Completion, Settings
 from livemed.models.replies import as_sent
-from livemed.pipeline import StageResult, run_stage
+from livemed.pipeline.runner import StageResult, run_stage
 from livemed.records import JudgeVerdict, Pair, Provenance, Record, Rejection
 from livemed.records.judging import JudgeMode, Order, Slot, config_key, verdict_id
 from livemed.store import Store

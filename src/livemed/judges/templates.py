@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from livemed.judges.datasets.items import CalcItem, ChoiceItem, Item, PicoItem
 from livemed.models import Message
-from livemed.prompts import DATA_RULES, data_block
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import Candidate, Pair, short_hash
 from livemed.records.judging import JudgeMode, Order
 

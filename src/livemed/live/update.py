@@ -2,8 +2,8 @@
 
 Composed of the existing stages, not a copy of them: `sources.run.harvest_source` (from the
 watermarks), `curate.chain.curate_store`, `rubrics.write.write_rubric` over `pipeline.run_stage`,
-`grading.stream.answer_and_grade` (each answer graded as soon as it is stored, as `livemed eval`
-does) and `grading.scoring.score_all`. Curation, rubrics and answers+grades stream: they run at once,
+`live.stream.answer_and_grade` (each answer graded as soon as it is stored, as `livemed eval`
+does) and `score.stage.score_all`. Curation, rubrics and answers+grades stream: they run at once,
 each batch of new cases handed on through a `pipeline.Feed` as soon as it is stored (a case is
 curated → its rubric written → answered → graded while later documents are still being curated),
 so a stage never refers to a record the store lacks, even after a kill. Every stage skips what is
@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from livemed.config import UpdateConfig
 from livemed.errors import StageBusyError
-from livemed.pipeline import Feed, StageResult, raise_first, run_stage
+from livemed.pipeline.runner import Feed, StageResult, raise_first, run_stage
 from livemed.records import Case, Record, Run, Usage
-from livemed.runs import settle, settle_stages, track_run
+from livemed.pipeline.runs import settle, settle_stages, track_run
 from livemed.store import Store
 
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain
-    from livemed.grading.stream import StreamResult
+    from livemed.live.stream import StreamResult
     from livemed.models import Engine
     from livemed.prefilter import Prefilters
     from livemed.sources.base import Source
@@ -247,7 +247,7 @@ class _Steps:
         return summaries
 
     def scores(self) -> StageSummary:
-        from livemed.grading.scoring import score_all
+        from livemed.score.stage import score_all
 
         plan = self.plan
         if not plan.models or plan.judge is None:
@@ -408,7 +408,7 @@ class _Writing(_Stage):
 
 
 class _Grading(_Stage):
-    """Answers and grades: `grading.stream.answer_and_grade` reading the cases put on its feed."""
+    """Answers and grades: `live.stream.answer_and_grade` reading the cases put on its feed."""
 
     name = "answers and grades"
 
@@ -427,7 +427,7 @@ class _Grading(_Stage):
         self.stream: StreamResult | None = None
 
     async def work(self) -> None:
-        from livemed.grading.stream import answer_and_grade
+        from livemed.live.stream import answer_and_grade
         from livemed.models import Settings
 
         self.stream = await answer_and_grade(

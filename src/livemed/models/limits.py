@@ -98,7 +98,7 @@ class ModelLimits:
 
     async def acquire_rate(self, estimated_tokens: int) -> None:
         """Wait for a request slot and for `estimated_tokens` of token budget in the rate windows
-        (those of every worker together when `SHARED_RATE` is set: `livemed.executors`)."""
+        (those of every worker together when `SHARED_RATE` is set: `livemed.cli.executors`)."""
         rpm, tpm = self.config.requests_per_minute, self.config.tokens_per_minute
         if SHARED_RATE is not None and (rpm or tpm):
             await SHARED_RATE.wait(self.key, rpm, tpm, estimated_tokens)

@@ -28,13 +28,13 @@ PROVIDERS: dict[str, str] = {
 # domain pack (`pack=`) when it takes one and one is given.
 OFFLINE: dict[str, str] = {
     "curate-baseline": "livemed.curate.baseline:curate_baseline",
-    "reference": "livemed.grading.offline:reference",
-    "retrieval": "livemed.grading.offline:retrieval",
-    "empty": "livemed.grading.offline:empty",
-    "unsafe": "livemed.grading.unsafe:unsafe",
-    "memorised": "livemed.grading.simulation:memorised",
-    "drift-control": "livemed.grading.simulation:drift_control",
-    "lexical": "livemed.grading.lexical:LexicalGrader",
+    "reference": "livemed.answer.baselines:reference",
+    "retrieval": "livemed.answer.baselines:retrieval",
+    "empty": "livemed.answer.baselines:empty",
+    "unsafe": "livemed.answer.unsafe:unsafe",
+    "memorised": "livemed.answer.simulation:memorised",
+    "drift-control": "livemed.answer.simulation:drift_control",
+    "lexical": "livemed.grade.lexical:LexicalGrader",
     "rules": "livemed.rubrics.rules:RuleWriter",
 }
 

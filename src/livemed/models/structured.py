@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from livemed.models.base import CallFailure, Completion, Message, Model, Settings
 from livemed.models.replies import strip_reasoning
-from livemed.prompts import data_block
+from livemed.common.prompts import data_block
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -38,7 +38,7 @@ def icd10_terms(exclude: frozenset[str] | None = None) -> frozenset[str]:
     medical pack's) and adverbs.
 
     Reading the package's tables takes seconds, so the words are kept in the cache folder
-    (`livemed.cache_dir`), one file per package version and excluded words; a missing or unreadable
+    (`livemed.common.cache_dir`), one file per package version and excluded words; a missing or unreadable
     file is made again."""
     if exclude is None:
         exclude = frozenset(medical().vocabulary.exclude)
@@ -61,7 +61,7 @@ def icd10_terms(exclude: frozenset[str] | None = None) -> frozenset[str]:
 def _terms_file(exclude: frozenset[str]) -> Path:
     from importlib.metadata import version
 
-    from livemed.cache_dir import default_cache_dir
+    from livemed.common.cache_dir import default_cache_dir
 
     lists = "\n".join(sorted(exclude)) + _WORD.pattern
     key = hashlib.sha256(lists.encode()).hexdigest()[:12]

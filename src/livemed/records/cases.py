@@ -10,7 +10,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from livemed.records.base import Record
 
-ViewKind = Literal["narrative", "post"]  # what the candidate reads of a case (grading/view.py)
+ViewKind = Literal["narrative", "post"]  # what the candidate reads of a case (curate/view.py)
 
 
 class Narrative(BaseModel):
@@ -165,7 +165,7 @@ class Case(Record):
     # shown its narrative, is stored byte for byte as before)
     view: ViewKind = Field(
         default="narrative",
-        description="what the candidate reads (`grading.view.candidate_view`): the narrative slots and "
+        description="what the candidate reads (`curate.view.candidate_view`): the narrative slots and "
         "the query, or the asker's own title and post (`post`), verbatim",
         exclude_if=lambda kind: kind == "narrative",
     )

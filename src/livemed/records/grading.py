@@ -195,7 +195,7 @@ class Grade(Record):
 
 class GradeFailure(Record):
     """A verdict that could not be obtained (`call_failed`) or used (unparsable, missing, ambiguous): the
-    answer is not graded while it stands (unless a score's failure policy counts it; `grading.score`)."""
+    answer is not graded while it stands (unless a score's failure policy counts it; `score.formula`)."""
 
     kind: ClassVar[str] = "grade_failure"
 

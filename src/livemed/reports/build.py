@@ -40,7 +40,7 @@ from livemed.reports.charts import (
     taxonomy_chart,
     trends_chart,
 )
-from livemed.runs import as_seen
+from livemed.pipeline.runs import as_seen
 from livemed.store import Store
 
 

@@ -20,7 +20,7 @@ import jinja2
 from markupsafe import Markup
 
 from livemed.analysis.tables import clean_json
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 from livemed.judges.figures import Figure
 from livemed.judges.tables import figure_lines
 from livemed.reports.build import ReportData

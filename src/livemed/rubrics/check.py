@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
 from livemed.domains import DomainPack, medical
-from livemed.grading.lexical import content
+from livemed.grade.lexical import content
 from livemed.records import Criterion
 from livemed.rubrics import decisive
 from livemed.rubrics.alternatives import bare_lists

@@ -12,13 +12,13 @@ despite antibiotics", "how long to continue", "no need to stop eating"). A bare 
 ("the palpitations") is not read as context: it usually names the complaint in the clinician's
 words, which no word match can hold against the patient's.
 
-Each fact is checked against the candidate's view (`grading.view.audit_text`, the one definition the
+Each fact is checked against the candidate's view (`curate.view.audit_text`, the one definition the
 answer stage sends and the leak audit reads) by words: the fact's content words, folded and stemmed
-as `offline/lexical` folds them (`grading.lexical.key`), each seen when the view has it, a word
+as `offline/lexical` folds them (`grade.lexical.key`), each seen when the view has it, a word
 sharing its first letters (≥ 4: "smoking" ~ "smoke"), or a word of its group in the domain pack's
 `[coverage] equivalents` ("caffeine" ~ "coffee"). A fact is seen when at least half its words are,
 and every word of it that names a kind of fact (a word of an `equivalents` group: "family").
-Words common to every statement ("doctor", "symptoms", `grading.lexicon.GENERIC`) and amounts ("a
+Words common to every statement ("doctor", "symptoms", `common.word_tables.GENERIC`) and amounts ("a
 lot", "one or two") are not facts. A criterion resting on an unseen fact is dropped by the rubric
 writer (`keep_seen`), with a finding `unseen_fact` naming the fact; `coverage(case, rubric, pack)`
 audits a stored rubric, `restates` tells an advice fact that only restates the view (step 1).
@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from livemed.domains import DomainPack, medical
-from livemed.grading.lexical import BOILERPLATE, STOPWORDS, key
-from livemed.grading.lexicon import GENERIC
-from livemed.grading.view import audit_text
+from livemed.grade.lexical import BOILERPLATE, STOPWORDS, key
+from livemed.common.word_tables import GENERIC
+from livemed.curate.view import audit_text
 from livemed.records import Case, FactCoverage, Rubric
 from livemed.rubrics.check import DraftCriterion
 
@@ -178,7 +178,7 @@ def _generic_list(match: re.Match[str], criterion: str) -> bool:
 
 
 def fact_words(fact: str) -> set[str]:
-    """A fact's content words as keys (`grading.lexical.key`), generic words and amounts left out."""
+    """A fact's content words as keys (`grade.lexical.key`), generic words and amounts left out."""
     words = re.findall(r"[a-z][a-z'\-]+", fact.lower())
     return {key(w) for w in words if w not in _SKIP and key(w) not in _NOT_KEYS}
 

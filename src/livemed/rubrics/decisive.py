@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Literal, Protocol
 
 from livemed.domains import DomainPack, medical
-from livemed.numbers import DIGIT_WORDS, WORD_NUMBERS
+from livemed.common.numbers import DIGIT_WORDS, WORD_NUMBERS
 
 _ONE = rf"(?:\d+(?:[.,]\d+)?|(?:{'|'.join(WORD_NUMBERS)})(?:[- ](?:{'|'.join(DIGIT_WORDS)}))?)"
 NUMBER = rf"{_ONE}(?:\s?(?:to|-|–|or)\s?{_ONE})?"

@@ -1,6 +1,6 @@
 """The rubric writer's prompts: the domain pack's texts (`prompts/rubric_*.txt`: the four step
 templates, the criterion examples and the weight bands; the theme list and the axes are the pack's
-data), and the builders (outside text only in data blocks, `livemed.prompts.data_block`).
+data), and the builders (outside text only in data blocks, `livemed.common.prompts.data_block`).
 `rubrics/write.py` runs them. The medical pack renders the prompts `tests/prompts/snapshots` hold."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 
 from livemed.domains import DomainPack, medical
-from livemed.prompts import DATA_RULES, data_block
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import Case, short_hash
 from livemed.rubrics.check import DraftCriterion, Finding, band_lines
 from livemed.rubrics.themes import MEDICAL_THEMES, pack_themes, theme_lines

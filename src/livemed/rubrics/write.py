@@ -16,7 +16,7 @@
 
 The case's language is passed on (prompts and criteria stay English). The case's narrative, query
 and advice, the facts, the criteria, the draft and the lint findings enter the prompts only as data
-blocks (`livemed.prompts.data_block`). What each step returned is kept in `Rubric.steps`. The draft
+blocks (`livemed.common.prompts.data_block`). What each step returned is kept in `Rubric.steps`. The draft
 goes through `check.lint` (coverage: only the advice elements step 1 kept); a blocking finding earns
 one repair call that returns a PATCH of the flagged criteria (`apply_patch`), then the rubric is kept
 (findings recorded) or rejected (a `Rejection`, stage "rubrics", with the first blocking code as its

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from livemed.atomic import write_bytes
+from livemed.common.atomic import write_bytes
 from livemed.models.base import CallFailure, Completion, Message, Settings
 from livemed.training.reward import Parse, verdict_reward
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from livemed import __version__
-from livemed.atomic import write_text
+from livemed.common.atomic import write_text
 
 CARD_FILE = "livemed-training.json"
 LIBRARIES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "tokenizers")

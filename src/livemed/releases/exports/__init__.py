@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from livemed.atomic import staged_folder
+from livemed.common.atomic import staged_folder
 from livemed.errors import ConfigError
 from livemed.records import Release, ReleaseItem
 from livemed.releases.exports.rows import MANIFEST_FILE, Selection, select, write_manifest

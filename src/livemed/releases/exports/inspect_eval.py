@@ -3,8 +3,8 @@
 Used by the exported `livemed_task.py`; needs `inspect-ai` (`pip install 'livemed[inspect]'`). Each
 sample is one case: the candidate model answers livemed's patient prompt (`candidate_messages`); the
 grader (`-T grader=...`, else the evaluated model) judges each criterion with livemed's own
-per-criterion prompt (`grading.judge.per_criterion_messages`, temperature 0); the sample's score is
-livemed's case score (`grading.score.case_score`, convention livemed). A verdict that cannot be read
+per-criterion prompt (`grade.grader.per_criterion_messages`, temperature 0); the sample's score is
+livemed's case score (`score.formula.case_score`, convention livemed). A verdict that cannot be read
 is not a score: the scorer raises (`UnreadableVerdicts`), so Inspect records the sample as an error
 (and, by its default `fail_on_error`, fails the eval) rather than a number.
 """
@@ -27,8 +27,8 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState, generate
 
-from livemed.grading import score as S
-from livemed.grading.judge import Verdict, per_criterion_messages
+from livemed.score import formula as S
+from livemed.grade.grader import Verdict, per_criterion_messages
 from livemed.models import Message
 from livemed.models.structured import parse_as
 from livemed.records import Criterion

@@ -43,7 +43,7 @@ def livemed_release(grader: str | None = None) -> Task:
 
 
 def write_inspect_export(selection: Selection, out: Path) -> ExportResult:
-    from livemed.grading.answer import candidate_messages, conversation
+    from livemed.answer.ask import candidate_messages, conversation
     from livemed.releases.exports import ExportResult
 
     carried, hashes = [], {}

@@ -81,7 +81,7 @@ def write_parquet_export(selection: Selection, out: Path) -> ExportResult:
 def write_healthbench_export(selection: Selection, out: Path) -> ExportResult:
     """HealthBench's JSONL (the prompt is the patient's message, the rubric its criteria); a case whose
     text may not be exported cannot be a HealthBench example and is left out (counted)."""
-    from livemed.grading.answer import conversation
+    from livemed.answer.ask import conversation
     from livemed.interop.healthbench import to_healthbench
     from livemed.releases.exports import ExportResult
 

@@ -1,0 +1,1 @@
+"""Shared helpers that belong to no stage: text and statistics tools, atomic writes, data blocks."""

@@ -1,0 +1,498 @@
+"""Statistics used by the analyses: seeded bootstrap intervals, permutation tests, effect sizes, FDR.
+
+Typed functions so that every analysis uses the same conventions: percentile intervals, a seeded
+generator, and `nan` instead of an exception or a warning when a sample is too small. The bootstrap
+intervals and the sign-flip test are numpy, linear in the number of cases, drawn in batches (the
+percentile intervals equal `scipy.stats.bootstrap(method="percentile")`'s under the same generator,
+the exact sign-flip p-values equal `scipy.stats.permutation_test`'s: tests/analysis/test_stats_batched.py);
+Spearman's correlation, skewness and kurtosis are numpy with scipy's own operations (the same floats:
+tests/analysis/test_stats_numpy.py; `import scipy.stats` alone is ~1 CPU s, half of `scores`); the
+two-sample permutation test, Mann–Whitney and FDR are scipy.stats (imported when first used, so a
+command that needs none of them does not pay for importing scipy).
+
+"Not computable" is `nan` here, always (never an exception, never a made-up number); the analysis
+tables turn it into `None` (`finite_or_none`), which the CLI and the report show as "—". The rules:
+
+- an estimate (a mean, a difference of means) needs one value in each sample it uses;
+- an interval needs two values in each resampled sample (one value has no spread to resample);
+  all-equal values give the zero-width interval every resample agrees on;
+- a permutation p-value needs two values in each sample; when every value is equal (or, paired, every
+  difference is 0) no rearrangement differs from the observed one and p = 1;
+- the Mann–Whitney p-value and Cliff's delta need one value in each sample (exact for tiny samples);
+- Spearman's correlation needs three pairs and two distinct values on each side.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from livemed.score.formula import RESAMPLES, finish_means
+
+FloatArray = NDArray[np.float64]
+DEFAULT_RESAMPLES = RESAMPLES
+DEFAULT_PERMUTATIONS = 5000
+BATCH_VALUES = 1 << 21  # resampled values held at once (~16 MiB of float64 per array): bounds memory
+
+
+def _resample_batch(n: int) -> int:
+    """How many resamples of `n` values one vectorised call gets, so memory stays bounded whatever n.
+
+    scipy draws the batches from the same seeded generator in order, so a batched result equals the
+    unbatched one exactly (tests/analysis/test_stats_batched.py)."""
+    return max(1, BATCH_VALUES // max(1, n))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a confidence interval (bounds are nan when they cannot be computed)."""
+
+    estimate: float
+    low: float
+    high: float
+
+    def excludes_zero(self) -> bool:
+        """True when the interval lies wholly above or below 0; False when its bounds are nan."""
+        return self.low > 0 or self.high < 0
+
+
+NAN_INTERVAL = Interval(math.nan, math.nan, math.nan)
+
+
+def as_array(values: Sequence[float] | FloatArray) -> FloatArray:
+    """The values as a float64 array (an empty sequence gives an empty array)."""
+    return np.asarray(values, dtype=np.float64)
+
+
+def finite_or_none(value: float) -> float | None:
+    """`value`, or None when it is not computable (nan) or infinite: what the analysis tables store."""
+    return float(value) if math.isfinite(value) else None
+
+
+def _constant(x: FloatArray) -> bool:
+    return bool(np.all(x == x[0]))
+
+
+def _diff_means(x: FloatArray, y: FloatArray, axis: int = -1) -> FloatArray:
+    return np.asarray(np.mean(x, axis=axis) - np.mean(y, axis=axis))
+
+
+def _finished_diff(convention: str, share: float = 1.0) -> Callable[..., FloatArray]:
+    """convention(mean(all)) − convention(mean(y)), where x is the rest and y the subset with share
+    (n_rest / n) of the whole; share 1 and a livemed convention give plain mean(x) − mean(y)."""
+
+    def statistic(x: FloatArray, y: FloatArray, axis: int = -1) -> FloatArray:
+        mx, my = np.mean(x, axis=axis), np.mean(y, axis=axis)
+        whole = mx if share == 1.0 else share * mx + (1 - share) * my
+        return np.asarray(finish_means(whole, convention) - finish_means(my, convention))
+
+    return statistic
+
+
+def bootstrap_mean(
+    values: Sequence[float] | FloatArray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    convention: str = "livemed",
+) -> Interval:
+    """Mean with a percentile bootstrap interval.
+
+    Not computable: no values → every field nan; one value → the estimate, nan bounds. All-equal
+    values → the zero-width interval. Under the healthbench convention the mean and every resampled
+    mean are clipped to [0, 1]."""
+    x = as_array(values)
+    if x.size == 0:
+        return NAN_INTERVAL
+    estimate = float(finish_means(x.mean(), convention))
+    if x.size < 2:
+        return Interval(estimate, math.nan, math.nan)
+    if _constant(x):
+        return Interval(estimate, estimate, estimate)
+    means = _resampled_means(x, resamples, np.random.default_rng(seed))
+    return Interval(estimate, *_percentile(finish_means(means, convention), level))
+
+
+def bootstrap_diff(
+    x: Sequence[float] | FloatArray,
+    y: Sequence[float] | FloatArray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    convention: str = "livemed",
+    share: float = 1.0,
+) -> Interval:
+    """mean(x) − mean(y) for two independent samples, each resampled on its own (each mean finished
+    by the convention; see `_finished_diff` for `share`), percentile interval. Each sample has its own
+    stream spawned from `seed` and is drawn in batches (bounded memory; the same result unbatched).
+
+    Not computable: either sample empty → every field nan; either with one value → the estimate, nan
+    bounds. Both samples constant → the zero-width interval."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0 or b.size == 0:
+        return NAN_INTERVAL
+    statistic = _finished_diff(convention, share)
+    estimate = float(statistic(a, b))
+    if a.size < 2 or b.size < 2:
+        return Interval(estimate, math.nan, math.nan)
+    if _constant(a) and _constant(b):
+        return Interval(estimate, estimate, estimate)
+    # each sample resampled from its own seeded stream, in batches: equal to one unbatched draw
+    stream_a, stream_b = np.random.default_rng(seed).spawn(2)
+    mx, my = _resampled_means(a, resamples, stream_a), _resampled_means(b, resamples, stream_b)
+    whole = mx if share == 1.0 else share * mx + (1 - share) * my
+    theta = np.asarray(finish_means(whole, convention) - finish_means(my, convention))
+    return Interval(estimate, *_percentile(theta, level))
+
+
+def _percentile(theta: FloatArray, level: float) -> tuple[float, float]:
+    """The percentile interval of a bootstrap distribution (linear interpolation, numpy's default)."""
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(theta, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _resampled_means(x: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
+    """The means of `resamples` seeded resamples of x, drawn `_resample_batch` rows at a time (rows in
+    order from one generator, so the result does not depend on the batch)."""
+    means = np.empty(resamples)
+    step = _resample_batch(x.size)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        means[start : start + rows] = x[rng.integers(0, x.size, size=(rows, x.size))].mean(axis=1)
+    return means
+
+
+def bootstrap_paired_diff(
+    x: Sequence[float] | FloatArray,
+    y: Sequence[float] | FloatArray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    convention: str = "livemed",
+) -> Interval:
+    """convention(mean(x)) − convention(mean(y)) for paired samples (the same cases resampled for both).
+
+    Not computable: no pairs → every field nan; one pair → the estimate, nan bounds. Both samples
+    constant → the zero-width interval."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0:
+        return NAN_INTERVAL
+    statistic = _finished_diff(convention)
+    estimate = float(statistic(a, b))
+    if a.size < 2:
+        return Interval(estimate, math.nan, math.nan)
+    if _constant(a) and _constant(b):
+        return Interval(estimate, estimate, estimate)
+    rng = np.random.default_rng(seed)  # one index draw per resample, shared by both samples
+    theta = np.empty(resamples)
+    step = _resample_batch(2 * a.size)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        picked = rng.integers(0, a.size, size=(rows, a.size))
+        theta[start : start + rows] = statistic(a[picked], b[picked])
+    return Interval(estimate, *_percentile(theta, level))
+
+
+def bootstrap_full_minus_subset(
+    values: Sequence[float] | FloatArray,
+    in_subset: Sequence[bool] | NDArray[np.bool_],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    convention: str = "livemed",
+) -> Interval:
+    """mean(all) − mean(subset), with the subset and the rest resampled separately (sizes fixed).
+
+    mean(all) is rebuilt from the two resampled means weighted by their sizes; under the healthbench
+    convention each of the two means is clipped to [0, 1] before the difference.
+
+    Not computable: no values or an empty subset → every field nan; the subset or the rest with one
+    value → the estimate, nan bounds. A subset holding every value → 0 with a zero-width interval
+    (the two means are the same in every resample).
+    """
+    x = as_array(values)
+    mask = np.asarray(in_subset, dtype=bool)
+    if x.size == 0 or not mask.any():
+        return NAN_INTERVAL
+    estimate = float(finish_means(x.mean(), convention) - finish_means(x[mask].mean(), convention))
+    if mask.all():
+        return Interval(estimate, estimate, estimate)
+    share = float((~mask).sum()) / x.size
+    split = bootstrap_diff(
+        x[~mask], x[mask], resamples=resamples, level=level, seed=seed, convention=convention, share=share
+    )
+    return Interval(estimate, split.low, split.high)
+
+
+def permutation_p_independent(
+    x: Sequence[float] | FloatArray,
+    y: Sequence[float] | FloatArray,
+    *,
+    alternative: str = "greater",
+    resamples: int = DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+) -> float:
+    """Permutation p-value for mean(x) − mean(y) (exact when the permutations are few enough).
+
+    Not computable (nan): either sample with fewer than two values. Every value equal → 1.0."""
+    a, b = as_array(x), as_array(y)
+    if a.size < 2 or b.size < 2:
+        return math.nan
+    if _constant(np.concatenate([a, b])):
+        return 1.0
+    from scipy import stats
+
+    result = stats.permutation_test(
+        (a, b),
+        _diff_means,
+        permutation_type="independent",
+        alternative=alternative,
+        n_resamples=resamples,
+        vectorized=True,
+        batch=_resample_batch(a.size + b.size),
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.pvalue)
+
+
+def permutation_p_paired(
+    differences: Sequence[float] | FloatArray,
+    *,
+    alternative: str = "two-sided",
+    resamples: int = DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+) -> float:
+    """Sign-flip permutation p-value for the mean of paired differences being 0.
+
+    Exact (every one of the 2^n sign patterns) when 2^n <= `resamples`; otherwise `resamples` random
+    patterns, each difference's sign flipped with probability 1/2, drawn from the seeded generator
+    `_resample_batch` patterns at a time (bounded memory; the same result unbatched), and the p-value
+    (count + 1) / (resamples + 1). Observed and null means are compared with scipy's relative
+    tolerance, and the two-sided p-value is twice the smaller one-sided one (at most 1): the rules
+    of `scipy.stats.permutation_test(permutation_type="samples")`, whose exact p-values these equal
+    (tests/analysis/test_stats_batched.py). Its own sampler loops in Python over the differences once
+    per batch, so its time grows with the square of n; this one costs O(resamples · n).
+
+    Not computable (nan): fewer than two differences. Every difference 0 → 1.0."""
+    d = as_array(differences)
+    if d.size < 2:
+        return math.nan
+    if np.all(d == 0):
+        return 1.0
+    observed = float(d.mean())
+    exact = d.size < 63 and 2**d.size <= resamples
+    if exact:
+        patterns = np.arange(2**d.size, dtype=np.int64)
+        flips = ((patterns[:, None] >> np.arange(d.size, dtype=np.int64)) & 1).astype(np.float64)
+        null = (d.sum() - 2.0 * (flips @ d)) / d.size
+    else:
+        rng = np.random.default_rng(seed)
+        null = np.empty(resamples)
+        step = _resample_batch(d.size)
+        for start in range(0, resamples, step):  # rows drawn in order from one generator
+            rows = min(step, resamples - start)
+            null[start : start + rows] = (d.sum() - 2.0 * (_random_bits(rng, rows, d.size) @ d)) / d.size
+    return _permutation_p(null, observed, exact, alternative)
+
+
+def _random_bits(rng: np.random.Generator, rows: int, n: int) -> NDArray[np.uint8]:
+    """A (rows, n) array of fair 0/1 bits, 32 from each 32-bit draw (a row takes ceil(n / 32) draws, so
+    the rows do not depend on how many are drawn at once); little-endian on every machine."""
+    words = rng.integers(0, 1 << 32, size=(rows, (n + 31) // 32), dtype=np.uint32).astype("<u4")
+    return np.unpackbits(words.view(np.uint8), axis=1, count=n, bitorder="little")
+
+
+def _permutation_p(null: FloatArray, observed: float, exact: bool, alternative: str) -> float:
+    """scipy.stats.permutation_test's p-value from a null distribution: values within a relative
+    100 ulp of the observed one count as equal to it; a sampled (not exact) null adds one to the
+    count and to the number of resamples; two-sided is twice the smaller side, clipped to 1."""
+    adjustment = 0 if exact else 1
+    gamma = abs(np.finfo(np.float64).eps * 100 * observed)
+    less = (np.count_nonzero(null <= observed + gamma) + adjustment) / (null.size + adjustment)
+    greater = (np.count_nonzero(null >= observed - gamma) + adjustment) / (null.size + adjustment)
+    p = {"less": less, "greater": greater, "two-sided": 2 * min(less, greater)}[alternative]
+    return float(min(max(p, 0.0), 1.0))
+
+
+def mann_whitney_greater(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
+    """One-sided Mann–Whitney U p-value for x tending to be larger than y.
+
+    Not computable (nan): either sample empty. Every value equal → 1.0; one value each is exact
+    (x > y → 0.5)."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    if np.all(np.concatenate([a, b]) == a[0]):
+        return 1.0
+    from scipy import stats
+
+    return float(stats.mannwhitneyu(a, b, alternative="greater").pvalue)
+
+
+def cliffs_delta(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
+    """Cliff's delta: P(x > y) − P(x < y) over all pairs, in [-1, 1].
+
+    Not computable (nan): either sample empty."""
+    a, b = as_array(x), as_array(y)
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    greater = int(np.sum(a[:, None] > b[None, :]))
+    less = int(np.sum(a[:, None] < b[None, :]))
+    return (greater - less) / (a.size * b.size)
+
+
+def spearman(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> tuple[float, float]:
+    """Spearman's rank correlation of paired samples and its two-sided p-value.
+
+    `scipy.stats.spearmanr`'s steps in numpy (average ranks for ties, Pearson's correlation of the
+    ranks by `np.corrcoef`, the t statistic on n − 2 degrees of freedom and Student's t survival
+    function, `scipy.special.stdtr`), so the numbers are scipy's (tests/analysis/test_stats_numpy.py)
+    without importing all of `scipy.stats` (~1 CPU s).
+
+    Not computable (nan, nan): fewer than three pairs, either sample constant (no ranks to order), or
+    a nan among the values (scipy's `nan_policy="propagate"`)."""
+    a, b = as_array(x), as_array(y)
+    if a.size < 3 or a.size != b.size or _constant(a) or _constant(b):
+        return math.nan, math.nan
+    if np.isnan(a).any() or np.isnan(b).any():
+        return math.nan, math.nan
+    ranks = np.column_stack((_average_ranks(a), _average_ranks(b)))
+    rs: FloatArray = np.asarray(np.corrcoef(ranks, rowvar=False))
+    dof = a.size - 2
+    with np.errstate(divide="ignore"):  # rs may be ±1: t is then infinite and p 0
+        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
+    from scipy.special import stdtr
+
+    p = 2 * stdtr(dof, -np.abs(t))
+    return float(rs[1, 0]), float(p[1, 0])
+
+
+def _average_ranks(x: FloatArray) -> FloatArray:
+    """Ranks 1..n of x, tied values sharing the mean of their ranks (`scipy.stats.rankdata`'s
+    "average"; the ranks are whole or half numbers, so any exact method gives the same floats)."""
+    order = np.argsort(x, kind="stable")
+    ordered = x[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # first index of each run
+    ends = np.r_[starts[1:], x.size]  # one past its last
+    ranks = np.empty(x.size)
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    return ranks
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (q-values); nan inputs stay nan and are not counted.
+
+    No p-values → an empty list; only nan → only nan."""
+    p = as_array(p_values)
+    out = np.full(p.shape, np.nan)
+    valid = ~np.isnan(p)
+    if valid.any():
+        from scipy import stats
+
+        out[valid] = stats.false_discovery_control(p[valid], method="bh")
+    return [float(v) for v in out]
+
+
+def bimodality_coefficient(values: Sequence[float] | FloatArray) -> float:
+    """Sarle's bimodality coefficient (g² + 1) / (k + 3(n−1)²/((n−2)(n−3))), with the sample skewness g
+    and excess kurtosis k (bias-corrected: `_skewness`, `_excess_kurtosis`); above 5/9 (a uniform
+    distribution's value) suggests two modes. Not computable (nan): fewer than four values, all of them
+    equal, or a nan among them."""
+    x = as_array(values)
+    n = x.size
+    if n < 4 or _constant(x):
+        return math.nan
+    g = _skewness(x)
+    k = _excess_kurtosis(x)
+    return (g * g + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
+
+
+def _moments(values: Sequence[float] | FloatArray) -> tuple[int, np.float64, np.float64, np.float64] | None:
+    """(n, m2, m3, m4): the 2nd, 3rd and 4th central moments with `scipy.stats`' own operations (its
+    `_moment`: d², d²·d and (d²)² of d = x − mean, each averaged), so the floats are scipy's; None where
+    scipy's skew and kurtosis are nan: no values, a nan among them, or no spread (m2 ≤ (eps · mean)²)."""
+    x = as_array(values)
+    if x.size == 0:
+        return None
+    mean = np.mean(x, axis=0, keepdims=True)
+    d = x - mean
+    square = d**2
+    m2, m3, m4 = np.mean(square, axis=0), np.mean(square * d, axis=0), np.mean(square**2, axis=0)
+    if np.isnan(mean[0]) or m2 <= (np.finfo(np.float64).eps * mean[0]) ** 2:
+        return None
+    return x.size, m2, m3, m4
+
+
+def _skewness(values: Sequence[float] | FloatArray) -> float:
+    """The bias-corrected sample skewness, as `scipy.stats.skew(x, bias=False)`: √(n(n−1))/(n−2) ·
+    m3/m2^1.5, the uncorrected m3/m2^1.5 for two values (scipy's rule). nan: no values, no spread, or a
+    nan among them."""
+    if (moments := _moments(values)) is None:
+        return math.nan
+    n, m2, m3, _ = moments
+    if n <= 2:
+        return float(m3 / m2**1.5)
+    return float(((n - 1.0) * n) ** 0.5 / (n - 2.0) * m3 / m2**1.5)
+
+
+def _excess_kurtosis(values: Sequence[float] | FloatArray) -> float:
+    """The bias-corrected sample excess kurtosis, as `scipy.stats.kurtosis(x, bias=False)`:
+    ((n²−1)·m4/m2² − 3(n−1)²) / ((n−2)(n−3)), the uncorrected m4/m2² − 3 for up to three values
+    (scipy's rule). nan: no values, no spread, or a nan among them."""
+    if (moments := _moments(values)) is None:
+        return math.nan
+    n, m2, _, m4 = moments
+    if n <= 3:
+        return float(m4 / m2**2.0 - 3)
+    corrected = 1.0 / (n - 2) / (n - 3) * ((n**2 - 1.0) * m4 / m2**2.0 - 3 * (n - 1) ** 2.0)
+    return float(corrected + 3.0 - 3)  # scipy adds 3 (Pearson's) and takes it away (Fisher's)
+
+
+MIN_N = 30  # a proportion over fewer items is shown as "n too small", not as a figure
+MIN_CLUSTERS = 10  # a bootstrap over fewer items (each holding several units) is not enough data either
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """`k` of `n` with its Wilson score interval (`proportion`), or a bootstrap over the items its units
+    cluster in (`items`: how many); `small` when n < MIN_N, or fewer than MIN_CLUSTERS items."""
+
+    k: int
+    n: int
+    low: float | None
+    high: float | None
+    items: int | None = None
+
+    @property
+    def value(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def small(self) -> bool:
+        return self.n < MIN_N or (self.items is not None and self.items < MIN_CLUSTERS)
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        out = {"value": self.value, "k": self.k, "n": self.n, "low": self.low, "high": self.high}
+        return out if self.items is None else {**out, "items": self.items}
+
+
+def proportion(k: int, n: int, confidence: float = 0.95) -> Proportion:
+    """`k` successes of `n` with the Wilson score interval (`scipy.stats.binomtest`'s `proportion_ci`,
+    imported when first used). Not computable for n = 0: no value and no interval (None)."""
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return Proportion(0, 0, None, None)
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Proportion(k, n, float(ci.low), float(ci.high))
