@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.common.prompts import parse_blocks
 from livemed.judges.battery import (
     Battery,
     judge_in_memory,
@@ -42,7 +43,6 @@ from livemed.judges.battery import (
 from livemed.judges.certification import combine, pair_part, rubric_part, shown
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import parse_blocks
 from livemed.records import Case, Rubric
 from livemed.store import Store
 

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import livemed
 from eval_throughput import workload
 from livemed.domains import load_pack
-from livemed.live.stream import answer_and_grade
 from livemed.interop.healthbench import read_healthbench
+from livemed.live.stream import answer_and_grade
 from livemed.models import LLM, Completion, Engine, Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.store import Store

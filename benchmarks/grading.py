@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))
 
 from fake_server import Server  # noqa: E402
-from livemed.config import Config, ModelConfig  # noqa: E402
 from livemed.answer.ask import conversation  # noqa: E402
+from livemed.config import Config, ModelConfig  # noqa: E402
 from livemed.grade.grader import (  # noqa: E402
     BatchVerdict,
     Mode,

@@ -35,9 +35,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import kqa_labels  # noqa: E402
 from livemed.errors import InputFileError  # noqa: E402
-from livemed.grade import lexical# noqa: E402
-from livemed.judges.agreement import Agreement, metrics  # noqa: E402
+from livemed.grade import lexical  # noqa: E402
 from livemed.interop.labels import LabelItem, read_labels  # noqa: E402
+from livemed.judges.agreement import Agreement, metrics  # noqa: E402
 
 Judge = Callable[[str, str], tuple[bool, str]]
 BASELINE_REV = "bb217c5"  # main before issue 12's grader work

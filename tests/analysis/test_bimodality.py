@@ -114,9 +114,9 @@ def test_scores_warns_about_the_bimodal_model_only(
 
 
 def test_the_report_shows_the_warning_and_the_distribution(tmp_path: Path) -> None:
-    from livemed.grade.stage import score_all
     from livemed.reports.build import build_report
     from livemed.reports.html import render_html
+    from livemed.score.stage import score_all
 
     store = planted_store(tmp_path / "s.db")
     try:

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from livemed.common import stats
 from livemed.analysis.collect import load_scores
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult, analyse
 from livemed.analysis.cutoffs import CutoffEntry, load_cutoffs, parse_cutoffs
@@ -27,6 +26,7 @@ from livemed.analysis.external import (
     parse_score,
     read_scores,
 )
+from livemed.common import stats
 from livemed.errors import ConfigError, InputFileError
 from livemed.records import Score
 from livemed.store import Store

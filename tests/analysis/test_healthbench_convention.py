@@ -15,8 +15,8 @@ from livemed.analysis.inputs import CaseScore, case_scores
 from livemed.analysis.leaderboard import compare, leaderboard
 from livemed.analysis.trends import monthly
 from livemed.cli import app
-from livemed.score import formula as S
 from livemed.records import Score
+from livemed.score import formula as S
 from livemed.store import Store
 
 runner = CliRunner()

@@ -17,9 +17,9 @@ from livemed.analysis.taxonomy import (
     heuristic_label,
     lowest_answers,
 )
+from livemed.common.prompts import inside_blocks, parse_blocks
 from livemed.models import LLM, Engine
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import inside_blocks, parse_blocks
 from livemed.records import Answer, Criterion, ErrorLabel, Grade, Rejection, Rubric, Score
 from tests.analysis.builders import SCRIPT, make_case
 

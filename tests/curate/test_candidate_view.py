@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from livemed.answer.ask import candidate_messages, conversation
+from livemed.common.prompts import parse_blocks
 from livemed.curate import leak
 from livemed.curate.baseline import CurationBaseline
 from livemed.curate.screener import Screener, screener_output
-from livemed.domains import load_pack
-from livemed.answer.ask import candidate_messages, conversation
 from livemed.curate.view import audit_text, candidate_view
+from livemed.domains import load_pack
 from livemed.models import LLM, Engine
-from livemed.common.prompts import parse_blocks
 from livemed.records import Case, Doc, Narrative, Reply, ReplyRole
 from tests.curate.conftest import report, thread
 

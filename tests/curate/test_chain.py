@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
+from livemed.common.prompts import CLOSE, inside_blocks, parse_blocks
 from livemed.config import Thresholds
 from livemed.evidence import NoEvidence
-from livemed.common.prompts import CLOSE, inside_blocks, parse_blocks
 from livemed.records import Case, Rejection, ReplyRole
 from tests.curate.conftest import ANSWER, POST, baseline_chain, make_chain, report, thread
 from tests.curate.fakes import GOOD_SCREEN, AlwaysEvidence, fake_curator, query_check
@@ -384,8 +384,8 @@ async def test_controller_rejects_advice_whose_meaning_was_flipped() -> None:
 async def test_a_failed_search_cancels_the_other_searches_of_the_case() -> None:
     import asyncio
 
-    from livemed.evidence import RetrievalError
     from livemed.curate.validator import search_all
+    from livemed.evidence import RetrievalError
 
     stopped: list[str] = []
 

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from livemed.errors import ConfigError, InputFileError, MissingDependencyError
 from livemed.evidence import NoEvidence, RetrievalError, Retriever, load_corpus, load_medquad, snippet
 from livemed.evidence.bm25 import BM25Retriever
 from livemed.evidence.dense import DenseRetriever, sentence_transformer
 from livemed.evidence.europepmc import EuropePMCRetriever
 from livemed.evidence.factory import build_retriever, detect_format
-from livemed.errors import ConfigError, InputFileError, MissingDependencyError
 from livemed.sources.europepmc import Settings as EuropePMCSettings
 from tests.curate.conftest import PASSAGES
 from tests.fakes.europepmc import FakeEuropePMC, europepmc_server

@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.errors import SourceError, UserError
 from livemed.evidence.corpus import load_medquad
 from livemed.evidence.factory import resolve_evidence
 from livemed.evidence.medquad import parse_document
-from livemed.errors import SourceError, UserError
 from tests.fakes.http_replay import ReplayServer, Reply
 
 ROOT = "MedQuAD-577bd37b96c02d1833b2c9eed2de9f96964e96cb"

@@ -12,13 +12,13 @@ import copy
 import json
 from typing import Any
 
+from livemed.common.prompts import parse_blocks
 from livemed.config import Thresholds
 from livemed.curate.controller import narrative_source, states
 from livemed.curate.screener import SCREENER_PROMPT, Screener
 from livemed.curate.validator import DEFAULT_CHECKLIST, ItemCheck, Validator, present_items
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import parse_blocks
 from livemed.records import Case, EvidenceRef, Rejection
 from tests.curate.conftest import make_chain, report, thread
 from tests.curate.fakes import GOOD_SCREEN, AlwaysEvidence, fake_curator, query_check

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from livemed.common.prompts import CLOSE, data_block, inside_blocks, neutralise, parse_blocks
 from livemed.curate.grounding import locate, normalise
 from livemed.curate.tags import detect_language, specialties
-from livemed.common.prompts import CLOSE, data_block, inside_blocks, neutralise, parse_blocks
 
 
 def test_a_post_cannot_close_its_data_block() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from livemed.common.prompts import instruction_like
 from livemed.demo import (
     DEMO_CUTOFF,
     DEMO_SOURCE,
@@ -25,7 +26,6 @@ from livemed.demo import (
     load_demo_docs,
 )
 from livemed.jsonl import read_jsonl
-from livemed.common.prompts import instruction_like
 from livemed.records import Doc, ReplyRole
 
 EXPECTED_REJECTS = {

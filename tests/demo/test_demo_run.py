@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.demo import expected_outcomes
 from livemed.common.prompts import instruction_like
+from livemed.demo import expected_outcomes
 from livemed.records import Case, Rejection, Rubric, Score
 from livemed.store import Store
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from livemed.answer.unsafe import UnsafeAnswerer
 from livemed.domains import bundled, load_pack, medical, resolve_domain
 from livemed.errors import ConfigError, UnknownNameError
-from livemed.answer.unsafe import UnsafeAnswerer
 from livemed.prefilter.vocabulary import VocabularyFilter
 from livemed.records import AXES, Doc, Rejection
 from livemed.rubrics.rules import RuleWriter

@@ -89,8 +89,8 @@ def test_curate_paths_are_relative_to_the_project_file(tmp_path: Path) -> None:
 
 
 def test_a_bundled_demo_path_of_another_installation_is_this_ones_copy(tmp_path: Path) -> None:
-    from livemed.evidence.factory import resolve_evidence
     from livemed.demo import demo_evidence_path
+    from livemed.evidence.factory import resolve_evidence
 
     gone = "/old/venv/lib/python3.11/site-packages/livemed/demo/data/evidence.jsonl"
     assert resolve_evidence(gone) == demo_evidence_path()

@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 
 from livemed.errors import StageBusyError
-from livemed.records import Run, Usage, utcnow
 from livemed.pipeline.runs import mark_dead_runs, track_run
+from livemed.records import Run, Usage, utcnow
 from livemed.store import Store, leases
 
 

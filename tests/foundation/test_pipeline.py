@@ -5,8 +5,8 @@ from collections.abc import Sequence
 import pytest
 
 from livemed.pipeline.runner import run_stage
-from livemed.records import Doc, Record, Rejection, Run
 from livemed.pipeline.runs import track_run
+from livemed.records import Doc, Record, Rejection, Run
 from livemed.store import Store
 from tests.foundation.factories import doc
 

@@ -20,14 +20,7 @@ import pytest
 import livemed
 from livemed.analysis.diagnose import messages as taxonomy_messages
 from livemed.analysis.taxonomy import TaxonomyItem, criterion_results
-from livemed.curate.controller import audit_messages
-from livemed.curate.screener import screener_messages
-from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
 from livemed.answer.ask import ANSWER_RULES, CONSULT_RULES, candidate_messages
-from livemed.grade.grader import batched_messages, per_criterion_messages
-from livemed.grade.template import parse_template, template_messages, template_prompt
-from livemed.judges.templates import pairwise_messages, pointwise_messages
-from livemed.models import Message
 from livemed.common.prompts import (
     CLOSE,
     DATA_RULES,
@@ -39,6 +32,13 @@ from livemed.common.prompts import (
     outside_blocks,
     parse_blocks,
 )
+from livemed.curate.controller import audit_messages
+from livemed.curate.screener import screener_messages
+from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
+from livemed.grade.grader import batched_messages, per_criterion_messages
+from livemed.grade.template import parse_template, template_messages, template_prompt
+from livemed.judges.templates import pairwise_messages, pointwise_messages
+from livemed.models import Message
 from livemed.records import (
     Answer,
     Candidate,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from livemed.errors import InputFileError
-from livemed.judges.agreement import grade_items, metrics
 from livemed.grade.lexical import LexicalGrader
 from livemed.interop.labels import LabelItem, parse_label, read_labels
+from livemed.judges.agreement import grade_items, metrics
 from livemed.models import LLM, Engine
 from livemed.models.fake import FakeModel
 

@@ -6,9 +6,6 @@ import re
 
 import pytest
 
-from livemed.evidence.bm25 import BM25Retriever
-from livemed.evidence.corpus import Passage
-from livemed.errors import UnknownNameError
 from livemed.answer.ask import (
     ANSWER_RULES,
     CONSULT_RULES,
@@ -16,13 +13,16 @@ from livemed.answer.ask import (
     candidate_messages,
     conversation,
 )
-from livemed.grade.lexical import LexicalGrader, match
 from livemed.answer.baselines import RetrievalAnswerer
-from livemed.grade.stage import answer_all
+from livemed.answer.stage import answer_all
+from livemed.common.prompts import inside_blocks, neutralise, parse_blocks
 from livemed.curate.view import candidate_view
+from livemed.errors import UnknownNameError
+from livemed.evidence.bm25 import BM25Retriever
+from livemed.evidence.corpus import Passage
+from livemed.grade.lexical import LexicalGrader, match
 from livemed.models import LLM, Engine, FatalModelError, Settings, get_model
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import inside_blocks, neutralise, parse_blocks
 from livemed.records import Answer, Rejection
 from livemed.store import Store
 from tests.grading.builders import make_case

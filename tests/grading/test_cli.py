@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.common.prompts import Block, parse_blocks
 from livemed.errors import ConfigError
 from livemed.interop.kqa import REFERENCE_NAMESPACE
 from livemed.models import Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.models.registry import PROVIDERS
-from livemed.common.prompts import Block, parse_blocks
 from livemed.records import Answer, Case, Grade, Rejection, Rubric, Run, Score
 from livemed.store import Store
 

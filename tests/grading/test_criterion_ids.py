@@ -12,9 +12,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from livemed.answer.stage import stored_answers
 from livemed.grade.criterion_ids import NAMESPACE, criterion_ids
 from livemed.grade.lexical import LexicalGrader
-from livemed.grade.stage import grade_all, plan_stream, plan_targets, stored_answers
+from livemed.grade.stage import grade_all, plan_stream, plan_targets
 from livemed.records import Answer, Criterion, Rubric
 from livemed.store import Store
 

@@ -323,8 +323,8 @@ def test_kill_9_during_eval_then_eval_again_pays_for_nothing_finished(tmp_path: 
 
 def test_eval_checks_the_same_modes_and_conventions_as_the_stages() -> None:
     from livemed.cli import eval_command
-    from livemed.score import formula as score
     from livemed.grade.grader import MODES
+    from livemed.score import formula as score
 
     assert eval_command.MODES == MODES
     assert eval_command.CONVENTIONS == score.CONVENTIONS

@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.common.prompts import outside_blocks
 from livemed.config import Config, ModelConfig
 from livemed.errors import ConfigError
 from livemed.grade.grader import Target, grade_batch, per_criterion_messages
 from livemed.grade.stage import grade_all
 from livemed.grade.template import load_template, parse_template, with_template
 from livemed.models import LLM, Engine, get_model
-from livemed.common.prompts import outside_blocks
 from livemed.records import Criterion, Grade
 from livemed.store import Store
 from tests.fakes.openai_server import FakeOpenAIServer, judge_responder

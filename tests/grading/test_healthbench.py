@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from livemed.errors import InputFileError
-from livemed.score import formula as S
 from livemed.answer.ask import conversation
+from livemed.errors import InputFileError
 from livemed.interop.healthbench import parse_example, read_healthbench, to_healthbench
 from livemed.records import Case, Rubric
+from livemed.score import formula as S
 from tests.grading.builders import make_case, make_rubric
 
 DAY = datetime(2025, 5, 7, tzinfo=UTC)
@@ -228,8 +228,8 @@ def test_an_all_negative_example_imports_but_has_no_score() -> None:
 
 
 def test_every_rubric_and_example_tag_is_scored_as_simple_evals_does() -> None:
-    from livemed.grade.stage import items_for, score_answer
     from livemed.records import Answer
+    from livemed.score.stage import items_for, score_answer
 
     case, rubric = imported(EXAMPLE_A)
     answer = Answer(case_id=case.id, model="m", text="Call 911.")
@@ -279,8 +279,8 @@ def test_a_stored_rubric_with_a_repeat_still_reads_back(sqlite_store: Any) -> No
 def test_exclude_scores_stored_under_the_old_id_are_replaced(sqlite_store: Any) -> None:
     import sqlalchemy as sa
 
-    from livemed.grade.stage import score_all
     from livemed.records import Answer, Grade, Score
+    from livemed.score.stage import score_all
 
     case, rubric = imported(EXAMPLE_A)
     answer = Answer(case_id=case.id, model="m", text="Call 911.")

@@ -21,10 +21,10 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
-from livemed.score import formula as S
-from livemed.grade.stage import score_all
 from livemed.interop.healthbench import read_healthbench
 from livemed.records import Answer, Case, Grade, Rubric
+from livemed.score import formula as S
+from livemed.score.stage import score_all
 from livemed.store import Store
 
 DAY = datetime(2025, 5, 7, tzinfo=UTC)

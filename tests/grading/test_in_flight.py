@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from livemed.answer.stage import answer_all, in_flight
 from livemed.config import Config, ModelConfig
 from livemed.grade.grader import Target
-from livemed.grade.stage import answer_all, grade_all, in_flight
+from livemed.grade.stage import grade_all
 from livemed.models import LLM, Engine, Settings, get_model
 from livemed.records import Answer, Grade
 from livemed.store import Store

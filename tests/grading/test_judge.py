@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from livemed.score import formula as S
+from livemed.common.prompts import DATA_RULES, parse_blocks
 from livemed.grade.grader import (
     NO_EXPLANATION,
     Target,
@@ -14,12 +14,12 @@ from livemed.grade.grader import (
     per_criterion_messages,
 )
 from livemed.grade.stage import grade_all
-from livemed.score.stage import UNUSABLE, FailureShare, score_all
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import DATA_RULES, parse_blocks
 from livemed.records import Grade, GradeFailure, is_unusable_verdict
+from livemed.score import formula as S
+from livemed.score.stage import UNUSABLE, FailureShare, score_all
 from livemed.store import Store
 from tests.grading.builders import make_answer, make_case, make_rubric
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from benchmarks import kqa_labels
 
-from livemed.judges.agreement import metrics
 from livemed.grade.lexical import MATCH_THRESHOLD, match, terms
+from livemed.judges.agreement import metrics
 
 LEXAPRO = (
     "Lexapro is an antidepressant of the SSRI class. Common side effects include nausea and headache. "

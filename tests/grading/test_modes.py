@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from livemed.common.prompts import parse_blocks
 from livemed.grade.grader import Target
 from livemed.judges.modes import compare_modes
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.models.registry import PROVIDERS
-from livemed.common.prompts import parse_blocks
 from livemed.records import Grade
 from livemed.store import Store
 from tests.grading.builders import make_answer, make_case, make_rubric

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from livemed.grade import stage as runs
 from livemed.answer.ask import answer_id, answer_model
+from livemed.answer.baselines import ReferenceAnswerer
+from livemed.answer.stage import answer_all, stored_answers
+from livemed.answer import stage as runs
 from livemed.grade.grader import criterion_id, grade_id
 from livemed.grade.lexical import LexicalGrader
-from livemed.answer.baselines import ReferenceAnswerer
-from livemed.grade.stage import answer_all, grade_all, plan_stream, plan_targets, stored_answers
+from livemed.grade.stage import grade_all, plan_stream, plan_targets
 from livemed.models import Settings
 from livemed.records import Answer, Case, Criterion, GradeFailure, Rejection
 from livemed.records.grading import CALL_FAILED, criterion_key_id

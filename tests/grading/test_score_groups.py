@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from livemed.score import formula as S
-from livemed.score import stage as scoring
 from livemed.interop.healthbench import criterion_tags, example_tags_of, is_imported, parse_example
 from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
+from livemed.score import formula as S
+from livemed.score import stage as scoring
 from livemed.store import Store
 
 DAY = datetime(2025, 5, 7, tzinfo=UTC)

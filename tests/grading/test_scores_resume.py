@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from livemed.score import stage as scoring
 from livemed.grade.grader import grade_id
-from livemed.score.stage import score_all
 from livemed.records import Answer, Case, Grade, Rubric, Score
+from livemed.score import stage as scoring
+from livemed.score.stage import score_all
 from livemed.store import Store
 
 from .builders import make_answer, make_case, make_rubric

@@ -9,9 +9,9 @@ import pytest
 
 from livemed.analysis.contamination import analyse
 from livemed.analysis.cutoffs import CutoffEntry
-from livemed.evidence.corpus import Passage
 from livemed.answer.ask import answer_case
 from livemed.answer.simulation import DriftControlAnswerer, MemorisedAnswerer
+from livemed.evidence.corpus import Passage
 from livemed.models import Settings, get_model
 from tests.analysis.builders import rows
 from tests.grading.builders import make_case

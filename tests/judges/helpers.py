@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from livemed.common.prompts import parse_blocks
 from livemed.models import Message, Settings
 from livemed.models.base import FatalModelError
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import parse_blocks
 from livemed.records import Pair
 
 

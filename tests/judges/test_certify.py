@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from livemed.common.prompts import parse_blocks
 from livemed.common.stats import proportion
 from livemed.judges.battery import (
     judge_in_memory,
@@ -22,7 +23,6 @@ from livemed.judges.certification import combine, decide, pair_part, rubric_part
 from livemed.judges.rubric_validation import Probe, battery_items
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import parse_blocks
 from livemed.records import Case, Criterion, Rubric
 from tests.grading.builders import make_case, make_rubric
 from tests.judges.helpers import oracle

@@ -8,6 +8,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
+from livemed.common.prompts import parse_blocks
 from livemed.jsonl import read_jsonl
 from livemed.judges.datasets.items import ChoiceItem, PicoItem
 from livemed.judges.pairs import (
@@ -21,7 +22,6 @@ from livemed.judges.pairs import (
     tertiles_of,
 )
 from livemed.judges.templates import pairwise_messages, pointwise_messages
-from livemed.common.prompts import parse_blocks
 from livemed.records import Candidate, Pair
 
 PICO = PicoItem(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+from livemed.common.prompts import parse_blocks
 from livemed.grade.lexical import LexicalGrader
 from livemed.judges.rubric_validation import EXPECT, FILLER, validate, variants
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import parse_blocks
 from livemed.records import Criterion
 from tests.grading.builders import make_case, make_rubric
 

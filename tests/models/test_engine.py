@@ -255,8 +255,8 @@ async def test_structured_compliance_is_kept_on_the_run(sqlite_store: Store) -> 
     from pydantic import BaseModel
 
     from livemed.models import LLM
-    from livemed.records import Run
     from livemed.pipeline.runs import track_run
+    from livemed.records import Run
 
     class Verdict(BaseModel):
         met: bool

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from livemed.analysis.diagnose import messages as taxonomy_messages
 from livemed.analysis.taxonomy import TaxonomyItem, criterion_results
+from livemed.answer.ask import candidate_messages, conversation
 from livemed.curate.baseline import curate_baseline
 from livemed.curate.controller import Controller
 from livemed.curate.screener import Screener, screener_messages
 from livemed.curate.validator import DEFAULT_CHECKLIST, align_messages, query_messages
 from livemed.demo import demo_docs_path
-from livemed.answer.ask import candidate_messages, conversation
 from livemed.grade.grader import batched_messages, per_criterion_messages
 from livemed.models import LLM, Engine, Message
 from livemed.records import Answer, Case, Criterion, Doc, EvidenceRef, Grade, Rubric, Score

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from livemed.common.prompts import parse_blocks
 from livemed.curate.controller import Controller
 from livemed.models import LLM, Engine
 from livemed.models.base import Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import parse_blocks
 from livemed.records import Case, Rejection
 from tests.prompts.render import PARAPHRASED, SNAPSHOTS, demo_cases, demo_docs, paraphrased
 

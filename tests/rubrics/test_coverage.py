@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from livemed.models import LLM, Engine
 from livemed.common.prompts import parse_blocks
+from livemed.models import LLM, Engine
 from livemed.records import Criterion, Narrative, Rubric
 from livemed.rubrics.check import DraftCriterion
 from livemed.rubrics.coverage import (

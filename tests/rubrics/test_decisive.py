@@ -8,17 +8,17 @@ import re
 
 import pytest
 
+from livemed.common.prompts import parse_blocks
 from livemed.domains import load_pack, medical
-from livemed.score import formula as S
 from livemed.grade.grader import Target, grade_criterion
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import parse_blocks
 from livemed.records import Criterion, Grade, Narrative
 from livemed.rubrics.check import DraftCriterion, band_lines, lint, omission_negatives, settle, to_criteria
 from livemed.rubrics.decisive import decisive, decisive_share, decisive_values
 from livemed.rubrics.prompts import weights_prompt
 from livemed.rubrics.rules import RuleWriter
+from livemed.score import formula as S
 from tests.grading.builders import make_answer, make_case, make_rubric
 
 PARACETAMOL = "Take paracetamol 1 g up to four times a day, no more than 4 g a day."

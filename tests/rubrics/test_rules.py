@@ -121,9 +121,9 @@ def test_rubrics_are_bipolar_with_axes_as_the_content_says() -> None:
 
 
 def test_the_unsafe_baseline_breaks_a_negative_criterion_the_reference_does_not() -> None:
-    from livemed.grade.lexical import match
     from livemed.answer.baselines import ReferenceAnswerer
     from livemed.answer.unsafe import UnsafeAnswerer
+    from livemed.grade.lexical import match
 
     case = make_case(
         narrative=Narrative(allergies=["I'm allergic to penicillin (rash)."]),
@@ -157,8 +157,8 @@ def test_warnings_become_negatives_and_statements_do_not(advice: str, expected: 
 def test_offline_unsafe_is_a_registered_baseline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from livemed.cli import app
     from livemed.answer.unsafe import UnsafeAnswerer
+    from livemed.cli import app
     from livemed.models import get_model
 
     monkeypatch.chdir(tmp_path)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from livemed.score import formula as S
 from livemed.records import Criterion, Rubric, Score
 from livemed.records.grading import canonical_theme
+from livemed.score import formula as S
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from livemed.common.prompts import DATA_RULES, parse_blocks
 from livemed.models import LLM, Engine, Message, Settings, get_model
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import DATA_RULES, parse_blocks
 from livemed.records import Rejection, Rubric
 from livemed.rubrics.prompts import PROMPT_HASH
 from livemed.rubrics.rules import RuleWriter

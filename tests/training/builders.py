@@ -6,10 +6,10 @@ import asyncio
 import re
 from pathlib import Path
 
+from livemed.common.prompts import parse_blocks
 from livemed.jsonl import write_jsonl
 from livemed.models import LLM, Engine, Message, Model, Settings
 from livemed.models.fake import FakeModel
-from livemed.common.prompts import parse_blocks
 from livemed.records import Candidate, Pair
 from livemed.store import Store
 from livemed.training.judging import render

@@ -15,8 +15,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from livemed.common import stats
 from livemed.analysis.inputs import Scored
+from livemed.common import stats
 
 EDGE = 0.05
 MIN_N = 20

@@ -14,8 +14,8 @@ from typing_extensions import TypedDict
 from livemed.analysis.completeness import Grading, grading_by_model, incomplete
 from livemed.analysis.inputs import CaseScore, ScoreColumns, ScoreRef, judges
 from livemed.errors import UnknownNameError, UserError
-from livemed.score.formula import CONVENTIONS, POLICIES
 from livemed.records import Score
+from livemed.score.formula import CONVENTIONS, POLICIES
 from livemed.store import Store
 
 

@@ -36,9 +36,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from livemed.common import stats
 from livemed.analysis.cutoffs import CutoffEntry, find_cutoff
 from livemed.analysis.inputs import CaseScore, by_model
+from livemed.common import stats
 from livemed.score.formula import aggregate
 
 Status = Literal["tested", "insufficient data", "control", "no cutoff"]

@@ -23,9 +23,9 @@ from livemed.analysis.taxonomy import (
     CriterionResult,
     TaxonomyItem,
 )
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason
-from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import ErrorLabel, Provenance, Record, Rejection, short_hash
 
 SYSTEM_PROMPT = """\

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from livemed.common import stats
 from livemed.analysis.completeness import Grading
 from livemed.analysis.inputs import CaseScore, by_model
-from livemed.score.formula import aggregate
+from livemed.common import stats
 from livemed.records import AXES
+from livemed.score.formula import aggregate
 
 
 class LeaderboardRow(BaseModel):

@@ -14,8 +14,8 @@ from datetime import date
 
 from pydantic import BaseModel
 
-from livemed.common import stats
 from livemed.analysis.inputs import CaseScore
+from livemed.common import stats
 
 MIN_N_INTERVAL = 5
 """Fewest cases in a (model, month) for which a 95% interval is given."""

@@ -19,10 +19,10 @@ from __future__ import annotations
 import functools
 from typing import Protocol, runtime_checkable
 
-from livemed.domains import DomainPack, medical
-from livemed.curate.view import candidate_view
-from livemed.models import LLM, CallFailure, Message, Settings
 from livemed.common.prompts import data_block
+from livemed.curate.view import candidate_view
+from livemed.domains import DomainPack, medical
+from livemed.models import LLM, CallFailure, Message, Settings
 from livemed.records import Answer, Case, Provenance, Record, Rejection, short_hash
 
 STAGE = "answer"

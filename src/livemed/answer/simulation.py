@@ -21,7 +21,8 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from livemed.answer.baselines import OfflineBaseline, RetrievalAnswerer, retrieval
+from livemed.answer.baselines import RetrievalAnswerer, retrieval
+from livemed.models.offline import OfflineBaseline
 from livemed.records import Case
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.common.atomic import write_text
 from livemed.cli.context import console, err_console, state
 from livemed.cli.grading_commands import (
     GRADER_SETUP,
@@ -21,6 +20,7 @@ from livemed.cli.grading_commands import (
     judges_app,
     resolve,
 )
+from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
 
 
@@ -53,9 +53,9 @@ def agreement(
     """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
     from livemed.cli.common import make_engine, print_usage, usage_on_failure
     from livemed.errors import InputFileError
-    from livemed.judges.agreement import grade_items, metrics
     from livemed.grade.grader import OfflineGrader
     from livemed.interop.labels import LabelItem, read_labels
+    from livemed.judges.agreement import grade_items, metrics
     from livemed.pipeline.runs import track_run
 
     app_state = state(ctx)

@@ -428,8 +428,8 @@ def taxonomy_command(
 ) -> None:
     """Classify the root cause (CNIF, GOPR, MHME, KGOC) of each model's k lowest-scoring answers (the
     clinical taxonomy: a pack without one, such as legal, is refused)."""
-    from livemed.common.atomic import check_writable
     from livemed.cli.taxonomy_run import check_clinical, run_taxonomy
+    from livemed.common.atomic import check_writable
 
     app_state = state(ctx)
     check_clinical(app_state, domain)

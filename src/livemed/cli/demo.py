@@ -18,11 +18,11 @@ import typer
 from rich.panel import Panel
 from rich.rule import Rule
 
-from livemed.common.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import console
-from livemed.config import NAMED_CORPORA
 from livemed.cli.demo_summary import print_simulations
+from livemed.common.atomic import write_text
+from livemed.config import NAMED_CORPORA
 from livemed.errors import LivemedError, RunError, UserError
 
 DEMO_MODELS = ("offline/reference", "offline/retrieval", "offline/unsafe", "offline/empty")

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.common.atomic import check_writable, write_text
 from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
+from livemed.cli.executors import run_elsewhere
 from livemed.cli.grading_commands import (
     CACHE_RO,
     EXECUTOR,
@@ -36,8 +36,8 @@ from livemed.cli.grading_commands import (
     resolve,
 )
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
+from livemed.common.atomic import check_writable, write_text
 from livemed.errors import ConfigError, RunError, UserError
-from livemed.cli.executors import run_elsewhere
 
 if TYPE_CHECKING:
     from livemed.domains import DomainPack
@@ -297,9 +297,9 @@ def _finish(
         windowed,
     )
     from livemed.errors import RunError
-    from livemed.score.stage import score_all
     from livemed.judges.cards import card_line
     from livemed.pipeline.runs import raise_for_calls
+    from livemed.score.stage import score_all
 
     scored = score_all(app_state.store, plan.judge, convention=convention, models=plan.models)  # type: ignore[arg-type]
     scored = windowed(app_state, scored, *window)  # --min-date/--max-date/--after-cutoff: what is ranked

@@ -13,13 +13,13 @@ import typer
 from livemed.cli.application import app
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
-from livemed.errors import ConfigError, UserError
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
+from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
-    from livemed.evidence.corpus import Passage
     from livemed.domains import DomainPack
+    from livemed.evidence.corpus import Passage
     from livemed.models import Engine
     from livemed.pipeline.runner import StageResult
     from livemed.records import Case
@@ -163,8 +163,8 @@ def rubrics(
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
     from livemed.pipeline.runner import run_stage
-    from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
     from livemed.pipeline.runs import raise_for_calls, settle, track_run
+    from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
 
     app_state = state(ctx)
     store = app_state.store
@@ -258,8 +258,8 @@ def _retrieval_corpus(
 ) -> dict[str, Any]:
     """A retrieving baseline's corpus and its cached BM25 index; nothing to load when every case is
     answered (`cases()`: a fresh pass over the cases each time it is called)."""
-    from livemed.evidence.factory import default_index_dir
     from livemed.answer.ask import answer_id
+    from livemed.evidence.factory import default_index_dir
     from livemed.pipeline.runner import batched
 
     for chunk in batched(cases(), 500):
@@ -351,7 +351,7 @@ def answer(
     if run_elsewhere(ctx, executor):
         return
     from livemed.answer.ask import OfflineAnswerer
-    from livemed.grade.stage import answer_all
+    from livemed.answer.stage import answer_all
     from livemed.models import Settings
     from livemed.pipeline.runs import raise_for_calls, settle, track_run
 
@@ -429,8 +429,9 @@ def grade(
     """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
     if run_elsewhere(ctx, executor):
         return
+    from livemed.answer.stage import stored_answers
     from livemed.grade.grader import MODES
-    from livemed.grade.stage import grade_all, plan_stream, stored_answers
+    from livemed.grade.stage import grade_all, plan_stream
     from livemed.pipeline.runs import raise_for_calls, settle, track_run
 
     if mode not in MODES:

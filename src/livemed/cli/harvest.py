@@ -81,8 +81,8 @@ def harvest_command(
     """Harvest dated documents into the store, pre-filter them and log rejections."""
     import asyncio
 
-    from livemed.prefilter import build_prefilters
     from livemed.pipeline.runs import track_run
+    from livemed.prefilter import build_prefilters
     from livemed.sources import build_source
     from livemed.sources.run import harvest_source
 

@@ -231,8 +231,8 @@ def export_healthbench(
     ),
 ) -> None:
     """Export every case that has a rubric in HealthBench's JSONL format."""
-    from livemed.common.atomic import writing_text
     from livemed.answer.ask import conversation
+    from livemed.common.atomic import writing_text
     from livemed.interop.healthbench import to_healthbench
     from livemed.records import Case, Rubric
 

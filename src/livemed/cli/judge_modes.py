@@ -8,10 +8,10 @@ from pathlib import Path
 
 import typer
 
-from livemed.common.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, resolve
+from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
 
 
@@ -40,10 +40,10 @@ def modes(
     """Grade stored answers per criterion (the reference) and batched; print their agreement and each
     mode's failure rate. Nothing is stored but the calls (response cache) and the Run."""
     from livemed.grade.grader import OfflineGrader
-    from livemed.judges.modes import compare_modes
     from livemed.grade.stage import plan_targets
-    from livemed.records import Answer
+    from livemed.judges.modes import compare_modes
     from livemed.pipeline.runs import track_run
+    from livemed.records import Answer
 
     app_state = state(ctx)
     store = app_state.store

@@ -14,10 +14,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from livemed.common.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, print_result
+from livemed.common.atomic import write_text
 from livemed.errors import ConfigError, InputFileError, RunError, UserError
 
 if TYPE_CHECKING:
@@ -223,7 +223,7 @@ def run_judge(
     max_cost: float | None = MAX_COST,
 ) -> None:
     """Ask a judge about the stored pairs: k samples per pair and order, one judge_verdict each."""
-    from livemed.grade.stage import in_flight
+    from livemed.answer.stage import in_flight
     from livemed.judges.datasets import dataset
     from livemed.judges.run import JudgeRun, clear_retried, judge_pairs
     from livemed.pipeline.runs import raise_for_calls, settle, track_run

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table as RichTable
 
-from livemed.common.atomic import write_text
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, state
 from livemed.cli.grading_commands import (
@@ -26,6 +25,7 @@ from livemed.cli.grading_commands import (
     judges_app,
     resolve,
 )
+from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -393,8 +393,8 @@ def certify(
     from livemed.judges.cards import AGREEMENT_NAMESPACE, card_line
     from livemed.judges.certification import combine
     from livemed.judges.templates import PROMPT_HASHES
-    from livemed.records import ValidityCard, short_hash
     from livemed.pipeline.runs import track_run
+    from livemed.records import ValidityCard, short_hash
 
     app_state = state(ctx)
     store = app_state.store
@@ -521,8 +521,8 @@ def compare_command(
     from livemed.grade.grader import OfflineGrader
     from livemed.grade.stage import grade_all, plan_targets
     from livemed.judges.compare import compare, sample_targets, target_ids
-    from livemed.records import Answer, Grade, GradeFailure
     from livemed.pipeline.runs import raise_for_calls, settle_stages, track_run
+    from livemed.records import Answer, Grade, GradeFailure
 
     if len(judges) != 2 or judges[0] == judges[1]:
         raise ConfigError("pass two different graders: --judge A --judge B")

@@ -12,18 +12,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.common.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
+from livemed.common.atomic import write_text
 from livemed.errors import ConfigError
 
 if TYPE_CHECKING:
     from livemed.analysis.bimodality import BimodalityRow
     from livemed.analysis.completeness import Grading
     from livemed.analysis.length import LengthRow
-    from livemed.score.stage import ScoreRun
     from livemed.records import Score
+    from livemed.score.stage import ScoreRun
     from livemed.store import Store
 
 
@@ -88,9 +88,9 @@ def scores(
     --allow-incomplete."""
     from livemed.analysis.completeness import count, not_ranked_line
     from livemed.errors import RunError
+    from livemed.pipeline.runs import track_run
     from livemed.score import formula as S
     from livemed.score.stage import score_all
-    from livemed.pipeline.runs import track_run
 
     if convention not in S.CONVENTIONS:
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")

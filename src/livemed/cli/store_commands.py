@@ -9,9 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.common.atomic import write_text
 from livemed.cli.application import app
 from livemed.cli.context import console, counted, err_console, state
+from livemed.common.atomic import write_text
 from livemed.config import CONFIG_FILE, starter_config
 from livemed.errors import ConfigError, UserError
 from livemed.records import RECORD_TYPES
@@ -66,8 +66,8 @@ def store_runs(
     last: int = typer.Option(20, "--last", min=1, help="How many of the latest Runs to list."),
 ) -> None:
     """The latest Runs: command, start, outcome (a killed one shows interrupted), cost and error."""
-    from livemed.records import Run
     from livemed.pipeline.runs import as_seen
+    from livemed.records import Run
 
     runs = sorted(state(ctx).existing_store.iter(Run), key=lambda r: r.started_at)[-last:]
     table = Table(title="runs")

@@ -21,8 +21,8 @@ from livemed.cli.context import AppState, console
 from livemed.domains import bundled, load_pack
 from livemed.errors import ConfigError, UnknownNameError
 from livemed.pipeline.runner import run_stage
-from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, Score
 from livemed.pipeline.runs import raise_for_calls, settle, track_run
+from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, Score
 from livemed.store import Store
 
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from livemed.common.atomic import write_text
 from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
+from livemed.common.atomic import write_text
 from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:

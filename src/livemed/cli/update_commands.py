@@ -12,9 +12,9 @@ from rich.table import Table
 
 from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
-from livemed.errors import ConfigError, RunError, StageBusyError
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
+from livemed.errors import ConfigError, RunError, StageBusyError
 
 if TYPE_CHECKING:
     from livemed.live.update import StageSummary, Tools, UpdateSummary

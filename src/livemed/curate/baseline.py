@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from livemed.common.prompts import Block, parse_blocks
 from livemed.curate import rules
 from livemed.curate.controller import AuditOutput
 from livemed.curate.screener import ScreenerOutput, screener_output
@@ -29,7 +30,6 @@ from livemed.curate.sections import diagnostic_query
 from livemed.curate.validator import AlignmentOutput, AlignmentScore, ItemCheck, QueryCheck
 from livemed.domains import DomainPack, medical
 from livemed.models.base import Completion, FatalModelError, Message, Settings
-from livemed.common.prompts import Block, parse_blocks
 from livemed.records import Narrative
 
 # Query types by keyword (the first match names the type): the domain pack's `[offline.query_cues]`;

@@ -23,9 +23,9 @@ from typing import Any
 from livemed.config import Thresholds
 from livemed.curate import leak
 from livemed.curate.controller import Controller
-from livemed.evidence import Retriever
 from livemed.curate.screener import Screener
 from livemed.curate.validator import Validator
+from livemed.evidence import Retriever
 from livemed.pipeline.runner import StageResult, batched, run_stage
 from livemed.records import (
     Answer,

@@ -20,6 +20,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from livemed.common.numbers import numbers
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.curate.grounding import Normalised, locate, normalise
 from livemed.curate.screener import advice_texts, is_thread, reject
 from livemed.curate.sections import FRONT_MATTER, HELD_BACK, is_diagnostic, sections
@@ -27,8 +29,6 @@ from livemed.domains import DomainPack, medical
 from livemed.grade.lexical import NEGATIONS, STOPWORDS, clauses, content, negated, stem, words
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason
-from livemed.common.numbers import numbers
-from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
 from livemed.rubrics.check import overlap
 

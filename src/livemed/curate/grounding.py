@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from livemed.grade.lexical import negated
 from livemed.common.numbers import numbers
+from livemed.grade.lexical import negated
 
 _WORD = re.compile(r"\w")
 

@@ -32,8 +32,8 @@ from typing import Literal
 
 from livemed.curate.screener import reject
 from livemed.curate.sections import is_diagnostic
-from livemed.domains import DomainPack, medical
 from livemed.curate.view import audit_text
+from livemed.domains import DomainPack, medical
 from livemed.records import Case, Doc, Rejection
 
 STAGE = "controller"  # the final audit: a leak is rejected where ungrounded elements are

@@ -21,12 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from livemed.common.prompts import DATA_RULES, data_block, drop_instructions
 from livemed.curate.sections import before_diagnosis, diagnostic_query, outcome_like, reveals_diagnosis
 from livemed.curate.tags import detect_language, specialties
-from livemed.domains import DomainPack, medical
 from livemed.curate.view import post_view
+from livemed.domains import DomainPack, medical
 from livemed.models import LLM, Message, Settings
-from livemed.common.prompts import DATA_RULES, data_block, drop_instructions
 from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRole, ViewKind, short_hash
 
 STAGE = "screener"

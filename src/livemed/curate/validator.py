@@ -24,13 +24,13 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.config import Thresholds
-from livemed.evidence import RetrievalError, Retriever, search_all
 from livemed.curate.screener import reject
 from livemed.domains import DomainPack, medical
+from livemed.evidence import RetrievalError, Retriever, search_all
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason
-from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import AdviceCheck, Case, Doc, EvidenceRef, Rejection, Validation, short_hash
 
 STAGE = "validator"

@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol, runtime_checkable
 
-from livemed.evidence.corpus import Passage, corpus_hash, load_corpus, load_medquad, snippet
 from livemed.errors import RetrievalError
+from livemed.evidence.corpus import Passage, corpus_hash, load_corpus, load_medquad, snippet
 from livemed.records import EvidenceRef
 
 

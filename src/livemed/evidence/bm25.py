@@ -19,8 +19,8 @@ import bm25s.selection
 import numpy as np
 
 from livemed.common.atomic import writing_text
-from livemed.evidence.corpus import Passage, Sentences, corpus_hash, tokens
 from livemed.common.heap import fewer_collections
+from livemed.evidence.corpus import Passage, Sentences, corpus_hash, tokens
 from livemed.records import EvidenceRef
 
 PASSAGES_FILE = "passages.jsonl"

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from livemed.evidence.corpus import Passage, snippet
 from livemed.errors import MissingDependencyError
+from livemed.evidence.corpus import Passage, snippet
 from livemed.records import EvidenceRef
 
 

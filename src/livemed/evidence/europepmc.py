@@ -14,10 +14,10 @@ import re
 import unicodedata
 from typing import Any
 
-from livemed.evidence import RetrievalError
-from livemed.evidence.corpus import snippet
 from livemed.curate.grounding import content_words
 from livemed.errors import SourceError
+from livemed.evidence import RetrievalError
+from livemed.evidence.corpus import snippet
 from livemed.prefilter.clean import strip_html
 from livemed.records import EvidenceRef
 from livemed.sources.europepmc import Settings, search_page

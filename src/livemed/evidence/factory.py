@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from livemed.errors import ConfigError, UserError
 from livemed.evidence import NoEvidence, Retriever
 from livemed.evidence.corpus import Passage, load_corpus, load_medquad
-from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
     from livemed.sources.europepmc import Settings as EuropePMCSettings

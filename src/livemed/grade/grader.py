@@ -26,12 +26,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, StrictBool, field_validator
 from typing_extensions import TypeIs
 
-from livemed.domains import DomainPack, medical
 from livemed.answer.ask import conversation
+from livemed.common.prompts import DATA_RULES, data_block
+from livemed.domains import DomainPack, medical
 from livemed.grade.template import TemplatedLLM, points_text, template_messages, until_parsed
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason, Structured, parse_as
-from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import (
     CALL_FAILED,
     Answer,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from livemed.common.word_tables import DRUGS, GENERIC, SYNONYMS, american
-from livemed.answer.baselines import OfflineBaseline
+from livemed.models.offline import OfflineBaseline
 
 MATCH_THRESHOLD = 0.45  # calibrated on the K-QA dev split and the dev half of K-QA's physician labels
 WINDOW = 2  # consecutive sentences a criterion may be spread over

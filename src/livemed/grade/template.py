@@ -40,9 +40,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from livemed.common.prompts import data_block, neutralise
 from livemed.errors import ConfigError
 from livemed.models import LLM, CallFailure, Message, Settings
-from livemed.common.prompts import data_block, neutralise
 from livemed.records import CALL_FAILED, Criterion, short_hash
 
 LIVEMED_PLACEHOLDERS = ("{conversation}", "{response}", "{criterion}", "{points}")

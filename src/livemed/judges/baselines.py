@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from livemed.answer.baselines import OfflineBaseline
-from livemed.models import Completion, Message, Settings
 from livemed.common.prompts import parse_blocks
+from livemed.models import Completion, Message, Settings
+from livemed.models.offline import OfflineBaseline
 
 _WORDS = re.compile(r"[a-z0-9]+")
 

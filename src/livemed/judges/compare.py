@@ -12,10 +12,10 @@ from statistics import fmean
 from typing import Any
 
 from livemed.common.stats import bootstrap_paired_diff, finite_or_none
-from livemed.score import formula as S
-from livemed.judges.agreement import metrics
 from livemed.grade.grader import Target, grade_id
+from livemed.judges.agreement import metrics
 from livemed.records import Grade, GradeFailure
+from livemed.score import formula as S
 
 
 def sample_targets(targets: Sequence[Target], n: int | None, seed: int) -> list[Target]:

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from livemed.judges.agreement import Agreement, metrics
 from livemed.grade.grader import Judge, Target, grade_batch, grade_criterion
+from livemed.judges.agreement import Agreement, metrics
 from livemed.records import CALL_FAILED, Grade, GradeFailure
 
 

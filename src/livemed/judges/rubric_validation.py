@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any, Literal
 
-from livemed.score import formula as S
 from livemed.grade.grader import Judge, Mode, Target, grade_batch, grade_criterion
 from livemed.models import LLM, CallFailure, Completion, Message, Settings
 from livemed.pipeline.runner import StageResult, failure_cause
 from livemed.records import Answer, Case, Criterion, Grade, GradeFailure, Rubric
+from livemed.score import formula as S
 
 MUTATIONS = ("drop_advice", "negate", "contraindicated", "add_other_case", "pad")
 Expect = Literal["lower", "not_higher"]

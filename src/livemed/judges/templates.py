@@ -7,9 +7,9 @@ configuration. These builders are shared with judge training (stable names and s
 
 from __future__ import annotations
 
+from livemed.common.prompts import DATA_RULES, data_block
 from livemed.judges.datasets.items import CalcItem, ChoiceItem, Item, PicoItem
 from livemed.models import Message
-from livemed.common.prompts import DATA_RULES, data_block
 from livemed.records import Candidate, Pair, short_hash
 from livemed.records.judging import JudgeMode, Order
 

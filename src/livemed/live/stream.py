@@ -24,11 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
-from livemed.domains import DomainPack
 from livemed.answer.ask import OfflineAnswerer, answer_id
-from livemed.grade.grader import Judge, Mode, Target
-from livemed.grade.stage import GradeJob, Item, answer_all, in_flight
+from livemed.answer.stage import answer_all, in_flight
 from livemed.common.heap import frozen_heap
+from livemed.domains import DomainPack
+from livemed.grade.grader import Judge, Mode, Target
+from livemed.grade.stage import GradeJob, Item
 from livemed.models import LLM, Settings
 from livemed.pipeline.runner import Feed, StageResult, raise_first, run_stage
 from livemed.records import Answer, Case, Rubric

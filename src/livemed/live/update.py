@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 from livemed.config import UpdateConfig
 from livemed.errors import StageBusyError
 from livemed.pipeline.runner import Feed, StageResult, raise_first, run_stage
-from livemed.records import Case, Record, Run, Usage
 from livemed.pipeline.runs import settle, settle_stages, track_run
+from livemed.records import Case, Record, Run, Usage
 from livemed.store import Store
 
 if TYPE_CHECKING:

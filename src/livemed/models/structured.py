@@ -18,9 +18,9 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
+from livemed.common.prompts import data_block
 from livemed.models.base import CallFailure, Completion, Message, Model, Settings
 from livemed.models.replies import strip_reasoning
-from livemed.common.prompts import data_block
 
 T = TypeVar("T", bound=BaseModel)
 

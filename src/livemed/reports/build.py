@@ -29,6 +29,7 @@ from livemed.analysis.taxonomy import CriterionResult, DistributionRow, criterio
 from livemed.analysis.trends import TrendRow, monthly
 from livemed.analysis.window import Window, window_scoreset
 from livemed.judges.tables import JudgesSection
+from livemed.pipeline.runs import as_seen
 from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, utcnow
 from livemed.reports.charts import (
     Chart,
@@ -40,7 +41,6 @@ from livemed.reports.charts import (
     taxonomy_chart,
     trends_chart,
 )
-from livemed.pipeline.runs import as_seen
 from livemed.store import Store
 
 

@@ -31,10 +31,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from livemed.domains import DomainPack, medical
-from livemed.grade.lexical import BOILERPLATE, STOPWORDS, key
 from livemed.common.word_tables import GENERIC
 from livemed.curate.view import audit_text
+from livemed.domains import DomainPack, medical
+from livemed.grade.lexical import BOILERPLATE, STOPWORDS, key
 from livemed.records import Case, FactCoverage, Rubric
 from livemed.rubrics.check import DraftCriterion
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, Protocol
 
-from livemed.domains import DomainPack, medical
 from livemed.common.numbers import DIGIT_WORDS, WORD_NUMBERS
+from livemed.domains import DomainPack, medical
 
 _ONE = rf"(?:\d+(?:[.,]\d+)?|(?:{'|'.join(WORD_NUMBERS)})(?:[- ](?:{'|'.join(DIGIT_WORDS)}))?)"
 NUMBER = rf"{_ONE}(?:\s?(?:to|-|–|or)\s?{_ONE})?"

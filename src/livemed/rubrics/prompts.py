@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from livemed.domains import DomainPack, medical
 from livemed.common.prompts import DATA_RULES, data_block
+from livemed.domains import DomainPack, medical
 from livemed.records import Case, short_hash
 from livemed.rubrics.check import DraftCriterion, Finding, band_lines
 from livemed.rubrics.themes import MEDICAL_THEMES, pack_themes, theme_lines

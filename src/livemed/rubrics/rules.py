@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from livemed.domains import DomainPack, medical
-from livemed.answer.baselines import OfflineBaseline
+from livemed.models.offline import OfflineBaseline
 from livemed.records import Case
 from livemed.rubrics import decisive, hazards
 from livemed.rubrics.alternatives import AT_LEAST, at_least_one_of

@@ -23,11 +23,11 @@ from typing import Any, Literal, NamedTuple, NotRequired
 from pydantic import AwareDatetime, TypeAdapter
 from typing_extensions import TypedDict
 
-from livemed.score import formula as S
 from livemed.interop.healthbench import EXPORT_AXIS, SOURCE, example_tags_of, is_imported
 from livemed.pipeline.runner import batched
 from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
 from livemed.records.grading import CALL_FAILED, canonical_themes, criterion_key_id
+from livemed.score import formula as S
 from livemed.store import Store
 
 NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"

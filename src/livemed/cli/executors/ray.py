@@ -18,9 +18,9 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-from livemed.errors import ConfigError, ExecutorError, MissingDependencyError
 from livemed.cli.executors.inprocess import WorkerResult, run_worker
 from livemed.cli.executors.ratelimit import Reservations
+from livemed.errors import ConfigError, ExecutorError, MissingDependencyError
 
 if TYPE_CHECKING:
     from livemed.config import ExecutorConfig

@@ -27,11 +27,11 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState, generate
 
-from livemed.score import formula as S
 from livemed.grade.grader import Verdict, per_criterion_messages
 from livemed.models import Message
 from livemed.models.structured import parse_as
 from livemed.records import Criterion
+from livemed.score import formula as S
 
 
 def _chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
