@@ -11,33 +11,15 @@ result = export_release(store, release, "hf", Path("out"), embargo_days=14)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from livemed.common.atomic import staged_folder
 from livemed.errors import ConfigError
-from livemed.records import Release, ReleaseItem
-from livemed.releases.exports.rows import MANIFEST_FILE, Selection, select, write_manifest
+from livemed.records import Release
+from livemed.releases.exports.rows import MANIFEST_FILE, ExportResult, Selection, select, write_manifest
 from livemed.store import Store
 
 FORMATS = ("jsonl", "parquet", "healthbench", "hf", "inspect")
-
-
-@dataclass
-class ExportResult:
-    selection: Selection
-    files: list[Path]
-    carried: list[ReleaseItem]  # the cases written
-    rows: dict[str, str]  # each written row's id -> its `row_hash`
-
-    @property
-    def written(self) -> int:
-        return len(self.carried)
-
-    @property
-    def left_out(self) -> int:
-        """Cases a format could not carry (HealthBench and Inspect: without their text)."""
-        return len(self.selection.items) - len(self.carried)
 
 
 def _writer(fmt: str) -> Callable[[Selection, Path], ExportResult]:

@@ -7,13 +7,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from livemed.releases.exports.rows import ROW_FILES, Selection, row_hashes, rows, write_jsonl
+from livemed.releases.exports.rows import ROW_FILES, ExportResult, Selection, row_hashes, rows, write_jsonl
 from livemed.releases.licences import licence_of
-
-if TYPE_CHECKING:
-    from livemed.releases.exports import ExportResult
 
 DATA_FILE = ROW_FILES["hf"]
 _CC = re.compile(r"\bcc[ -]?(by(?:[ -](?:sa|nc|nd|nc[ -]sa|nc[ -]nd))?)[ -]?(\d\.\d)\b")
@@ -41,8 +37,6 @@ def card_license(selection: Selection) -> str:
 
 
 def write_hf_export(selection: Selection, out: Path) -> ExportResult:
-    from livemed.releases.exports import ExportResult
-
     (out / "data").mkdir(parents=True, exist_ok=True)
     data = list(rows(selection))
     write_jsonl(out / DATA_FILE, iter(data))

@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from livemed.releases.exports.rows import ROW_FILES, Selection, row_hash
-
-if TYPE_CHECKING:
-    from livemed.releases.exports import ExportResult
+from livemed.releases.exports.rows import ROW_FILES, ExportResult, Selection, row_hash
 
 SAMPLES = ROW_FILES["inspect"]
 TASK_FILE = "livemed_task.py"
@@ -44,7 +40,6 @@ def livemed_release(grader: str | None = None) -> Task:
 
 def write_inspect_export(selection: Selection, out: Path) -> ExportResult:
     from livemed.answer.ask import candidate_messages, conversation
-    from livemed.releases.exports import ExportResult
 
     carried, hashes = [], {}
     with (out / SAMPLES).open("w", encoding="utf-8") as handle:

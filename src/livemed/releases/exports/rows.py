@@ -19,15 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from livemed.records import Release, ReleaseItem
 from livemed.releases.licences import licence_of, redistributable
 from livemed.releases.manifest import canonical, content, items, release_hash, sha256
 from livemed.store import Store
-
-if TYPE_CHECKING:
-    from livemed.releases.exports import ExportResult
 
 MANIFEST_FILE = "manifest.json"
 ROW_FILES = {  # each format's file of rows, the one `release verify` checks
@@ -60,6 +57,23 @@ class Selection:
 
     def with_text(self, item: ReleaseItem) -> bool:
         return self.include_text or redistributable(item)
+
+
+@dataclass
+class ExportResult:
+    selection: Selection
+    files: list[Path]
+    carried: list[ReleaseItem]  # the cases written
+    rows: dict[str, str]  # each written row's id -> its `row_hash`
+
+    @property
+    def written(self) -> int:
+        return len(self.carried)
+
+    @property
+    def left_out(self) -> int:
+        """Cases a format could not carry (HealthBench and Inspect: without their text)."""
+        return len(self.selection.items) - len(self.carried)
 
 
 def select(store: Store, release: Release, *, embargo_days: int = 0, include_text: bool = False) -> Selection:

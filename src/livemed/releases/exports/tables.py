@@ -8,12 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from livemed.errors import UserError
-from livemed.releases.exports.rows import ROW_FILES, Selection, row_hash, row_hashes, rows, write_jsonl
+from livemed.releases.exports.rows import (
+    ROW_FILES,
+    ExportResult,
+    Selection,
+    row_hash,
+    row_hashes,
+    rows,
+    write_jsonl,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from livemed.releases.exports import ExportResult
 
 CASES_JSONL = ROW_FILES["jsonl"]
 CASES_PARQUET = ROW_FILES["parquet"]
@@ -21,8 +27,6 @@ HEALTHBENCH_JSONL = ROW_FILES["healthbench"]
 
 
 def write_jsonl_export(selection: Selection, out: Path) -> ExportResult:
-    from livemed.releases.exports import ExportResult
-
     path = out / CASES_JSONL
     data = list(rows(selection))
     write_jsonl(path, iter(data))
@@ -64,8 +68,6 @@ def parquet_schema() -> pa.Schema:
 
 
 def write_parquet_export(selection: Selection, out: Path) -> ExportResult:
-    from livemed.releases.exports import ExportResult
-
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -83,7 +85,6 @@ def write_healthbench_export(selection: Selection, out: Path) -> ExportResult:
     text may not be exported cannot be a HealthBench example and is left out (counted)."""
     from livemed.answer.ask import conversation
     from livemed.interop.healthbench import to_healthbench
-    from livemed.releases.exports import ExportResult
 
     path = out / HEALTHBENCH_JSONL
     carried, hashes = [], {}
