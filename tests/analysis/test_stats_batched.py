@@ -143,8 +143,8 @@ def test_summarize_gives_the_leaderboards_interval(values: list[float], conventi
 def test_intervals_and_the_sign_flip_test_need_no_scipy() -> None:
     code = (
         "import sys\n"
-        "from livemed.analysis import stats\n"
-        "from livemed.grading import score\n"
+        "from livemed.common import stats\n"
+        "from livemed.score import formula as score\n"
         "stats.bootstrap_mean([0.1, 0.5, 0.9], resamples=50)\n"
         "stats.bootstrap_paired_diff([0.1, 0.5, 0.9], [0.2, 0.2, 0.4], resamples=50)\n"
         "stats.bootstrap_diff([0.1, 0.5, 0.9], [0.2, 0.4], resamples=50)\n"
