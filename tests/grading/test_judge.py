@@ -78,7 +78,7 @@ async def test_unparsable_and_ambiguous_verdicts_become_grade_failures() -> None
         assert isinstance(failure, GradeFailure)
         assert failure.reason == "unparsable"
         assert failure.id == f"grade:{t.answer.id}:{failure.criterion_id}:fake/judge"
-    assert second.raw == '{"criteria_met": "maybe"}'  # type: ignore[union-attr]
+    assert second.raw == '{"criteria_met": "maybe"}'
 
 
 async def test_a_verdict_without_its_explanation_is_no_verdict() -> None:

@@ -172,7 +172,7 @@ def test_json_objects_keeps_what_pythons_json_read(tmp_path: Path) -> None:
     path.write_text('{"big": 18446744073709551616, "f": 1.5}\n{"x": NaN}\n{"ok": [1, "é"]}\n')
     out = list(json_objects(path))
     assert out[0] == (1, {"big": 18446744073709551616, "f": 1.5})
-    assert isinstance(out[0][1]["big"], int)  # type: ignore[index]
+    assert isinstance(out[0][1]["big"], int)
     assert out[1][0] == 2
     assert out[1][1]["x"] != out[1][1]["x"]  # type: ignore[index]  # NaN, as before
     assert out[2] == (3, {"ok": [1, "é"]})

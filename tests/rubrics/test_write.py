@@ -136,7 +136,7 @@ async def test_an_unusable_step_is_a_rejection() -> None:
 async def test_rule_writer_baseline() -> None:
     writer = get_model("offline/rules")
     assert isinstance(writer, RuleWriter)
-    (rubric,) = await write_rubric(make_case(), writer)  # type: ignore[arg-type]
+    (rubric,) = await write_rubric(make_case(), writer)
     assert isinstance(rubric, Rubric)
     texts = {c.text: c for c in rubric.criteria}
     avoid = texts["Advises avoiding ibuprofen and other NSAIDs because of their kidney disease."]
