@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))
 
 from benchmarks import kqa_labels  # noqa: E402
+
 from livemed.errors import InputFileError  # noqa: E402
 from livemed.grade import lexical  # noqa: E402
 from livemed.interop.labels import LabelItem, read_labels  # noqa: E402

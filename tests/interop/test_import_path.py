@@ -240,7 +240,7 @@ def test_workers_by_default_only_for_a_large_file(tmp_path: Path) -> None:
     large = tmp_path / "large.jsonl"
     large.write_bytes(small.read_bytes() * (chunks.PARALLEL_FROM_BYTES // small.stat().st_size + 1))
     assert chunks.default_workers(small) == 0
-    cores = len(chunks.os.sched_getaffinity(0))
+    cores = len(chunks.os.sched_getaffinity(0))  # type: ignore[attr-defined]
     assert chunks.default_workers(large) == min(cores, chunks.MAX_WORKERS)
     assert chunks.default_workers(tmp_path / "missing.jsonl") == 0
 

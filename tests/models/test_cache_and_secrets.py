@@ -62,7 +62,11 @@ async def test_every_setting_and_the_sample_index_are_in_the_key(
 
 
 async def test_cache_off_and_read_only(
-    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+    make_engine: MakeEngine,
+    server: FakeOpenAIServer,
+    api_key: str,
+    sqlite_store: Store,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     off, model = make_engine(store=sqlite_store, cache="off")
     await off.generate(model, HELLO)
@@ -140,7 +144,11 @@ def test_a_buffer_nobody_flushed_is_written_at_exit(tmp_path: Path) -> None:
 
 
 async def test_the_key_never_leaves_for_the_store_cache_logs_or_messages(
-    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    make_engine: MakeEngine,
+    server: FakeOpenAIServer,
+    api_key: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = Store(tmp_path / "secret-check.db")
     engine, model = make_engine(store=store, max_retries=1)
@@ -347,7 +355,11 @@ NOT_SECRET_TEXT = "There is none of the red flags; see sign 1 (e.g. EMPTY bed, s
 
 @pytest.mark.parametrize("key", ["none", "se", "1", "e", "EMPTY", "sk-no-key-required", "ollama"])
 async def test_a_reply_is_stored_as_it_came_whatever_the_key(
-    key: str, make_engine: MakeEngine, server: FakeOpenAIServer, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+    key: str,
+    make_engine: MakeEngine,
+    server: FakeOpenAIServer,
+    sqlite_store: Store,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from livemed.models.engine import cache_key
 

@@ -16,7 +16,9 @@ from livemed.models.limits import backoff_delay
 from livemed.records import Record, Rejection
 from livemed.store import Store
 
-ASK: list[Message] = [{"role": "user", "content": "x" * 400}]  # about 104 prompt tokens by the engine's estimate
+ASK: list[Message] = [
+    {"role": "user", "content": "x" * 400}
+]  # about 104 prompt tokens by the engine's estimate
 
 
 def priced(model_id: str, **settings: object) -> Config:

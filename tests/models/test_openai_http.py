@@ -60,7 +60,9 @@ async def test_a_request_body_with_any_text_arrives_as_the_same_json_value(
     """The body is sent as compact UTF-8 JSON (orjson): the server reads the very messages and schema."""
     engine, model = make_engine()
     server.script(Behavior(text="ok"))
-    messages: list[Message] = [{"role": "user", "content": 'Fièvre — 発熱 "quoted" \\ back\nslash \u2028 end'}]
+    messages: list[Message] = [
+        {"role": "user", "content": 'Fièvre — 発熱 "quoted" \\ back\nslash \u2028 end'}
+    ]
     schema = {"type": "object", "properties": {"é": {"type": "boolean"}}, "required": ["é"]}
     await engine.generate(model, messages, Settings(temperature=0.0, json_schema=schema))
     body = server.chat_requests[0].body
@@ -112,7 +114,9 @@ async def test_json_schema_response_format_sent_when_supported(
     assert sent["json_schema"]["schema"] == schema["schema"]
 
 
-async def test_json_schema_can_be_switched_off(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_json_schema_can_be_switched_off(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine(json_schema=False)
     assert not model.supports_json_schema
     await engine.generate(model, HELLO, Settings(json_schema={"name": "X", "schema": {"type": "object"}}))
@@ -171,7 +175,9 @@ def test_parse_retry_after() -> None:
     assert 25 < seconds <= 30
 
 
-async def test_429_retry_after_is_honoured(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_429_retry_after_is_honoured(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine()
     server.script(Behavior(status=429, retry_after=0.4), Behavior(text="after the wait"))
     started = time.monotonic()
@@ -185,7 +191,9 @@ async def test_429_retry_after_is_honoured(make_engine: MakeEngine, server: Fake
     assert (usage.calls, usage.retries, usage.failures) == (2, 1, 0)
 
 
-async def test_retry_after_ms_is_honoured(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_retry_after_ms_is_honoured(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine()
     server.script(Behavior(status=429, retry_after_ms=300), Behavior(text="ok"))
     out = await engine.generate(model, HELLO)
@@ -241,7 +249,10 @@ async def test_model_wide_errors_stop_later_calls_but_400_does_not(
 
 
 async def test_missing_key_names_the_variable_and_sends_nothing(
-    make_engine: MakeEngine, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    make_engine: MakeEngine,
+    server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     engine, model = make_engine()
@@ -260,7 +271,9 @@ async def test_missing_key_names_the_variable_and_sends_nothing(
     assert caplog.records == []  # the command's failure line says it, once
 
 
-async def test_hang_times_out_and_is_retried(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_hang_times_out_and_is_retried(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine(timeout_s=0.3, max_retries=1)
     server.default = Behavior(hang=True)
     started = time.monotonic()
@@ -273,7 +286,9 @@ async def test_hang_times_out_and_is_retried(make_engine: MakeEngine, server: Fa
     assert 0.6 <= elapsed < 6.0  # two timed-out attempts, not a hang
 
 
-async def test_malformed_body_is_retried(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_malformed_body_is_retried(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine()
     server.script(Behavior(malformed=True), Behavior(text="whole"))
     out = await engine.generate(model, HELLO)
@@ -389,7 +404,9 @@ async def test_an_endpoint_that_refuses_the_schema_format_gets_instructed_json(
     assert engine.schema_refused == {model.id}
 
 
-async def test_any_other_400_is_a_plain_failure(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_any_other_400_is_a_plain_failure(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     from pydantic import BaseModel
 
     from livemed.models import LLM

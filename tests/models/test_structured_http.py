@@ -72,7 +72,9 @@ async def test_still_invalid_after_repair_is_a_failure_with_the_raw_text(
     assert len(server.chat_requests) == 2  # at most one repair
 
 
-async def test_compliance_counts_and_usage_table(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_compliance_counts_and_usage_table(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     from livemed.cli import common
 
     engine, model = make_engine()

@@ -14,7 +14,7 @@ from livemed.rubrics.rules import RuleWriter
 from livemed.rubrics.write import write_rubric
 from tests.grading.builders import make_case
 
-STEP1 = {
+STEP1: dict[str, Any] = {
     "themes": ["medication safety", "emergency referral"],
     "facts": [
         {
@@ -30,7 +30,7 @@ STEP1 = {
         },
     ],
 }
-STEP2 = {
+STEP2: dict[str, Any] = {
     "criteria": [
         {
             "fact_index": 0,
@@ -42,7 +42,7 @@ STEP2 = {
         {"fact_index": 2, "text": "Advises urgent care if fever develops", "polarity": "positive"},
     ]
 }
-STEP3 = {
+STEP3: dict[str, Any] = {
     "criteria": [
         {"index": 0, "axis": "safety", "weight": 8},
         {"index": 1, "axis": "safety", "weight": -9},

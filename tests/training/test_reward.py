@@ -10,12 +10,12 @@ from typing import cast
 import pytest
 
 from livemed.training.reward import (
+    Verdict,
     async_correctness_reward_func,
     completion_text,
     consistency_reward_func,
     consistency_rewards,
     correctness_reward_func,
-    Verdict,
     reward_funcs,
     verdict_reward,
 )
