@@ -104,7 +104,7 @@ def _grade_everything(store: Store) -> None:
     asyncio.run(grade_all(store, plan.targets, JUDGE, done=plan.done))
 
 
-def _changes(store: Store) -> Iterator[tuple[str, Callable[[], None]]]:
+def _changes(store: Store) -> Iterator[tuple[str, Callable[[], object]]]:
     """Store states, one after another, each planned by both paths."""
     answers = list(store.iter(Answer))
     first = answers[0]
