@@ -31,9 +31,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO))
 
-import kqa_labels  # noqa: E402
+from benchmarks import kqa_labels  # noqa: E402
+
 from livemed.errors import InputFileError  # noqa: E402
 from livemed.grade import lexical  # noqa: E402
 from livemed.interop.labels import LabelItem, read_labels  # noqa: E402

@@ -66,7 +66,7 @@ def _store(tmp_path: Path) -> Store:
         if isinstance(s, Score)
     ]
     # a second sample of one model on some cases: rows average over samples
-    second = []
+    second: list[Answer | Score] = []
     for r in records:
         if isinstance(r, Answer) and r.model == "fake/weak" and r.case_id.endswith("3"):
             twin = r.model_copy(update={"sample": 1, "text": r.text + " and rest"})

@@ -74,9 +74,9 @@ def test_a_drop_that_controls_do_not_show_is_a_contamination_signal() -> None:
     assert bad.p_mannwhitney < 0.001
     assert bad.q_value is not None
     assert bad.q_value < 0.05
-    assert bad.pre_minus_post == pytest.approx(bad.mean_pre - bad.mean_post)  # type: ignore[operator]
-    assert bad.full_minus_post == pytest.approx(bad.mean_full - bad.mean_post)  # type: ignore[operator]
-    assert bad.full_minus_post == pytest.approx(100 / 160 * bad.pre_minus_post)  # type: ignore[operator]
+    assert bad.pre_minus_post == pytest.approx(bad.mean_pre - bad.mean_post)
+    assert bad.full_minus_post == pytest.approx(bad.mean_full - bad.mean_post)
+    assert bad.full_minus_post == pytest.approx(100 / 160 * bad.pre_minus_post)
     assert bad.cliffs_delta is not None
     assert bad.cliffs_delta > 0.8
     assert bad.adjusted is not None

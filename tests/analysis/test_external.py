@@ -10,8 +10,10 @@ import csv
 import json
 import re
 import textwrap
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -304,7 +306,7 @@ def test_api_with_an_evaluation_function_in_the_methods_shape() -> None:
     ]
     calls: list[str] = []
 
-    def evaluate(item: dict[str, object]) -> float:
+    def evaluate(item: Mapping[str, object]) -> float:
         calls.append(str(item["question"]))
         return 1.0 if str(item["publish_date"]) <= "2024-03-31" else 0.0
 
@@ -322,7 +324,7 @@ def test_api_scores_by_item_id_with_samples_and_models_without_cutoff() -> None:
         {"id": x, "publish_date": d}
         for x, d in [("a", "2024-01-01"), ("b", "2024-02-01"), ("c", "2024-05-01"), ("d", "2024-06-01")]
     ]
-    scores = {"m": {"a": [1, 0], "b": 1, "c": 0, "d": 0}, "unknown": [1, 1, 1, 1]}
+    scores: dict[str, Any] = {"m": {"a": [1, 0], "b": 1, "c": 0, "d": 0}, "unknown": [1, 1, 1, 1]}
     result = contamination_check(items, CUTOFF, scores=scores, settings=SMALL)
     rows = {r.model: r for r in result.rows}
     assert rows["m"].mean_pre == pytest.approx(0.75)
@@ -333,7 +335,7 @@ def test_api_bad_dates_raise_or_are_left_out_with_a_warning() -> None:
     items = [{"id": "a", "publish_date": "2024-01-01"}, {"id": "b", "publish_date": "soon"}, {"id": "c"}]
     calls: list[object] = []
 
-    def evaluate(item: dict[str, object]) -> float:
+    def evaluate(item: Mapping[str, object]) -> float:
         calls.append(item["id"])
         return 1.0
 

@@ -27,7 +27,7 @@ def hb(model: str, case: str, value: float, **kw: object) -> Score:
     return Score(
         answer_id=f"answer:{case}:{model}:0", case_id=case, model=model, judge="j", convention="healthbench",
         score=value, coverage=max(value, 0.0), harm=0.0, published=MARCH, **kw,
-    )  # type: ignore[arg-type]  # fmt: skip
+    )  # fmt: skip
 
 
 TWO = [

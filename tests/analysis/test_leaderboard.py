@@ -19,7 +19,7 @@ def score(model: str, case: str, value: float, sample: int = 0, **kw: object) ->
         coverage=kw.pop("coverage", 0.5),
         harm=kw.pop("harm", 0.0),
         **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_samples_are_averaged_per_case_before_the_mean() -> None:

@@ -21,7 +21,7 @@ def test_proportion_is_wilsons_interval(k: int, n: int) -> None:
     got = proportion(k, n)
     low, high = _wilson(k, n)
     assert got.value == k / n
-    assert (got.low, got.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+    assert (got.low, got.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))  # type: ignore[comparison-overlap]
     assert got.small is (n < MIN_N)
 
 

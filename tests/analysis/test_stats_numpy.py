@@ -103,7 +103,7 @@ def test_degenerate_inputs_as_before() -> None:
         assert _same(stats._excess_kurtosis(x), kurt)
     assert stats._excess_kurtosis([0.0, 1.0]) == -2.0
     # Spearman: fewer than three pairs, a constant side, unequal lengths or a nan → (nan, nan)
-    for x, y in (([1, 2], [1, 2]), ([1, 2, 3], [5, 5, 5]), ([1, 2, 3], [1, 2]), ([1, nan, 3], [1, 2, 3])):
+    for x, y in (([1, 2], [1, 2]), ([1, 2, 3], [5, 5, 5]), ([1, 2, 3], [1, 2]), ([1, nan, 3], [1, 2, 3])):  # type: ignore[assignment]
         assert all(math.isnan(v) for v in stats.spearman(x, y))
     assert all(math.isnan(v) for v in _scipy_spearman(np.array([1, nan, 3]), np.array([1, 2, 3])))
     # the bimodality coefficient: fewer than four values, constant, or a nan → nan

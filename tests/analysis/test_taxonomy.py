@@ -30,7 +30,7 @@ def crit(axis: str, weight: int, text: str = "criterion") -> Criterion:
         polarity="positive" if weight > 0 else "negative",
         axis=axis,
         weight=weight,
-    )  # type: ignore[arg-type]
+    )
 
 
 def res(axis: str, weight: int, met: bool | None, text: str = "criterion") -> CriterionResult:
@@ -150,7 +150,7 @@ def test_distribution_shares_and_knowledge_vs_reasoning() -> None:
     def label(answer: str, category: str, classifier: str = "openai/x") -> ErrorLabel:
         return ErrorLabel(
             answer_id=answer, case_id="c", model="m/a", classifier=classifier, category=category
-        )  # type: ignore[arg-type]
+        )
 
     labels = [label("a1", "CNIF"), label("a2", "CNIF"), label("a3", "MHME"), label("a4", "KGOC"),
               label("a1", "GOPR", "offline/heuristic")]  # fmt: skip
@@ -250,7 +250,7 @@ def test_no_clinical_error_is_reported_apart_from_the_root_causes() -> None:
     def label(answer: str, category: str) -> ErrorLabel:
         return ErrorLabel(
             answer_id=answer, case_id="c", model="m/a", classifier="openai/x", category=category
-        )  # type: ignore[arg-type]
+        )
 
     (row,) = distribution([label("a1", "KGOC"), label("a2", "NCE"), label("a3", "NCE"), label("a4", "CNIF")])
     assert (row.n, row.no_clinical_error) == (2, 2)

@@ -131,7 +131,7 @@ def test_batched_searches_run_with_the_collector_out_of_the_way() -> None:
         seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
         return real(words)
 
-    retriever._bm25.get_scores = watched  # type: ignore[method-assign]
+    retriever._bm25.get_scores = watched
     before = gc.get_threshold()
     refs = retriever.search_many(["fever cough"], k=2)
     assert [len(found) for found in refs] == [2]

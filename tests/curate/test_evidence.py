@@ -76,7 +76,7 @@ async def test_medquad_loads_and_retrieves(shared_data: Path, tmp_path: Path) ->
 
 
 async def test_europepmc_over_http(tmp_path: Path) -> None:
-    results = [
+    results: list[dict[str, Any]] = [
         {
             "id": "123",
             "source": "MED",

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from livemed.curate import rules
-from livemed.curate.baseline import diagnostic_query
+from livemed.curate.sections import diagnostic_query
 from livemed.demo import load_demo_docs
 from livemed.domains import medical
 

@@ -114,9 +114,9 @@ async def test_a_medical_axis_is_not_a_legal_one() -> None:
         legal_case(), LLM(Engine(), scripted([], step3), stage="rubrics"), load_pack("legal")
     )
     assert rejection.kind == "rejection"
-    assert rejection.reason == "bad_axis"  # the repair reply was no use, so the draft is refused
+    assert rejection.reason == "bad_axis"  # type: ignore[attr-defined]  # the repair reply was no use, so the draft is refused
     assert "axis 'safety' (axes: accuracy, completeness, communication, jurisdiction_awareness, harm)" in (
-        rejection.detail or ""
+        rejection.detail or ""  # type: ignore[attr-defined]
     )
 
 

@@ -216,7 +216,12 @@ def test_every_shipped_pack_has_every_prompt_the_stages_render() -> None:
     from livemed.grade.grader import PROMPTS as GRADER
     from livemed.rubrics.prompts import PROMPTS as WRITER
 
-    curation = ("screener", "screener_kind_thread", "screener_kind_report", "validator_query")
+    curation: tuple[str, ...] = (
+        "screener",
+        "screener_kind_thread",
+        "screener_kind_report",
+        "validator_query",
+    )
     curation += ("validator_align", "controller_audit")
     for name in bundled():
         pack = load_pack(name)

@@ -232,7 +232,7 @@ class FakeOpenAIServer:
         await site.start()
         server = site._server
         assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
 
     async def stop_async(self) -> None:
         if self._stopping is not None:

@@ -112,7 +112,7 @@ def test_into_a_folder_with_files_the_last_file_goes_last(tmp_path: Path, monkey
         moves.append(Path(dst).name)
         real_replace(src, dst)
 
-    monkeypatch.setattr(atomic.os, "replace", replace)
+    monkeypatch.setattr(atomic.os, "replace", replace)  # type: ignore[attr-defined]
     with staged_folder(out, last="manifest.json") as work:
         for name in ("manifest.json", "b.jsonl", "a.jsonl"):
             (work / name).write_text(f"new {name}\n")

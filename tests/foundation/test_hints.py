@@ -155,7 +155,7 @@ def _not_printed(node: ast.AST) -> list[ast.AST]:
 
 def _render(node: ast.JoinedStr) -> str:
     return "".join(
-        v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
+        v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined, misc]
         for v in node.values
     )
 
@@ -241,7 +241,7 @@ def _resolve(argv: list[str]) -> tuple[Any, Any, list[str]]:
     rest = list(argv)
     while _is_group(command) and rest and not rest[0].startswith("-"):
         name = rest.pop(0)
-        sub = command.get_command(ctx, name)
+        sub = command.get_command(ctx, name)  # type: ignore[attr-defined]
         assert sub is not None, f"livemed has no command {name!r} ({' '.join(argv)})"
         command, ctx = sub, sub.context_class(sub, parent=ctx, info_name=name)
     return ctx, command, rest
@@ -282,4 +282,4 @@ def test_every_extra_a_missing_dependency_names_is_in_pyproject() -> None:
         and isinstance(node.args[1], ast.Constant)
     }
     assert named >= {"postgres", "train", "ray", "dense"}
-    assert sorted(named - set(extras["optional-dependencies"])) == []
+    assert sorted(named - set(extras["optional-dependencies"])) == []  # type: ignore[type-var]

@@ -90,7 +90,11 @@ def test_dead_runs_are_marked_interrupted_and_keep_their_usage(any_store: Store)
     killed = Run(run_id="killed", command="answer", pid=dead_pid(), host=leases.this_host(), heartbeat_at=now)
     killed.usage = usage
     alive = Run(
-        run_id="alive", command="grade", pid=leases.os.getpid(), host=leases.this_host(), heartbeat_at=now
+        run_id="alive",
+        command="grade",
+        pid=leases.os.getpid(),  # type: ignore[attr-defined]
+        host=leases.this_host(),
+        heartbeat_at=now,
     )
     elsewhere = Run(run_id="far", command="grade", pid=1, host="another-host", heartbeat_at=now)
     ancient = Run(run_id="old", command="grade", started_at=now - timedelta(days=2))  # from an older livemed

@@ -19,6 +19,6 @@ def test_numbers_are_values_in_one_spelling() -> None:
 
 
 def test_the_grounding_and_the_decisive_values_share_the_table() -> None:
-    assert decisive.WORD_NUMBERS is numbers.WORD_NUMBERS
-    assert grounding.numbers is numbers.numbers
+    assert decisive.WORD_NUMBERS is numbers.WORD_NUMBERS  # type: ignore[attr-defined]
+    assert grounding.numbers is numbers.numbers  # type: ignore[attr-defined]
     assert decisive.value_key("six months") == "6 month"

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeGuard
 
 import pytest
 
@@ -226,7 +227,7 @@ BUILDERS: dict[str, Callable[[str], list[Message]]] = {
     "judges.templates.pairwise_messages": lambda t: pairwise_messages(_pair(t), "swapped"),
     "judges.templates.pointwise_messages": lambda t: pointwise_messages(_pair(t), _pair(t).rejected),
 }
-USER_TEMPLATE = (
+USER_TEMPLATE: str = (
     "My own grader.\n{conversation}\n\n{response}\n\nPoints: {points}\n{criterion}\n"
     + DATA_RULES
     + '\nReply {"explanation": "...", "criteria_met": true}'
@@ -276,7 +277,7 @@ def test_outside_text_never_adds_or_moves_a_delimiter(name: str) -> None:
     assert any("fine." in b.text for p in attacked for b in parse_blocks(p))
 
 
-def _builder_like(node: ast.AST) -> bool:
+def _builder_like(node: ast.AST) -> TypeGuard[ast.FunctionDef | ast.AsyncFunctionDef]:
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
     returns = ast.unparse(node.returns) if node.returns else ""
@@ -286,7 +287,7 @@ def _builder_like(node: ast.AST) -> bool:
 
 def test_every_prompt_builder_is_covered() -> None:
     root = Path(livemed.__file__).parent
-    found = set()
+    found: set[str] = set()
     for path in root.rglob("*.py"):
         module = ".".join(path.relative_to(root).with_suffix("").parts)
         tree = ast.parse(path.read_text(encoding="utf-8"))

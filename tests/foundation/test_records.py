@@ -54,7 +54,7 @@ def test_naive_publication_date_is_refused_naming_the_field() -> None:
 )
 def test_criterion_weight_must_match_polarity_and_range(weight: int, polarity: str, message: str) -> None:
     with pytest.raises(ValidationError) as info:
-        Criterion(text="x", polarity=polarity, axis="safety", weight=weight)  # type: ignore[arg-type]
+        Criterion(text="x", polarity=polarity, axis="safety", weight=weight)
     assert message in str(info.value)
     assert "weight" in str(info.value) or str(weight) in str(info.value)
 
@@ -112,9 +112,9 @@ def test_scores_under_every_failure_policy_are_kept_side_by_side(sqlite_store) -
         "coverage": 1.0,
         "harm": 0.0,
     }
-    default = Score(**common, score=0.5)  # type: ignore[arg-type]
-    excluded = Score(**common, score=0.8, failure_policy="exclude")  # type: ignore[arg-type]
-    counted = Score(**common, score=0.6, failure_policy="not-met")  # type: ignore[arg-type]
+    default = Score(**common, score=0.5)
+    excluded = Score(**common, score=0.8, failure_policy="exclude")
+    counted = Score(**common, score=0.6, failure_policy="not-met")
     assert default.id == "score:answer:a:j:livemed"  # the default (strict) keeps the id stores hold
     assert counted.id == "score:answer:a:j:livemed:not-met"
     sqlite_store.put([default, excluded, counted])

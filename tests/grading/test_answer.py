@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
 
@@ -218,10 +220,10 @@ def test_retrieval_answers_prefetched_in_one_batch_equal_those_searched_one_by_o
         make_case("demo:1", query="Why is my big toe swollen and painful, is it gout?"),
         make_case("demo:2", query="My migraine gets better in a dark room, why?"),
     ]
-    one_by_one = get_model("offline/retrieval", corpus=corpus, k=2)
-    batched = get_model("offline/retrieval", corpus=corpus, k=2)
+    one_by_one = cast(RetrievalAnswerer, get_model("offline/retrieval", corpus=corpus, k=2))
+    batched: Any = get_model("offline/retrieval", corpus=corpus, k=2)  # its retriever is patched
     searched: list[list[str]] = []
-    hits = batched.retriever.hits
+    hits: Callable[..., list[list[tuple[int, float]]]] = batched.retriever.hits
 
     def counted(queries: list[str], *, k: int = 3) -> list[list[tuple[int, float]]]:
         searched.append(queries)

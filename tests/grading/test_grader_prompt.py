@@ -110,7 +110,7 @@ async def test_a_grader_template_changes_the_bytes_sent(
     assert first.startswith("HB-STYLE GRADER\nuser: ")
     assert "\n\nassistant: Take naproxen twice a day.\n\nITEM [6] Advises colchicine" in first
     assert "How to judge" not in first
-    assert "How to judge" in own[0]["messages"][0]["content"]
+    assert "How to judge" in own[0]["messages"][0]["content"]  # type: ignore[index]
     hashed = parse_template(template).hash
     assert {g.judge for g in grades} == {f"{MODEL}@tpl-{hashed}"}  # other grades than the default's
     assert len(own_grades) == 3

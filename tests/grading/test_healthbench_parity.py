@@ -100,10 +100,11 @@ SET: list[tuple[dict[str, Any], list[bool]]] = [
 
 
 def calculate_score(items: list[dict[str, Any]], met: list[bool]) -> float | None:
-    possible = sum(i["points"] for i in items if i["points"] > 0)
+    possible: float = sum(i["points"] for i in items if i["points"] > 0)
     if possible == 0:
         return None
-    return sum(i["points"] for i, m in zip(items, met, strict=True) if m) / possible
+    earned: float = sum(i["points"] for i, m in zip(items, met, strict=True) if m)
+    return earned / possible
 
 
 def reference_metrics(data: dict[str, Any], met: list[bool]) -> dict[str, float]:
@@ -153,7 +154,7 @@ def test_the_reference_reads_the_set_as_simple_evals_would() -> None:
     assert ref["axis:accuracy"][1] == 2  # p1 and p4 only: p2's and p3's untagged items are in no tag
     assert "level:zero_only" not in ref
     assert "axis:safety" not in ref  # negative points only
-    assert ref["cluster:cough_causes"] == (
+    assert ref["cluster:cough_causes"] == (  # type: ignore[comparison-overlap]
         pytest.approx(2 / 7),
         1,
     )  # the rubric tag wins over the example tag
@@ -275,7 +276,7 @@ def _reference_of(store: Path, examples: list[dict[str, Any]], key: str) -> dict
 def _assert_same(ours: dict[str, tuple[float, int]], ref: dict[str, tuple[float, int]]) -> None:
     assert ours.keys() == ref.keys()
     for name, (value, n) in ref.items():
-        assert ours[name] == (pytest.approx(value), n), name
+        assert ours[name] == (pytest.approx(value), n), name  # type: ignore[comparison-overlap]
 
 
 def test_real_kqa_rubrics_exported_and_stripped_of_tags_score_as_simple_evals(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from livemed.cli import app
 from livemed.errors import ConfigError
 from livemed.grade.template import HEALTHBENCH_SYSTEM, healthbench_reply
-from livemed.models.fake import FakeModel
+from livemed.models.fake import FakeModel, Reply
 from livemed.records import Grade, GradeFailure, Run, ValidityCard
 from livemed.store import Store
 from tests.fakes.healthbench_grader import ASKED_TWICE, EXAMPLES, GRADER, RECORDED, responder
@@ -212,7 +213,7 @@ def healthbench_provider(model_id: str) -> FakeModel:
     others = scripted_provider(model_id).function
     assert others is not None
 
-    def reply(messages: list[Any], settings: Any) -> str | BaseException:
+    def reply(messages: list[Any], settings: Any) -> Reply | Awaitable[Reply]:
         if "# Rubric item" not in messages[-1]["content"]:
             return others(messages, settings)
         assert messages[0] == {"role": "system", "content": HEALTHBENCH_SYSTEM}

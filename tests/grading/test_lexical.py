@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from benchmarks import kqa_labels
@@ -82,7 +83,7 @@ def test_negation_and_alteration_rules() -> None:
     assert kqa_labels.alter("Rest", "Rest.", rng) is None
 
 
-KQA_ROWS = [
+KQA_ROWS: list[dict[str, Any]] = [
     {
         "Question": f"question {n}?",
         "Free_form_answer": f"Drug{n} treats illness{n}. It is safe. Take 2 ibuprofen tablets for pain{n}.",

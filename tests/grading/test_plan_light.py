@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from livemed.answer import stage as runs
 from livemed.answer.ask import answer_id, answer_model
 from livemed.answer.baselines import ReferenceAnswerer
 from livemed.answer.stage import answer_all, stored_answers
-from livemed.answer import stage as runs
 from livemed.grade.grader import criterion_id, grade_id
 from livemed.grade.lexical import LexicalGrader
 from livemed.grade.stage import grade_all, plan_stream, plan_targets
@@ -104,7 +104,7 @@ def _grade_everything(store: Store) -> None:
     asyncio.run(grade_all(store, plan.targets, JUDGE, done=plan.done))
 
 
-def _changes(store: Store) -> Iterator[tuple[str, Callable[[], None]]]:
+def _changes(store: Store) -> Iterator[tuple[str, Callable[[], object]]]:
     """Store states, one after another, each planned by both paths."""
     answers = list(store.iter(Answer))
     first = answers[0]

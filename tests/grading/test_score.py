@@ -114,6 +114,8 @@ def test_summaries_count_excluded_cases_and_bootstrap_is_seeded() -> None:
     assert first.n == 4
     assert first.mean == pytest.approx(0.5)
     assert first.excluded == {S.ZERO_POSITIVE: 1}
+    assert first.ci_low is not None
+    assert first.ci_high is not None
     assert first.ci_low < first.mean < first.ci_high
     assert first.ci_low >= 0.2
     assert first.ci_high <= 0.9

@@ -154,7 +154,7 @@ def test_index_groups_give_the_item_functions_scores(
 def test_a_missing_verdict_leaves_the_answer_unscored() -> None:
     rubric = _native(random.Random(1), 3)
     prepared = scoring._Prepared.of(rubric)
-    verdicts = {c.id: True for c in rubric.criteria[:2]}
+    verdicts: dict[str, bool | None] = {c.id: True for c in rubric.criteria[:2]}
     assert prepared.verdicts(verdicts) is None
     assert prepared.items(verdicts) is None
 

@@ -45,10 +45,10 @@ def test_simulations_are_labelled_in_their_answers_provenance() -> None:
     assert isinstance(control, DriftControlAnswerer)
     for answerer in (memorised, control):
         [answer] = asyncio.run(answer_case(case, answerer, settings=Settings()))  # type: ignore[arg-type]
-        assert answer.provenance.settings["baseline"] is True  # type: ignore[union-attr]
-        assert answer.provenance.settings["simulation"] is True  # type: ignore[union-attr]
+        assert answer.provenance.settings["baseline"] is True
+        assert answer.provenance.settings["simulation"] is True
     [plain] = asyncio.run(answer_case(case, get_model("offline/reference"), settings=Settings()))  # type: ignore[arg-type]
-    assert "simulation" not in plain.provenance.settings  # type: ignore[union-attr]
+    assert "simulation" not in plain.provenance.settings
 
 
 def test_a_simulation_source_marks_the_contamination_row() -> None:

@@ -172,8 +172,8 @@ def test_json_objects_keeps_what_pythons_json_read(tmp_path: Path) -> None:
     path.write_text('{"big": 18446744073709551616, "f": 1.5}\n{"x": NaN}\n{"ok": [1, "é"]}\n')
     out = list(json_objects(path))
     assert out[0] == (1, {"big": 18446744073709551616, "f": 1.5})
-    assert isinstance(out[0][1]["big"], int)  # type: ignore[index]
-    assert out[1][0] == 2
+    assert isinstance(out[0][1]["big"], int)
+    assert out[1][0] == 2  # type: ignore[index]
     assert out[1][1]["x"] != out[1][1]["x"]  # type: ignore[index]  # NaN, as before
     assert out[2] == (3, {"ok": [1, "é"]})
 
@@ -229,8 +229,10 @@ def test_chunks_come_back_in_file_order_from_workers(tmp_path: Path) -> None:
     assert [p.case_id for p in there] == [p.case_id for p in here]
     assert len(here) == 1700
     assert all(isinstance(p, Prepared) for p in here)
-    assert [CREATED.sub("", r.payload) for p in there for r in p.rows] == [
-        CREATED.sub("", r.payload) for p in here for r in p.rows
+    assert [CREATED.sub("", r.payload) for p in there for r in p.rows] == [  # type: ignore[union-attr]
+        CREATED.sub("", r.payload)
+        for p in here
+        for r in p.rows  # type: ignore[union-attr]
     ]
     assert sum(1 for _ in read_lines(path, None)) == 1700
 
@@ -240,7 +242,7 @@ def test_workers_by_default_only_for_a_large_file(tmp_path: Path) -> None:
     large = tmp_path / "large.jsonl"
     large.write_bytes(small.read_bytes() * (chunks.PARALLEL_FROM_BYTES // small.stat().st_size + 1))
     assert chunks.default_workers(small) == 0
-    cores = len(chunks.os.sched_getaffinity(0))
+    cores = len(chunks.os.sched_getaffinity(0))  # type: ignore[attr-defined]
     assert chunks.default_workers(large) == min(cores, chunks.MAX_WORKERS)
     assert chunks.default_workers(tmp_path / "missing.jsonl") == 0
 

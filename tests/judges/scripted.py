@@ -80,13 +80,13 @@ def verdicts(
                         pair_id=pair.pair_id,
                         dataset=pair.dataset,
                         family="decomposable" if pair.dataset in ("pico", "medcalc") else "atomic",
-                        tertile=pair.tertile,  # type: ignore[arg-type]
+                        tertile=pair.tertile,
                         judge=judge,
-                        mode=mode,  # type: ignore[arg-type]
-                        order=order,  # type: ignore[arg-type]
+                        mode=mode,
+                        order=order,
                         sample=sample,
-                        gold=gold,  # type: ignore[arg-type]
-                        verdict=choose(rng, order, gold),  # type: ignore[arg-type]
+                        gold=gold,
+                        verdict=choose(rng, order, gold),
                     )
                 )
     return out

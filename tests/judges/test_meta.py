@@ -24,10 +24,10 @@ def v(
         family=family,
         tertile=tertile,
         judge="fake/j",
-        order=order,  # type: ignore[arg-type]
+        order=order,
         sample=sample,
         gold=gold,
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
     )
 
 
@@ -80,7 +80,7 @@ def test_ties_and_all_invalid_games() -> None:
 
 
 def test_always_a_judge_shows_position_bias() -> None:
-    rows = []
+    rows: list[tuple[str, str, str, list[str | None]]] = []
     for n in range(10):
         gold = "A" if n % 2 == 0 else "B"
         other = "B" if gold == "A" else "A"

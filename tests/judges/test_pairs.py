@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from livemed.common.prompts import parse_blocks
@@ -48,7 +49,7 @@ def test_tertiles_by_gap_hard_is_smallest() -> None:
     assert [tertile(g, 4) for g in (1, 2, 3, 4)] == ["hard", "hard", "medium", "easy"]
 
 
-def _sizes(gaps: list[int], bins: dict[int, str]) -> list[int]:
+def _sizes(gaps: list[int], bins: Mapping[int, str]) -> list[int]:
     counts = Counter(bins[g] for g in gaps)
     return [counts[t] for t in TERTILES]
 

@@ -143,8 +143,8 @@ def _stored_pair(fake: FakePair) -> Pair:
     family = "decomposable" if dataset in ("pico", "medcalc") else "atomic"
     good = Candidate(id="gold", text="good", answer="a", metric=1.0)
     bad = Candidate(id="m0", text="bad", answer="b", metric=0.0, rank=1)
-    return Pair(dataset=dataset, family=family, item_id=item_id, question="q", instruction="i", chosen=good,  # type: ignore[arg-type]
-                rejected=bad, gold=fake.gold, rank_gap=1, tertile=fake.tertile, licence="test")  # type: ignore[arg-type]  # fmt: skip
+    return Pair(dataset=dataset, family=family, item_id=item_id, question="q", instruction="i", chosen=good,
+                rejected=bad, gold=fake.gold, rank_gap=1, tertile=fake.tertile, licence="test")  # fmt: skip
 
 
 def test_missing_samples_are_said_on_the_first_line(tmp_path: Path) -> None:

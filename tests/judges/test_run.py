@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from livemed.judges.datasets.items import ChoiceItem, PicoItem
+from livemed.judges.datasets.items import ChoiceItem, Item, PicoItem
 from livemed.judges.meta import evaluate
 from livemed.judges.pairs import build_pairs
 from livemed.judges.run import JudgeRun, clear_retried, judge_pairs
@@ -14,7 +14,7 @@ from livemed.records.judging import JudgeMode
 from livemed.store import Store
 from tests.judges.helpers import oracle
 
-ITEMS = [
+ITEMS: list[Item] = [
     ChoiceItem("medqa", "1", "Which drug?", {"A": "aspirin", "B": "heparin", "C": "warfarin"}, "B"),
     PicoItem(
         item_id="t1",

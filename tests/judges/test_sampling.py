@@ -120,7 +120,7 @@ def test_run_limit_sample_is_fixed_by_its_seed(medcalc_store: Path) -> None:
 @pytest.mark.shared_data
 def test_build_limit_samples_items_across_calculators(tmp_path: Path, shared_data: Path) -> None:
     path = str(shared_data / "medcalc_bench")
-    groups = []
+    groups: list[set[tuple[str, str]]] = []
     for seed in ("0", "0", "1"):
         store = tmp_path / f"s{len(groups)}.db"
         text = run(

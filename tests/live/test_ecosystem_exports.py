@@ -127,7 +127,7 @@ def test_the_inspect_task_runs_with_inspect_eval_against_the_fake_server(
         args += ["--limit", "2", "--log-dir", str(tmp_path / "logs"), "--display", "none"]
         done = subprocess.run(args, cwd=out, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
-        prompts = [r.body["messages"][-1]["content"] for r in server.chat_requests]
+        prompts = [r.body["messages"][-1]["content"] for r in server.chat_requests]  # type: ignore[index]
     assert len(prompts) == 2 + criteria  # one answer per sample, one grader call per criterion
     assert sum("<<<DATA criterion" in p for p in prompts) == criteria  # livemed's own grader prompt
     log = read_eval_log(str(next((tmp_path / "logs").glob("*.eval"))))

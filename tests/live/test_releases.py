@@ -279,7 +279,7 @@ ROWS["inspect"] = "samples.jsonl"
 
 def _edit_first_line(path: Path, edit: Any) -> dict[str, Any]:
     lines = path.read_text(encoding="utf-8").splitlines()
-    first = json.loads(lines[0])
+    first: dict[str, Any] = json.loads(lines[0])
     edit(first)
     path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
     return first

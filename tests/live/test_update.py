@@ -123,7 +123,7 @@ ANSWERED = 10  # replies the server gives before it holds every later request op
 
 
 def request_keys(server: FakeOpenAIServer) -> list[str]:
-    return [json.dumps(r.body["messages"], sort_keys=True) for r in server.chat_requests]
+    return [json.dumps(r.body["messages"], sort_keys=True) for r in server.chat_requests]  # type: ignore[index]
 
 
 def test_kill_9_during_update_then_update_again_equals_an_uninterrupted_update(tmp_path: Path) -> None:

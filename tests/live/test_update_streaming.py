@@ -49,7 +49,7 @@ class HeldAfterFirst:
                 waited += 0.01
             if self.curated_at_first_request is None:
                 self.curated_at_first_request = self.curated
-        outcome = await self.chain(doc)
+        outcome: Case | Rejection = await self.chain(doc)
         self.curated += 1
         return outcome
 

@@ -16,6 +16,8 @@ from tests.fakes.openai_server import FakeOpenAIServer
 
 KEY_ENV = "LIVEMED_TEST_OPENAI_KEY"
 MODEL_ID = "openai/fake-gpt"
+MakeEngine = Callable[..., tuple[Engine, OpenAICompatibleModel]]
+"""The type of the `make_engine` fixture."""
 
 
 @pytest.fixture
@@ -55,7 +57,7 @@ def fast(engine: Engine) -> Engine:
 @pytest.fixture
 async def make_engine(
     server: FakeOpenAIServer,
-) -> AsyncIterator[Callable[..., tuple[Engine, OpenAICompatibleModel]]]:
+) -> AsyncIterator[MakeEngine]:
     """`make_engine(store=None, cache="on", max_cost=None, **model_settings)` -> (engine, model).
 
     Every engine built is closed after the test (cache flushed, HTTP sessions closed).

@@ -6,21 +6,22 @@ import asyncio
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from livemed.models import LLM, CallFailure, Completion, Engine, Settings
+from livemed.models import LLM, CallFailure, Completion, Engine, Message, Settings
 from livemed.models.cache import ResponseCache
 from livemed.models.fake import FakeModel
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
-from tests.models.conftest import KEY_ENV
+from tests.models.conftest import KEY_ENV, MakeEngine
 
-HELLO = [{"role": "user", "content": "Say hello."}]
+HELLO: list[Message] = [{"role": "user", "content": "Say hello."}]
 
 
 async def test_cache_hit_makes_no_http_request(
-    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
 ) -> None:
     engine, model = make_engine(store=sqlite_store)
     server.script(Behavior(text="first answer"))
@@ -45,7 +46,7 @@ async def test_cache_hit_makes_no_http_request(
 
 
 async def test_every_setting_and_the_sample_index_are_in_the_key(
-    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
 ) -> None:
     engine, model = make_engine(store=sqlite_store)
     variants = [
@@ -61,7 +62,11 @@ async def test_every_setting_and_the_sample_index_are_in_the_key(
 
 
 async def test_cache_off_and_read_only(
-    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+    make_engine: MakeEngine,
+    server: FakeOpenAIServer,
+    api_key: str,
+    sqlite_store: Store,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     off, model = make_engine(store=sqlite_store, cache="off")
     await off.generate(model, HELLO)
@@ -139,7 +144,11 @@ def test_a_buffer_nobody_flushed_is_written_at_exit(tmp_path: Path) -> None:
 
 
 async def test_the_key_never_leaves_for_the_store_cache_logs_or_messages(
-    make_engine, server: FakeOpenAIServer, api_key: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    make_engine: MakeEngine,
+    server: FakeOpenAIServer,
+    api_key: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = Store(tmp_path / "secret-check.db")
     engine, model = make_engine(store=store, max_retries=1)
@@ -184,7 +193,7 @@ def assert_not_in_files(folder: Path, secret: str) -> None:
 
 
 async def test_exception_messages_never_hold_the_key(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     from livemed.models import FatalModelError, TransientModelError
 
@@ -205,7 +214,7 @@ async def test_exception_messages_never_hold_the_key(
 
 
 async def test_structured_output_on_a_cached_run_keeps_compliance(
-    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
 ) -> None:
     from pydantic import BaseModel
 
@@ -284,7 +293,7 @@ def test_cache_put_many_writes_a_str_payload_as_it_is_and_a_dict_as_json(sqlite_
 
 
 async def test_the_same_request_asked_twice_at_once_is_paid_once(
-    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
 ) -> None:
     engine, model = make_engine(store=sqlite_store)
     server.script(Behavior(text="shared", latency=0.2))
@@ -305,7 +314,7 @@ async def test_the_same_request_asked_twice_at_once_is_paid_once(
 
 
 async def test_a_failed_shared_call_is_asked_again_and_cache_off_shares_nothing(
-    make_engine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str, sqlite_store: Store
 ) -> None:
     engine, model = make_engine(store=sqlite_store)
     server.script(Behavior(status=400, error_message="bad request", latency=0.2), Behavior(text="second try"))
@@ -328,9 +337,9 @@ async def test_a_caller_cancelled_while_another_waits_leaves_the_waiter_its_own_
 ) -> None:
     model = FakeModel("fake/slow", function=lambda messages, settings: "answer", latency_s=0.2)
     async with Engine(store=sqlite_store) as engine:
-        leader = asyncio.create_task(engine.generate(model, HELLO))  # type: ignore[arg-type]
+        leader = asyncio.create_task(engine.generate(model, HELLO))
         await asyncio.sleep(0.05)
-        waiter = asyncio.create_task(engine.generate(model, HELLO))  # type: ignore[arg-type]
+        waiter = asyncio.create_task(engine.generate(model, HELLO))
         await asyncio.sleep(0.05)
         leader.cancel()
         result = await waiter
@@ -346,12 +355,16 @@ NOT_SECRET_TEXT = "There is none of the red flags; see sign 1 (e.g. EMPTY bed, s
 
 @pytest.mark.parametrize("key", ["none", "se", "1", "e", "EMPTY", "sk-no-key-required", "ollama"])
 async def test_a_reply_is_stored_as_it_came_whatever_the_key(
-    key: str, make_engine, server: FakeOpenAIServer, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+    key: str,
+    make_engine: MakeEngine,
+    server: FakeOpenAIServer,
+    sqlite_store: Store,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from livemed.models.engine import cache_key
 
     monkeypatch.setenv(KEY_ENV, key)  # a short key or a placeholder: not a secret, nothing is scrubbed
-    body = {
+    body: dict[str, Any] = {
         "id": "chatcmpl-1e1",
         "object": "chat.completion",
         "created": 1_700_000_001,
@@ -373,13 +386,13 @@ async def test_a_reply_is_stored_as_it_came_whatever_the_key(
         Behavior(status=400, error_message="none of these values is accepted: e.g. 1 or se"),
     )
     engine, model = make_engine(store=sqlite_store)
-    asked = [[{"role": "user", "content": f"q{i}"}] for i in range(3)]
-    reply, graded, refused = [await engine.generate(model, m) for m in asked]  # type: ignore[arg-type]
+    asked: list[list[Message]] = [[{"role": "user", "content": f"q{i}"}] for i in range(3)]
+    reply, graded, refused = [await engine.generate(model, m) for m in asked]
     await engine.aclose()
     assert isinstance(reply, Completion)
     assert isinstance(graded, Completion)
     assert (reply.text, reply.raw, graded.text) == (NOT_SECRET_TEXT, body, verdict)
-    keys = [cache_key(model, m, Settings()) for m in asked[:2]]  # type: ignore[arg-type]
+    keys = [cache_key(model, m, Settings()) for m in asked[:2]]
     stored = sqlite_store.cache_get_many_json(keys)
     texts = [json.loads(stored[k]) for k in keys]
     assert [(t["text"], t["raw"]) for t in texts] == [(NOT_SECRET_TEXT, body), (verdict, verdict_body)]

@@ -9,19 +9,21 @@ import pytest
 
 from livemed.config import Config, ModelConfig, Price
 from livemed.errors import BudgetExceededError
-from livemed.models import CallFailure, Completion, Engine, Settings, TransientModelError
+from livemed.models import CallFailure, Completion, Engine, Message, Settings, TransientModelError
 from livemed.models.accounting import EngineEvent
 from livemed.models.fake import FakeModel
 from livemed.models.limits import backoff_delay
-from livemed.records import Rejection
+from livemed.records import Record, Rejection
 from livemed.store import Store
 
-ASK = [{"role": "user", "content": "x" * 400}]  # about 104 prompt tokens by the engine's estimate
+ASK: list[Message] = [
+    {"role": "user", "content": "x" * 400}
+]  # about 104 prompt tokens by the engine's estimate
 
 
 def priced(model_id: str, **settings: object) -> Config:
     return Config(
-        models={model_id: ModelConfig(**settings)},  # type: ignore[arg-type]
+        models={model_id: ModelConfig(**settings)},
         prices={model_id: Price(input=1000.0, output=1000.0)},  # $0.001 per token: easy sums
     )
 
@@ -327,7 +329,7 @@ def test_retry_after_is_honoured_beyond_the_backoff_cap() -> None:
     assert backoff_delay(0, retry_after=1000.0) <= 132.0
 
 
-async def test_a_budget_stop_keeps_every_call_already_paid_for(sqlite_store) -> None:  # type: ignore[no-untyped-def]
+async def test_a_budget_stop_keeps_every_call_already_paid_for(sqlite_store: Store) -> None:
     from livemed.pipeline.runner import run_stage
     from tests.foundation.factories import doc
 
@@ -335,7 +337,7 @@ async def test_a_budget_stop_keeps_every_call_already_paid_for(sqlite_store) -> 
     engine = Engine(config=priced("fake/paid", max_concurrency=2), max_cost=0.5)
     settings = Settings(max_tokens=10)
 
-    async def answer(d: object) -> list[object]:
+    async def answer(d: str) -> list[Record]:
         out = await engine.generate(model, [{"role": "user", "content": "x" * 400 + str(d)}], settings)
         assert isinstance(out, Completion)
         return [Rejection(stage="paid", reason="done", record_kind="doc", record_id=str(d))]

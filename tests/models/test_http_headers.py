@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from livemed import __version__
-from livemed.models import Completion
+from livemed.models import Completion, Message
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
+from tests.models.conftest import MakeEngine
 
-HELLO = [{"role": "user", "content": "Say hello."}]
+HELLO: list[Message] = [{"role": "user", "content": "Say hello."}]
 
 
 async def test_every_request_sends_the_same_headers(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     engine, model = make_engine()
     server.script(Behavior(text="one"), Behavior(text="two"), Behavior(text="three"))

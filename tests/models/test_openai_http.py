@@ -11,16 +11,16 @@ from email.utils import format_datetime
 import pytest
 
 from livemed.config import Config, ModelConfig
-from livemed.models import CallFailure, Completion, Settings, get_model
+from livemed.models import CallFailure, Completion, Message, Settings, get_model
 from livemed.models.openai import OpenAICompatibleModel, parse_retry_after, response_format
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
-from tests.models.conftest import KEY_ENV
+from tests.models.conftest import KEY_ENV, MakeEngine
 
-HELLO = [{"role": "user", "content": "Say hello."}]
+HELLO: list[Message] = [{"role": "user", "content": "Say hello."}]
 
 
 async def test_completion_fields_and_request_body(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     engine, model = make_engine()
     server.script(Behavior(text="Hello there", finish_reason="length", prompt_tokens=7, completion_tokens=2))
@@ -55,12 +55,14 @@ async def test_completion_fields_and_request_body(
 
 
 async def test_a_request_body_with_any_text_arrives_as_the_same_json_value(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     """The body is sent as compact UTF-8 JSON (orjson): the server reads the very messages and schema."""
     engine, model = make_engine()
     server.script(Behavior(text="ok"))
-    messages = [{"role": "user", "content": 'Fièvre — 発熱 "quoted" \\ back\nslash \u2028 end'}]
+    messages: list[Message] = [
+        {"role": "user", "content": 'Fièvre — 発熱 "quoted" \\ back\nslash \u2028 end'}
+    ]
     schema = {"type": "object", "properties": {"é": {"type": "boolean"}}, "required": ["é"]}
     await engine.generate(model, messages, Settings(temperature=0.0, json_schema=schema))
     body = server.chat_requests[0].body
@@ -71,7 +73,7 @@ async def test_a_request_body_with_any_text_arrives_as_the_same_json_value(
 
 
 async def test_a_reply_orjson_cannot_read_exactly_is_read_by_pythons_json(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     """Replies are decoded with orjson only where it reads them as Python's json would: a reply with
     NaN (orjson refuses it) or an integer past 64 bits (orjson would make it a float) is read as before."""
@@ -90,7 +92,7 @@ async def test_a_reply_orjson_cannot_read_exactly_is_read_by_pythons_json(
     assert isinstance(out.raw["created"], int)
 
 
-async def test_n_choices(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_n_choices(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
     engine, model = make_engine()
     server.script(Behavior(text="pick"))
     out = await engine.generate(model, HELLO, Settings(n=3))
@@ -101,7 +103,7 @@ async def test_n_choices(make_engine, server: FakeOpenAIServer, api_key: str) ->
 
 
 async def test_json_schema_response_format_sent_when_supported(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     engine, model = make_engine()
     schema = {"name": "Verdict[x]", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}
@@ -112,14 +114,16 @@ async def test_json_schema_response_format_sent_when_supported(
     assert sent["json_schema"]["schema"] == schema["schema"]
 
 
-async def test_json_schema_can_be_switched_off(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_json_schema_can_be_switched_off(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine(json_schema=False)
     assert not model.supports_json_schema
     await engine.generate(model, HELLO, Settings(json_schema={"name": "X", "schema": {"type": "object"}}))
     assert "response_format" not in server.chat_requests[0].body  # type: ignore[operator]
 
 
-async def test_extra_body_is_merged(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_extra_body_is_merged(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
     engine, model = make_engine(extra_body={"top_k": 20, "chat_template_kwargs": {"enable_thinking": False}})
     await engine.generate(model, HELLO)
     body = server.chat_requests[0].body
@@ -171,7 +175,9 @@ def test_parse_retry_after() -> None:
     assert 25 < seconds <= 30
 
 
-async def test_429_retry_after_is_honoured(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_429_retry_after_is_honoured(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine()
     server.script(Behavior(status=429, retry_after=0.4), Behavior(text="after the wait"))
     started = time.monotonic()
@@ -185,7 +191,9 @@ async def test_429_retry_after_is_honoured(make_engine, server: FakeOpenAIServer
     assert (usage.calls, usage.retries, usage.failures) == (2, 1, 0)
 
 
-async def test_retry_after_ms_is_honoured(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_retry_after_ms_is_honoured(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine()
     server.script(Behavior(status=429, retry_after_ms=300), Behavior(text="ok"))
     out = await engine.generate(model, HELLO)
@@ -194,7 +202,7 @@ async def test_retry_after_ms_is_honoured(make_engine, server: FakeOpenAIServer,
     assert second.received_at - first.received_at >= 0.3
 
 
-async def test_retries_are_bounded(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_retries_are_bounded(make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str) -> None:
     engine, model = make_engine(max_retries=3)
     server.default = Behavior(status=500, error_message="the answer is 42")
     out = await engine.generate(model, HELLO)
@@ -208,7 +216,7 @@ async def test_retries_are_bounded(make_engine, server: FakeOpenAIServer, api_ke
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404])
 async def test_fatal_errors_are_not_retried(
-    make_engine, server: FakeOpenAIServer, api_key: str, status: int
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str, status: int
 ) -> None:
     engine, model = make_engine(max_retries=3)
     server.script(Behavior(status=status, error_message="nope"))
@@ -221,7 +229,7 @@ async def test_fatal_errors_are_not_retried(
 
 
 async def test_model_wide_errors_stop_later_calls_but_400_does_not(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     engine, model = make_engine()
     server.script(Behavior(status=400, error_message="context too long"))
@@ -241,7 +249,10 @@ async def test_model_wide_errors_stop_later_calls_but_400_does_not(
 
 
 async def test_missing_key_names_the_variable_and_sends_nothing(
-    make_engine, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    make_engine: MakeEngine,
+    server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     engine, model = make_engine()
@@ -260,7 +271,9 @@ async def test_missing_key_names_the_variable_and_sends_nothing(
     assert caplog.records == []  # the command's failure line says it, once
 
 
-async def test_hang_times_out_and_is_retried(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_hang_times_out_and_is_retried(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine(timeout_s=0.3, max_retries=1)
     server.default = Behavior(hang=True)
     started = time.monotonic()
@@ -273,7 +286,9 @@ async def test_hang_times_out_and_is_retried(make_engine, server: FakeOpenAIServ
     assert 0.6 <= elapsed < 6.0  # two timed-out attempts, not a hang
 
 
-async def test_malformed_body_is_retried(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_malformed_body_is_retried(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     engine, model = make_engine()
     server.script(Behavior(malformed=True), Behavior(text="whole"))
     out = await engine.generate(model, HELLO)
@@ -298,7 +313,7 @@ async def test_unreachable_endpoint_is_a_bounded_failure(api_key: str) -> None:
 
 
 async def test_a_failure_never_becomes_answer_text(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     from livemed.models import LLM
 
@@ -361,7 +376,7 @@ def test_unknown_provider_suggests_the_right_one() -> None:
 
 
 async def test_an_endpoint_that_refuses_the_schema_format_gets_instructed_json(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     from pydantic import BaseModel
 
@@ -389,7 +404,9 @@ async def test_an_endpoint_that_refuses_the_schema_format_gets_instructed_json(
     assert engine.schema_refused == {model.id}
 
 
-async def test_any_other_400_is_a_plain_failure(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_any_other_400_is_a_plain_failure(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     from pydantic import BaseModel
 
     from livemed.models import LLM

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from livemed.config import Config, ModelConfig
-from livemed.models import Completion, Engine, Settings, get_model
+from livemed.models import Completion, Engine, Message, Settings, get_model
 from livemed.models.openai import OpenAICompatibleModel
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
@@ -16,7 +16,7 @@ from tests.fakes.openai_server import Behavior, FakeOpenAIServer
 MODEL = "vllm/replicated"
 
 
-def messages(i: int) -> list[dict[str, str]]:
+def messages(i: int) -> list[Message]:
     return [{"role": "user", "content": f"question {i}"}]
 
 

@@ -7,10 +7,11 @@ from io import StringIO
 from pydantic import BaseModel
 from rich.console import Console
 
-from livemed.models import LLM, Settings
+from livemed.models import LLM, Message, Settings
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
+from tests.models.conftest import MakeEngine
 
-ASK = [{"role": "user", "content": "Does the answer mention dosing? Data follows."}]
+ASK: list[Message] = [{"role": "user", "content": "Does the answer mention dosing? Data follows."}]
 
 
 class Verdict(BaseModel):
@@ -22,7 +23,7 @@ GOOD = '{"criteria_met": true, "explanation": "mentions 5 mg"}'
 
 
 async def test_valid_first_try_uses_the_json_schema_format(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     engine, model = make_engine()
     server.script(Behavior(text=GOOD))
@@ -37,7 +38,7 @@ async def test_valid_first_try_uses_the_json_schema_format(
 
 
 async def test_non_compliant_text_gets_one_repair(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     engine, model = make_engine(json_schema=False)
     server.script(Behavior(text="Sure! The criteria are met."), Behavior(text=f"```json\n{GOOD}\n```"))
@@ -59,7 +60,7 @@ async def test_non_compliant_text_gets_one_repair(
 
 
 async def test_still_invalid_after_repair_is_a_failure_with_the_raw_text(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     engine, model = make_engine()
     server.script(Behavior(text='{"criteria_met": "perhaps"}'), Behavior(text='{"criteria_met": "maybe"}'))
@@ -71,7 +72,9 @@ async def test_still_invalid_after_repair_is_a_failure_with_the_raw_text(
     assert len(server.chat_requests) == 2  # at most one repair
 
 
-async def test_compliance_counts_and_usage_table(make_engine, server: FakeOpenAIServer, api_key: str) -> None:
+async def test_compliance_counts_and_usage_table(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
     from livemed.cli import common
 
     engine, model = make_engine()
@@ -90,12 +93,12 @@ async def test_compliance_counts_and_usage_table(make_engine, server: FakeOpenAI
     assert (compliance.total, compliance.first_try, compliance.repaired, compliance.failed) == (4, 2, 1, 1)
     assert compliance.rate == 0.75
     buffer = StringIO()
-    original = common.console
-    common.console = Console(file=buffer, width=140)
+    original = common.console  # type: ignore[attr-defined]
+    common.console = Console(file=buffer, width=140)  # type: ignore[attr-defined]
     try:
         common.print_usage(engine)
     finally:
-        common.console = original
+        common.console = original  # type: ignore[attr-defined]
     text = buffer.getvalue()
     assert "openai/fake-gpt" in text
     assert "75.0%" in text
@@ -103,13 +106,13 @@ async def test_compliance_counts_and_usage_table(make_engine, server: FakeOpenAI
 
 
 async def test_instructed_json_joins_the_prompts_own_system_message(
-    make_engine, server: FakeOpenAIServer, api_key: str
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     """Several open models' chat templates refuse a second system message: the schema instruction is
     merged into the prompt's one system message, which stays first."""
     engine, model = make_engine(json_schema=False)
     server.script(Behavior(text=GOOD))
-    asked = [{"role": "system", "content": "You grade replies."}, *ASK]
+    asked: list[Message] = [{"role": "system", "content": "You grade replies."}, *ASK]
     out = await LLM(engine, model, stage="grade").structured(asked, Verdict)
     assert out.ok
     body = server.chat_requests[0].body

@@ -60,7 +60,7 @@ def test_the_judge_charts_render_and_are_readable(judged: ReportData, tmp_path: 
         assert section.locator("figure.chart svg").count() == 2
         bars = section.locator("svg rect.bar")
         assert bars.count() > 10
-        assert "samples correct" in bars.first.locator("title").text_content()  # type: ignore[operator]
+        assert "samples correct" in bars.first.locator("title").text_content()
         assert section.locator("svg text", has_text=SMALL).count() >= 2  # medbullets, per judge
         for width in WIDTHS:
             found = readability(page, width)

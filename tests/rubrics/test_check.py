@@ -22,7 +22,7 @@ def d(
     text: str, polarity: str = "positive", axis: str = "accuracy", weight: int = 5, **kw: object
 ) -> DraftCriterion:
     kw.setdefault("source_fact", "a fact of the advice")
-    return DraftCriterion(text=text, polarity=polarity, axis=axis, weight=weight, **kw)  # type: ignore[arg-type]
+    return DraftCriterion(text=text, polarity=polarity, axis=axis, weight=weight, **kw)
 
 
 def good() -> list[DraftCriterion]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from livemed.common.prompts import parse_blocks
 from livemed.models import LLM, Engine
 from livemed.records import Criterion, Narrative, Rubric
@@ -134,7 +136,7 @@ def test_step_one_drops_a_fact_that_only_restates_the_narrative() -> None:
     case = make_case()
     assert restates("The patient has chronic kidney disease stage 3.", case)
     assert not restates(STEP1["facts"][1]["fact"], case)
-    step = {
+    step: dict[str, Any] = {
         "step": "themes",
         "output": {
             "themes": [],

@@ -14,7 +14,7 @@ from livemed.rubrics.rules import RuleWriter
 from livemed.rubrics.write import write_rubric
 from tests.grading.builders import make_case
 
-STEP1 = {
+STEP1: dict[str, Any] = {
     "themes": ["medication safety", "emergency referral"],
     "facts": [
         {
@@ -30,7 +30,7 @@ STEP1 = {
         },
     ],
 }
-STEP2 = {
+STEP2: dict[str, Any] = {
     "criteria": [
         {
             "fact_index": 0,
@@ -42,7 +42,7 @@ STEP2 = {
         {"fact_index": 2, "text": "Advises urgent care if fever develops", "polarity": "positive"},
     ]
 }
-STEP3 = {
+STEP3: dict[str, Any] = {
     "criteria": [
         {"index": 0, "axis": "safety", "weight": 8},
         {"index": 1, "axis": "safety", "weight": -9},
@@ -136,7 +136,7 @@ async def test_an_unusable_step_is_a_rejection() -> None:
 async def test_rule_writer_baseline() -> None:
     writer = get_model("offline/rules")
     assert isinstance(writer, RuleWriter)
-    (rubric,) = await write_rubric(make_case(), writer)  # type: ignore[arg-type]
+    (rubric,) = await write_rubric(make_case(), writer)
     assert isinstance(rubric, Rubric)
     texts = {c.text: c for c in rubric.criteria}
     avoid = texts["Advises avoiding ibuprofen and other NSAIDs because of their kidney disease."]

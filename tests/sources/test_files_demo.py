@@ -121,7 +121,7 @@ def test_registry_builds_sources_and_suggests_names(monkeypatch: pytest.MonkeyPa
     config = Config(sources={"pubmed": {"api_key_env": "MY_NCBI", "email": "a@b.c"}})
     source = build_source("pubmed", config)
     assert source.name == "pubmed"
-    assert source.rate == 10.0
+    assert source.rate == 10.0  # type: ignore[attr-defined]
     with pytest.raises(UnknownNameError, match="did you mean 'pubmed'"):
         build_source("pubmedd", config)
     with pytest.raises(Exception, match=r"sources\.europepmc"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from livemed.common.prompts import parse_blocks
 from livemed.jsonl import write_jsonl
-from livemed.models import LLM, Engine, Message, Model, Settings
+from livemed.models import LLM, CallFailure, Completion, Engine, Message, Model, Settings
 from livemed.models.fake import FakeModel
 from livemed.records import Candidate, Pair
 from livemed.store import Store
@@ -26,7 +26,7 @@ def make_pair(i: int, *, dataset: str = "medqa", gold: str = "A", item: str | No
         instruction="Choose the single best option.",
         chosen=chosen,
         rejected=rejected,
-        gold=gold,  # type: ignore[arg-type]
+        gold=gold,
         rank_gap=1,
         tertile=None if dataset != "medcalc" else "hard",
         licence="MIT",
@@ -68,8 +68,8 @@ def teacher(model_id: str = "fake/teacher", *, wrong_on: frozenset[str] = frozen
     return FakeModel(model_id, function=reply)
 
 
-def judge_all(model: Model, store: Store | None, settings: Settings) -> list[object]:
-    async def go() -> list[object]:
+def judge_all(model: Model, store: Store | None, settings: Settings) -> list[Completion | CallFailure]:
+    async def go() -> list[Completion | CallFailure]:
         async with Engine(store=store) as engine:
             llm = LLM(engine, model, stage="judges")
             prompts = [render(p, "original") for p in make_pairs(6)]

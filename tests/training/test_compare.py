@@ -27,12 +27,12 @@ def verdicts(judge: str, right: dict[str, int]) -> list[JudgeVerdict]:
                     JudgeVerdict(
                         pair_id=f"pair:{dataset}:{i}",
                         dataset=dataset,
-                        family=family,  # type: ignore[arg-type]
+                        family=family,
                         tertile="hard" if family == "decomposable" else None,
                         judge=judge,
-                        order=order,  # type: ignore[arg-type]
-                        gold=gold,  # type: ignore[arg-type]
-                        verdict=verdict,  # type: ignore[arg-type]
+                        order=order,
+                        gold=gold,
+                        verdict=verdict,
                     )
                 )
     return out

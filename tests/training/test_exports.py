@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from livemed.judges.parse import parse_pairwise
@@ -12,7 +13,16 @@ from livemed.judges.templates import pairwise_messages
 from livemed.models import LLM, Completion, Engine, FatalModelError, Settings
 from livemed.models.fake import FakeModel
 from livemed.store import Store
-from livemed.training.exports import distil, grpo_rows, read_rows, shuffled, teacher_output, write_rows
+from livemed.training.exports import (
+    Distilled,
+    PairLike,
+    distil,
+    grpo_rows,
+    read_rows,
+    shuffled,
+    teacher_output,
+    write_rows,
+)
 from livemed.training.judging import parse, render
 from tests.training.builders import make_pair, make_pairs, teacher
 
@@ -44,8 +54,8 @@ def test_write_rows_hashes_what_it_wrote(tmp_path: Path) -> None:
     assert read_rows(first.path) == json.loads(json.dumps(rows))
 
 
-def run_distil(store: Store, model: FakeModel, pairs: list, samples: int = 3):  # type: ignore[no-untyped-def]
-    async def go():  # type: ignore[no-untyped-def]
+def run_distil(store: Store, model: FakeModel, pairs: Sequence[PairLike], samples: int = 3) -> Distilled:
+    async def go() -> Distilled:
         async with Engine(store=store) as engine:
             llm = LLM(engine, model, stage="judges-train")
             return await distil(

@@ -107,9 +107,9 @@ def test_concurrent_calls_are_one_batched_generate_and_the_parser_reads_them(
         assert parsed.valid or parsed.reason
     again = judge_all(model, sqlite_store, sampled)  # the response cache answers
     assert batches == [6]
-    assert [r.text for r in again] == [r.text for r in first]  # type: ignore[attr-defined]
+    assert [r.text for r in again] == [r.text for r in first]  # type: ignore[union-attr]
     fresh = judge_all(HFModel(str(tiny)), None, sampled)  # a new model, no cache: the seed decides
-    assert [r.text for r in fresh] == [r.text for r in first]  # type: ignore[attr-defined]
+    assert [r.text for r in fresh] == [r.text for r in first]  # type: ignore[union-attr]
 
 
 @needs_train

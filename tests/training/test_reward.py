@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+from typing import cast
 
 import pytest
 
 from livemed.training.reward import (
+    Verdict,
     async_correctness_reward_func,
     completion_text,
     consistency_reward_func,
@@ -21,10 +23,10 @@ from livemed.training.reward import (
 _ANSWER = re.compile(r"<answer>\s*\[\[(A|B|tie)\]\]\s*</answer>\s*\Z")
 
 
-def parse(text: str) -> str | None:
+def parse(text: str) -> Verdict:
     """A strict toy parser: the verdict must close the output."""
     found = _ANSWER.search(text)
-    return found.group(1) if found else None
+    return cast(Verdict, found.group(1)) if found else None
 
 
 def out(verdict: str) -> str:
@@ -80,7 +82,7 @@ def test_consistency_needs_both_orders_right_rollout_by_rollout() -> None:
 
 
 def test_consistency_falls_back_to_correctness_without_the_partner_and_logs_it() -> None:
-    logged: list[tuple[str, float]] = []
+    logged: list[tuple[str, object]] = []
     func = consistency_reward_func(parse)
     rewards = func(
         completions=[out("A"), out("B"), out("B")],

@@ -104,13 +104,14 @@ def test_sft_then_grpo_runs_saves_records_and_resumes(
 def tensors(path: Path) -> dict[str, object]:
     from safetensors.torch import load_file
 
-    return load_file(str(path / "model.safetensors"))
+    loaded: dict[str, object] = load_file(str(path / "model.safetensors"))
+    return loaded
 
 
 def same(a: dict[str, object], b: dict[str, object]) -> bool:
     import torch
 
-    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # type: ignore[arg-type]
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_same_seed_same_weights(tmp_path: Path, tiny_base: Path) -> None:
