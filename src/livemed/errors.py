@@ -15,15 +15,27 @@ LivemedError                      root: anything livemed raises on purpose
 └── RunError                      the run itself failed; the CLI prints one line, exit code 1
     ├── ModelError                an LLM call failed (raised by models, caught by the engine)
     │   ├── FatalModelError       400/401/403/404, a bad configuration: retrying would not help
-    │   └── TransientModelError   429, 5xx, timeouts, connection errors: worth a retry
+    │   │   └── NotSentError      found before any request left (a missing API key): nothing was sent
+    │   ├── TransientModelError   429, 5xx, timeouts, connection errors: worth a retry
+    │   └── NoTextError           the endpoint answered with no usable text (truncated, or none)
     ├── StoreRecordError          a stored record does not validate (written by another livemed version)
     ├── SourceError               a data source failed for this run
     ├── RetrievalError            an evidence search failed (not the same as finding nothing)
-    └── BudgetExceededError       --max-cost would be exceeded
+    ├── BudgetExceededError       --max-cost would be exceeded
+    ├── CallsFailedError          items ended as call failures (stored; the next run retries them)
+    └── ExecutorError             the executor could not run the command (unreachable cluster, failed worker)
 
 The engine turns model errors into `CallFailure` values after its retries, and the Validator turns a
 `RetrievalError` into a retryable `retrieval_failed` rejection, so neither normally reaches the CLI.
+The model errors are defined in `livemed.models.base`, the rest here.
 ```
+
+Outside the tree are internal signals, each caught inside livemed: `Truncated` and `Unreachable`
+(`models.http`; `models.openai` turns them into a TransientModelError), `_Disabled` (`models.engine`),
+`StepFailed` (`rubrics.write`) and `Unsupported` (`judges.calculators`, a ValueError); and
+`UnreadableVerdicts` (`releases.exports.inspect_eval`, a RuntimeError) is raised to Inspect, which
+records the sample as an error. `Terminated` (`cli.signals`) is SIGTERM as a KeyboardInterrupt: the
+run unwinds as on Ctrl-C and the CLI exits 143.
 
 Per-item failures (a bad record, an unparsable verdict) are *data*, not exceptions: they become
 `Rejection` or `GradeFailure` records and the run goes on. Messages never contain API keys.
@@ -110,7 +122,7 @@ class RunError(LivemedError):
 
 
 class ModelError(RunError):
-    """An LLM call failed (see `livemed.models.base` for the two kinds)."""
+    """An LLM call failed (see `livemed.models.base` for its kinds)."""
 
 
 class StoreRecordError(RunError):

@@ -35,7 +35,7 @@ def _age(store: Store, scope: str, item: str, seconds: float, **holder: object) 
     values: dict[str, object] = {"updated_at": naive_utc(utcnow() - timedelta(seconds=seconds))}
     if holder:
         values["value"] = json.dumps({"holder": "someone", **holder})
-    with store._write() as conn:
+    with store.transaction() as conn:
         conn.execute(
             state_table.update()
             .where(state_table.c.namespace == NAMESPACE, state_table.c.key == f"{scope}|{item}")

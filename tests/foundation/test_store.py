@@ -12,10 +12,9 @@ import pytest
 import sqlalchemy as sa
 from pydantic import TypeAdapter
 
-from livemed import store as store_module
 from livemed.errors import ConfigError, StoreLockedError, StoreVersionError
 from livemed.records import Case, Doc, Grade, Record, Rejection
-from livemed.store import Store, StoredRow, display_url, resolve_url
+from livemed.store import Store, StoredRow, display_url, maintenance, resolve_url, stored_row
 from tests.foundation.factories import doc, every_record
 
 
@@ -125,7 +124,7 @@ def test_state_and_cache(any_store: Store) -> None:
 
 
 def test_schema_version_is_recorded(any_store: Store) -> None:
-    assert any_store.schema_version == store_module.SCHEMA_VERSION
+    assert any_store.schema_version == maintenance.SCHEMA_VERSION
 
 
 def test_newer_store_is_refused(tmp_path: Path) -> None:
@@ -141,10 +140,10 @@ def test_migrations_run_in_order_on_an_older_store(tmp_path: Path, monkeypatch: 
     path = tmp_path / "s.db"
     Store(path).close()
     applied: list[int] = []
-    now = store_module.SCHEMA_VERSION
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", now + 2)
-    monkeypatch.setitem(store_module.MIGRATIONS, now, lambda conn: applied.append(now))
-    monkeypatch.setitem(store_module.MIGRATIONS, now + 1, lambda conn: applied.append(now + 1))
+    now = maintenance.SCHEMA_VERSION
+    monkeypatch.setattr(maintenance, "SCHEMA_VERSION", now + 2)
+    monkeypatch.setitem(maintenance.MIGRATIONS, now, lambda conn: applied.append(now))
+    monkeypatch.setitem(maintenance.MIGRATIONS, now + 1, lambda conn: applied.append(now + 1))
     reopened = Store(path)
     assert applied == [now, now + 1]
     assert reopened.schema_version == now + 2
@@ -154,11 +153,11 @@ def test_ids_longer_than_512_characters_are_kept_on_every_backend(any_store: Sto
     """Version 1 had VARCHAR(512) ids, which PostgreSQL enforces; version 2 migrates them to TEXT."""
     if any_store.dialect == "postgresql":  # put a PostgreSQL store back the way version 1 made it
         with any_store.engine.begin() as conn:
-            for table, column in store_module._UNBOUNDED:
+            for table, column in maintenance._UNBOUNDED:
                 conn.execute(sa.text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE VARCHAR(512)"))
             conn.execute(sa.text("UPDATE livemed_meta SET value = '1' WHERE key = 'schema_version'"))
     with Store(any_store.url) as store:
-        assert store.schema_version == store_module.SCHEMA_VERSION
+        assert store.schema_version == maintenance.SCHEMA_VERSION
         long_doc = doc("x" * 500, source="s" * 60)
         long_id = f"case:{long_doc.id}:" * 2  # derived ids (answers, grades) grow past 512 characters
         store.put([long_doc, Rejection(stage="screener", reason="r", record_kind="doc", record_id=long_id)])
@@ -266,7 +265,7 @@ def test_put_refuses_a_non_record() -> None:
             return "x"
 
     with pytest.raises(TypeError, match="not a stored record type"):
-        store_module._row(Stray())
+        stored_row(Stray())
 
 
 def test_cases_round_trip_with_nested_validation(any_store: Store) -> None:

@@ -10,10 +10,9 @@ import sqlalchemy as sa
 from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
-import livemed.store as store_module
 from livemed.errors import StoreRecordError
 from livemed.records import Grade
-from livemed.store import Store
+from livemed.store import Store, maintenance
 
 
 def _grade(answer: str, criterion: str, met: bool = True) -> Grade:
@@ -34,7 +33,7 @@ def test_a_version_2_store_gets_the_parent_index_with_the_id(any_store: Store) -
         conn.execute(sa.text("UPDATE livemed_meta SET value = '2' WHERE key = 'schema_version'"))
     assert _parent_index_columns(any_store) == ["kind", "parent_id"]
     with Store(any_store.url) as store:
-        assert store.schema_version == store_module.SCHEMA_VERSION == 3
+        assert store.schema_version == maintenance.SCHEMA_VERSION == 3
         assert _parent_index_columns(store) == ["kind", "parent_id", "id"]
         assert [g.id for g in store.by_parents(Grade, ["answer:a"])] == [_grade("answer:a", "c1").id]
 
@@ -91,7 +90,7 @@ def _stat_rows(path: Path) -> int | None:
 def test_a_large_store_is_analysed_at_close_and_again_when_it_has_grown_4x(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "ANALYZE_FROM", 40)
+    monkeypatch.setattr(maintenance, "ANALYZE_FROM", 40)
     path = tmp_path / "s.db"
     with Store(path) as store:
         store.put([_grade(f"answer:{i}", "c") for i in range(30)])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,19 @@ def widen_piped_output(width: int = 120) -> None:
         console.width = err_console.width = width
 
 
+@contextmanager
+def console_widths_kept() -> Iterator[None]:
+    """The consoles' widths on entering, again on leaving when a command inside changed them: `run`
+    widens its piped output (`widen_piped_output`), not the output of the process running a worker's
+    command (`run_worker`)."""
+    widths = console.width, err_console.width
+    try:
+        yield
+    finally:
+        if (console.width, err_console.width) != widths:
+            console.width, err_console.width = widths
+
+
 @dataclass
 class AppState:
     store_override: str | None = None
@@ -53,6 +68,10 @@ class AppState:
         if self._config is None:
             self._config = load_config(self.config_path)
         return self._config
+
+    def use_config(self, config: Config) -> None:
+        """Run the rest of this invocation with `config` instead of the loaded one (`eval --concurrency`)."""
+        self._config = config
 
     @property
     def store_location(self) -> str:

@@ -344,7 +344,7 @@ def _override_concurrency(app_state: AppState, model_ids: list[str], concurrency
     models = dict(config.models)
     for model_id in model_ids:
         models[model_id] = config.model_settings(model_id).model_copy(update={"max_concurrency": concurrency})
-    app_state._config = config.model_copy(update={"models": models})
+    app_state.use_config(config.model_copy(update={"models": models}))
 
 
 def detect_format(path: Path) -> str:

@@ -164,7 +164,9 @@ class _Steps:
     def _budget(self) -> float | None:
         return None if self.plan.max_cost is None else max(self.plan.max_cost - self.spent, 0.0)
 
-    def _done(self, summary: StageSummary, run: Run, engine: Engine | None) -> StageSummary:
+    def done(self, summary: StageSummary, run: Run, engine: Engine | None) -> StageSummary:
+        """`summary` of a stage that has run: its run's id, error and counts, and its engine's usage
+        (flushed, and spent from the update's budget)."""
         if engine is not None:
             engine.flush()
             summary.usage = dict(engine.accounting.by_model)
@@ -222,7 +224,7 @@ class _Steps:
                     "(`livemed export -k rejection rejections.jsonl`)"
                 )
             run.error = "; ".join(errors) or None
-        return self._done(summary, run, None)
+        return self.done(summary, run, None)
 
     def stream(self) -> list[StageSummary]:
         """Curation, rubrics and answers+grades at once, each new case flowing on as it is stored.
@@ -261,7 +263,7 @@ class _Steps:
                 **{f"excluded: {k}": v for k, v in scored.excluded.items()},
             }
         new = {"scores": sum(1 for s in scored.scores if s.id not in before)}
-        return self._done(StageSummary("scores", new=new), run, None)
+        return self.done(StageSummary("scores", new=new), run, None)
 
 
 _NO_WRITER = "no rubric writer: set [update] writer"
@@ -311,7 +313,7 @@ class _Stage:
         self.stack.close()
 
     def summary(self) -> StageSummary:
-        return self.steps._done(StageSummary(self.name, new=self.new()), self.run, self.engine)
+        return self.steps.done(StageSummary(self.name, new=self.new()), self.run, self.engine)
 
 
 class _Curating(_Stage):

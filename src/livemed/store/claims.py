@@ -87,7 +87,7 @@ class Claims:
             return set()
         keys = {self._key(item): item for item in items}
         now = utcnow().replace(tzinfo=None)  # naive UTC, as the store keeps times
-        with self.store._write() as conn:
+        with self.store.transaction() as conn:
             mine = self._insert_free(conn, sorted(keys), now)
             rest = sorted(key for key in keys if key not in mine)
             if rest:
@@ -107,7 +107,7 @@ class Claims:
         conn.execute(sqlite.insert(state_table).on_conflict_do_nothing(), fresh)
         inserted = sa.select(state_table.c.key).where(
             state_table.c.namespace == NAMESPACE,
-            self.store._one_of(state_table.c.key, keys),
+            self.store.one_of(state_table.c.key, keys),
             state_table.c.value == self.value,
         )
         return set(conn.execute(inserted).scalars())
@@ -116,7 +116,7 @@ class Claims:
         """Of `keys`, claimed already, those this worker may take (its own, or from a gone holder),
         taken; a claim row another worker is changing at this moment is skipped, not waited for."""
         found = sa.select(state_table.c.key, state_table.c.value, state_table.c.updated_at).where(
-            state_table.c.namespace == NAMESPACE, self.store._one_of(state_table.c.key, keys)
+            state_table.c.namespace == NAMESPACE, self.store.one_of(state_table.c.key, keys)
         )
         if self.store.dialect == "postgresql":
             found = found.with_for_update(skip_locked=True)
@@ -125,7 +125,7 @@ class Claims:
         if takeable:
             conn.execute(
                 state_table.update()
-                .where(state_table.c.namespace == NAMESPACE, self.store._one_of(state_table.c.key, takeable))
+                .where(state_table.c.namespace == NAMESPACE, self.store.one_of(state_table.c.key, takeable))
                 .values(value=self.value, updated_at=now)
             )
             self.taken_over += sum(1 for row in rows if row.key in takeable and not self._ours(row.value))
@@ -133,7 +133,7 @@ class Claims:
 
     def release(self, items: Sequence[str]) -> None:
         """Give back this worker's claims on `items` (after their outputs are written, or unfinished)."""
-        with self.store._write() as conn:
+        with self.store.transaction() as conn:
             self._delete_ours(conn, [self._key(item) for item in items])
 
     def _delete_ours(self, conn: Connection, keys: list[str]) -> None:
@@ -145,14 +145,14 @@ class Claims:
             conn.execute(
                 state_table.delete().where(
                     state_table.c.namespace == NAMESPACE,
-                    self.store._one_of(state_table.c.key, keys[start : start + self.store.chunk]),
+                    self.store.one_of(state_table.c.key, keys[start : start + self.store.chunk]),
                     *where,
                 )
             )
 
     def beat(self) -> int:
         """Renew every claim this worker holds; returns how many."""
-        with self.store._write() as conn:
+        with self.store.transaction() as conn:
             result = conn.execute(
                 state_table.update()
                 .where(state_table.c.namespace == NAMESPACE, state_table.c.value == self.value)
@@ -165,7 +165,7 @@ class Claims:
         keys = {self._key(item): item for item in items}
         query = sa.select(state_table.c.key).where(
             state_table.c.namespace == NAMESPACE,
-            self.store._one_of(state_table.c.key, list(keys)),
+            self.store.one_of(state_table.c.key, list(keys)),
             state_table.c.value != self.value,
         )
         with self.store.engine.connect() as conn:
@@ -198,7 +198,7 @@ class Claims:
         """Give back this worker's claims, and drop those of gone holders in its scope: a worker killed
         after writing an item's outputs and before giving its claim back leaves a claim nobody would
         take over (the item is done), so the next worker to end on that scope removes it."""
-        with self.store._write() as conn:
+        with self.store.transaction() as conn:
             conn.execute(
                 state_table.delete().where(
                     state_table.c.namespace == NAMESPACE, state_table.c.value == self.value

@@ -118,7 +118,7 @@ def _acquire_once(store: Store, name: str, holder: Holder, stale_after_s: float)
     if store.dialect == "postgresql":
         query = query.with_for_update()
     row = {"namespace": NAMESPACE, "key": name, "updated_at": naive_utc(utcnow()), "value": _dump(holder)}
-    with store._write() as conn:
+    with store.transaction() as conn:
         value = conn.execute(query).scalar_one_or_none()
         if value is None:
             conn.execute(state_table.insert().values(**row))
@@ -155,7 +155,7 @@ def refresh(store: Store, name: str, holder: Holder) -> Holder:
         & (state_table.c.key == name)
         & (state_table.c.value.like(f'{{"run_id": "{holder.run_id}"%'))
     )
-    with store._write() as conn:
+    with store.transaction() as conn:
         conn.execute(
             state_table.update().where(where).values(value=_dump(fresh), updated_at=naive_utc(utcnow()))
         )
@@ -169,7 +169,7 @@ def release(store: Store, name: str, holder: Holder) -> None:
         & (state_table.c.key == name)
         & (state_table.c.value.like(f'{{"run_id": "{holder.run_id}"%'))
     )
-    with store._write() as conn:
+    with store.transaction() as conn:
         conn.execute(state_table.delete().where(where))
 
 

@@ -36,14 +36,13 @@ class WorkerResult:
 def run_worker(argv: list[str], cwd: str | None = None) -> WorkerResult:
     """Run `livemed ARGV` in this process (in `cwd` when it exists here) and capture what it prints."""
     from livemed.cli.application import run
-    from livemed.cli.context import console, err_console
+    from livemed.cli.context import console_widths_kept
 
     started, cpu = time.perf_counter(), time.process_time()
     out, err = io.StringIO(), io.StringIO()
     code = 0
-    widths = console._width, err_console._width  # `run` widens piped output: not for this process's own
     with contextlib.ExitStack() as stack:
-        stack.callback(_restore_widths, widths)
+        stack.enter_context(console_widths_kept())  # `run` widens piped output: not this process's own
         if cwd is not None and Path(cwd).is_dir():
             stack.enter_context(contextlib.chdir(cwd))
         stack.enter_context(contextlib.redirect_stdout(out))
@@ -55,12 +54,6 @@ def run_worker(argv: list[str], cwd: str | None = None) -> WorkerResult:
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     host, pid = socket.gethostname(), os.getpid()
     return WorkerResult(code, out.getvalue(), err.getvalue(), seconds, host, pid, cpu)
-
-
-def _restore_widths(widths: tuple[int | None, int | None]) -> None:
-    from livemed.cli.context import console, err_console
-
-    console._width, err_console._width = widths
 
 
 __all__ = ["WorkerResult", "run_worker"]
