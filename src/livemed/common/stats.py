@@ -89,14 +89,17 @@ def _diff_means(x: FloatArray, y: FloatArray, axis: int = -1) -> FloatArray:
 
 def finish_means(means: Any, convention: str = "livemed") -> Any:
     """The convention's last step on a mean (or an array of resampled means): HealthBench clips it to
-    [0, 1]; livemed's case scores are already clipped, so their mean is left as it is."""
+    [0, 1]; livemed's case scores are already clipped, so their mean is left as it is. Not computable
+    (nan) stays nan."""
     if convention == "healthbench":
         return np.clip(means, 0.0, 1.0)
     return means
 
 
 def aggregate(values: Sequence[float], convention: str = "livemed") -> float:
-    """Mean of case scores; HealthBench clips the mean, livemed's case scores are already clipped."""
+    """Mean of case scores; HealthBench clips the mean, livemed's case scores are already clipped.
+
+    Not computable: no values → ValueError (as `livemed scores` has always had it)."""
     if not values:
         raise ValueError("no case scores to aggregate")
     return float(finish_means(float(np.mean(np.asarray(values, dtype=float))), convention))
@@ -123,8 +126,10 @@ def bootstrap(
     level: float = 0.95,
 ) -> tuple[float, float, float]:
     """(low, high, std) of the convention's mean over `resamples` seeded resamples of the values: the
-    percentile interval and the spread of the resampled means (each finished by the convention); all
-    nan (not computable) for a single value, which has no spread to resample. No values: ValueError."""
+    percentile interval and the spread of the resampled means (each finished by the convention).
+
+    Not computable: one value → all nan (no spread to resample); no values → ValueError. All-equal
+    values are resampled too: their bounds are the value, their spread the resampled means'."""
     x = as_array(values)
     if x.size == 0:
         raise ValueError("no case scores to bootstrap")
@@ -182,7 +187,8 @@ def summarize(
 ) -> Summary | None:
     """Aggregate case scores (None = no positive weight: excluded and counted); None when nothing is left.
 
-    The interval is `bootstrap_mean`'s (the leaderboard's: one number, one CI), drawn once for the
+    Not computable: nothing left → None; one value → the mean, no interval and no spread (None). The
+    interval is `bootstrap_mean`'s (the leaderboard's: one number, one CI), drawn once for the
     interval and the spread (all-equal values are drawn too: their spread is the resampled means')."""
     kept = [value for value in values if value is not None]
     excluded = {ZERO_POSITIVE: len(values) - len(kept)} if len(kept) < len(values) else {}
@@ -202,7 +208,10 @@ def rank_models(
     level: float = 0.95,
 ) -> list[tuple[str, Summary]]:
     """The leaderboard's numbers: each model's `summarize` of its per-case scores (each resampled with
-    the same `seed`), best mean first, ties broken by model name."""
+    the same `seed`), best mean first, ties broken by model name.
+
+    Not computable: a model with one value has no interval (`summarize`'s None); no models → []; a
+    model with no values → ValueError."""
     table = []
     for model, values in per_model.items():
         summary = summarize(values, convention, resamples=resamples, seed=seed, level=level)
@@ -268,8 +277,9 @@ def cluster_bootstrap(
 ) -> FloatArray | None:
     """`resamples` bootstrap means of units that cluster in items: the items (`clusters` names each
     unit's) drawn with replacement (`rng.integers(0, m, (rows, m))` over the m sorted item names, rows
-    in order from `rng`, `_resample_batch(m)` at a time), each draw's mean over its items' units; None
-    under 2 items."""
+    in order from `rng`, `_resample_batch(m)` at a time), each draw's mean over its items' units.
+
+    Not computable: fewer than 2 items → None."""
     names = sorted(set(clusters))
     if len(names) < 2:
         return None
