@@ -15,8 +15,8 @@ from livemed.analysis.inputs import CaseScore, case_scores
 from livemed.analysis.leaderboard import compare, leaderboard
 from livemed.analysis.trends import monthly
 from livemed.cli import app
+from livemed.common import stats
 from livemed.records import Score
-from livemed.score import formula as S
 from livemed.store import Store
 
 runner = CliRunner()
@@ -38,7 +38,7 @@ TWO = [
 
 def test_leaderboard_clips_the_mean_interval_and_axes_under_healthbench() -> None:
     row = leaderboard(case_scores(TWO), resamples=1000, convention="healthbench")[0]
-    reference = S.summarize([-5.0, 0.625], "healthbench")
+    reference = stats.summarize([-5.0, 0.625], "healthbench")
     assert reference is not None
     assert (row.mean, reference.mean) == (0.0, 0.0)  # clip(-2.1875), not -2.1875
     assert (row.ci_low, row.ci_high) == pytest.approx((0.0, 0.625))

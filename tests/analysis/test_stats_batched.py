@@ -27,17 +27,15 @@ def _all_results() -> list[object]:
         stats.bootstrap_full_minus_subset(X, mask, resamples=1500, seed=6),
         stats.permutation_p_independent(X[:300], Y[:300], resamples=1500, seed=7),
         stats.permutation_p_paired(X - Y, resamples=1500, seed=8),
-        S.bootstrap(list(X), "healthbench", resamples=1500, seed=9),
+        stats.bootstrap(list(X), "healthbench", resamples=1500, seed=9),
     ]
 
 
 def test_batched_statistics_equal_unbatched_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stats, "BATCH_VALUES", 1 << 40)  # every resample in one call: unbatched
-    monkeypatch.setattr(S, "BOOTSTRAP_BATCH_VALUES", 1 << 40)
     assert stats._resample_batch(X.size) > 1500
     whole = _all_results()
     monkeypatch.setattr(stats, "BATCH_VALUES", 7 * X.size + 5)  # batches of a few resamples
-    monkeypatch.setattr(S, "BOOTSTRAP_BATCH_VALUES", 7 * X.size + 5)
     assert stats._resample_batch(X.size) == 7
     assert _all_results() == whole
 
@@ -112,7 +110,7 @@ def test_percentile_intervals_equal_scipys_under_the_same_generator(convention: 
     x = RNG.normal(0.9, 0.3, 300)  # partly above 1: healthbench clips some resampled means
 
     def finished(v: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.asarray(S.finish_means(np.mean(v, axis=axis), convention))
+        return np.asarray(stats.finish_means(np.mean(v, axis=axis), convention))
 
     ours = stats.bootstrap_mean(x, resamples=1500, seed=3, convention=convention)
     assert (ours.low, ours.high) == pytest.approx(_scipy_percentile((x,), finished, 3), rel=1e-12, abs=1e-15)
@@ -132,7 +130,7 @@ def test_percentile_intervals_equal_scipys_under_the_same_generator(convention: 
 )
 @pytest.mark.parametrize("convention", ["livemed", "healthbench"])
 def test_summarize_gives_the_leaderboards_interval(values: list[float], convention: S.Convention) -> None:
-    summary = S.summarize(values, convention, resamples=800, seed=2)
+    summary = stats.summarize(values, convention, resamples=800, seed=2)
     interval = stats.bootstrap_mean(values, resamples=800, seed=2, convention=convention)
     assert summary is not None
     assert (summary.mean, summary.ci_low, summary.ci_high) == (interval.estimate, interval.low, interval.high)
@@ -144,12 +142,11 @@ def test_intervals_and_the_sign_flip_test_need_no_scipy() -> None:
     code = (
         "import sys\n"
         "from livemed.common import stats\n"
-        "from livemed.score import formula as score\n"
         "stats.bootstrap_mean([0.1, 0.5, 0.9], resamples=50)\n"
         "stats.bootstrap_paired_diff([0.1, 0.5, 0.9], [0.2, 0.2, 0.4], resamples=50)\n"
         "stats.bootstrap_diff([0.1, 0.5, 0.9], [0.2, 0.4], resamples=50)\n"
         "stats.permutation_p_paired([0.1, -0.5, 0.9, 0.3] * 10, resamples=50)\n"
-        "score.summarize([0.1, 0.5, 0.9], resamples=50)\n"
+        "stats.summarize([0.1, 0.5, 0.9], resamples=50)\n"
         "print('scipy' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

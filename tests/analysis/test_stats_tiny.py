@@ -22,6 +22,29 @@ def _interval(estimate: float, low: float, high: float) -> tuple[float, float, f
     return (estimate, low, high)
 
 
+def _summary(summary: stats.Summary | None) -> tuple[Any, ...] | None:
+    if summary is None:
+        return None
+    return (summary.mean, summary.n, summary.ci_low, summary.ci_high, summary.bootstrap_std)
+
+
+def _ranked(summary: stats.Summary) -> tuple[Any, ...]:
+    return (summary.mean, summary.n, summary.ci_low, summary.ci_high)
+
+
+THREE = {"b": [0.7], "a": [0.2, 0.6], "c": [0.7]}
+RANKED = [(0.7, 1, None, None), (0.7, 1, None, None), (0.4, 2, 0.2, 0.6)]
+
+
+def _rng() -> np.random.Generator:
+    return np.random.default_rng(0)
+
+
+def _bounds(draws: Any) -> tuple[float, float]:
+    """The smallest and largest draw: items i (mean 0.5) and j (1.0) drawn twice each give 0.5 … 1.0."""
+    return (float(np.min(draws)), float(np.max(draws)))
+
+
 CASES: list[Case] = [
     # proportion: k of n with Wilson's interval; n = 0 has no value and no interval (None); one item has
     # the interval z²/(1 + z²) wide from the end it lies at: 1 of 1 → low z²... = 0.2065…
@@ -131,6 +154,34 @@ CASES: list[Case] = [
     ("benjamini_hochberg", lambda: stats.benjamini_hochberg([NAN]), [NAN]),
     ("benjamini_hochberg", lambda: stats.benjamini_hochberg([0.01, 0.04]), [0.02, 0.04]),
     ("benjamini_hochberg", lambda: stats.benjamini_hochberg([0.03, 0.03]), [0.03, 0.03]),
+    # the score conventions: the mean, the healthbench convention's clip; no values is an error there
+    ("finish_means", lambda: stats.finish_means(NAN, "healthbench"), NAN),
+    ("finish_means", lambda: stats.finish_means(1.5, "healthbench"), 1.0),
+    ("finish_means", lambda: stats.finish_means(1.5), 1.5),
+    ("aggregate", lambda: stats.aggregate([0.7]), 0.7),
+    ("aggregate", lambda: stats.aggregate([1.5, 0.9], "healthbench"), 1.0),
+    ("bootstrap", lambda: stats.bootstrap([0.7]), (NAN, NAN, NAN)),
+    ("bootstrap", lambda: stats.bootstrap([0.2, 0.6])[:2], (0.2, 0.6)),
+    ("bootstrap", lambda: stats.bootstrap([0.4, 0.4]), (0.4, 0.4, 0.0)),
+    ("summarize", lambda: stats.summarize([]), None),
+    ("summarize", lambda: stats.summarize([None]), None),
+    ("summarize", lambda: _summary(stats.summarize([0.7, None])), (0.7, 1, None, None, None)),
+    ("summarize", lambda: _summary(stats.summarize([0.4, 0.4])), (0.4, 2, 0.4, 0.4, 0.0)),
+    ("rank_models", lambda: stats.rank_models({}), []),
+    # best mean first, ties by name; one value has no interval (the spread, ~√0.02, is sampled: left out)
+    ("rank_models", lambda: [m for m, _ in stats.rank_models(THREE)] == ["b", "c", "a"], True),
+    ("rank_models", lambda: [_ranked(s) for _, s in stats.rank_models(THREE)], RANKED),
+    ("cluster_bootstrap", lambda: stats.cluster_bootstrap([], [], resamples=10, rng=_rng()), None),
+    (
+        "cluster_bootstrap",
+        lambda: stats.cluster_bootstrap([1.0, 0.0], ["i", "i"], resamples=10, rng=_rng()),
+        None,
+    ),
+    (
+        "cluster_bootstrap",
+        lambda: _bounds(stats.cluster_bootstrap([1.0, 0.0, 1.0], ["i", "i", "j"], resamples=50, rng=_rng())),
+        (0.5, 1.0),
+    ),
     # helpers
     ("as_array", lambda: stats.as_array([]).tolist(), []),
     ("as_array", lambda: stats.as_array([1]).tolist(), [1.0]),

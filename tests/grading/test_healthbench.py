@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from livemed.answer.ask import conversation
+from livemed.common import stats
 from livemed.errors import InputFileError
 from livemed.interop.healthbench import parse_example, read_healthbench, to_healthbench
 from livemed.records import Case, Rubric
@@ -200,10 +201,10 @@ def test_aggregate_and_per_tag_scores_equal_healthbench_definition() -> None:
     raw = [S.case_score(a, "healthbench"), S.case_score(b, "healthbench")]
     assert raw == pytest.approx([4.5 / 17.5, -10 / 22])
     # overall: mean of unclipped example scores, clipped: (0.2571 - 0.4545) / 2 < 0 → 0
-    assert S.aggregate(raw, "healthbench") == 0.0  # type: ignore[arg-type]
+    assert stats.aggregate(raw, "healthbench") == 0.0  # type: ignore[arg-type]
     # livemed clips per case first: (0.2571 + 0) / 2
     livemed = [S.case_score(a, "livemed"), S.case_score(b, "livemed")]
-    assert S.aggregate(livemed, "livemed") == pytest.approx(4.5 / 17.5 / 2)  # type: ignore[arg-type]
+    assert stats.aggregate(livemed, "livemed") == pytest.approx(4.5 / 17.5 / 2)  # type: ignore[arg-type]
     # per axis tag, example A: accuracy (10 - 8) / 10, completeness 0 / 5, communication_quality 2.5 / 2.5
     assert S.per_axis(a, "healthbench") == pytest.approx(
         {"accuracy": 0.2, "completeness": 0.0, "communication_quality": 1.0}
@@ -213,7 +214,7 @@ def test_aggregate_and_per_tag_scores_equal_healthbench_definition() -> None:
         {"accuracy": -10 / 12, "context_awareness": 0.0, "instruction_following": 0.0}
     )
     # the aggregate per tag is the clipped mean over the examples that have the tag
-    assert S.aggregate([0.2, -10 / 12], "healthbench") == 0.0
+    assert stats.aggregate([0.2, -10 / 12], "healthbench") == 0.0
 
 
 def test_an_all_negative_example_imports_but_has_no_score() -> None:

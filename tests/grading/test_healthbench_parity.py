@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from livemed.analysis.leaderboard import breakdown, scores_table
 from livemed.cli import app
 from livemed.interop.healthbench import read_healthbench
 from livemed.records import Answer, Case, Grade, Rubric
@@ -166,13 +167,13 @@ def test_per_tag_values_and_counts_equal_simple_evals(any_store: Store, tmp_path
     run = score_all(any_store, "j", convention="healthbench")
     assert len(run.scores) == len(SET)
     ref = reference_aggregate(SET)
-    rows = S.breakdown(run.scores, "tag", "healthbench")
+    rows = breakdown(run.scores, "tag", "healthbench")
     ours = {row["tag"]: (row["score"], row["n"]) for row in rows}
     expected = {name: v for name, v in ref.items() if name != "overall_score"}
     assert ours.keys() == expected.keys()
     for name, (value, n) in expected.items():
         assert ours[name] == (pytest.approx(value), n), name
-    [overall] = S.leaderboard(run.scores, "healthbench")
+    [overall] = scores_table(run.scores, "healthbench")
     assert (overall["score"], overall["n"]) == (
         pytest.approx(ref["overall_score"][0]),
         ref["overall_score"][1],
@@ -185,7 +186,7 @@ def test_per_axis_of_imported_items_is_their_axis_tags_only(any_store: Store, tm
     axis_tags = {k.removeprefix("axis:"): v for k, v in ref.items() if k.startswith("axis:")}
     for convention in S.CONVENTIONS:
         scores = score_all(any_store, "j", convention=convention).scores
-        rows = S.breakdown(scores, "axis", convention)
+        rows = breakdown(scores, "axis", convention)
         ours = {row["axis"]: row["n"] for row in rows}
         # the untagged items were given the livemed axis "accuracy" at import: it must not count them
         assert ours == {axis: n for axis, (_, n) in axis_tags.items()}, convention

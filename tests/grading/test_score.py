@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from livemed.analysis.leaderboard import breakdown, scores_table
+from livemed.common import stats
 from livemed.score import formula as S
 from livemed.score.formula import Item
 
@@ -96,46 +98,46 @@ def test_per_axis_prefers_original_axis_tags() -> None:
 def test_clipping_conventions_differ_on_aggregates() -> None:
     # case raw scores 0.125 and -3.0
     livemed_cases = [S.clip01(0.125), S.clip01(-3.0)]
-    assert S.aggregate(livemed_cases, "livemed") == pytest.approx(0.0625)
+    assert stats.aggregate(livemed_cases, "livemed") == pytest.approx(0.0625)
     # HealthBench: mean(0.125, -3.0) = -1.4375, clipped to 0
-    assert S.aggregate([0.125, -3.0], "healthbench") == 0.0
+    assert stats.aggregate([0.125, -3.0], "healthbench") == 0.0
     # and an above-1 raw mean is clipped to 1
-    assert S.aggregate([1.6, 0.8], "healthbench") == 1.0
+    assert stats.aggregate([1.6, 0.8], "healthbench") == 1.0
     with pytest.raises(ValueError, match="no case scores"):
-        S.aggregate([], "livemed")
+        stats.aggregate([], "livemed")
 
 
 def test_summaries_count_excluded_cases_and_bootstrap_is_seeded() -> None:
     values = [0.2, 0.4, None, 0.9, 0.5]
-    first = S.summarize(values, "livemed", seed=7)
-    again = S.summarize(values, "livemed", seed=7)
+    first = stats.summarize(values, "livemed", seed=7)
+    again = stats.summarize(values, "livemed", seed=7)
     assert first is not None
     assert first == again
     assert first.n == 4
     assert first.mean == pytest.approx(0.5)
-    assert first.excluded == {S.ZERO_POSITIVE: 1}
+    assert first.excluded == {stats.ZERO_POSITIVE: 1}
     assert first.ci_low is not None
     assert first.ci_high is not None
     assert first.ci_low < first.mean < first.ci_high
     assert first.ci_low >= 0.2
     assert first.ci_high <= 0.9
-    assert S.summarize([None, None]) is None
+    assert stats.summarize([None, None]) is None
 
 
 def test_bootstrap_of_a_constant_is_degenerate() -> None:
-    low, high, std = S.bootstrap([0.5] * 10, resamples=1000, seed=1)
+    low, high, std = stats.bootstrap([0.5] * 10, resamples=1000, seed=1)
     assert (low, high, std) == (0.5, 0.5, 0.0)
 
 
 def test_one_case_has_a_mean_but_no_interval() -> None:
-    summary = S.summarize([0.75], "livemed")
+    summary = stats.summarize([0.75], "livemed")
     assert summary is not None
     assert (summary.mean, summary.n) == (0.75, 1)
     assert (summary.ci_low, summary.ci_high, summary.bootstrap_std) == (None, None, None)
 
 
 def test_healthbench_bootstrap_clips_each_resample() -> None:
-    low, high, _ = S.bootstrap([-2.0, -1.0, 0.5], "healthbench", seed=3)
+    low, high, _ = stats.bootstrap([-2.0, -1.0, 0.5], "healthbench", seed=3)
     assert low == 0.0
     assert 0.0 <= high <= 0.5
 
@@ -161,11 +163,11 @@ def test_leaderboard_and_breakdown_aggregate_score_records() -> None:
         rec("a", 1.0, {"accuracy": 1.0, "safety": 0.0}),
         rec("b", 0.25, {}),
     ]
-    rows = S.leaderboard(records, "livemed", seed=0)
+    rows = scores_table(records, "livemed", seed=0)
     assert [r["model"] for r in rows] == ["a", "b"]
     assert rows[0]["score"] == pytest.approx(0.75)
     assert rows[0]["n"] == 2
     assert rows[0]["failures"] == 2
     assert rows[0]["convention"] == "livemed"
-    by_axis = {(r["model"], r["axis"]): (r["score"], r["n"]) for r in S.breakdown(records, "axis", "livemed")}
+    by_axis = {(r["model"], r["axis"]): (r["score"], r["n"]) for r in breakdown(records, "axis", "livemed")}
     assert by_axis == {("a", "accuracy"): (0.75, 2), ("a", "safety"): (0.0, 1)}

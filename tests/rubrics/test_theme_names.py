@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from livemed.analysis.leaderboard import breakdown
 from livemed.records import Criterion, Rubric, Score
 from livemed.records.grading import canonical_theme
-from livemed.score import formula as S
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_per_theme_tables_merge_the_old_spellings() -> None:
             harm=0.0,
         )
 
-    rows = S.breakdown(
+    rows = breakdown(
         [score("a1", {"emergency_referrals": 1.0}), score("a2", {"emergency referral": 0.0})],
         "theme",
         "livemed",

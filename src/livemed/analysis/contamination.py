@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field
 from livemed.analysis.cutoffs import CutoffEntry, find_cutoff
 from livemed.analysis.inputs import CaseScore, by_model
 from livemed.common import stats
-from livemed.score.formula import aggregate
+from livemed.common.stats import aggregate
 
 Status = Literal["tested", "insufficient data", "control", "no cutoff"]
 Side = Literal["above 0", "includes 0", "below 0"]

@@ -1,19 +1,24 @@
-"""The leaderboard: per model mean score with a bootstrap interval, per axis, coverage, harm, failures;
+"""The leaderboard: per model mean score with a bootstrap interval, per axis, coverage, harm, failures
+(ranked by `common.stats.rank_models`, the one ranking: `leaderboard` over (model, case) rows, and
+`scores_table`, the `livemed scores` rows over Score records); the breakdowns of `livemed scores --by`;
 and the paired comparison of two models on the cases both answered."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
 
+from livemed.analysis.collect import ScoreSet
 from livemed.analysis.completeness import Grading
 from livemed.analysis.inputs import CaseScore, by_model
 from livemed.common import stats
-from livemed.records import AXES
-from livemed.score.formula import aggregate
+from livemed.common.stats import aggregate
+from livemed.records import AXES, Score
+from livemed.records.grading import canonical_theme
 
 
 class LeaderboardRow(BaseModel):
@@ -91,20 +96,26 @@ def leaderboard(
 
     The mean, its interval and the per-axis means follow the convention: under healthbench the case
     scores are unclipped and the mean (and each bootstrap resample's mean) is clipped to [0, 1]."""
+    groups = by_model(rows)
+    ranked = stats.rank_models(
+        {model: [r.score for r in group] for model, group in groups.items()},
+        convention,
+        resamples=resamples,
+        seed=seed,
+        level=level,
+    )
     table = []
-    for model, group in by_model(rows).items():
-        interval = stats.bootstrap_mean(
-            [r.score for r in group], resamples=resamples, seed=seed, level=level, convention=convention
-        )
+    for rank, (model, summary) in enumerate(ranked, start=1):
+        group = groups[model]
         table.append(
             LeaderboardRow(
-                rank=0,
+                rank=rank,
                 model=model,
                 n_cases=len(group),
                 n_answers=sum(r.samples for r in group),
-                mean=interval.estimate,
-                ci_low=stats.finite_or_none(interval.low),
-                ci_high=stats.finite_or_none(interval.high),
+                mean=summary.mean,
+                ci_low=summary.ci_low,
+                ci_high=summary.ci_high,
                 per_axis=_axis_means(group, convention),
                 coverage=float(np.mean([r.coverage for r in group])),
                 harm=float(np.mean([r.harm for r in group])),
@@ -115,10 +126,100 @@ def leaderboard(
                 **_completeness((grading or {}).get(model)),
             )
         )
-    table.sort(key=lambda r: (-r.mean, r.model))
-    for rank, row in enumerate(table, start=1):
-        row.rank = rank
     return table
+
+
+def ranked_leaderboard(
+    scored: ScoreSet, *, resamples: int, seed: int, allow_incomplete: bool
+) -> tuple[list[LeaderboardRow], list[CaseScore], list[Grading]]:
+    """The leaderboard of a score set (`livemed leaderboard` and the report): its models whose answers
+    are all graded (every model with `allow_incomplete`) ranked under its convention, judge and failure
+    policy; with the rows ranked and the models left out."""
+    ranked, left_out = scored.ranked(allow_incomplete)
+    board = leaderboard(
+        ranked,
+        resamples=resamples,
+        seed=seed,
+        convention=scored.convention,
+        judge=scored.judge,
+        policy=scored.policy,
+        grading=scored.grading,
+    )
+    return board, ranked, left_out
+
+
+def scores_table(
+    records: Sequence[Score], convention: str, *, seed: int = 0, resamples: int = stats.DEFAULT_RESAMPLES
+) -> list[dict[str, Any]]:
+    """`livemed scores`' rows, best first: per model the convention's aggregate of its per-case scores
+    (`_per_case`) with the bootstrap CI and spread, and coverage, harm and failures over its answers."""
+    groups: dict[str, list[Score]] = defaultdict(list)
+    for record in records:
+        groups[record.model].append(record)
+    ranked = stats.rank_models(
+        {name: _per_case(group) for name, group in groups.items()}, convention, seed=seed, resamples=resamples
+    )
+    rows = []
+    for name, summary in ranked:
+        group = groups[name]
+        rows.append(
+            {
+                "model": name,
+                "convention": convention,
+                "score": summary.mean,
+                "ci_low": summary.ci_low,
+                "ci_high": summary.ci_high,
+                "bootstrap_std": summary.bootstrap_std,
+                "n": summary.n,
+                "coverage": sum(r.coverage for r in group) / len(group),
+                "harm": sum(r.harm for r in group) / len(group),
+                "failures": sum(r.failures for r in group),
+            }
+        )
+    return rows
+
+
+def _per_case(group: Sequence[Score]) -> list[float]:
+    """Each case's mean over its sampled answers, in case-id order: the values the analysis bootstraps."""
+    cases: dict[str, list[float]] = defaultdict(list)
+    for record in group:
+        cases[record.case_id].append(record.score)
+    return [sum(values) / len(values) for _, values in sorted(cases.items())]
+
+
+BREAKDOWNS = ("axis", "theme", "tag")
+
+
+def breakdown(
+    records: Sequence[Score],
+    by: Literal["axis", "theme", "tag"],
+    convention: str,
+    *,
+    seed: int = 0,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+) -> list[dict[str, Any]]:
+    """Per model and axis, theme or HealthBench tag: the aggregate over the answers scored on it."""
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in records:
+        per = {"axis": record.per_axis, "theme": record.per_theme, "tag": record.per_tag}[by]
+        for name, value in per.items():  # themes of scores made before one spelling per theme, merged
+            groups[(record.model, canonical_theme(name) if by == "theme" else name)].append(value)
+    rows = []
+    for (model, name), values in sorted(groups.items()):
+        summary = stats.summarize(values, convention, seed=seed, resamples=resamples)
+        assert summary is not None
+        rows.append(
+            {
+                "model": model,
+                by: name,
+                "convention": convention,
+                "score": summary.mean,
+                "ci_low": summary.ci_low,
+                "ci_high": summary.ci_high,
+                "n": summary.n,
+            }
+        )
+    return rows
 
 
 def _completeness(grading: Grading | None) -> dict[str, Any]:

@@ -187,7 +187,7 @@ def leaderboard_command(
     Models whose answers are not all graded are left out of the ranking (exit 1) unless
     --allow-incomplete."""
     from livemed.analysis.leaderboard import compare as compare_models
-    from livemed.analysis.leaderboard import leaderboard
+    from livemed.analysis.leaderboard import ranked_leaderboard
     from livemed.analysis.tables import write_table
     from livemed.errors import UnknownNameError, UserError
 
@@ -200,15 +200,8 @@ def leaderboard_command(
     )
     _show_scores(scored, convention, policy)  # the window's counts, as grading.csv has them
     context = {**scored.context(), **({"window": described} if described else {})}
-    ranked, left_out = scored.ranked(allow_incomplete)
-    rows = leaderboard(
-        ranked,
-        resamples=s.resamples,
-        seed=s.seed,
-        convention=convention,
-        judge=scored.judge,
-        policy=policy,
-        grading=scored.grading,
+    rows, _, left_out = ranked_leaderboard(
+        scored, resamples=s.resamples, seed=s.seed, allow_incomplete=allow_incomplete
     )
     console.print(leaderboard_table(rows))
     if scored.judge:

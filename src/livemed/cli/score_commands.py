@@ -87,6 +87,8 @@ def scores(
     graded: it gets no score, and a model with such answers is left out of the ranking (exit 1) unless
     --allow-incomplete."""
     from livemed.analysis.completeness import count, not_ranked_line
+    from livemed.analysis.leaderboard import BREAKDOWNS
+    from livemed.analysis.leaderboard import breakdown as breakdown_rows
     from livemed.errors import RunError
     from livemed.pipeline.runs import track_run
     from livemed.score import formula as S
@@ -96,8 +98,8 @@ def scores(
         raise ConfigError(f"--convention must be livemed or healthbench, got {convention!r}")
     if policy not in S.POLICIES:
         raise ConfigError(f"--policy must be one of {', '.join(S.POLICIES)}, got {policy!r}")
-    if by is not None and by not in S.BREAKDOWNS:
-        raise ConfigError(f"--by must be one of {', '.join(S.BREAKDOWNS)}, got {by!r}")
+    if by is not None and by not in BREAKDOWNS:
+        raise ConfigError(f"--by must be one of {', '.join(BREAKDOWNS)}, got {by!r}")
     if by == "tag" and convention != "healthbench":
         raise ConfigError("--by tag gives HealthBench's tag metrics: add --convention healthbench")
     analysis = state(ctx).config.analysis  # the leaderboard's bootstrap: one number, one interval
@@ -127,7 +129,7 @@ def scores(
     )
     grading = count(run.answers, run.scores)
     boot = {"seed": seed, "resamples": analysis.resamples}
-    breakdown = S.breakdown(ranked, by, convention, **boot) if by else []  # type: ignore[arg-type]
+    breakdown = breakdown_rows(ranked, by, convention, **boot) if by else []  # type: ignore[arg-type]
     print_scores(rows, f"scores by {judge} · convention: {convention} · unusable verdicts: {policy}")
     for line in failure_share_lines(run, policy):
         console.print(line, markup=False)
@@ -228,13 +230,13 @@ def ranked_rows(
     """Leaderboard rows of a scoring run (with answers graded per model), the scores ranked, and the
     models left out of the ranking because some of their answers are not graded."""
     from livemed.analysis.completeness import count, incomplete
-    from livemed.score import formula as S
+    from livemed.analysis.leaderboard import scores_table
+    from livemed.common.stats import DEFAULT_RESAMPLES
 
     grading = count(run.answers, run.scores)
     left_out = [] if allow_incomplete else incomplete(grading)
     ranked = [sc for sc in run.scores if sc.model not in {g.model for g in left_out}]
-    boot = {"seed": seed, "resamples": resamples or S.RESAMPLES}
-    rows = S.leaderboard(ranked, convention, **boot)  # type: ignore[arg-type]
+    rows = scores_table(ranked, convention, seed=seed, resamples=resamples or DEFAULT_RESAMPLES)
     for row in rows:
         g = grading[row["model"]]
         share = run.shares.get(row["model"])

@@ -119,7 +119,7 @@ def windowed_scores(
     (`analysis.window.by_cutoff`)."""
     from dataclasses import replace
 
-    from livemed.analysis.leaderboard import leaderboard
+    from livemed.analysis.leaderboard import ranked_leaderboard
     from livemed.analysis.window import by_cutoff, window_scoreset
 
     min_date, max_date, after_cutoff, release, cutoffs = options
@@ -140,13 +140,12 @@ def windowed_scores(
     chosen = window_scoreset(store, scored, shown)
     if not side_by_side:
         return chosen, [], described
-    boards = []
-    for one in (chosen, window_scoreset(store, scored, window)):
-        ranked, _ = one.ranked(allow_incomplete)
-        rows = leaderboard(
-            ranked, resamples=settings.resamples, seed=settings.seed, convention=one.convention
-        )
-        boards.append(rows)
+    boards = [
+        ranked_leaderboard(
+            one, resamples=settings.resamples, seed=settings.seed, allow_incomplete=allow_incomplete
+        )[0]
+        for one in (chosen, window_scoreset(store, scored, window))
+    ]
     return chosen, by_cutoff(boards[0], boards[1], cutoff_registry(app_state, cutoffs)), described
 
 

@@ -1,4 +1,9 @@
-"""Statistics used by the analyses: seeded bootstrap intervals, permutation tests, effect sizes, FDR.
+"""Statistics used by the analyses: seeded bootstrap intervals, permutation tests, effect sizes, FDR;
+the score conventions' aggregates (`finish_means`, `aggregate`, `summarize`) and the leaderboard's
+ranking of models by them (`rank_models`).
+
+Every bootstrap resample of the package is drawn here (`_resampled_means`, `cluster_bootstrap`,
+`bootstrap_paired_diff`): seeded, percentile intervals, drawn in batches that bound memory.
 
 Typed functions so that every analysis uses the same conventions: percentile intervals, a seeded
 generator, and `nan` instead of an exception or a warning when a sample is too small. The bootstrap
@@ -11,7 +16,8 @@ two-sample permutation test, Mann–Whitney and FDR are scipy.stats (imported wh
 command that needs none of them does not pay for importing scipy).
 
 "Not computable" is `nan` here, always (never an exception, never a made-up number); the analysis
-tables turn it into `None` (`finite_or_none`), which the CLI and the report show as "—". The rules:
+tables turn it into `None` (`finite_or_none`), which the CLI and the report show as "—" (the score
+aggregates `aggregate` and `bootstrap` raise ValueError on no values, `summarize` gives None). The rules:
 
 - an estimate (a mean, a difference of means) needs one value in each sample it uses;
 - an interval needs two values in each resampled sample (one value has no spread to resample);
@@ -25,17 +31,17 @@ tables turn it into `None` (`finite_or_none`), which the CLI and the report show
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from livemed.score.formula import RESAMPLES, finish_means
-
 FloatArray = NDArray[np.float64]
-DEFAULT_RESAMPLES = RESAMPLES
+DEFAULT_RESAMPLES = 2000  # the default of [analysis] resamples, so scores and leaderboard agree
 DEFAULT_PERMUTATIONS = 5000
+ZERO_POSITIVE = "zero positive weight"  # why a case without a score is left out of an aggregate
 BATCH_VALUES = 1 << 21  # resampled values held at once (~16 MiB of float64 per array): bounds memory
 
 
@@ -81,6 +87,24 @@ def _diff_means(x: FloatArray, y: FloatArray, axis: int = -1) -> FloatArray:
     return np.asarray(np.mean(x, axis=axis) - np.mean(y, axis=axis))
 
 
+def finish_means(means: Any, convention: str = "livemed") -> Any:
+    """The convention's last step on a mean (or an array of resampled means): HealthBench clips it to
+    [0, 1]; livemed's case scores are already clipped, so their mean is left as it is. Not computable
+    (nan) stays nan."""
+    if convention == "healthbench":
+        return np.clip(means, 0.0, 1.0)
+    return means
+
+
+def aggregate(values: Sequence[float], convention: str = "livemed") -> float:
+    """Mean of case scores; HealthBench clips the mean, livemed's case scores are already clipped.
+
+    Not computable: no values → ValueError (as `livemed scores` has always had it)."""
+    if not values:
+        raise ValueError("no case scores to aggregate")
+    return float(finish_means(float(np.mean(np.asarray(values, dtype=float))), convention))
+
+
 def _finished_diff(convention: str, share: float = 1.0) -> Callable[..., FloatArray]:
     """convention(mean(all)) − convention(mean(y)), where x is the rest and y the subset with share
     (n_rest / n) of the whole; share 1 and a livemed convention give plain mean(x) − mean(y)."""
@@ -93,6 +117,28 @@ def _finished_diff(convention: str, share: float = 1.0) -> Callable[..., FloatAr
     return statistic
 
 
+def bootstrap(
+    values: Sequence[float] | FloatArray,
+    convention: str = "livemed",
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
+    """(low, high, std) of the convention's mean over `resamples` seeded resamples of the values: the
+    percentile interval and the spread of the resampled means (each finished by the convention).
+
+    Not computable: one value → all nan (no spread to resample); no values → ValueError. All-equal
+    values are resampled too: their bounds are the value, their spread the resampled means'."""
+    x = as_array(values)
+    if x.size == 0:
+        raise ValueError("no case scores to bootstrap")
+    if x.size == 1:
+        return math.nan, math.nan, math.nan
+    means = finish_means(_resampled_means(x, resamples, np.random.default_rng(seed)), convention)
+    return (*_percentile(means, level), float(means.std()))
+
+
 def bootstrap_mean(
     values: Sequence[float] | FloatArray,
     *,
@@ -101,11 +147,11 @@ def bootstrap_mean(
     seed: int = 0,
     convention: str = "livemed",
 ) -> Interval:
-    """Mean with a percentile bootstrap interval.
+    """Mean with a percentile bootstrap interval (`bootstrap`'s).
 
     Not computable: no values → every field nan; one value → the estimate, nan bounds. All-equal
-    values → the zero-width interval. Under the healthbench convention the mean and every resampled
-    mean are clipped to [0, 1]."""
+    values → the zero-width interval (what every resample gives; not drawn). Under the healthbench
+    convention the mean and every resampled mean are clipped to [0, 1]."""
     x = as_array(values)
     if x.size == 0:
         return NAN_INTERVAL
@@ -114,8 +160,65 @@ def bootstrap_mean(
         return Interval(estimate, math.nan, math.nan)
     if _constant(x):
         return Interval(estimate, estimate, estimate)
-    means = _resampled_means(x, resamples, np.random.default_rng(seed))
-    return Interval(estimate, *_percentile(finish_means(means, convention), level))
+    low, high, _ = bootstrap(x, convention, resamples=resamples, seed=seed, level=level)
+    return Interval(estimate, low, high)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """An aggregate with its convention, sample size and bootstrap interval."""
+
+    convention: str
+    mean: float
+    n: int
+    ci_low: float | None  # None: not computable (fewer than two cases)
+    ci_high: float | None
+    bootstrap_std: float | None
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+def summarize(
+    values: Sequence[float | None],
+    convention: str = "livemed",
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Summary | None:
+    """Aggregate case scores (None = no positive weight: excluded and counted); None when nothing is left.
+
+    Not computable: nothing left → None; one value → the mean, no interval and no spread (None). The
+    interval is `bootstrap_mean`'s (the leaderboard's: one number, one CI), drawn once for the
+    interval and the spread (all-equal values are drawn too: their spread is the resampled means')."""
+    kept = [value for value in values if value is not None]
+    excluded = {ZERO_POSITIVE: len(values) - len(kept)} if len(kept) < len(values) else {}
+    if not kept:
+        return None
+    bounds = bootstrap(kept, convention, resamples=resamples, seed=seed, level=level)
+    low, high, std = (None if math.isnan(v) else v for v in bounds)
+    return Summary(convention, aggregate(kept, convention), len(kept), low, high, std, excluded)
+
+
+def rank_models(
+    per_model: Mapping[str, Sequence[float]],
+    convention: str = "livemed",
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> list[tuple[str, Summary]]:
+    """The leaderboard's numbers: each model's `summarize` of its per-case scores (each resampled with
+    the same `seed`), best mean first, ties broken by model name.
+
+    Not computable: a model with one value has no interval (`summarize`'s None); no models → []; a
+    model with no values → ValueError."""
+    table = []
+    for model, values in per_model.items():
+        summary = summarize(values, convention, resamples=resamples, seed=seed, level=level)
+        if summary is None:
+            raise ValueError(f"no case scores to rank for {model}")
+        table.append((model, summary))
+    return sorted(table, key=lambda entry: (-entry[1].mean, entry[0]))
 
 
 def bootstrap_diff(
@@ -167,6 +270,31 @@ def _resampled_means(x: FloatArray, resamples: int, rng: np.random.Generator) ->
         rows = min(step, resamples - start)
         means[start : start + rows] = x[rng.integers(0, x.size, size=(rows, x.size))].mean(axis=1)
     return means
+
+
+def cluster_bootstrap(
+    values: Sequence[float], clusters: Sequence[str], *, resamples: int, rng: np.random.Generator
+) -> FloatArray | None:
+    """`resamples` bootstrap means of units that cluster in items: the items (`clusters` names each
+    unit's) drawn with replacement (`rng.integers(0, m, (rows, m))` over the m sorted item names, rows
+    in order from `rng`, `_resample_batch(m)` at a time), each draw's mean over its items' units.
+
+    Not computable: fewer than 2 items → None."""
+    names = sorted(set(clusters))
+    if len(names) < 2:
+        return None
+    index = {name: i for i, name in enumerate(names)}
+    codes = np.fromiter((index[c] for c in clusters), dtype=np.int64, count=len(clusters))
+    sums = np.bincount(codes, weights=np.asarray(values, dtype=np.float64), minlength=len(names))
+    counts = np.bincount(codes, minlength=len(names)).astype(np.float64)
+    m = len(names)
+    draws = np.empty(resamples)
+    step = _resample_batch(m)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        picked = rng.integers(0, m, size=(rows, m))
+        draws[start : start + rows] = sums[picked].sum(axis=1) / counts[picked].sum(axis=1)
+    return draws
 
 
 def bootstrap_paired_diff(

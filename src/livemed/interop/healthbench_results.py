@@ -41,7 +41,7 @@ Verdicts = dict[tuple[str, str], Grade | GradeFailure]  # (answer id, criterion 
 
 def simple_evals_metrics(scores: Sequence[Score], *, seed: int = 0) -> dict[str, float | int]:
     """The metrics dict simple-evals writes for one model's HealthBench run (keys sorted)."""
-    from livemed.score import formula as S
+    from livemed.common import stats
 
     if any(s.convention != "healthbench" for s in scores):
         raise ValueError("simple-evals metrics need HealthBench-convention scores")
@@ -53,9 +53,9 @@ def simple_evals_metrics(scores: Sequence[Score], *, seed: int = 0) -> dict[str,
         values["score"].append(record.score)
     metrics: dict[str, float | int] = {}
     for name, found in values.items():
-        metrics[name] = S.aggregate(found, "healthbench")
+        metrics[name] = stats.aggregate(found, "healthbench")
         metrics[f"{name}:n_samples"] = len(found)
-        std = S.bootstrap(found, "healthbench", seed=seed)[2] if len(found) > 1 else 0.0
+        std = stats.bootstrap(found, "healthbench", seed=seed)[2] if len(found) > 1 else 0.0
         metrics[f"{name}:bootstrap_std"] = std
     return dict(sorted(metrics.items()))
 

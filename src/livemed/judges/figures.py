@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from livemed.common.stats import MIN_N, proportion
+from livemed.common.stats import MIN_N, cluster_bootstrap, proportion
 
 RESAMPLES = 2000
 SEED = 0
-BATCH_VALUES = 1 << 21  # bootstrap draws held at once
 SMALL = "n too small"
 WILSON = "wilson"
 BOOTSTRAP = "bootstrap over items"
@@ -70,23 +69,9 @@ def _rng(key: str) -> np.random.Generator:
 
 
 def cluster_draws(values: Sequence[float], clusters: Sequence[str], key: str) -> NDArray[np.float64] | None:
-    """`RESAMPLES` bootstrap means: items drawn with replacement (`rng.integers(0, m, (rows, m))`, rows
-    in order from the key's generator), each draw's mean over its items' units; None under 2 items."""
-    names = sorted(set(clusters))
-    if len(names) < 2:
-        return None
-    index = {name: i for i, name in enumerate(names)}
-    codes = np.fromiter((index[c] for c in clusters), dtype=np.int64, count=len(clusters))
-    sums = np.bincount(codes, weights=np.asarray(values, dtype=np.float64), minlength=len(names))
-    counts = np.bincount(codes, minlength=len(names)).astype(np.float64)
-    rng, m = _rng(key), len(names)
-    draws = np.empty(RESAMPLES)
-    step = max(1, BATCH_VALUES // m)
-    for start in range(0, RESAMPLES, step):
-        rows = min(step, RESAMPLES - start)
-        picked = rng.integers(0, m, size=(rows, m))
-        draws[start : start + rows] = sums[picked].sum(axis=1) / counts[picked].sum(axis=1)
-    return draws
+    """`RESAMPLES` bootstrap means over items (`common.stats.cluster_bootstrap`, from the key's
+    generator), each draw's mean over its items' units; None under 2 items."""
+    return cluster_bootstrap(values, clusters, resamples=RESAMPLES, rng=_rng(key))
 
 
 def percentile_interval(draws: NDArray[np.float64] | None) -> tuple[float | None, float | None]:

@@ -15,7 +15,7 @@ from livemed.analysis.contamination import AnalysisSettings, ContaminationResult
 from livemed.analysis.cutoffs import CutoffEntry
 from livemed.analysis.funnel import FunnelRow, ReasonRow, store_funnel
 from livemed.analysis.inputs import ScoreRef
-from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison, compare, leaderboard
+from livemed.analysis.leaderboard import LeaderboardRow, PairedComparison, compare, ranked_leaderboard
 from livemed.analysis.length import LengthRow, length_rows, stored_lengths
 from livemed.analysis.provenance import (
     PromptRow,
@@ -118,15 +118,8 @@ def build_report(
     if window is not None:  # --min-date/--max-date/--after-cutoff
         scored = window_scoreset(store, scored, window)
     dates = case_dates(store)  # every case's date only: whole Cases are read for the shown ones
-    ranked, not_ranked = scored.ranked(allow_incomplete)
-    board = leaderboard(
-        ranked,
-        resamples=s.resamples,
-        seed=s.seed,
-        convention=convention,
-        judge=scored.judge,
-        policy=policy,
-        grading=scored.grading,
+    board, ranked, not_ranked = ranked_leaderboard(
+        scored, resamples=s.resamples, seed=s.seed, allow_incomplete=allow_incomplete
     )
     comparisons = [
         compare(

@@ -16,24 +16,16 @@ integer weight; P = Σ w over positive criteria; a verdict is met, not met, or f
                    only while a model's failed verdicts are at most `MAX_FAILURE_SHARE` of its verdicts.
 
 Per-axis and per-theme scores apply the same formula to the subset of criteria with that axis or
-theme. Every aggregate names its convention. Bootstrap intervals resample cases (`RESAMPLES` times,
-seeded) and apply the convention's aggregate to each resample.
+theme. The aggregates over cases (the convention's mean, bootstrap intervals, the leaderboard's
+ranking) are `livemed.common.stats`'s; a case without positive weight is left out of them, counted
+as `livemed.common.stats.ZERO_POSITIVE`.
 """
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-import numpy as np
-
-from livemed.records.grading import canonical_theme
-
-if TYPE_CHECKING:
-    from livemed.records import Score
+from dataclasses import dataclass
+from typing import Literal
 
 Convention = Literal["livemed", "healthbench"]
 FailurePolicy = Literal["strict", "not-met", "exclude"]
@@ -41,9 +33,6 @@ CONVENTIONS: tuple[Convention, ...] = ("livemed", "healthbench")
 POLICIES: tuple[FailurePolicy, ...] = ("strict", "not-met", "exclude")
 DEFAULT_POLICY: FailurePolicy = "strict"
 MAX_FAILURE_SHARE = 0.05  # not-met / exclude score failed verdicts only up to this share of a model's
-ZERO_POSITIVE = "zero positive weight"
-BOOTSTRAP_BATCH_VALUES = 1 << 21  # resampled values held at once by `bootstrap` (~16 MiB per array)
-RESAMPLES = 2000  # bootstrap resamples: the default of [analysis] resamples, so scores and leaderboard agree
 
 
 @dataclass(frozen=True)
@@ -221,157 +210,3 @@ def group_coverage_harm(
     covered = sum(values[i] for i in usable if met[i] is True and values[i] > 0)
     harmed = sum(-values[i] for i in usable if met[i] is True and values[i] < 0)
     return covered / total, harmed / total
-
-
-# --------------------------------------------------------------------------- aggregates
-
-
-def finish_means(means: Any, convention: str = "livemed") -> Any:
-    """The convention's last step on a mean (or an array of resampled means): HealthBench clips it to
-    [0, 1]; livemed's case scores are already clipped, so their mean is left as it is."""
-    if convention == "healthbench":
-        return np.clip(means, 0.0, 1.0)
-    return means
-
-
-def aggregate(values: Sequence[float], convention: str = "livemed") -> float:
-    """Mean of case scores; HealthBench clips the mean, livemed's case scores are already clipped."""
-    if not values:
-        raise ValueError("no case scores to aggregate")
-    return float(finish_means(float(np.mean(np.asarray(values, dtype=float))), convention))
-
-
-@dataclass(frozen=True)
-class Summary:
-    """An aggregate with its convention, sample size and bootstrap interval."""
-
-    convention: Convention
-    mean: float
-    n: int
-    ci_low: float | None  # None: not computable (fewer than two cases)
-    ci_high: float | None
-    bootstrap_std: float | None
-    excluded: dict[str, int] = field(default_factory=dict)
-
-
-def bootstrap(
-    values: Sequence[float],
-    convention: Convention = "livemed",
-    *,
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-    level: float = 0.95,
-) -> tuple[float, float, float]:
-    """(low, high, std) of the convention's aggregate over `resamples` seeded resamples of cases;
-    all nan (not computable) for a single case, which has no spread to resample."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        raise ValueError("no case scores to bootstrap")
-    if data.size == 1:
-        return math.nan, math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    step = max(1, BOOTSTRAP_BATCH_VALUES // data.size)  # resamples drawn at once: memory stays bounded
-    means = np.empty(resamples)
-    for start in range(0, resamples, step):  # rows drawn in order: equal to one draw of every row
-        rows = min(step, resamples - start)
-        means[start : start + rows] = data[rng.integers(0, data.size, size=(rows, data.size))].mean(axis=1)
-    means = finish_means(means, convention)
-    tail = (1.0 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high), float(means.std())
-
-
-def summarize(
-    values: Sequence[float | None],
-    convention: Convention = "livemed",
-    *,
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-) -> Summary | None:
-    """Aggregate case scores (None = no positive weight: excluded and counted); None when nothing is left."""
-    kept = [value for value in values if value is not None]
-    excluded = {ZERO_POSITIVE: len(values) - len(kept)} if len(kept) < len(values) else {}
-    if not kept:
-        return None
-    # the same resamples and percentiles as analysis.stats.bootstrap_mean (the leaderboard's interval:
-    # one number, one CI), drawn once for the interval and the spread
-    low, high, std = (_finite(v) for v in bootstrap(kept, convention, resamples=resamples, seed=seed))
-    return Summary(convention, aggregate(kept, convention), len(kept), low, high, std, excluded)
-
-
-def _finite(value: float) -> float | None:
-    return None if math.isnan(value) else value
-
-
-# --------------------------------------------------------------------------- leaderboards
-
-
-def leaderboard(
-    records: Sequence[Score], convention: Convention, *, seed: int = 0, resamples: int = RESAMPLES
-) -> list[dict[str, Any]]:
-    """One row per model, best first: the convention's aggregate, bootstrap CI, mean coverage and harm."""
-    by_model: dict[str, list[Score]] = defaultdict(list)
-    for record in records:
-        by_model[record.model].append(record)
-    rows = []
-    for name, group in by_model.items():
-        summary = summarize(_per_case(group), convention, seed=seed, resamples=resamples)
-        assert summary is not None  # Score records always carry a score
-        rows.append(
-            {
-                "model": name,
-                "convention": convention,
-                "score": summary.mean,
-                "ci_low": summary.ci_low,
-                "ci_high": summary.ci_high,
-                "bootstrap_std": summary.bootstrap_std,
-                "n": summary.n,
-                "coverage": sum(r.coverage for r in group) / len(group),
-                "harm": sum(r.harm for r in group) / len(group),
-                "failures": sum(r.failures for r in group),
-            }
-        )
-    return sorted(rows, key=lambda row: (-row["score"], row["model"]))
-
-
-def _per_case(group: Sequence[Score]) -> list[float]:
-    """Each case's mean over its sampled answers, in case-id order: the values the analysis bootstraps."""
-    cases: dict[str, list[float]] = defaultdict(list)
-    for record in group:
-        cases[record.case_id].append(record.score)
-    return [sum(values) / len(values) for _, values in sorted(cases.items())]
-
-
-BREAKDOWNS = ("axis", "theme", "tag")
-
-
-def breakdown(
-    records: Sequence[Score],
-    by: Literal["axis", "theme", "tag"],
-    convention: Convention,
-    *,
-    seed: int = 0,
-    resamples: int = RESAMPLES,
-) -> list[dict[str, Any]]:
-    """Per model and axis, theme or HealthBench tag: the aggregate over the answers scored on it."""
-    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for record in records:
-        per = {"axis": record.per_axis, "theme": record.per_theme, "tag": record.per_tag}[by]
-        for name, value in per.items():  # themes of scores made before one spelling per theme, merged
-            groups[(record.model, canonical_theme(name) if by == "theme" else name)].append(value)
-    rows = []
-    for (model, name), values in sorted(groups.items()):
-        summary = summarize(values, convention, seed=seed, resamples=resamples)
-        assert summary is not None
-        rows.append(
-            {
-                "model": model,
-                by: name,
-                "convention": convention,
-                "score": summary.mean,
-                "ci_low": summary.ci_low,
-                "ci_high": summary.ci_high,
-                "n": summary.n,
-            }
-        )
-    return rows

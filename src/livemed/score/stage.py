@@ -23,6 +23,7 @@ from typing import Any, Literal, NamedTuple, NotRequired
 from pydantic import AwareDatetime, TypeAdapter
 from typing_extensions import TypedDict
 
+from livemed.common.stats import ZERO_POSITIVE
 from livemed.interop.healthbench import EXPORT_AXIS, SOURCE, example_tags_of, is_imported
 from livemed.pipeline.runner import batched
 from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
@@ -495,7 +496,7 @@ def _score_one(
         answer, prepared, met, judge=judge, failures=failures, convention=convention, policy=policy
     )
     if record is None:
-        run.excluded[S.ZERO_POSITIVE] += 1
+        run.excluded[ZERO_POSITIVE] += 1
     else:
         out.append(record)
 
