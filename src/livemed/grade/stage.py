@@ -35,7 +35,7 @@ from livemed.grade.grader import (
     is_offline,
 )
 from livemed.models import LLM
-from livemed.pipeline.runner import StageResult, batched, item_progress, run_stage
+from livemed.pipeline.runner import RunOptions, StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
 from livemed.records.grading import CALL_FAILED
@@ -363,8 +363,7 @@ async def grade_all(
             done_ids=job.done_ids,
             batch_size=batch_size,
             window=window or in_flight(judge, batch_size),
-            inline=is_offline(judge),
-            checked=True,
+            options=RunOptions(inline=is_offline(judge), checked=True),
         )
     return job.finish(result)
 

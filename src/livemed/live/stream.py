@@ -31,7 +31,7 @@ from livemed.domains import DomainPack
 from livemed.grade.grader import Judge, Mode, Target
 from livemed.grade.stage import GradeJob, Item
 from livemed.models import LLM, Settings
-from livemed.pipeline.runner import Feed, StageResult, raise_first, run_stage
+from livemed.pipeline.runner import Feed, RunOptions, StageResult, raise_first, run_stage
 from livemed.records import Answer, Case, Rubric
 from livemed.store import Store
 
@@ -115,7 +115,7 @@ async def answer_and_grade(
             done_ids=job.done_ids,
             batch_size=batch_size,
             window=in_flight(judge, batch_size),
-            checked=True,
+            options=RunOptions(checked=True),
         )
     )
     answering = {
