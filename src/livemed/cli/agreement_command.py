@@ -18,7 +18,6 @@ from livemed.cli.grading_commands import (
     check_setup,
     grader_for,
     judges_app,
-    resolve,
 )
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
@@ -56,6 +55,7 @@ def agreement(
     from livemed.grade.grader import OfflineGrader
     from livemed.interop.labels import LabelItem, read_labels
     from livemed.judges.agreement import grade_items, metrics
+    from livemed.models import bind_model
     from livemed.pipeline.runs import track_run
 
     app_state = state(ctx)
@@ -72,7 +72,7 @@ def agreement(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     check_setup(grader_setup, grader_template)
     judge = (
-        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        bind_model(grader, engine, "judges", OfflineGrader, config=app_state.config)
         if grader_template is None
         else grader_for(app_state, engine, grader, "per-criterion", grader_template, grader_setup)
     )

@@ -33,7 +33,6 @@ from livemed.cli.grading_commands import (
     check_setup,
     grader_for,
     print_result,
-    resolve,
 )
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.common.atomic import check_writable, write_text
@@ -216,6 +215,7 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
     """Answer and grade (`live.stream`) under one Run holding every stage's lease; print the counts."""
     from livemed.answer.ask import OfflineAnswerer
     from livemed.live.stream import answer_and_grade
+    from livemed.models import bind_model
     from livemed.pipeline.runs import settle_stages, track_run
 
     if "offline/retrieval" in plan.models:
@@ -224,7 +224,10 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
             "`livemed answer --model offline/retrieval --evidence demo` (or your corpus)"
         )
     pack = app_state.pack(plan.domain)
-    answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer, pack=pack) for m in plan.models]
+    config = app_state.config
+    answerers = [
+        bind_model(m, engine, "answer", OfflineAnswerer, config=config, pack=pack) for m in plan.models
+    ]
     grader = grader_for(app_state, engine, plan.judge, plan.mode, plan.template, plan.setup)
     judge_model, plan.judge = plan.judge, grader.id
     unit = "criteria" if plan.mode == "per-criterion" else "answers"

@@ -41,18 +41,6 @@ LIMIT = typer.Option(None, "--limit", min=1, metavar="N", help="Process at most 
 EXECUTOR = typer.Option(None, "--executor", metavar="inprocess|ray", help=EXECUTOR_HELP)
 
 
-def resolve(app_state: AppState, engine: Engine, model_id: str, stage: str, need: type, **kwargs: Any) -> Any:
-    """An offline baseline with the capability `need`, or an LLM bound to the engine."""
-    from livemed.models import LLM, get_model
-
-    model = get_model(model_id, config=app_state.config, **kwargs)
-    if model_id.startswith("offline/"):
-        if not isinstance(model, need):
-            raise UserError(f"{model_id} is a baseline that cannot be used for `{stage}`")
-        return model
-    return LLM(engine, model, stage=stage)
-
-
 GRADER_TEMPLATE = typer.Option(
     None,
     "--grader-template",
@@ -78,9 +66,9 @@ def grader_for(
     (sent under `setup`, `--grader-setup`)."""
     from livemed.grade.grader import OfflineGrader
     from livemed.grade.template import load_template, with_template
-    from livemed.models import LLM
+    from livemed.models import LLM, bind_model
 
-    grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
+    grader = bind_model(judge, engine, "grade", OfflineGrader, config=app_state.config)
     if template is None:
         check_setup(setup, template)
         return grader
@@ -162,6 +150,7 @@ def rubrics(
     domain: str | None = DOMAIN,
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
+    from livemed.models import bind_model
     from livemed.pipeline.runner import run_stage
     from livemed.pipeline.runs import raise_for_calls, settle, track_run
     from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
@@ -170,7 +159,7 @@ def rubrics(
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     pack = app_state.pack(domain)
-    model = resolve(app_state, engine, writer, "rubrics", OfflineWriter, pack=pack)
+    model = bind_model(writer, engine, "rubrics", OfflineWriter, config=app_state.config, pack=pack)
     cases = list(select_cases(app_state, status, limit))
     rejected = set() if retry_rejected else _rejected_rubrics(store, [rejection_id(c.id) for c in cases])
     todo = [case for case in cases if rejection_id(case.id) not in rejected]
@@ -352,7 +341,7 @@ def answer(
         return
     from livemed.answer.ask import OfflineAnswerer
     from livemed.answer.stage import answer_all
-    from livemed.models import Settings
+    from livemed.models import Settings, bind_model
     from livemed.pipeline.runs import raise_for_calls, settle, track_run
 
     app_state = state(ctx)
@@ -365,7 +354,8 @@ def answer(
     if model == "offline/memorised":
         extra["cutoff"] = _declared_cutoff(app_state, model)
     pack = app_state.pack(domain)
-    answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, pack=pack, **extra)
+    config = app_state.config
+    answerer = bind_model(model, engine, "answer", OfflineAnswerer, config=config, pack=pack, **extra)
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
     run_settings["domain"] = pack.name

@@ -10,7 +10,7 @@ import typer
 
 from livemed.cli.common import make_engine, print_usage, usage_on_failure
 from livemed.cli.context import console, state
-from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, resolve
+from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
 
@@ -42,6 +42,7 @@ def modes(
     from livemed.grade.grader import OfflineGrader
     from livemed.grade.stage import plan_targets
     from livemed.judges.modes import compare_modes
+    from livemed.models import bind_model
     from livemed.pipeline.runs import track_run
     from livemed.records import Answer
 
@@ -55,7 +56,7 @@ def modes(
             "(e.g. `livemed rubrics --writer offline/rules` and `livemed answer --model offline/reference`)"
         )
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    grader = resolve(app_state, engine, judge, "judges", OfflineGrader)
+    grader = bind_model(judge, engine, "judges", OfflineGrader, config=app_state.config)
     settings = {"judge": judge, "candidate": model, "limit": limit}
     with (
         usage_on_failure(engine),

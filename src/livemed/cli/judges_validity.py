@@ -23,7 +23,6 @@ from livemed.cli.grading_commands import (
     check_setup,
     grader_for,
     judges_app,
-    resolve,
 )
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, ConfigError, UserError
@@ -89,6 +88,7 @@ def _rubric_battery(
     from livemed.grade.grader import OfflineGrader
     from livemed.judges.baselines import BASELINES
     from livemed.judges.rubric_validation import validate
+    from livemed.models import bind_model
 
     if grader in BASELINES:
         return None  # a pair-judge baseline grades no rubric
@@ -96,7 +96,7 @@ def _rubric_battery(
     if not found:
         return None
     judge = (
-        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        bind_model(grader, engine, "judges", OfflineGrader, config=app_state.config)
         if template is None
         else grader_for(app_state, engine, grader, mode, template)
     )
@@ -234,12 +234,13 @@ def _rubric_outcomes(
 ) -> list[ItemOutcome] | None:
     from livemed.grade.grader import OfflineGrader
     from livemed.judges.battery import rubric_outcomes
+    from livemed.models import bind_model
 
     if not battery.items:
         return None
     mode = options["mode"]
     judge = (
-        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        bind_model(grader, engine, "judges", OfflineGrader, config=app_state.config)
         if template is None
         else grader_for(app_state, engine, grader, mode, template, setup)
     )
@@ -521,6 +522,7 @@ def compare_command(
     from livemed.grade.grader import OfflineGrader
     from livemed.grade.stage import grade_all, plan_targets
     from livemed.judges.compare import compare, sample_targets, target_ids
+    from livemed.models import bind_model
     from livemed.pipeline.runs import raise_for_calls, settle_stages, track_run
     from livemed.records import Answer, Grade, GradeFailure
 
@@ -540,7 +542,7 @@ def compare_command(
     ):
         stages = []
         for judge in judges:
-            grader = resolve(app_state, engine, judge, "judges", OfflineGrader)
+            grader = bind_model(judge, engine, "judges", OfflineGrader, config=app_state.config)
             stages.append((judge, asyncio.run(grade_all(store, targets, grader, mode=mode)), "answers"))  # type: ignore[arg-type]
         settle_stages(run, stages)
     ids = [i for t in targets for j in judges for i in target_ids(t, j)]

@@ -147,11 +147,11 @@ def fail_for(run: Run) -> None:
 
 def build_tools(app_state: AppState, until: str | None) -> Tools:
     """The engines, curation chain, models, sources and pre-filters of `[update]`, as the single-stage
-    commands build them (`make_engine`, `curate`'s chain, `resolve`, `build_source`)."""
+    commands build them (`make_engine`, `curate`'s chain, `bind_model`, `build_source`)."""
     from livemed.cli.curate import _chain
-    from livemed.cli.grading_commands import resolve
     from livemed.cli.harvest import _date
     from livemed.live.update import Tools
+    from livemed.models import bind_model
     from livemed.prefilter import build_prefilters
     from livemed.sources import build_source
 
@@ -176,7 +176,7 @@ def build_tools(app_state: AppState, until: str | None) -> Tools:
         return _chain(app_state, bound, plan.curator, curate.retriever, evidence, None, None, pack)
 
     def bind(bound: Engine, model_id: str, stage: str) -> Any:
-        return resolve(app_state, bound, model_id, stage, _offline_kind(stage))
+        return bind_model(model_id, bound, stage, _offline_kind(stage), config=app_state.config)
 
     end = _date(until, "--until", end_of_day=True) or datetime.now(UTC)
     cutoff = _date(config.cutoff.isoformat(), "cutoff") if config.cutoff else None
