@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from livemed.models import Engine
     from livemed.pipeline.runner import StageResult
     from livemed.records import Case
-    from livemed.store import Store
 
 judges_app = typer.Typer(help="Validate graders against human labels.", no_args_is_help=True)
 app.add_typer(judges_app, name="judges")
@@ -151,9 +150,9 @@ def rubrics(
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
     from livemed.models import bind_model
-    from livemed.pipeline.runner import run_stage
     from livemed.pipeline.runs import raise_for_calls, settle, track_run
-    from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
+    from livemed.rubrics.stage import without_verdicts, write_rubrics
+    from livemed.rubrics.write import OfflineWriter
 
     app_state = state(ctx)
     store = app_state.store
@@ -161,8 +160,7 @@ def rubrics(
     pack = app_state.pack(domain)
     model = bind_model(writer, engine, "rubrics", OfflineWriter, config=app_state.config, pack=pack)
     cases = list(select_cases(app_state, status, limit))
-    rejected = set() if retry_rejected else _rejected_rubrics(store, [rejection_id(c.id) for c in cases])
-    todo = [case for case in cases if rejection_id(case.id) not in rejected]
+    todo, rejected = (cases, set()) if retry_rejected else without_verdicts(store, cases)
     if rejected:
         console.print(
             f"skipping {len(rejected)} case(s) whose rubric was rejected (--retry-rejected to retry)"
@@ -179,34 +177,13 @@ def rubrics(
         ) as run,
         progress_for(engine, writer, f"rubrics by {writer}", total=len(todo)),
     ):
-        result = asyncio.run(
-            run_stage(
-                store,
-                todo,
-                lambda case: write_rubric(case, model, pack),
-                output_id=lambda case: f"rubric:{case.id}",
-                output_kinds=["rubric"],
-                batch_size=16,
-            )
-        )
+        result = asyncio.run(write_rubrics(store, todo, model, pack=pack))
         settle(run, result, "cases")
-    done = store.has("rubric", [f"rubric:{case.id}" for case in todo])
-    stale = store.has("rejection", [rejection_id(case.id) for case in todo if f"rubric:{case.id}" in done])
-    if stale:
-        store.delete("rejection", sorted(stale))
     print_result("rubrics", result)
     report_fact_coverage(app_state, todo, pack)
     report_reference_coverage(app_state, cases)
     print_usage(engine)
     raise_for_calls(run)
-
-
-def _rejected_rubrics(store: Store, ids: list[str]) -> set[str]:
-    """Rubric rejections that are verdicts (lint findings); a failed call is tried again."""
-    from livemed.records import Rejection
-
-    found = store.has("rejection", ids)
-    return {i for i in found if (r := store.get(Rejection, i)) is not None and not r.call_failed}
 
 
 def report_fact_coverage(app_state: AppState, cases: list[Case], pack: DomainPack) -> None:
