@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from livemed.cli.application import app
-from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
+from livemed.cli.common import finish_run, make_engine, model_run, progress_for
 from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
@@ -150,7 +150,7 @@ def rubrics(
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
     from livemed.models import bind_model
-    from livemed.pipeline.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import settle
     from livemed.rubrics.stage import without_verdicts, write_rubrics
     from livemed.rubrics.write import OfflineWriter
 
@@ -165,25 +165,21 @@ def rubrics(
         console.print(
             f"skipping {len(rejected)} case(s) whose rubric was rejected (--retry-rejected to retry)"
         )
-    with (
-        usage_on_failure(engine),
-        track_run(
-            store,
-            "rubrics",
-            settings={"writer": writer, "domain": pack.name},
-            models=[writer],
-            engine=engine,
-            lease=f"rubrics:{writer}",
-        ) as run,
-        progress_for(engine, writer, f"rubrics by {writer}", total=len(todo)),
-    ):
+    with model_run(
+        store,
+        "rubrics",
+        engine,
+        settings={"writer": writer, "domain": pack.name},
+        models=[writer],
+        lease=f"rubrics:{writer}",
+        progress=progress_for(engine, writer, f"rubrics by {writer}", total=len(todo)),
+    ) as run:
         result = asyncio.run(write_rubrics(store, todo, model, pack=pack))
         settle(run, result, "cases")
     print_result("rubrics", result)
     report_fact_coverage(app_state, todo, pack)
     report_reference_coverage(app_state, cases)
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)
 
 
 def report_fact_coverage(app_state: AppState, cases: list[Case], pack: DomainPack) -> None:
@@ -319,7 +315,7 @@ def answer(
     from livemed.answer.ask import OfflineAnswerer
     from livemed.answer.stage import answer_all
     from livemed.models import Settings, bind_model
-    from livemed.pipeline.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import settle
 
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
@@ -331,34 +327,31 @@ def answer(
     if model == "offline/memorised":
         extra["cutoff"] = _declared_cutoff(app_state, model)
     pack = app_state.pack(domain)
-    config = app_state.config
-    answerer = bind_model(model, engine, "answer", OfflineAnswerer, config=config, pack=pack, **extra)
+    answerer = bind_model(
+        model, engine, "answer", OfflineAnswerer, config=app_state.config, pack=pack, **extra
+    )
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
     run_settings["domain"] = pack.name
     if samples > 1 and temperature == 0:
         err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
-    with (
-        usage_on_failure(engine),
-        track_run(
-            app_state.store,
-            "answer",
-            settings=run_settings,
-            models=[model],
-            engine=engine,
-            lease=f"answer:{model}",
-        ) as run,
-        progress_for(
+    with model_run(
+        app_state.store,
+        "answer",
+        engine,
+        settings=run_settings,
+        models=[model],
+        lease=f"answer:{model}",
+        progress=progress_for(
             engine, model, f"answers by {model}", total=count_cases(app_state, status, limit) * samples
         ),
-    ):
+    ) as run:
         result = asyncio.run(
             answer_all(app_state.store, cases(), answerer, settings=settings, samples=samples, pack=pack)
         )
         settle(run, result, "answers")
     print_result(f"answers by {model}", result)
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)
 
 
 @app.command()
@@ -399,7 +392,7 @@ def grade(
     from livemed.answer.stage import stored_answers
     from livemed.grade.grader import MODES
     from livemed.grade.stage import grade_all, plan_stream
-    from livemed.pipeline.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import settle
 
     if mode not in MODES:
         raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -415,13 +408,15 @@ def grade(
     settings["domain"] = pack.name
     if grader_template is not None:
         settings |= grader.template.run_settings()
-    with (
-        usage_on_failure(engine),
-        track_run(
-            store, "grade", settings=settings, models=[model_id], engine=engine, lease=f"grade:{judge}"
-        ) as run,
-        progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
-    ):
+    with model_run(
+        store,
+        "grade",
+        engine,
+        settings=settings,
+        models=[model_id],
+        lease=f"grade:{judge}",
+        progress=progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
+    ) as run:
         result = asyncio.run(
             grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures, done=plan.done)
         )
@@ -429,5 +424,4 @@ def grade(
     print_result(f"grades by {judge} ({mode})", result)
     for reason, n in sorted(plan.skipped.items()):
         console.print(f"  answers not graded ({reason}): {n}")
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)

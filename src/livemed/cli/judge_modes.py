@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from livemed.cli.common import make_engine, print_usage, usage_on_failure
+from livemed.cli.common import make_engine, model_run, print_usage
 from livemed.cli.context import console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
 from livemed.common.atomic import write_text
@@ -43,7 +43,6 @@ def modes(
     from livemed.grade.stage import plan_targets
     from livemed.judges.modes import compare_modes
     from livemed.models import bind_model
-    from livemed.pipeline.runs import track_run
     from livemed.records import Answer
 
     app_state = state(ctx)
@@ -58,10 +57,7 @@ def modes(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     grader = bind_model(judge, engine, "judges", OfflineGrader, config=app_state.config)
     settings = {"judge": judge, "candidate": model, "limit": limit}
-    with (
-        usage_on_failure(engine),
-        track_run(store, "judges modes", settings=settings, models=[judge], engine=engine) as run,
-    ):
+    with model_run(store, "judges modes", engine, settings=settings, models=[judge]) as run:
         result = asyncio.run(compare_modes(targets, grader))
         run.counts = {
             "answers": result.answers,
