@@ -1,6 +1,6 @@
 """One incremental pass of the live loop: harvest → pre-filter → curate → rubrics → answers → grades → scores.
 
-Composed of the existing stages, not a copy of them: `sources.run.harvest_source` (from the
+Composed of the existing stages, not a copy of them: `sources.run.harvest_sources` (from the
 watermarks), `curate.chain.curate_store`, `rubrics.stage.write_rubrics`,
 `live.stream.answer_and_grade` (each answer graded as soon as it is stored, as `livemed eval`
 does) and `score.stage.score_all`. Curation, rubrics and answers+grades stream: they run at once,
@@ -203,22 +203,20 @@ class _Steps:
         return time.monotonic() - started
 
     def _harvest(self, tools: Tools, settings: dict[str, Any]) -> StageSummary:
-        from livemed.sources.run import harvest_source
+        from livemed.sources.run import harvest_sources
 
-        summary, errors, unreadable = StageSummary("harvest"), [], 0
         with track_run(self.store, "harvest", settings=settings, lease="harvest") as run:
-            tools.prefilters.load(self.store)
-            for source in tools.sources:
-                report = asyncio.run(
-                    harvest_source(
-                        self.store, source, tools.prefilters, until=tools.until, cutoff=tools.cutoff
-                    )
-                )
-                run.counts.update(report.counts())
-                summary.new["documents kept"] = summary.new.get("documents kept", 0) + report.kept
-                summary.new["rejected"] = summary.new.get("rejected", 0) + sum(report.rejected.values())
-                unreadable += sum(n for (stage, _), n in report.rejected.items() if stage == "harvest")
-                errors += [report.error] if report.error else []
+            harvested = harvest_sources(
+                self.store,
+                tools.sources,
+                tools.prefilters,
+                until=tools.until,
+                cutoff=tools.cutoff,
+                counts=run.counts,
+            )
+            new = {"documents kept": harvested.kept, "rejected": harvested.rejected}
+            summary = StageSummary("harvest", new=new)
+            errors, unreadable = harvested.errors, harvested.unreadable
             if unreadable:
                 errors.append(
                     f"{unreadable} record(s) could not be read "
