@@ -229,7 +229,7 @@ def test_streamed_answers_delete_stale_rejections_of_new_and_earlier_answers(tmp
 def test_a_checked_stage_takes_its_items_as_given_and_grading_still_skips_what_is_done(
     tmp_path: Path,
 ) -> None:
-    from livemed.pipeline.runner import run_stage
+    from livemed.pipeline.runner import RunOptions, run_stage
 
     store = _store(tmp_path / "s.db", n=2)
     answers = list(store.iter(Answer))
@@ -240,7 +240,12 @@ def test_a_checked_stage_takes_its_items_as_given_and_grading_still_skips_what_i
     def stage(checked: bool) -> tuple[int, int]:
         result = asyncio.run(
             run_stage(
-                store, answers, again, output_id=lambda a: a.id, output_kinds=["answer"], checked=checked
+                store,
+                answers,
+                again,
+                output_id=lambda a: a.id,
+                output_kinds=["answer"],
+                options=RunOptions(checked=checked),
             )
         )
         return result.skipped, result.processed

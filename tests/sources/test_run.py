@@ -11,7 +11,7 @@ from livemed.prefilter.simple import LengthFilter
 from livemed.records import Doc, Rejection
 from livemed.sources.base import DocOrRejection
 from livemed.sources.files import Files, Settings
-from livemed.sources.run import harvest_source, watermark
+from livemed.sources.run import harvest_source, harvest_sources, watermark
 from livemed.store import Store
 from tests.sources.helpers import day
 
@@ -213,3 +213,31 @@ async def test_a_first_since_window_after_the_cutoff_sets_no_watermark(
     default = await harvest_source(sqlite_store, source, chain, until=until, cutoff=CUTOFF)
     assert (default.kept, default.skipped) == (1, 1)
     assert watermark(sqlite_store, "files") == day("2025-06-01")
+
+
+def test_harvest_sources_sums_the_reports_and_puts_their_counts_on_the_run(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    """The harvest stage `livemed harvest` and `livemed update` share: each source in turn, its counts
+    into the Run's as it ends, kept, rejected and unreadable records summed."""
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    write_threads(good, ["2025-02-01", "2025-03-01"])
+    bad.write_text(
+        json.dumps({"id": "short", "date": "2025-02-01", "post": "hi"}) + "\n{broken\n", encoding="utf-8"
+    )
+    sources = [Files(Settings(path=good)), Files(Settings(path=bad))]
+    counts: dict[str, int] = {}
+    told: list[int] = []
+    result = harvest_sources(
+        sqlite_store,
+        sources,
+        Prefilters([LengthFilter(10, 1000)]),
+        until=day("2025-12-31"),
+        since=CUTOFF,
+        counts=counts,
+        on_report=lambda report: told.append(report.kept),
+    )
+    assert [r.kept for r in result.reports] == told == [2, 0]
+    assert (result.kept, result.rejected, result.unreadable, result.errors) == (2, 2, 1, [])
+    assert counts["files.kept"] == 0  # both sources are named files: the last report's counts win
+    assert counts["files.rejected.harvest.bad_json"] == 1

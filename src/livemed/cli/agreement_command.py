@@ -18,7 +18,6 @@ from livemed.cli.grading_commands import (
     check_setup,
     grader_for,
     judges_app,
-    resolve,
 )
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
@@ -51,12 +50,12 @@ def agreement(
     ),
 ) -> None:
     """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
-    from livemed.cli.common import make_engine, print_usage, usage_on_failure
+    from livemed.cli.common import make_engine, model_run, print_usage
     from livemed.errors import InputFileError
     from livemed.grade.grader import OfflineGrader
     from livemed.interop.labels import LabelItem, read_labels
     from livemed.judges.agreement import grade_items, metrics
-    from livemed.pipeline.runs import track_run
+    from livemed.models import bind_model
 
     app_state = state(ctx)
     items: list[LabelItem] = []
@@ -72,20 +71,17 @@ def agreement(
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     check_setup(grader_setup, grader_template)
     judge = (
-        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        bind_model(grader, engine, "judges", OfflineGrader, config=app_state.config)
         if grader_template is None
         else grader_for(app_state, engine, grader, "per-criterion", grader_template, grader_setup)
     )
-    with (
-        usage_on_failure(engine),
-        track_run(
-            app_state.store,
-            "judges agreement",
-            settings={"labels": str(labels), "grader": judge.id},
-            models=[grader],
-            engine=engine,
-        ) as run,
-    ):
+    with model_run(
+        app_state.store,
+        "judges agreement",
+        engine,
+        settings={"labels": str(labels), "grader": judge.id},
+        models=[grader],
+    ) as run:
         predicted, reasons = asyncio.run(grade_items(items, judge))
         run.counts = {"items": len(items), "call_failed": reasons.get("call_failed", 0), "skipped": skipped}
     graded = [(i.label, p) for i, p in zip(items, predicted, strict=True) if p is not None]

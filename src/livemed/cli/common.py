@@ -1,22 +1,26 @@
-"""Helpers shared by the commands that call models: engine options, live progress and the usage summary.
+"""Helpers shared by the commands that call models: engine options, the run, live progress and the
+usage summary.
 
 ```python
 engine = make_engine(state(ctx), no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-with (
-    usage_on_failure(engine),        # a failed or --max-cost-stopped run still shows what it spent
-    track_run(store, "grade", engine=engine),
-    engine_progress(engine, "grading", total=len(cases)),
-):
-    asyncio.run(work(engine))        # end the work with `await engine.aclose()`
-print_usage(engine)                  # also writes any cache entries still buffered
+with model_run(                      # the usage printed if it raises (a failure, a --max-cost stop)
+    store, "grade", engine, settings=settings, models=[judge], lease=f"grade:{judge}",
+    progress=progress_for(engine, judge, f"grading with {judge}"),
+) as run:                            # the `Run` (`pipeline.runs.track_run`), holding its lease
+    result = asyncio.run(work(engine))
+    settle(run, result, "criteria")
+print_result(...)                    # the command's own lines
+finish_run(engine, run)              # the usage table (and buffered cache entries written); exit 1
+                                     # when calls failed (`raise_for_calls`)
 ```
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -36,6 +40,10 @@ from livemed.cli.context import AppState, console
 from livemed.models.accounting import EngineEvent
 from livemed.models.engine import CacheMode, Engine
 from livemed.records import Usage
+
+if TYPE_CHECKING:
+    from livemed.records import Run
+    from livemed.store import Store
 
 STATS = (
     "{task.fields[rate]} calls/s · {task.fields[hits]} cached · {task.fields[retries]} retries · "
@@ -57,6 +65,41 @@ def make_engine(
     signals.install()
     mode: CacheMode = "off" if no_cache else "read-only" if cache_read_only else "on"
     return Engine(store=app_state.store, config=app_state.config, cache=mode, max_cost=max_cost)
+
+
+@contextmanager
+def model_run(
+    store: Store,
+    command: str,
+    engine: Engine,
+    *,
+    settings: dict[str, Any] | None = None,
+    models: Sequence[str] = (),
+    lease: str | Sequence[str] | None = None,
+    progress: AbstractContextManager[object] | None = None,
+) -> Iterator[Run]:
+    """The block of a command that calls models: the usage printed if it raises (`usage_on_failure`),
+    its `Run` with the engine's usage and its lease(s) (`track_run`), then `progress` (if any) shown
+    while it runs. Yields the Run; end the command with `finish_run`."""
+    from livemed.pipeline.runs import track_run
+
+    with ExitStack() as stack:
+        stack.enter_context(usage_on_failure(engine))
+        run = stack.enter_context(
+            track_run(store, command, settings=settings, models=models, engine=engine, lease=lease)
+        )
+        if progress is not None:
+            stack.enter_context(progress)
+        yield run
+
+
+def finish_run(engine: Engine, run: Run) -> None:
+    """The end of a command that called models, after its own output: the usage table, then exit 1
+    with the failure line when some items' calls failed (`pipeline.runs.raise_for_calls`)."""
+    from livemed.pipeline.runs import raise_for_calls
+
+    print_usage(engine)
+    raise_for_calls(run)
 
 
 class EngineProgress:

@@ -68,8 +68,8 @@ def curate(
     domain: str | None = DOMAIN,
 ) -> None:
     """Run the Screener → Validator → Controller chain on stored documents; write cases and rejections."""
-    from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
-    from livemed.pipeline.runs import raise_for_calls, settle, track_run
+    from livemed.cli.common import finish_run, make_engine, model_run, progress_for
+    from livemed.pipeline.runs import settle
 
     if run_elsewhere(ctx, executor):
         return
@@ -98,15 +98,17 @@ def curate(
         "evidence": evidence,
         "domain": pack.name,
     }
-    with (
-        usage_on_failure(engine),
-        track_run(
-            store, "curate", settings=run_settings, models=[model], engine=engine, lease=f"curate:{model}"
-        ) as run,
-        progress_for(
+    with model_run(
+        store,
+        "curate",
+        engine,
+        settings=run_settings,
+        models=[model],
+        lease=f"curate:{model}",
+        progress=progress_for(
             engine, model, f"curating with {model}", total=_pending(store, limit, redo) if offline else None
         ),
-    ):
+    ) as run:
         from livemed.curate.chain import curate_store
 
         result, funnel = asyncio.run(
@@ -119,8 +121,7 @@ def curate(
     errors = getattr(chain.retriever, "errors", [])
     if errors:
         err_console.print(f"[yellow]warning:[/] {len(errors)} evidence search(es) failed: {errors[0]}")
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)
 
 
 def _pending(store: Store, limit: int | None, redo: bool) -> int:

@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from livemed.cli.application import app
-from livemed.cli.common import engine_progress, make_engine, print_usage, stage_progress, usage_on_failure
+from livemed.cli.common import engine_progress, make_engine, model_run, print_usage, stage_progress
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.executors import run_elsewhere
 from livemed.cli.grading_commands import (
@@ -33,7 +33,6 @@ from livemed.cli.grading_commands import (
     check_setup,
     grader_for,
     print_result,
-    resolve,
 )
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.common.atomic import check_writable, write_text
@@ -216,7 +215,8 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
     """Answer and grade (`live.stream`) under one Run holding every stage's lease; print the counts."""
     from livemed.answer.ask import OfflineAnswerer
     from livemed.live.stream import answer_and_grade
-    from livemed.pipeline.runs import settle_stages, track_run
+    from livemed.models import bind_model
+    from livemed.pipeline.runs import settle_stages
 
     if "offline/retrieval" in plan.models:
         raise UserError(
@@ -224,7 +224,10 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
             "`livemed answer --model offline/retrieval --evidence demo` (or your corpus)"
         )
     pack = app_state.pack(plan.domain)
-    answerers = [resolve(app_state, engine, m, "answer", OfflineAnswerer, pack=pack) for m in plan.models]
+    config = app_state.config
+    answerers = [
+        bind_model(m, engine, "answer", OfflineAnswerer, config=config, pack=pack) for m in plan.models
+    ]
     grader = grader_for(app_state, engine, plan.judge, plan.mode, plan.template, plan.setup)
     judge_model, plan.judge = plan.judge, grader.id
     unit = "criteria" if plan.mode == "per-criterion" else "answers"
@@ -236,18 +239,15 @@ def _stream(app_state: AppState, engine: Engine, cases: list[Case], plan: Plan) 
     leases = [*(f"answer:{m}" for m in plan.models), f"grade:{plan.judge}"]
     offline = all(m.startswith("offline/") for m in [*plan.models, judge_model])
     progress = stage_progress("eval") if offline else engine_progress(engine, "eval: answers and grades")
-    with (
-        usage_on_failure(engine),
-        track_run(
-            app_state.store,
-            "eval",
-            settings=settings,
-            models=[*plan.models, judge_model],
-            engine=engine,
-            lease=leases,
-        ) as run,
-        progress,
-    ):
+    with model_run(
+        app_state.store,
+        "eval",
+        engine,
+        settings=settings,
+        models=[*plan.models, judge_model],
+        lease=leases,
+        progress=progress,
+    ) as run:
         result = asyncio.run(
             answer_and_grade(
                 app_state.store,

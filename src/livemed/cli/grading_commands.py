@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from livemed.cli.application import app
-from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
+from livemed.cli.common import finish_run, make_engine, model_run, progress_for
 from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from livemed.models import Engine
     from livemed.pipeline.runner import StageResult
     from livemed.records import Case
-    from livemed.store import Store
 
 judges_app = typer.Typer(help="Validate graders against human labels.", no_args_is_help=True)
 app.add_typer(judges_app, name="judges")
@@ -39,18 +38,6 @@ MAX_COST = typer.Option(
 )
 LIMIT = typer.Option(None, "--limit", min=1, metavar="N", help="Process at most this many cases, e.g. 50.")
 EXECUTOR = typer.Option(None, "--executor", metavar="inprocess|ray", help=EXECUTOR_HELP)
-
-
-def resolve(app_state: AppState, engine: Engine, model_id: str, stage: str, need: type, **kwargs: Any) -> Any:
-    """An offline baseline with the capability `need`, or an LLM bound to the engine."""
-    from livemed.models import LLM, get_model
-
-    model = get_model(model_id, config=app_state.config, **kwargs)
-    if model_id.startswith("offline/"):
-        if not isinstance(model, need):
-            raise UserError(f"{model_id} is a baseline that cannot be used for `{stage}`")
-        return model
-    return LLM(engine, model, stage=stage)
 
 
 GRADER_TEMPLATE = typer.Option(
@@ -78,9 +65,9 @@ def grader_for(
     (sent under `setup`, `--grader-setup`)."""
     from livemed.grade.grader import OfflineGrader
     from livemed.grade.template import load_template, with_template
-    from livemed.models import LLM
+    from livemed.models import LLM, bind_model
 
-    grader = resolve(app_state, engine, judge, "grade", OfflineGrader)
+    grader = bind_model(judge, engine, "grade", OfflineGrader, config=app_state.config)
     if template is None:
         check_setup(setup, template)
         return grader
@@ -162,62 +149,37 @@ def rubrics(
     domain: str | None = DOMAIN,
 ) -> None:
     """Write and check a rubric for every case without one (Rubric, or a Rejection with the findings)."""
-    from livemed.pipeline.runner import run_stage
-    from livemed.pipeline.runs import raise_for_calls, settle, track_run
-    from livemed.rubrics.write import OfflineWriter, rejection_id, write_rubric
+    from livemed.models import bind_model
+    from livemed.pipeline.runs import settle
+    from livemed.rubrics.stage import without_verdicts, write_rubrics
+    from livemed.rubrics.write import OfflineWriter
 
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     pack = app_state.pack(domain)
-    model = resolve(app_state, engine, writer, "rubrics", OfflineWriter, pack=pack)
+    model = bind_model(writer, engine, "rubrics", OfflineWriter, config=app_state.config, pack=pack)
     cases = list(select_cases(app_state, status, limit))
-    rejected = set() if retry_rejected else _rejected_rubrics(store, [rejection_id(c.id) for c in cases])
-    todo = [case for case in cases if rejection_id(case.id) not in rejected]
+    todo, rejected = (cases, set()) if retry_rejected else without_verdicts(store, cases)
     if rejected:
         console.print(
             f"skipping {len(rejected)} case(s) whose rubric was rejected (--retry-rejected to retry)"
         )
-    with (
-        usage_on_failure(engine),
-        track_run(
-            store,
-            "rubrics",
-            settings={"writer": writer, "domain": pack.name},
-            models=[writer],
-            engine=engine,
-            lease=f"rubrics:{writer}",
-        ) as run,
-        progress_for(engine, writer, f"rubrics by {writer}", total=len(todo)),
-    ):
-        result = asyncio.run(
-            run_stage(
-                store,
-                todo,
-                lambda case: write_rubric(case, model, pack),
-                output_id=lambda case: f"rubric:{case.id}",
-                output_kinds=["rubric"],
-                batch_size=16,
-            )
-        )
+    with model_run(
+        store,
+        "rubrics",
+        engine,
+        settings={"writer": writer, "domain": pack.name},
+        models=[writer],
+        lease=f"rubrics:{writer}",
+        progress=progress_for(engine, writer, f"rubrics by {writer}", total=len(todo)),
+    ) as run:
+        result = asyncio.run(write_rubrics(store, todo, model, pack=pack))
         settle(run, result, "cases")
-    done = store.has("rubric", [f"rubric:{case.id}" for case in todo])
-    stale = store.has("rejection", [rejection_id(case.id) for case in todo if f"rubric:{case.id}" in done])
-    if stale:
-        store.delete("rejection", sorted(stale))
     print_result("rubrics", result)
     report_fact_coverage(app_state, todo, pack)
     report_reference_coverage(app_state, cases)
-    print_usage(engine)
-    raise_for_calls(run)
-
-
-def _rejected_rubrics(store: Store, ids: list[str]) -> set[str]:
-    """Rubric rejections that are verdicts (lint findings); a failed call is tried again."""
-    from livemed.records import Rejection
-
-    found = store.has("rejection", ids)
-    return {i for i in found if (r := store.get(Rejection, i)) is not None and not r.call_failed}
+    finish_run(engine, run)
 
 
 def report_fact_coverage(app_state: AppState, cases: list[Case], pack: DomainPack) -> None:
@@ -352,8 +314,8 @@ def answer(
         return
     from livemed.answer.ask import OfflineAnswerer
     from livemed.answer.stage import answer_all
-    from livemed.models import Settings
-    from livemed.pipeline.runs import raise_for_calls, settle, track_run
+    from livemed.models import Settings, bind_model
+    from livemed.pipeline.runs import settle
 
     app_state = state(ctx)
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
@@ -365,33 +327,31 @@ def answer(
     if model == "offline/memorised":
         extra["cutoff"] = _declared_cutoff(app_state, model)
     pack = app_state.pack(domain)
-    answerer = resolve(app_state, engine, model, "answer", OfflineAnswerer, pack=pack, **extra)
+    answerer = bind_model(
+        model, engine, "answer", OfflineAnswerer, config=app_state.config, pack=pack, **extra
+    )
     settings = Settings(temperature=temperature, max_tokens=max_tokens)
     run_settings = {"model": model, "samples": samples, **settings.model_dump(exclude_defaults=True)}
     run_settings["domain"] = pack.name
     if samples > 1 and temperature == 0:
         err_console.print("[yellow]note:[/] --samples > 1 at temperature 0 will give near-identical answers")
-    with (
-        usage_on_failure(engine),
-        track_run(
-            app_state.store,
-            "answer",
-            settings=run_settings,
-            models=[model],
-            engine=engine,
-            lease=f"answer:{model}",
-        ) as run,
-        progress_for(
+    with model_run(
+        app_state.store,
+        "answer",
+        engine,
+        settings=run_settings,
+        models=[model],
+        lease=f"answer:{model}",
+        progress=progress_for(
             engine, model, f"answers by {model}", total=count_cases(app_state, status, limit) * samples
         ),
-    ):
+    ) as run:
         result = asyncio.run(
             answer_all(app_state.store, cases(), answerer, settings=settings, samples=samples, pack=pack)
         )
         settle(run, result, "answers")
     print_result(f"answers by {model}", result)
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)
 
 
 @app.command()
@@ -432,7 +392,7 @@ def grade(
     from livemed.answer.stage import stored_answers
     from livemed.grade.grader import MODES
     from livemed.grade.stage import grade_all, plan_stream
-    from livemed.pipeline.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import settle
 
     if mode not in MODES:
         raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -448,13 +408,15 @@ def grade(
     settings["domain"] = pack.name
     if grader_template is not None:
         settings |= grader.template.run_settings()
-    with (
-        usage_on_failure(engine),
-        track_run(
-            store, "grade", settings=settings, models=[model_id], engine=engine, lease=f"grade:{judge}"
-        ) as run,
-        progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
-    ):
+    with model_run(
+        store,
+        "grade",
+        engine,
+        settings=settings,
+        models=[model_id],
+        lease=f"grade:{judge}",
+        progress=progress_for(engine, judge, f"grading with {judge}", total=plan.items(mode)),
+    ) as run:
         result = asyncio.run(
             grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures, done=plan.done)
         )
@@ -462,5 +424,4 @@ def grade(
     print_result(f"grades by {judge} ({mode})", result)
     for reason, n in sorted(plan.skipped.items()):
         console.print(f"  answers not graded ({reason}): {n}")
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)

@@ -79,12 +79,10 @@ def harvest_command(
     domain: str | None = DOMAIN,
 ) -> None:
     """Harvest dated documents into the store, pre-filter them and log rejections."""
-    import asyncio
-
     from livemed.pipeline.runs import track_run
     from livemed.prefilter import build_prefilters
     from livemed.sources import build_source
-    from livemed.sources.run import harvest_source
+    from livemed.sources.run import harvest_sources
 
     app_state = state(ctx)
     config, store = app_state.config, app_state.store
@@ -96,18 +94,19 @@ def harvest_command(
     settings: dict[str, Any] = {"sources": source, "since": since, "until": until, "limit": limit}
     settings["domain"] = pack.name
     settings["prefilters"] = prefilters.names
-    failed, unreadable = [], 0
     with track_run(store, "harvest", settings=settings) as run:
-        prefilters.load(store)
-        for item in built:
-            report = asyncio.run(
-                harvest_source(store, item, prefilters, until=end, since=start, cutoff=cutoff, limit=limit)
-            )
-            run.counts.update(report.counts())
-            _print_report(report)
-            unreadable += sum(n for (stage, _), n in report.rejected.items() if stage == "harvest")
-            if report.error:
-                failed.append(report.error)
+        harvested = harvest_sources(
+            store,
+            built,
+            prefilters,
+            until=end,
+            since=start,
+            cutoff=cutoff,
+            limit=limit,
+            counts=run.counts,
+            on_report=_print_report,
+        )
+        failed, unreadable = harvested.errors, harvested.unreadable
         if failed:  # the stored Run says so too (outcome "failed", the sources' errors)
             run.error = "; ".join(failed)
     for message in failed:

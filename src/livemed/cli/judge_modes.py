@@ -8,9 +8,9 @@ from pathlib import Path
 
 import typer
 
-from livemed.cli.common import make_engine, print_usage, usage_on_failure
+from livemed.cli.common import make_engine, model_run, print_usage
 from livemed.cli.context import console, state
-from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, resolve
+from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
 
@@ -42,7 +42,7 @@ def modes(
     from livemed.grade.grader import OfflineGrader
     from livemed.grade.stage import plan_targets
     from livemed.judges.modes import compare_modes
-    from livemed.pipeline.runs import track_run
+    from livemed.models import bind_model
     from livemed.records import Answer
 
     app_state = state(ctx)
@@ -55,12 +55,9 @@ def modes(
             "(e.g. `livemed rubrics --writer offline/rules` and `livemed answer --model offline/reference`)"
         )
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
-    grader = resolve(app_state, engine, judge, "judges", OfflineGrader)
+    grader = bind_model(judge, engine, "judges", OfflineGrader, config=app_state.config)
     settings = {"judge": judge, "candidate": model, "limit": limit}
-    with (
-        usage_on_failure(engine),
-        track_run(store, "judges modes", settings=settings, models=[judge], engine=engine) as run,
-    ):
+    with model_run(store, "judges modes", engine, settings=settings, models=[judge]) as run:
         result = asyncio.run(compare_modes(targets, grader))
         run.counts = {
             "answers": result.answers,

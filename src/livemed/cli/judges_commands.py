@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
+from livemed.cli.common import finish_run, make_engine, model_run, progress_for
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, print_result
 from livemed.common.atomic import write_text
@@ -226,7 +226,7 @@ def run_judge(
     from livemed.answer.stage import in_flight
     from livemed.judges.datasets import dataset
     from livemed.judges.run import JudgeRun, clear_retried, judge_pairs
-    from livemed.pipeline.runs import raise_for_calls, settle, track_run
+    from livemed.pipeline.runs import settle
 
     if mode not in ("pairwise", "pointwise"):
         raise ConfigError(f"--mode must be pairwise or pointwise, got {mode!r}")
@@ -255,19 +255,20 @@ def run_judge(
         "pairs": total,
         "sample": {"limit": limit, "seed": seed} if limit is not None else None,
     }
-    with (
-        usage_on_failure(engine),
-        track_run(
-            store, "judges run", settings=settings, models=[judge], engine=engine, lease=f"judges:{judge}"
-        ) as run,
-        progress_for(engine, judge, f"judging with {judge}", total=total * orders * samples),
-    ):
+    with model_run(
+        store,
+        "judges run",
+        engine,
+        settings=settings,
+        models=[judge],
+        lease=f"judges:{judge}",
+        progress=progress_for(engine, judge, f"judging with {judge}", total=total * orders * samples),
+    ) as run:
         result = asyncio.run(judge_pairs(store, pairs, spec, samples=samples, window=in_flight(llm)))
         settle(run, result, "samples")
     clear_retried(store)
     print_result(f"verdicts by {judge} ({mode}, k={samples})", result)
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)
 
 
 def load_results(store: Store, judge: str | None, mode: str | None, policy: str) -> dict[str, MetaTables]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table as RichTable
 
-from livemed.cli.common import make_engine, print_usage, usage_on_failure
+from livemed.cli.common import finish_run, make_engine, model_run, print_usage
 from livemed.cli.context import AppState, console, state
 from livemed.cli.grading_commands import (
     CACHE_RO,
@@ -23,7 +23,6 @@ from livemed.cli.grading_commands import (
     check_setup,
     grader_for,
     judges_app,
-    resolve,
 )
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, ConfigError, UserError
@@ -89,6 +88,7 @@ def _rubric_battery(
     from livemed.grade.grader import OfflineGrader
     from livemed.judges.baselines import BASELINES
     from livemed.judges.rubric_validation import validate
+    from livemed.models import bind_model
 
     if grader in BASELINES:
         return None  # a pair-judge baseline grades no rubric
@@ -96,7 +96,7 @@ def _rubric_battery(
     if not found:
         return None
     judge = (
-        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        bind_model(grader, engine, "judges", OfflineGrader, config=app_state.config)
         if template is None
         else grader_for(app_state, engine, grader, mode, template)
     )
@@ -124,7 +124,6 @@ def validate_command(
 ) -> None:
     """Mutate each case's gold answer (known score order) and measure how often the grader's rubric scores
     order the pair correctly, their stability over k samples and the grader's compliance."""
-    from livemed.pipeline.runs import track_run
 
     app_state = state(ctx)
     if not rubric_cases(app_state.store, 1):
@@ -134,12 +133,7 @@ def validate_command(
         )
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     settings = {"grader": grader, "mode": _mode(mode), "samples": samples, "seed": seed}
-    with (
-        usage_on_failure(engine),
-        track_run(
-            app_state.store, "judges validate", settings=settings, models=[grader], engine=engine
-        ) as run,
-    ):
+    with model_run(app_state.store, "judges validate", engine, settings=settings, models=[grader]) as run:
         validation = _rubric_battery(app_state, engine, grader, mode, samples, limit, seed)
         if validation is None:
             raise UserError(f"{grader} is a pair-judge baseline, not a rubric grader")
@@ -234,12 +228,13 @@ def _rubric_outcomes(
 ) -> list[ItemOutcome] | None:
     from livemed.grade.grader import OfflineGrader
     from livemed.judges.battery import rubric_outcomes
+    from livemed.models import bind_model
 
     if not battery.items:
         return None
     mode = options["mode"]
     judge = (
-        resolve(app_state, engine, grader, "judges", OfflineGrader)
+        bind_model(grader, engine, "judges", OfflineGrader, config=app_state.config)
         if template is None
         else grader_for(app_state, engine, grader, mode, template, setup)
     )
@@ -393,7 +388,6 @@ def certify(
     from livemed.judges.cards import AGREEMENT_NAMESPACE, card_line
     from livemed.judges.certification import combine
     from livemed.judges.templates import PROMPT_HASHES
-    from livemed.pipeline.runs import track_run
     from livemed.records import ValidityCard, short_hash
 
     app_state = state(ctx)
@@ -413,12 +407,9 @@ def certify(
     if template is not None:  # the card is that of `<grader>@tpl-<hash>`, the id its grades carry
         settings |= template.run_settings()
     card_grader = grader if template is None else f"{grader}@{template.label}"
-    with (
-        usage_on_failure(engine),
-        track_run(
-            store, "judges certify", settings={"grader": grader, **settings}, models=[grader], engine=engine
-        ) as run,
-    ):
+    with model_run(
+        store, "judges certify", engine, settings={"grader": grader, **settings}, models=[grader]
+    ) as run:
         plain, probe, stage = _pair_verdicts(store, engine, app_state, grader, battery, samples, temperature)
         outcomes = _rubric_outcomes(
             app_state, engine, grader, battery, options, grader_template, grader_setup
@@ -521,7 +512,8 @@ def compare_command(
     from livemed.grade.grader import OfflineGrader
     from livemed.grade.stage import grade_all, plan_targets
     from livemed.judges.compare import compare, sample_targets, target_ids
-    from livemed.pipeline.runs import raise_for_calls, settle_stages, track_run
+    from livemed.models import bind_model
+    from livemed.pipeline.runs import settle_stages
     from livemed.records import Answer, Grade, GradeFailure
 
     if len(judges) != 2 or judges[0] == judges[1]:
@@ -534,13 +526,10 @@ def compare_command(
         raise UserError("no answers with a rubric in the store: nothing to regrade")
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     settings = {"judges": judges, "sample": sample, "mode": _mode(mode), "seed": seed}
-    with (
-        usage_on_failure(engine),
-        track_run(store, "judges compare", settings=settings, models=judges, engine=engine) as run,
-    ):
+    with model_run(store, "judges compare", engine, settings=settings, models=judges) as run:
         stages = []
         for judge in judges:
-            grader = resolve(app_state, engine, judge, "judges", OfflineGrader)
+            grader = bind_model(judge, engine, "judges", OfflineGrader, config=app_state.config)
             stages.append((judge, asyncio.run(grade_all(store, targets, grader, mode=mode)), "answers"))  # type: ignore[arg-type]
         settle_stages(run, stages)
     ids = [i for t in targets for j in judges for i in target_ids(t, j)]
@@ -554,5 +543,4 @@ def compare_command(
     _print_comparison(result.as_dict())
     if json_out is not None:
         write_text(json_out, json.dumps(result.as_dict(), indent=2))
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)

@@ -16,12 +16,12 @@ from livemed.analysis.taxonomy import (
     heuristic_label,
     lowest_answers,
 )
-from livemed.cli.common import make_engine, print_usage, progress_for, usage_on_failure
+from livemed.cli.common import finish_run, make_engine, model_run, progress_for
 from livemed.cli.context import AppState, console
 from livemed.domains import bundled, load_pack
 from livemed.errors import ConfigError, UnknownNameError
 from livemed.pipeline.runner import run_stage
-from livemed.pipeline.runs import raise_for_calls, settle, track_run
+from livemed.pipeline.runs import settle, track_run
 from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, Score
 from livemed.store import Store
 
@@ -125,13 +125,15 @@ def _classify_with_llm(
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
     llm = LLM(engine, get_model(classifier, config=app_state.config), stage=STAGE)
-    with (
-        usage_on_failure(engine),
-        track_run(
-            store, "taxonomy", settings=settings, models=[llm.id], engine=engine, lease=f"taxonomy:{llm.id}"
-        ) as run,
-        progress_for(engine, llm.id, f"classifying with {llm.id}"),
-    ):
+    with model_run(
+        store,
+        "taxonomy",
+        engine,
+        settings=settings,
+        models=[llm.id],
+        lease=f"taxonomy:{llm.id}",
+        progress=progress_for(engine, llm.id, f"classifying with {llm.id}"),
+    ) as run:
         result = asyncio.run(
             run_stage(
                 store,
@@ -146,6 +148,5 @@ def _classify_with_llm(
         f"[dim]{result.processed} classified, {result.skipped} already labelled, "
         f"{sum(result.rejected.values())} failed (stored as rejections; retried on the next run)[/]"
     )
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)
     return llm.id

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from livemed.cli.common import engine_progress, make_engine, print_usage, usage_on_failure
+from livemed.cli.common import engine_progress, finish_run, make_engine, model_run
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
 from livemed.common.atomic import write_text
@@ -227,7 +227,6 @@ def _sft_set(
     cache: tuple[bool, bool, float | None],
 ) -> tuple[DataFile, dict[str, Any]]:
     from livemed.models import LLM, Settings, get_model
-    from livemed.pipeline.runs import raise_for_calls, track_run
     from livemed.training.exports import write_rows
     from livemed.training.judging import PROMPT_HASH, parse, render
 
@@ -236,13 +235,14 @@ def _sft_set(
     llm = LLM(engine, get_model(teacher, config=app_state.config), stage="judges-train")
     settings = Settings(temperature=temperature, max_tokens=max_tokens, seed=seed)
     run_settings = {"teacher": teacher, "samples": samples, "temperature": temperature, "pairs": len(pairs)}
-    with (
-        usage_on_failure(engine),
-        track_run(
-            app_state.store, "judges train", settings=run_settings, models=[teacher], engine=engine
-        ) as run,
-        engine_progress(engine, f"teacher {teacher}"),
-    ):
+    with model_run(
+        app_state.store,
+        "judges train",
+        engine,
+        settings=run_settings,
+        models=[teacher],
+        progress=engine_progress(engine, f"teacher {teacher}"),
+    ) as run:
         distilled = asyncio.run(_distil(engine, pairs, llm, render, parse, samples, settings, seed))
         run.counts = {
             "seen": distilled.seen,
@@ -253,8 +253,7 @@ def _sft_set(
         }
         run.error = distilled.failure_line()
     _report_distilled(distilled, samples)
-    print_usage(engine)
-    raise_for_calls(run)
+    finish_run(engine, run)
     if not distilled.kept:
         raise UserError(
             f"{teacher} was right in all {samples} samples of both orders for no pair: no SFT data"

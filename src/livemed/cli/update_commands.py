@@ -14,7 +14,7 @@ from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
-from livemed.errors import ConfigError, RunError, StageBusyError
+from livemed.errors import RunError, StageBusyError
 
 if TYPE_CHECKING:
     from livemed.live.update import StageSummary, Tools, UpdateSummary
@@ -147,21 +147,16 @@ def fail_for(run: Run) -> None:
 
 def build_tools(app_state: AppState, until: str | None) -> Tools:
     """The engines, curation chain, models, sources and pre-filters of `[update]`, as the single-stage
-    commands build them (`make_engine`, `curate`'s chain, `resolve`, `build_source`)."""
+    commands build them (`make_engine`, `curate`'s chain, `bind_model`, `build_source`)."""
     from livemed.cli.curate import _chain
-    from livemed.cli.grading_commands import resolve
     from livemed.cli.harvest import _date
     from livemed.live.update import Tools
+    from livemed.models import bind_model
     from livemed.prefilter import build_prefilters
     from livemed.sources import build_source
 
     config = app_state.config
     pack = app_state.pack()
-    if pack.name != "medical":
-        raise ConfigError(
-            f"livemed update runs the medical pack only, and livemed.toml sets domain {pack.name!r}: "
-            "run harvest, curate, rubrics, answer and grade with --domain instead"
-        )
     plan = config.update
     names = list(config.sources) if plan.sources is None else plan.sources
     curate = config.curate
@@ -176,7 +171,8 @@ def build_tools(app_state: AppState, until: str | None) -> Tools:
         return _chain(app_state, bound, plan.curator, curate.retriever, evidence, None, None, pack)
 
     def bind(bound: Engine, model_id: str, stage: str) -> Any:
-        return resolve(app_state, bound, model_id, stage, _offline_kind(stage))
+        extra = {} if stage == "grade" else {"pack": pack}  # as `rubrics`, `answer` and `grade` bind them
+        return bind_model(model_id, bound, stage, _offline_kind(stage), config=app_state.config, **extra)
 
     end = _date(until, "--until", end_of_day=True) or datetime.now(UTC)
     cutoff = _date(config.cutoff.isoformat(), "cutoff") if config.cutoff else None
@@ -185,9 +181,10 @@ def build_tools(app_state: AppState, until: str | None) -> Tools:
         chain=chain,
         bind=bind,
         sources=[build_source(name, config) for name in names],
-        prefilters=build_prefilters(config.prefilter),
+        prefilters=build_prefilters(config.prefilter, None, pack),
         until=end,
         cutoff=cutoff,
+        pack=pack,
     )
 
 

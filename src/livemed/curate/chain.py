@@ -26,7 +26,7 @@ from livemed.curate.controller import Controller
 from livemed.curate.screener import Screener
 from livemed.curate.validator import Validator
 from livemed.evidence import Retriever
-from livemed.pipeline.runner import StageResult, batched, run_stage
+from livemed.pipeline.runner import RunOptions, StageResult, batched, run_stage
 from livemed.records import (
     Answer,
     Case,
@@ -243,7 +243,7 @@ async def curate_store(
         output_kinds=("case",),  # pending_docs left out what is done; another worker may have cased it since
         done_ids=lambda ids: _finished(store, ids),  # a claiming worker's look after its claim
         batch_size=batch_size,
-        redo=redo,
+        options=RunOptions(redo=redo),
         on_item=count,
         on_batch=None if on_cases is None else lambda batch: on_cases(_cases_of(batch)),
     )

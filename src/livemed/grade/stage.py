@@ -35,7 +35,7 @@ from livemed.grade.grader import (
     is_offline,
 )
 from livemed.models import LLM
-from livemed.pipeline.runner import StageResult, batched, item_progress, run_stage
+from livemed.pipeline.runner import Feed, RunOptions, StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
 from livemed.records.grading import CALL_FAILED
@@ -238,8 +238,8 @@ class GradeJob:
     """One judge grading targets: the items still to grade, the work per item, the clean-up after.
 
     `grade_all` runs it over a list of targets; `live.stream` hands it targets as answers are
-    written. An item is an answer with one criterion (per-criterion mode) or all its criteria still
-    to grade (batched)."""
+    written, through a `Feed` of items (`run` takes either). An item is an answer with one criterion
+    (per-criterion mode) or all its criteria still to grade (batched)."""
 
     store: Store
     judge: Judge
@@ -313,6 +313,30 @@ class GradeJob:
             return [await grade_criterion(target, criteria[0], judge)]
         return list(await grade_batch(target, criteria, judge))
 
+    async def run(
+        self,
+        items: Iterable[Item] | Feed[Item],
+        *,
+        batch_size: int,
+        window: int | None = None,
+        inline: bool = False,
+    ) -> StageResult:
+        """The grading stage over `items` (made by `items()`, so looked up in the store just before),
+        then `finish`: up to `window` calls' items in flight (default `in_flight(judge, batch_size)`), written
+        `batch_size` items a transaction; `inline` for an offline grader's work run in place."""
+        result = await run_stage(
+            self.store,
+            items,
+            self.work,
+            output_id=self.output_id,
+            output_kinds=self.output_kinds,
+            done_ids=self.done_ids,
+            batch_size=batch_size,
+            window=window or in_flight(self.judge, batch_size),
+            options=RunOptions(inline=inline, checked=True),
+        )
+        return self.finish(result)
+
     def finish(self, result: StageResult) -> StageResult:
         """Count the criteria left alone as seen and skipped; delete failures that are Grades now."""
         if self.per_criterion:
@@ -354,19 +378,9 @@ async def grade_all(
     if mode == "per-criterion":
         job.settled["criteria"] += done
     with _settled_count_as_done(job.settled if mode == "per-criterion" else None):
-        result = await run_stage(
-            store,
-            job.items(targets),
-            job.work,
-            output_id=job.output_id,
-            output_kinds=job.output_kinds,
-            done_ids=job.done_ids,
-            batch_size=batch_size,
-            window=window or in_flight(judge, batch_size),
-            inline=is_offline(judge),
-            checked=True,
+        return await job.run(
+            job.items(targets), batch_size=batch_size, window=window, inline=is_offline(judge)
         )
-    return job.finish(result)
 
 
 @contextmanager

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 from livemed.answer.ask import OfflineAnswerer, answer_id
-from livemed.answer.stage import answer_all, in_flight
+from livemed.answer.stage import answer_all
 from livemed.common.heap import frozen_heap
 from livemed.domains import DomainPack
 from livemed.grade.grader import Judge, Mode, Target
 from livemed.grade.stage import GradeJob, Item
 from livemed.models import LLM, Settings
-from livemed.pipeline.runner import Feed, StageResult, raise_first, run_stage
+from livemed.pipeline.runner import Feed, StageResult, raise_first
 from livemed.records import Answer, Case, Rubric
 from livemed.store import Store
 
@@ -105,19 +105,7 @@ async def answer_and_grade(
     else:
         arrive(cases)
         to_answer = dict(mine(cases))
-    grading = asyncio.ensure_future(
-        run_stage(
-            store,
-            feed,
-            job.work,
-            output_id=job.output_id,
-            output_kinds=job.output_kinds,
-            done_ids=job.done_ids,
-            batch_size=batch_size,
-            window=in_flight(judge, batch_size),
-            checked=True,
-        )
-    )
+    grading = asyncio.ensure_future(job.run(feed, batch_size=batch_size))
     answering = {
         a.id: asyncio.ensure_future(
             answer_all(
@@ -135,7 +123,7 @@ async def answer_and_grade(
 
     await _together(list(answering.values()), grading, feed, the_rest)
     out.answers = {model: task.result() for model, task in answering.items()}
-    out.grades = job.finish(grading.result())
+    out.grades = grading.result()
     return out
 
 

@@ -1,7 +1,7 @@
 """One incremental pass of the live loop: harvest → pre-filter → curate → rubrics → answers → grades → scores.
 
-Composed of the existing stages, not a copy of them: `sources.run.harvest_source` (from the
-watermarks), `curate.chain.curate_store`, `rubrics.write.write_rubric` over `pipeline.run_stage`,
+Composed of the existing stages, not a copy of them: `sources.run.harvest_sources` (from the
+watermarks), `curate.chain.curate_store`, `rubrics.stage.write_rubrics`,
 `live.stream.answer_and_grade` (each answer graded as soon as it is stored, as `livemed eval`
 does) and `score.stage.score_all`. Curation, rubrics and answers+grades stream: they run at once,
 each batch of new cases handed on through a `pipeline.Feed` as soon as it is stored (a case is
@@ -36,13 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from livemed.config import UpdateConfig
 from livemed.errors import StageBusyError
-from livemed.pipeline.runner import Feed, StageResult, raise_first, run_stage
+from livemed.pipeline.runner import Feed, StageResult, raise_first
 from livemed.pipeline.runs import settle, settle_stages, track_run
-from livemed.records import Case, Record, Run, Usage
+from livemed.records import Case, Run, Usage
 from livemed.store import Store
 
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain
+    from livemed.domains import DomainPack
     from livemed.live.stream import StreamResult
     from livemed.models import Engine
     from livemed.prefilter import Prefilters
@@ -57,7 +58,8 @@ class Tools:
     """What the caller builds for an update (the CLI: from livemed.toml), so this module reads no
     config file, environment or flag: a fresh engine within a budget, the curation chain over an
     engine, a model bound to an engine for a stage (an offline baseline, or an `LLM`), the sources with
-    their pre-filters, the harvest's end and the cutoff."""
+    their pre-filters, the harvest's end and the cutoff, and the domain pack whose prompts, axes and
+    themes the rubric, answer and grade stages use (None: medical)."""
 
     engine: Callable[[float | None, bool], Engine]  # (budget, cache off: a rule-based curator)
     chain: Callable[[Engine], Chain]
@@ -66,6 +68,7 @@ class Tools:
     prefilters: Prefilters
     until: datetime
     cutoff: datetime | None
+    pack: DomainPack | None = None
 
 
 @dataclass
@@ -202,22 +205,20 @@ class _Steps:
         return time.monotonic() - started
 
     def _harvest(self, tools: Tools, settings: dict[str, Any]) -> StageSummary:
-        from livemed.sources.run import harvest_source
+        from livemed.sources.run import harvest_sources
 
-        summary, errors, unreadable = StageSummary("harvest"), [], 0
         with track_run(self.store, "harvest", settings=settings, lease="harvest") as run:
-            tools.prefilters.load(self.store)
-            for source in tools.sources:
-                report = asyncio.run(
-                    harvest_source(
-                        self.store, source, tools.prefilters, until=tools.until, cutoff=tools.cutoff
-                    )
-                )
-                run.counts.update(report.counts())
-                summary.new["documents kept"] = summary.new.get("documents kept", 0) + report.kept
-                summary.new["rejected"] = summary.new.get("rejected", 0) + sum(report.rejected.values())
-                unreadable += sum(n for (stage, _), n in report.rejected.items() if stage == "harvest")
-                errors += [report.error] if report.error else []
+            harvested = harvest_sources(
+                self.store,
+                tools.sources,
+                tools.prefilters,
+                until=tools.until,
+                cutoff=tools.cutoff,
+                counts=run.counts,
+            )
+            new = {"documents kept": harvested.kept, "rejected": harvested.rejected}
+            summary = StageSummary("harvest", new=new)
+            errors, unreadable = harvested.errors, harvested.unreadable
             if unreadable:
                 errors.append(
                     f"{unreadable} record(s) could not be read "
@@ -349,7 +350,7 @@ class _Curating(_Stage):
 
 
 class _Writing(_Stage):
-    """The rubric stage: `write_rubric` over `run_stage`, reading the cases put on its feed."""
+    """The rubric stage: `write_rubrics`, reading the cases put on its feed."""
 
     name = "rubrics"
 
@@ -367,43 +368,23 @@ class _Writing(_Stage):
         )
         self.writer = steps.tools.bind(self.engine, writer_id, "rubrics")
         self.feed: Feed[Case] = Feed()
-        self.todo: list[Case] = []
 
     def put(self, cases: list[Case]) -> None:
         """Cases to write rubrics for, less those whose rubric was rejected by a verdict (not retried)."""
-        from livemed.rubrics.write import rejection_id
+        from livemed.rubrics.stage import without_verdicts
 
-        verdicts = _rubric_verdicts(self.steps.store, [rejection_id(c.id) for c in cases])
-        todo = [c for c in cases if rejection_id(c.id) not in verdicts]
-        self.todo += todo
+        todo, _ = without_verdicts(self.steps.store, cases)
         self.feed.put(todo)
 
     async def work(self, on_rubrics: Callable[[list[Case]], None] | None) -> None:
-        from livemed.rubrics.write import write_rubric
+        from livemed.rubrics.stage import write_rubrics
 
-        def written(batch: list[tuple[Case, Sequence[Record]]]) -> None:
-            if on_rubrics is not None:
-                on_rubrics([case for case, made in batch if any(r.kind == "rubric" for r in made)])
-
-        self.result = await run_stage(
-            self.steps.store,
-            self.feed,
-            lambda case: write_rubric(case, self.writer),
-            output_id=lambda case: f"rubric:{case.id}",
-            output_kinds=["rubric"],
-            batch_size=16,
-            on_batch=written,
+        self.result = await write_rubrics(
+            self.steps.store, self.feed, self.writer, pack=self.steps.tools.pack, on_rubrics=on_rubrics
         )
 
     def settle(self) -> None:
-        from livemed.rubrics.write import rejection_id
-
         settle(self.run, self.result, "cases")
-        store, todo = self.steps.store, self.todo
-        done = store.has("rubric", [f"rubric:{c.id}" for c in todo])
-        stale = store.has("rejection", [rejection_id(c.id) for c in todo if f"rubric:{c.id}" in done])
-        if stale:
-            store.delete("rejection", sorted(stale))
 
     def new(self) -> dict[str, int]:
         return _written(self.result, rubric="rubrics", rejection="rejected")
@@ -440,6 +421,7 @@ class _Grading(_Stage):
             settings=Settings(temperature=0.0),  # as `livemed answer` and `eval` by default
             samples=self.plan.samples,
             mode=self.plan.mode,
+            pack=self.steps.tools.pack,
         )
 
     def settle(self) -> None:
@@ -508,14 +490,6 @@ def _end_finished(
 def _written(result: StageResult, **names: str) -> dict[str, int]:
     """The stage's written counts under readable names (`kind=name`), zeros included."""
     return {name: result.written.get(kind, 0) for kind, name in names.items()}
-
-
-def _rubric_verdicts(store: Store, ids: list[str]) -> set[str]:
-    """Rubric rejections that are verdicts (lint findings): not tried again; failed calls are."""
-    from livemed.records import Rejection
-
-    found = store.get_many(Rejection, sorted(store.has("rejection", ids)))
-    return {i for i, r in found.items() if not r.call_failed}
 
 
 __all__ = ["LOCK", "StageSummary", "Tools", "UpdateSummary", "run_update"]

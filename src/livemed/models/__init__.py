@@ -24,7 +24,7 @@ from livemed.models.base import (
 )
 from livemed.models.engine import Engine
 from livemed.models.llm import LLM, generate_structured
-from livemed.models.registry import get_model
+from livemed.models.registry import bind_model, get_model
 from livemed.models.structured import Structured
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "Settings",
     "Structured",
     "TransientModelError",
+    "bind_model",
     "generate_structured",
     "get_model",
 ]

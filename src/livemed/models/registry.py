@@ -1,4 +1,4 @@
-"""`get_model("provider/name")`: the one way to name a model.
+"""`get_model("provider/name")`: the one way to name a model; `bind_model` makes it a stage's model.
 
 Providers are a plain dict of lazy imports; offline baselines are registered by the stages that
 define them (one line each in `OFFLINE`). A miss raises a user error with "did you mean".
@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from livemed.config import Config
-from livemed.errors import ConfigError, UnknownNameError
+from livemed.errors import ConfigError, UnknownNameError, UserError
 from livemed.models.base import Model
+from livemed.models.llm import LLM
+
+if TYPE_CHECKING:
+    from livemed.models.engine import Engine
 
 # provider -> "module:factory"; a factory is called as factory(name, config=..., **kwargs).
 PROVIDERS: dict[str, str] = {
@@ -66,6 +70,20 @@ def get_model(model_id: str, *, config: Config | None = None, **kwargs: Any) -> 
     else:
         model = factory(name, config=config or Config(), **kwargs)
     return model
+
+
+def bind_model(
+    model_id: str, engine: Engine, stage: str, need: type, *, config: Config | None = None, **kwargs: Any
+) -> Any:
+    """The model a stage calls: an offline baseline with the capability `need` (a `UserError` for one
+    without it), or an `LLM` bound to `engine` under `stage`. `kwargs` go to `get_model` (`pack=`, a
+    baseline's corpus…)."""
+    model = get_model(model_id, config=config, **kwargs)
+    if model_id.startswith("offline/"):
+        if not isinstance(model, need):
+            raise UserError(f"{model_id} is a baseline that cannot be used for `{stage}`")
+        return model
+    return LLM(engine, model, stage=stage)
 
 
 def offline_model(name: str, *, config: Config | None = None, **kwargs: Any) -> Model:

@@ -156,6 +156,29 @@ class Feed(Generic[T]):
 WRITE_EVERY_S = 0.25  # finished items are also written when the last write is older than this
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How `run_stage` treats its items (each default off).
+
+    `redo`: run every item, done or not (its outputs replace the stored ones).
+
+    `inline`: `work` never waits (an offline model: no I/O), so each item is run to its end in place
+    (`run_now`) instead of as a task: no window, no event-loop round trip per item; results are
+    written `batch_size` at a time as usual. A coroutine that does wait is an error, not a hang.
+
+    `checked`: the items were looked up in the store just before they are given (grading's
+    `GradeJob.items` filters each chunk by `done_ids`' rule), so the first look is skipped; on
+    PostgreSQL the look after claiming still runs (another worker may have done an item meanwhile).
+    """
+
+    redo: bool = False
+    inline: bool = False
+    checked: bool = False
+
+
+DEFAULT_OPTIONS = RunOptions()
+
+
 async def run_stage(
     store: Store,
     items: Iterable[T] | Feed[T],
@@ -165,13 +188,11 @@ async def run_stage(
     output_kinds: Sequence[str],
     batch_size: int = 64,
     window: int | None = None,
-    redo: bool = False,
+    options: RunOptions = DEFAULT_OPTIONS,
     on_item: Callable[[T, Sequence[Record]], None] | None = None,
     on_batch: Callable[[list[tuple[T, Sequence[Record]]]], None] | None = None,
     claim_scope: str | None = None,
     done_ids: Callable[[list[str]], set[str]] | None = None,
-    inline: bool = False,
-    checked: bool = False,
 ) -> StageResult:
     """Run `work` on every item whose output (`output_id` under any of `output_kinds`) is not stored yet.
 
@@ -179,9 +200,7 @@ async def run_stage(
     where "done" is more than "stored" (grading: an unusable verdict is done, a failed call is not) when
     a claiming worker looks again at items another worker may have finished.
 
-    `checked`: the items were looked up in the store just before they are given (grading's
-    `GradeJob.items` filters each chunk by `done_ids`' rule), so the first look is skipped; on
-    PostgreSQL the look after claiming still runs (another worker may have done an item meanwhile).
+    `options` (`RunOptions`): `redo` every item, run offline work `inline`, items already `checked`.
 
     `output_id` may return several ids (e.g. a case id and the ids of rejections by different stages):
     an item is done when any of them is stored. Up to `window` items (default `batch_size`) are in
@@ -189,10 +208,6 @@ async def run_stage(
     written every `batch_size` results (or `WRITE_EVERY_S`) in one transaction, then `on_item` is told
     of each and `on_batch` of all of them. If an item raises, what finished before is written first.
     `items` may be a `Feed` another stage fills while this one runs.
-
-    `inline`: `work` never waits (an offline model: no I/O), so each item is run to its end in place
-    (`run_now`) instead of as a task: no window, no event-loop round trip per item; results are
-    written `batch_size` at a time as above. A coroutine that does wait is an error, not a hang.
 
     On PostgreSQL several workers may run the same stage on one store: each batch of pending items is
     claimed first (`store.claims`, scope `claim_scope`, default the first output kind, keyed by the
@@ -203,14 +218,15 @@ async def run_stage(
     """
     result = StageResult()
     running = _Window(store, result, on_item, on_batch, batch_size, window or batch_size)
-    running.inline = inline
+    running.inline = options.inline
+    redo = options.redo
     scope = claim_scope or (output_kinds[0] if output_kinds else None)
     claimer = _Claimer.open(store, scope, result, output_id, output_kinds, redo, done_ids)
     running.claimer = claimer
 
     async def submit(batch: list[T]) -> None:
         result.seen += len(batch)
-        todo = batch if redo or checked else _not_done(store, batch, output_id, output_kinds)
+        todo = batch if redo or options.checked else _not_done(store, batch, output_id, output_kinds)
         result.skipped += len(batch) - len(todo)
         if claimer is not None:
             todo = claimer.claim(todo)
@@ -493,7 +509,7 @@ def run_now(work: Awaitable[U]) -> U:
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     coroutine.close()
-    raise RuntimeError("inline stage work waited for I/O; run it without inline=True")
+    raise RuntimeError("inline stage work waited for I/O; run it without RunOptions(inline=True)")
 
 
 def _not_done(

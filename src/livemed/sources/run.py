@@ -1,4 +1,7 @@
-"""Harvest one source into the store: the date window, pre-filters, rejections and the watermark.
+"""Harvest sources into the store: the date window, pre-filters, rejections and the watermark.
+
+`harvest_sources` is the harvest stage `livemed harvest` and `livemed update` run: each source in
+turn (`harvest_source`), a failing one reported while the others go on.
 
 The window starts at `--since` when given, else at the later of the cutoff and the start of the day
 of the source's watermark (its newest publication date harvested so far), and ends at `until`. Only
@@ -14,9 +17,10 @@ repeated limited runs of an unordered source (pubmed, files) make progress.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -204,3 +208,58 @@ async def harvest_source(
         _advance(store, source.name, run.newest, since, cutoff)
     report.watermark_after = store.state_get(WATERMARKS, source.name)
     return report
+
+
+@dataclass
+class HarvestResult:
+    """What one harvest of several sources did: a report per source, in order."""
+
+    reports: list[SourceReport] = field(default_factory=list)
+
+    @property
+    def kept(self) -> int:
+        return sum(report.kept for report in self.reports)
+
+    @property
+    def rejected(self) -> int:
+        return sum(sum(report.rejected.values()) for report in self.reports)
+
+    @property
+    def errors(self) -> list[str]:
+        """The failing sources' errors."""
+        return [report.error for report in self.reports if report.error]
+
+    @property
+    def unreadable(self) -> int:
+        """Records the sources delivered that could not be read (rejections of stage harvest)."""
+        return sum(
+            n for report in self.reports for (stage, _), n in report.rejected.items() if stage == "harvest"
+        )
+
+
+def harvest_sources(
+    store: Store,
+    sources: Sequence[Source],
+    prefilters: Prefilters,
+    *,
+    until: datetime,
+    since: datetime | None = None,
+    cutoff: datetime | None = None,
+    limit: int | None = None,
+    counts: dict[str, int] | None = None,
+    on_report: Callable[[SourceReport], None] | None = None,
+) -> HarvestResult:
+    """Harvest each source in turn (one event loop each), the pre-filters' state loaded first. Each
+    report's flat counts go into `counts` (a Run's) as it ends, then to `on_report`."""
+    prefilters.load(store)
+    result = HarvestResult()
+    for source in sources:
+        report = asyncio.run(
+            harvest_source(store, source, prefilters, until=until, since=since, cutoff=cutoff, limit=limit)
+        )
+        result.reports.append(report)
+        if counts is not None:
+            counts.update(report.counts())
+        if on_report is not None:
+            on_report(report)
+    return result
