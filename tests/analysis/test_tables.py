@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from livemed.analysis.leaderboard import LeaderboardRow
-from livemed.analysis.tables import write_table
+from livemed.analysis.table_files import write_table
 
 
 def test_tables_flatten_dicts_for_csv_and_write_nan_as_null(tmp_path: Path) -> None:

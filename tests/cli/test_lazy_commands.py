@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from livemed.cli import app
 from livemed.cli.application import COMMANDS, HELP_PANELS
 
-COMMAND_MODULES = {m for modules in COMMANDS.values() for m in modules} | {"grading_commands"}
+COMMAND_MODULES = {m for modules in COMMANDS.values() for m in modules} | {"stage_commands"}
 HEAVY = {"numpy", "scipy", "aiohttp", "openai", "sqlalchemy", "jinja2", "pandas", "sklearn"}
 ENV = {**os.environ, "COLUMNS": "120"}
 
@@ -62,9 +62,9 @@ def test_the_table_names_every_command_and_the_modules_that_define_it() -> None:
 def test_a_command_imports_only_its_own_modules_and_no_heavy_library() -> None:
     for args, own in (
         (("scores", "--help"), {"score_commands"}),
-        (("eval", "--help"), {"eval_command", "grading_commands"}),
+        (("eval", "--help"), {"eval_command", "stage_commands"}),
         (("leaderboard", "--help"), {"analysis"}),
-        (("grade", "--help"), {"grading_commands"}),
+        (("grade", "--help"), {"stage_commands"}),
     ):
         done = program(*args, after=LOADED)
         assert done.returncode == 0, done.stderr

@@ -83,7 +83,7 @@ def test_the_cli_registers_train_and_regimes_without_torch() -> None:
 
     code = (
         "import sys\nfrom livemed.cli import app\n"
-        "from livemed.cli.grading_commands import judges_app\n"
+        "from livemed.cli.stage_commands import judges_app\n"
         "names = {c.name for c in judges_app.registered_commands}\n"
         "assert {'train', 'regimes'} <= names, names\n"
         "print(sorted({n.split('.')[0] for n in sys.modules} & {'torch', 'transformers', 'trl', 'datasets'}))"

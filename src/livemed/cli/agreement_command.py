@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli.context import console, err_console, state
-from livemed.cli.grading_commands import (
+from livemed.cli.stage_commands import (
     GRADER_SETUP,
     GRADER_TEMPLATE,
     check_setup,

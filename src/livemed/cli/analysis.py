@@ -129,7 +129,7 @@ def _show_scores(scored: ScoreSet, convention: str, policy: str) -> None:
 def _grading_tables(
     folder: Path, scored: ScoreSet, context: dict[str, str | None] | None = None
 ) -> list[Path]:
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
 
     return write_table(folder, "grading", list(scored.grading.values()), context=context or scored.context())
 
@@ -188,7 +188,7 @@ def leaderboard_command(
     --allow-incomplete."""
     from livemed.analysis.leaderboard import compare as compare_models
     from livemed.analysis.leaderboard import ranked_leaderboard
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
     from livemed.errors import UnknownNameError, UserError
 
     app_state = state(ctx)
@@ -256,7 +256,7 @@ def trends_command(
     seed: int | None = SEED,
 ) -> None:
     """Mean score per model by month of case publication, with counts."""
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
     from livemed.analysis.trends import monthly
 
     app_state = state(ctx)
@@ -272,7 +272,7 @@ def trends_command(
 def funnel_command(ctx: typer.Context, out: Path | None = OUT) -> None:
     """The curation funnel of the whole store per source, and every rejection by stage and reason."""
     from livemed.analysis.funnel import store_funnel
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
 
     app_state = state(ctx)
     rows, reasons = store_funnel(app_state.existing_store)
@@ -355,7 +355,7 @@ def report_command(
 
 
 def _write_report_tables(data: object, folder: Path) -> int:
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
     from livemed.reports.build import ReportData
 
     assert isinstance(data, ReportData)
@@ -440,7 +440,7 @@ def taxonomy_command(
         max_cost=max_cost,
     )
     console.print(taxonomy_table(rows))
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
 
     context = {"convention": convention, "judge": judge, "failure_policy": policy, "classifier": classifier}
     wrote(write_table(out_dir(app_state, out), "taxonomy", rows, context=context))

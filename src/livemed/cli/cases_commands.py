@@ -69,6 +69,6 @@ def cases_audit(
 
 def write_audit(audit: FairnessAudit, folder: Path) -> list[Path]:
     """`case-audit.csv/json`: a row per case; the JSON's summary holds the four figures."""
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
 
     return write_table(folder, "case-audit", audit.cases, audit.summary())

@@ -82,7 +82,7 @@ def contamination_command(
     With --scores FILE: on per-item results from a CSV or JSONL file (no store needed); rows with a
     missing or bad date or score are listed and left out (exit 1 after writing the rest)."""
     from livemed.analysis.contamination import analyse
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
     from livemed.errors import UserError
 
     app_state = state(ctx)
@@ -132,7 +132,7 @@ def _external(
     """The contamination analysis on a scores file: tables, terminal view, HTML report; no store."""
     from livemed.analysis.contamination import analyse
     from livemed.analysis.external import parse_columns, read_scores
-    from livemed.analysis.tables import write_table
+    from livemed.analysis.table_files import write_table
     from livemed.errors import RunError, UserError
     from livemed.reports.external import ExternalReport, write_external
 

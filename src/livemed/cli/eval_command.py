@@ -22,7 +22,7 @@ from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, model_run, print_usage, stage_progress
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.executors import run_elsewhere
-from livemed.cli.grading_commands import (
+from livemed.cli.stage_commands import (
     CACHE_RO,
     EXECUTOR,
     GRADER_SETUP,
@@ -402,7 +402,7 @@ def _cases(
     app_state: AppState, case_ids: list[str] | None, status: str | None, limit: int | None
 ) -> Iterator[Case]:
     """The imported file's cases (or the store's), with --status and --limit."""
-    from livemed.cli.grading_commands import select_cases
+    from livemed.cli.stage_commands import select_cases
     from livemed.records import Case
 
     if case_ids is None:

@@ -10,7 +10,7 @@ import typer
 
 from livemed.cli.common import make_engine, model_run, print_usage
 from livemed.cli.context import console, state
-from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
+from livemed.cli.stage_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
 

@@ -16,7 +16,7 @@ from rich.table import Table as RichTable
 
 from livemed.cli.common import finish_run, make_engine, model_run, progress_for
 from livemed.cli.context import AppState, console, err_console, state
-from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, print_result
+from livemed.cli.stage_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app, print_result
 from livemed.common.atomic import write_text
 from livemed.errors import ConfigError, InputFileError, RunError, UserError
 

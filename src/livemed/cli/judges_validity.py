@@ -14,7 +14,7 @@ from rich.table import Table as RichTable
 
 from livemed.cli.common import finish_run, make_engine, model_run, print_usage
 from livemed.cli.context import AppState, console, state
-from livemed.cli.grading_commands import (
+from livemed.cli.stage_commands import (
     CACHE_RO,
     GRADER_SETUP,
     GRADER_TEMPLATE,

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from livemed.cli.common import engine_progress, finish_run, make_engine, model_run
 from livemed.cli.context import AppState, console, err_console, state
-from livemed.cli.grading_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
+from livemed.cli.stage_commands import CACHE_RO, MAX_COST, NO_CACHE, judges_app
 from livemed.common.atomic import write_text
 from livemed.errors import ConfigError, UserError
 

@@ -15,7 +15,7 @@ from typing import Any
 from livemed import __version__
 from livemed.analysis.contamination import AnalysisSettings, ContaminationResult
 from livemed.analysis.external import ExternalScores
-from livemed.analysis.tables import clean_json
+from livemed.analysis.table_files import clean_json
 from livemed.records import utcnow
 from livemed.reports.charts import Chart, contamination_chart
 from livemed.reports.html import render_page, write_page

@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from livemed.analysis.tables import clean_json
+from livemed.analysis.table_files import clean_json
 from livemed.common.atomic import write_text
 from livemed.judges.figures import Figure
 from livemed.judges.tables import figure_lines

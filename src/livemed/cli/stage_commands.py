@@ -1,4 +1,5 @@
-"""`livemed rubrics`, `livemed answer`, `livemed grade`, `livemed scores`, `livemed judges agreement`."""
+"""`livemed rubrics`, `livemed answer` and `livemed grade`, and the options they share with `eval` and
+`livemed judges`."""
 
 from __future__ import annotations
 
