@@ -1,11 +1,7 @@
-"""Analysis: pure functions from scores and labels to the tables users publish.
+"""Analysis: the tables users publish, from scores, labels and the cases behind them.
 
-- `inputs`: one score per (model, case) from Score records;
-- `leaderboard`: mean with bootstrap interval, per axis, coverage, harm, failures; paired comparison;
-- `contamination` (+ `cutoffs`): full vs post-cutoff, pre vs post split, drift control, BH;
-- `external`: per-item results from a CSV/JSONL file, or `contamination_check()` from code, for it;
-- `trends`: score by month of case publication;
-- `taxonomy` (+ `diagnose`, the LLM classifier): root causes of the lowest-scoring answers;
-- `stats`: bootstrap, permutation, Mann–Whitney, Cliff's delta, Benjamini–Hochberg;
-- `tables`: CSV/JSON writers; `collect`: reads what the analyses need from the store.
+The computations are pure functions over records (`leaderboard`, `contamination` with `cutoffs`,
+`trends`, `taxonomy`, `bimodality`, `external`); the modules that read the store say so in their
+docstring and only gather what those functions need (`collect`, `window`, `funnel`, `completeness`,
+`fairness`, `length`, `provenance`). Statistics come from `common/stats.py`; `table_files` writes CSV/JSON.
 """
