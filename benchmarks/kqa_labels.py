@@ -193,7 +193,7 @@ def remove_support(answer: str, statement: str) -> str | None:
     wanted = _content(statement)
     if not wanted:
         return None
-    parts = sentences(answer, semicolons=True)
+    parts = sentences(answer, cut="passages")
     kept = [s for s in parts if len(wanted & _content(s)) * 2 < len(wanted)]
     return " ".join(kept) if kept and len(kept) < len(parts) else None
 

@@ -45,12 +45,26 @@ def test_sentences_cut_prose_after_its_marks_and_closing_quotes_and_at_line_brea
 
 
 def test_the_lexical_graders_passages_end_at_semicolons_and_only_before_whitespace() -> None:
-    assert sentences(REPORT, semicolons=True) == sentences(REPORT)
-    assert sentences(QUOTED, semicolons=True) == [
+    assert sentences(REPORT, cut="passages") == sentences(REPORT)
+    assert sentences(QUOTED, cut="passages") == [
         'He was told "stop the ibuprofen." Then he felt better (after two days.) She said: avoid alcohol;',
         "rest!",
         "Follow up in 2 weeks",
     ]
+
+
+def test_k_qa_answers_are_cut_only_before_a_capital_or_a_digit() -> None:
+    answer = (
+        "It is considered an effective and well-tolerated antidepressant. The benefits of Lexapro occur "
+        "within a few weeks. An antihistamine (e.g. cetirizine) helps. 2 weeks is typical."
+    )
+    assert sentences(answer, cut="capitals") == [
+        "It is considered an effective and well-tolerated antidepressant.",
+        "The benefits of Lexapro occur within a few weeks.",
+        "An antihistamine (e.g. cetirizine) helps.",
+        "2 weeks is typical.",
+    ]
+    assert "An antihistamine (e.g." in sentences(answer)  # prose cuts after any mark
 
 
 def test_sentence_end_is_where_sentences_cuts() -> None:

@@ -17,8 +17,9 @@ copy:
 - `negated`: a clause with an odd number of negation cues (`word_tables.NEGATIONS`, any "n't";
   "allergic to X" is a cue, "allergic reaction" is not): "stop X" is negated, "do not stop X" is not.
 - `sentences`: prose cut after ".", "!" or "?" (a closing quote or bracket after the mark goes with
-  the break) and at line breaks; `semicolons=True` is the lexical grader's reading: a semicolon ends a
-  passage too, and a mark ends one only when whitespace follows it.
+  the break) and at line breaks; `cut="passages"` is the lexical grader's reading (a semicolon ends a
+  passage too, and a mark ends one only when whitespace follows it), `cut="capitals"` K-QA answers'
+  (a mark ends a sentence only before a capital or a digit: "e.g. the" stays whole).
 - `key`: a word's matching key (synonyms and brand names folded, British spelling folded, stemmed);
   `overlap`: the share of one text's content words (stemmed) another holds, spelling variants included.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable
 from functools import lru_cache
+from typing import Literal
 
 from rapidfuzz import fuzz
 
@@ -41,7 +43,12 @@ _CLAUSE = re.compile(r"[,;:]\s*|\s+but\s+")
 _REACTION = frozenset({"reaction", "reactions", "rhinitis", "symptoms", "response"})
 # after a sentence's ".", "!" or "?", any closing quotes or brackets, then whitespace; or line breaks
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
-_PASSAGE_END = re.compile(r"(?<=[.!?;])\s+|\n+")  # `sentences(semicolons=True)`
+Cut = Literal["prose", "passages", "capitals"]
+_ENDS: dict[str, re.Pattern[str]] = {
+    "prose": SENTENCE_END,
+    "passages": re.compile(r"(?<=[.!?;])\s+|\n+"),
+    "capitals": re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])|\n+"),
+}
 
 _BASE_SUFFIXES = ("ing", "ed", "es", "s")
 _SUFFIXES = {
@@ -96,12 +103,13 @@ def negated(text: str) -> bool:
     return False
 
 
-def sentences(text: str, *, semicolons: bool = False) -> list[str]:
-    """`text`'s sentences, stripped: cut after ".", "!" or "?" and the closing quotes or brackets after
-    it, and at line breaks. With `semicolons` (the lexical grader's passages): cut after ".", "!", "?"
-    or ";" where whitespace follows it, and at line breaks."""
-    ends = _PASSAGE_END if semicolons else SENTENCE_END
-    return [s for s in (part.strip() for part in ends.split(text)) if s]
+def sentences(text: str, *, cut: Cut = "prose") -> list[str]:
+    """`text`'s sentences, stripped, none empty; always cut at line breaks, and
+
+    - `prose`: after ".", "!" or "?" and the closing quotes or brackets after it (`SENTENCE_END`);
+    - `passages` (the lexical grader's): after ".", "!", "?" or ";" where whitespace follows it;
+    - `capitals` (K-QA answers): after ".", "!" or "?" where whitespace and a capital or digit follow."""
+    return [s for s in (part.strip() for part in _ENDS[cut].split(text)) if s]
 
 
 @lru_cache(maxsize=1 << 16)

@@ -44,7 +44,7 @@ _STOPWORDS = (
 )
 _STOP = frozenset(_STOPWORDS.split())
 _ALNUM = re.compile(r"[a-z0-9]+")
-SHORTEST = 3  # a content word of the offline baseline has at least 3 letters
+_SHORTEST = 3  # a content word of the offline baseline has at least 3 letters
 
 
 def _tokens(text: str) -> list[str]:
@@ -112,9 +112,9 @@ def item_present(item: str, narrative: Narrative, pack: DomainPack | None = None
         return any(rules.SEX.search(f) for f in narrative.demographics)
     if key in fields:
         return bool(narrative.slot(fields[key]))
-    words = set(content_words(_tokens(item), skip=_STOP, shortest=SHORTEST))
+    words = set(content_words(_tokens(item), skip=_STOP, shortest=_SHORTEST))
     return any(
-        words.intersection(content_words(_tokens(fact), skip=_STOP, shortest=SHORTEST))
+        words.intersection(content_words(_tokens(fact), skip=_STOP, shortest=_SHORTEST))
         for _, fact in narrative.entities()
     )
 
@@ -132,11 +132,11 @@ def align(prompt: str) -> AlignmentOutput:
 
 
 def _lexical(index: int, advice: str, evidence: list[Block]) -> AlignmentScore:
-    words = set(content_words(_tokens(advice), skip=_STOP, shortest=SHORTEST))
+    words = set(content_words(_tokens(advice), skip=_STOP, shortest=_SHORTEST))
     best = (
         max(
             (
-                len(words.intersection(content_words(_tokens(b.text), skip=_STOP, shortest=SHORTEST)))
+                len(words.intersection(content_words(_tokens(b.text), skip=_STOP, shortest=_SHORTEST)))
                 / len(words)
                 for b in evidence
             ),

@@ -94,7 +94,7 @@ def _clauses(text: str) -> tuple[_Clause, ...]:
 
 @lru_cache(maxsize=512)
 def prepare(response: str) -> _Prepared:
-    texts = tuple(sentences(response, semicolons=True))
+    texts = tuple(sentences(response, cut="passages"))
     parsed = tuple(_clauses(sentence) for sentence in texts)
     spread: dict[str, int] = {}
     for sentence in parsed:
