@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from livemed.grade.lexical import content, sentences
+from livemed.common.text import content_words, sentences, stem, words
 
 SEED = 12
 SPLITS = ("dev", "heldout")
@@ -181,15 +181,20 @@ def _items_for(
             yield {**base, "response": rest, "criterion": statement, "label": "not met", "kind": "removed"}
 
 
+def _content(text: str) -> set[str]:
+    """The stemmed content words the lexical grader reads (`common.text`)."""
+    return {stem(w) for w in content_words(words(text))}
+
+
 def remove_support(answer: str, statement: str) -> str | None:
     """The answer less its sentences holding half or more of the statement's content words.
 
     None when no sentence or every sentence holds that many."""
-    wanted = content(statement)
+    wanted = _content(statement)
     if not wanted:
         return None
-    parts = sentences(answer)
-    kept = [s for s in parts if len(wanted & content(s)) * 2 < len(wanted)]
+    parts = sentences(answer, cut="passages")
+    kept = [s for s in parts if len(wanted & _content(s)) * 2 < len(wanted)]
     return " ".join(kept) if kept and len(kept) < len(parts) else None
 
 
@@ -199,9 +204,9 @@ def support_share(items: Iterable[dict[str, Any]], at_least: float = 0.6) -> tup
     for item in items:
         if item["kind"] != "own":
             continue
-        wanted = content(item["criterion"])
+        wanted = _content(item["criterion"])
         total += 1
-        supported += bool(wanted) and len(wanted & content(item["response"])) >= at_least * len(wanted)
+        supported += bool(wanted) and len(wanted & _content(item["response"])) >= at_least * len(wanted)
     return supported, total
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from livemed.common.text import sentences
 from livemed.curate import rules
 from livemed.curate.baseline import screen
 from livemed.curate.screener import screener_messages
@@ -70,8 +71,7 @@ def test_each_sentence_fills_one_field_and_the_onset_comes_from_the_complaint() 
     )
     narrative = rules.extract_narrative(post)
     assert narrative.onset_duration == ["last night"]  # not "two years ago", an earlier attack
-    sentences = rules.sentences(post)
-    for sentence in sentences:
+    for sentence in sentences(post):
         holders = {name for name, fact in narrative.entities() if fact == sentence}
         assert len(holders) <= 1, (sentence, holders)
     assert narrative.demographics == ["58-year-old", "man"]

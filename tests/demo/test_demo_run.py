@@ -134,7 +134,7 @@ def test_no_candidate_prompt_states_an_advice_element(demo_run: tuple[Path, str]
 
 
 def test_every_narrative_sentence_is_under_at_most_one_field(demo_run: tuple[Path, str]) -> None:
-    from livemed.curate.rules import sentences
+    from livemed.common.text import sentences
     from livemed.records import Doc
 
     store = Store(demo_run[0] / "livemed.db")

@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from livemed.common.text import SENTENCE_END
+
 OPEN = "<<<DATA"
 CLOSE = "<<<END DATA>>>"
 
@@ -142,8 +144,6 @@ INSTRUCTION_PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
 )
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
-
 
 def instruction_like(sentence: str) -> bool:
     """True for a sentence aimed at a model rather than at a patient ("Ignore previous instructions…")."""
@@ -154,7 +154,7 @@ def drop_instructions(text: str) -> tuple[str, list[str]]:
     """`text` without its instruction-like sentences, and the sentences dropped (text unchanged if none)."""
     pieces: list[tuple[str, str]] = []  # (sentence, the separator after it)
     start = 0
-    for sep in _SENTENCE_END.finditer(text):
+    for sep in SENTENCE_END.finditer(text):  # where `common.text.sentences` cuts
         pieces.append((text[start : sep.start()], sep.group()))
         start = sep.end()
     pieces.append((text[start:], ""))

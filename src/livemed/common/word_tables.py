@@ -1,4 +1,7 @@
-"""Word tables for `offline/lexical`, written by hand (no downloads): spelling, synonyms, drugs, weights.
+"""Word tables, written by hand (no downloads): spelling, synonyms, drugs, weights, stop words, negations.
+
+The word tools that read them are in `common/text.py`; the lexical grader (`grade/lexical.py`) weighs
+its words with them.
 
 - `american`: British → American spelling ("diarrhoea" → "diarrhea", "paediatric" → "pediatric").
 - `SYNONYMS`: one canonical word per group: brand names → the generic drug ("Lexapro" → escitalopram),
@@ -8,6 +11,11 @@
   mismatch, not a near miss.
 - `GENERIC`: words common to nearly every medical statement ("treatment", "symptoms", "doctor"): they count
   for less than the words that say what a statement is about.
+- `STOPWORDS`, `BOILERPLATE`, `NEGATIONS`: what is not a content word of a criterion or a response
+  (function words, the rubric's own verbs such as "advises", negation cues; `text.content_words`'
+  default), and the cues `text.negated` counts.
+- `FUNCTION_WORDS`, `NORMALISED_NEGATIONS`: English function words, and negation cues as normalised text
+  spells them ("don't" → "don"): what grounding and the evidence query leave out of a text's words.
 """
 
 from __future__ import annotations
@@ -165,4 +173,33 @@ GENERIC = _split(
     some many well good known consider considered need needed needs important recommended make
     help however although likely possible possibly generally typically
     """
+)
+
+
+NEGATIONS = _split(
+    "not no never avoid avoids avoided avoiding without don't dont doesn't shouldn't mustn't cannot can't "
+    "stop stopping neither nor none refrain discontinue allergy allergies allergic"
+)
+STOPWORDS = _split(
+    "a an the and or of to in on for with at by from as is are be been being it its this that these those "
+    "your you yours patient patient's their they them he she his her if then than so such any all some "
+    "should would could can may might must will shall do does did has have had about into over under very "
+    "more most less also only just e.g i.e etc per which who whom what when where how why"
+)
+BOILERPLATE = _split(
+    "response model answer reply assistant mentions mention mentioned mentioning states state stated says "
+    "advises advise advised recommends recommend recommended recommending suggests suggest suggested "
+    "includes include including explains explain explained notes note tells tell told informs inform "
+    "correctly clearly explicitly appropriately identifies identify discusses discuss provides provide "
+    "indicates indicate encourages encourage user"
+)
+FUNCTION_WORDS = _split(
+    "a an the and or but if of to in on at by for from with as is are was were be been being am do does did "
+    "have has had i you he she it we they me him her us them my your his its our their this that these those "
+    "there here so than then very just also any some can could should would will may might must shall "
+    "about into over after before up out get got s t"
+)
+NORMALISED_NEGATIONS = _split(
+    "not no never none nor neither without cannot avoid avoids avoided avoiding "
+    "don doesn didn isn aren wasn weren won shouldn couldn wouldn mustn haven hasn"
 )

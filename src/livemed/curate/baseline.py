@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from livemed.common.prompts import Block, parse_blocks
+from livemed.common.text import content_words
 from livemed.curate import rules
 from livemed.curate.controller import AuditOutput
 from livemed.curate.screener import ScreenerOutput, screener_output
@@ -42,10 +43,12 @@ _STOPWORDS = (
     "when which who how why our out over such only other each few own same too both doing does did"
 )
 _STOP = frozenset(_STOPWORDS.split())
+_ALNUM = re.compile(r"[a-z0-9]+")
+_SHORTEST = 3  # a content word of the offline baseline has at least 3 letters
 
 
-def content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]{3,}", text.lower()) if w not in _STOP}
+def _tokens(text: str) -> list[str]:
+    return _ALNUM.findall(text.lower())
 
 
 def screen(prompt: str, pack: DomainPack | None = None) -> ScreenerOutput:
@@ -109,8 +112,11 @@ def item_present(item: str, narrative: Narrative, pack: DomainPack | None = None
         return any(rules.SEX.search(f) for f in narrative.demographics)
     if key in fields:
         return bool(narrative.slot(fields[key]))
-    words = content_words(item)
-    return any(words & content_words(fact) for _, fact in narrative.entities())
+    words = set(content_words(_tokens(item), skip=_STOP, shortest=_SHORTEST))
+    return any(
+        words.intersection(content_words(_tokens(fact), skip=_STOP, shortest=_SHORTEST))
+        for _, fact in narrative.entities()
+    )
 
 
 def align(prompt: str) -> AlignmentOutput:
@@ -126,9 +132,16 @@ def align(prompt: str) -> AlignmentOutput:
 
 
 def _lexical(index: int, advice: str, evidence: list[Block]) -> AlignmentScore:
-    words = content_words(advice)
+    words = set(content_words(_tokens(advice), skip=_STOP, shortest=_SHORTEST))
     best = (
-        max((len(words & content_words(b.text)) / len(words) for b in evidence), default=0.0)
+        max(
+            (
+                len(words.intersection(content_words(_tokens(b.text), skip=_STOP, shortest=_SHORTEST)))
+                / len(words)
+                for b in evidence
+            ),
+            default=0.0,
+        )
         if words
         else 0.0
     )

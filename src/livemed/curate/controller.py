@@ -22,15 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from livemed.common.numbers import numbers
 from livemed.common.prompts import DATA_RULES, data_block
+from livemed.common.text import clauses, content_words, negated, overlap, stem, words
+from livemed.common.word_tables import NEGATIONS, STOPWORDS
 from livemed.curate.grounding import Normalised, locate, normalise
 from livemed.curate.screener import advice_texts, is_thread, reject
 from livemed.curate.sections import FRONT_MATTER, HELD_BACK, is_diagnostic, sections
 from livemed.domains import DomainPack, medical
-from livemed.grade.lexical import NEGATIONS, STOPWORDS, clauses, content, negated, stem, words
 from livemed.models import LLM, Message, Settings
 from livemed.models.structured import Reason
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
-from livemed.rubrics.check import overlap
 
 STAGE = "controller"
 DEFAULT_MIN_SCORE = 90.0
@@ -75,7 +75,7 @@ def narrative_source(doc: Doc, *, diagnostic: bool = False) -> str:
 def states(quote: str, element: str) -> bool:
     """Does the quote state the element? A lexical floor: at least `QUOTE_SUPPORT` of the element's
     content words, and two of them (all, when it has fewer), are in the quote (stemmed, spelling
-    variants allowed: `rubrics.check.overlap`); each of the element's clauses is negated exactly when
+    variants allowed: `common.text.overlap`); each of the element's clauses is negated exactly when
     the quote's clause that holds its words is (`same_negation`: "Do not use aspirin" does not state
     "Use aspirin", "… with no adverse events" does not negate the treatment before it); and the quote
     gives every value the element gives, as often (`livemed.common.numbers`: "50 mg" does not state "500 mg",
@@ -84,13 +84,13 @@ def states(quote: str, element: str) -> bool:
     something else or its opposite; it cannot tell a subtle misstatement from a paraphrase. An
     element with no content words ("I have no allergies": the lexical grader reads "allergies" as a
     negation cue) is stated by a quote that holds its words as they stand."""
-    if not content(element):
+    want = len({stem(w) for w in content_words(words(element))})
+    if not want:
         return f" {normalise(element).text} " in f" {normalise(quote).text} "
     if not same_negation(quote, element) or not _bounds(element) <= _bounds(quote):
         return False
     if not numbers(element) <= numbers(quote):
         return False
-    want = len(content(element))
     share = overlap(element, quote)
     return share >= QUOTE_SUPPORT and round(share * want) >= min(2, want)
 
@@ -121,14 +121,14 @@ def same_negation(quote: str, element: str) -> bool:
     of the element, in the quote's clause holding most of its words, read from the start of the part
     that holds them (after the last "and", "or" before the first: "I have no allergies and take
     metformin" states "take metformin"): each word the two share is read with what comes before it
-    (`grade.lexical.negated` up to that word), so "Do not use aspirin" does not state "Use
+    (`common.text.negated` up to that word), so "Do not use aspirin" does not state "Use
     aspirin", while a negation after the shared words ("treated with amoxicillin with no adverse
     events") is about something else. Bounds are bounds, not negations ("no more than 4 g" states "up
     to 4 g"); a negated clause whose words the quote lacks is not stated."""
     quote_clauses = [words(c) for c in clauses(_as_bounds(quote))]
     for part in clauses(_as_bounds(element)):
         mine = words(part)
-        wanted = {stem(w) for w in mine if w not in STOPWORDS | NEGATIONS and (len(w) > 1 or w.isdigit())}
+        wanted = {stem(w) for w in content_words(mine, skip=STOPWORDS | NEGATIONS, numbers=True)}
         theirs = max(quote_clauses, key=lambda c: len(wanted & {stem(w) for w in c}), default=[])
         theirs = theirs[_part_start(theirs, [stem(w) for w in mine if stem(w) in wanted]) :]
         shared = [w for w in dict.fromkeys(map(stem, theirs)) if w in wanted]

@@ -6,7 +6,7 @@ whitespace, keeping a map back to the original characters so the matched source 
 A high fuzzy score is not enough: a flipped meaning ("Do take ibuprofen" against "Do not take ibuprofen",
 "bacterial" against "viral") scores above 90. So every content word of the element must appear in the
 matched span (simple inflections allowed), and the element and the matched source text (with the two
-words before it in the same sentence) must agree on negation (`grade.lexical.negated`: an odd number
+words before it in the same sentence) must agree on negation (`common.text.negated`: an odd number
 of negation cues in a clause).
 """
 
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 
 from livemed.common.numbers import numbers
-from livemed.grade.lexical import negated
+from livemed.common.text import content_words, negated, stem
+from livemed.common.word_tables import FUNCTION_WORDS, NORMALISED_NEGATIONS
 
 _WORD = re.compile(r"\w")
 
@@ -88,19 +89,7 @@ def locate(element: str, source: str, normalised_source: Normalised | None = Non
     return _polarity_checked(found, element, source)
 
 
-_STOP_TEXT = (
-    "a an the and or but if of to in on at by for from with as is are was were be been being am do does did "
-    "have has had i you he she it we they me him her us them my your his its our their this that these those "
-    "there here so than then very just also any some can could should would will may might must shall "
-    "about into over after before up out get got s t"
-)
-_STOPWORDS = frozenset(_STOP_TEXT.split())
-_NEGATION_TEXT = (
-    "not no never none nor neither without cannot avoid avoids avoided avoiding "
-    "don doesn didn isn aren wasn weren won shouldn couldn wouldn mustn haven hasn"
-)
-_NEGATION_WORDS = frozenset(_NEGATION_TEXT.split())
-_SUFFIXES = ("ies", "ing", "es", "ed", "ly", "s")
+_SKIP = FUNCTION_WORDS | NORMALISED_NEGATIONS  # not what an element says: `covers` does not look for them
 _TOKEN = re.compile(r"[\w'’]+")
 _SENTENCE_END = re.compile(r"[.!?;:\n]")
 CONTEXT_WORDS = 2
@@ -115,29 +104,20 @@ def _widen(text: str, lo: int, hi: int) -> tuple[int, int]:
     return lo, hi
 
 
-def _stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
-
-
 def _same_word(a: str, b: str) -> bool:
-    sa, sb = _stem(a), _stem(b)
+    """One word up to inflection: the same stem (whole, "-ies" read as "-y"), or one stem (4 letters or
+    more) starting the other."""
+    sa, sb = (stem(w, min_stem=3, keep=None, ly=True, ies=True) for w in (a, b))
     if sa == sb:
         return True
     return min(len(sa), len(sb)) >= 4 and (sa.startswith(sb) or sb.startswith(sa))
 
 
-def content_words(normalised: str) -> list[str]:
-    """The words of normalised text that carry meaning (not stop words or negation cues)."""
-    return [w for w in normalised.split() if w not in _STOPWORDS and w not in _NEGATION_WORDS]
-
-
 def covers(span: str, needle: str) -> bool:
     """Every content word of `needle` (normalised) appears in `span` (normalised), up to inflection."""
     words = set(span.split())
-    return all(w in words or any(_same_word(w, other) for other in words) for w in content_words(needle))
+    wanted = content_words(needle.split(), skip=_SKIP, shortest=1)
+    return all(w in words or any(_same_word(w, other) for other in words) for w in wanted)
 
 
 def _polarity_checked(found: Match, element: str, source: str) -> Match:

@@ -28,8 +28,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
+from livemed.common.text import content_words, stem
+from livemed.common.word_tables import FUNCTION_WORDS
 from livemed.curate.screener import reject
 from livemed.curate.sections import is_diagnostic
 from livemed.curate.view import audit_text
@@ -39,32 +42,19 @@ from livemed.records import Case, Doc, Rejection
 STAGE = "controller"  # the final audit: a leak is rejected where ungrounded elements are
 MIN_RUN_CONTENT = 2  # a shared run must hold this many content words to count
 _WORD = re.compile(r"[a-z0-9]+")
+# English function words, negations and a few quantifiers: what is never the content of an element
 _STOP_TEXT = (
-    "a an the and or but if of to in on at by for from with as is are was were be been being am do does "
-    "did have has had i you he she it we they me him her us them my your his its our their this that "
-    "these those there here so than then very just also any some can could should would will may might "
-    "must shall about into over after before up out get got s t not no don doesn isn more most such "
-    "which who what when where how why all each other only own same too both again further once"
+    "not no don doesn isn more most such which who what when where how why all each other only own same "
+    "too both again further once"
 )
-_STOP = frozenset(_STOP_TEXT.split())
-_SUFFIXES = ("ing", "ed", "es", "s", "ly")
-
-
-def stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word[:7]
+_STOP = FUNCTION_WORDS | frozenset(_STOP_TEXT.split())
+# the audit's stem: 3 letters may be a stem, "-ly" goes too, the first 7 letters are kept
+_stem = partial(stem, min_stem=3, keep=7, ly=True)
 
 
 def tokens(text: str) -> list[str]:
     """Normalised words: NFKC, lower case, letters and digits only."""
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
-
-
-def content(words: list[str]) -> set[str]:
-    return {stem(w) for w in words if w not in _STOP}
 
 
 @dataclass(frozen=True)
@@ -80,8 +70,8 @@ class ElementLeak:
 
 def shared_runs(element: list[str], prompt: list[str]) -> list[tuple[int, int]]:
     """Maximal runs element[i:j] that also occur in `prompt` (word for word, stemmed), as (i, j)."""
-    stems_p = [stem(w) for w in prompt]
-    stems_e = [stem(w) for w in element]
+    stems_p = [_stem(w) for w in prompt]
+    stems_e = [_stem(w) for w in element]
     best = [0] * (len(stems_p) + 1)
     runs: dict[int, int] = {}  # end index in the element -> longest run ending there
     for i in range(1, len(stems_e) + 1):
@@ -99,7 +89,7 @@ def shared_runs(element: list[str], prompt: list[str]) -> list[tuple[int, int]]:
 # element that answers it is not a leak; nor, in a named diagnosis, a qualifier ("acute gout": "gout").
 NEVER_THE_ANSWER = frozenset(
     map(
-        stem,
+        _stem,
         [
             "diagnosis",
             "diagnosed",
@@ -115,12 +105,13 @@ NEVER_THE_ANSWER = frozenset(
     )
 )
 QUALIFIERS = frozenset(
-    map(stem, ["acute", "chronic", "mild", "moderate", "severe", "disease", "syndrome", "disorder"])
+    map(_stem, ["acute", "chronic", "mild", "moderate", "severe", "disease", "syndrome", "disorder"])
 )
 
 
 def _meaning(words: list[str]) -> set[str]:
-    return content(words) - NEVER_THE_ANSWER
+    """The stems of the words' content, less the words that are never the answer."""
+    return {_stem(w) for w in content_words(words, skip=_STOP, shortest=1)} - NEVER_THE_ANSWER
 
 
 def element_leak(index: int, element: str, prompt_words: list[str]) -> ElementLeak:
@@ -162,14 +153,14 @@ def named_answer(element: str, pack: DomainPack | None = None) -> str | None:
         for match in re.finditer(rf"\b(?:{cue})\s*", element, re.IGNORECASE):
             rest = _ARTICLE.sub("", element[match.end() :])
             answer = _ANSWER_END.split(f"{rest} ", maxsplit=1)[0].strip()
-            if content(tokens(answer)) - NEVER_THE_ANSWER - QUALIFIERS:
+            if _meaning(tokens(answer)) - QUALIFIERS:
                 found.append((match.end(), answer))
     return max(found)[1] if found else None
 
 
 def diagnosis_leak(index: int, answer: str, view: set[str]) -> ElementLeak:
     """The share of the named answer's content words that the candidate's view holds, anywhere."""
-    wanted = content(tokens(answer)) - NEVER_THE_ANSWER - QUALIFIERS
+    wanted = _meaning(tokens(answer)) - QUALIFIERS
     shown = sorted(wanted & view)
     return ElementLeak(index, round(len(shown) / len(wanted), 4), [answer, *shown])
 
@@ -201,7 +192,7 @@ def leak_scores(case: Case, pack: DomainPack | None = None) -> list[LeakFinding]
     scores = [LeakFinding("advice", element_leak(i, a, view)) for i, a in enumerate(case.advice)]
     if is_diagnostic(case, pack):
         # the asker's own guess in the question ("Is this shingles?") is fair: the candidate must still judge
-        words = content(tokens(audit_text(case.model_copy(update={"query": " "}), pack)))
+        words = _meaning(tokens(audit_text(case.model_copy(update={"query": " "}), pack)))
         for i, element in enumerate(case.advice):
             if (answer := named_answer(element, pack)) is not None:
                 scores.append(LeakFinding("diagnosis", diagnosis_leak(i, answer, words)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from livemed.common.text import sentences
 from livemed.curate.sections import (
     OUTCOME_HEADINGS,
     advice_like,
@@ -19,7 +20,6 @@ from livemed.curate.sections import (
 from livemed.domains import DomainPack, medical
 from livemed.records import Narrative
 
-_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 _SECTION = re.compile(r"^\s*([A-Za-z][A-Za-z /]{1,40}?)\s*:\s*(.+?)\s*$")
 
 AGE = re.compile(
@@ -71,10 +71,6 @@ _SECTION_FIELDS = {
     "labs": "exam_labs",
     "tests": "exam_labs",
 }
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
 _ASKING = re.compile(

@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from livemed.common.text import sentences
 from livemed.domains import DomainPack, medical
 from livemed.records import Case
 
-_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z /&'-]{1,40}?)\s*:\s*")
 
 ADVICE_HEADINGS = frozenset(
@@ -118,10 +118,6 @@ def _heading_line(line: str) -> str | None:
     return text if text in _KNOWN else None
 
 
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
-
-
 def sections(text: str) -> list[Section]:
     """The text's paragraphs grouped by heading, each paragraph's leading "Heading:" label removed."""
     found: list[Section] = []
@@ -138,7 +134,7 @@ def sections(text: str) -> list[Section]:
             # a structured abstract's "Case presentation:" stays in the abstract; "Discussion:" is held back
             heading = current if current in FRONT_MATTER and name not in HELD_BACK else name
             line = line[label.end() :]
-        found.append(Section(heading, split_sentences(line)))
+        found.append(Section(heading, sentences(line)))  # a line: no line break inside
     return found
 
 

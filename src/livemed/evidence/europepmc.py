@@ -14,7 +14,8 @@ import re
 import unicodedata
 from typing import Any
 
-from livemed.curate.grounding import content_words
+from livemed.common.text import content_words
+from livemed.common.word_tables import FUNCTION_WORDS, NORMALISED_NEGATIONS
 from livemed.errors import SourceError
 from livemed.evidence import RetrievalError
 from livemed.evidence.corpus import snippet
@@ -88,7 +89,8 @@ def search_query(advice: str, *, open_access_only: bool = False) -> str | None:
     relevance ranking puts the articles that share the most of them first.
     """
     tokens = _WORD.findall(unicodedata.normalize("NFKC", advice).lower())
-    terms = [w for w in content_words(" ".join(tokens)) if len(w) >= 3 and not w.isdigit()]
+    skip = FUNCTION_WORDS | NORMALISED_NEGATIONS
+    terms = [w for w in content_words(tokens, skip=skip, shortest=3) if not w.isdigit()]
     unique = list(dict.fromkeys(terms))
     kept = set(sorted(unique, key=len, reverse=True)[:MAX_QUERY_TERMS])  # longer words say more
     unique = [w for w in unique if w in kept]

@@ -2,17 +2,19 @@
 
 A criterion is met when a passage of the response (one sentence, or two in a row) holds at least
 `MATCH_THRESHOLD` of the criterion's content-word weight *and* agrees with it on negation.
-Words are folded before matching (`lexicon.py`: brand names to the generic drug, British spelling,
-plural abbreviations, a few lay ↔ clinical words; then a crude stem), and weighted: a drug or a number
-counts most, words common to every medical statement ("treatment", "symptoms") least, and a word the
-response repeats in many sentences (its topic) counts less for each one, so a statement is not met on
-its topic alone. A drug the criterion names and the response does not, or a number it states where the
-response gives other numbers, is a mismatch: not met.
+Words are folded before matching (`common.text.key`, with `common/word_tables.py`: brand names to
+the generic drug, British spelling, plural abbreviations, a few lay ↔ clinical words; then a crude
+stem), and weighted: a drug or a number counts most, words common to every medical statement
+("treatment", "symptoms") least, and a word the response repeats in many sentences (its topic) counts
+less for each one, so a statement is not met on its topic alone. A drug the criterion names and the
+response does not, or a number it states where the response gives other numbers, is a mismatch: not
+met.
 
-Negation is judged by the parity of negation cues in each clause: the criterion is negated when one of
-its clauses is, a passage when one of the clauses that carry the match is. "avoid ibuprofen" does not
-meet "recommends ibuprofen", "stop the medicine" does not meet "advises not stopping the medicine",
-"do not stop the medicine" does, and "avoid screens, and avoid alcohol" stays negated. Naming an
+Negation is judged by the parity of negation cues in each clause (`common.text.negated`): the
+criterion is negated when one of its clauses is, a passage when one of the clauses that carry the
+match is. "avoid ibuprofen" does not meet "recommends ibuprofen", "stop the medicine" does not meet
+"advises not stopping the medicine", "do not stop the medicine" does, and "avoid screens, and avoid
+alcohol" stays negated. Naming an
 allergy ("your penicillin allergy", "allergic to penicillin") counts as a negation cue: it
 contraindicates the drug, it does not recommend it ("allergic reaction", a side effect, does not).
 For a negative criterion, met means the bad statement is present, exactly as for an LLM judge. It is
@@ -26,7 +28,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from livemed.common.word_tables import DRUGS, GENERIC, SYNONYMS, american
+from livemed.common.text import clauses, content_words, key, negated, sentences
+from livemed.common.word_tables import DRUGS, GENERIC, SYNONYMS
 from livemed.models.offline import OfflineBaseline
 
 MATCH_THRESHOLD = 0.45  # calibrated on the K-QA dev split and the dev half of K-QA's physician labels
@@ -35,83 +38,12 @@ DRUG_WEIGHT, NUMBER_WEIGHT, GENERIC_WEIGHT = 2.0, 1.5, 0.4
 TOPIC_DAMPING = 1.0
 
 
-def _set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-NEGATIONS = _set(
-    "not no never avoid avoids avoided avoiding without don't dont doesn't shouldn't mustn't cannot can't "
-    "stop stopping neither nor none refrain discontinue allergy allergies allergic"
-)
-STOPWORDS = _set(
-    "a an the and or of to in on for with at by from as is are be been being it its this that these those "
-    "your you yours patient patient's their they them he she his her if then than so such any all some "
-    "should would could can may might must will shall do does did has have had about into over under very "
-    "more most less also only just e.g i.e etc per which who whom what when where how why"
-)
-BOILERPLATE = _set(
-    "response model answer reply assistant mentions mention mentioned mentioning states state stated says "
-    "advises advise advised recommends recommend recommended recommending suggests suggest suggested "
-    "includes include including explains explain explained notes note tells tell told informs inform "
-    "correctly clearly explicitly appropriately identifies identify discusses discuss provides provide "
-    "indicates indicate encourages encourage user"
-)
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-_WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
-
-
-def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-def stem(word: str) -> str:
-    """A crude stem: common suffixes dropped, then the first 6 letters ('checked', 'checking' → 'check')."""
-    word = word.removesuffix("'s")
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            word = word[: -len(suffix)]
-            break
-    return word[:6]
-
-
-def content(text: str) -> set[str]:
-    skip = STOPWORDS | BOILERPLATE | NEGATIONS
-    return {stem(w) for w in words(text) if w not in skip and len(w) > 1}
-
-
-_CLAUSE = re.compile(r"[,;:]\s*|\s+but\s+")
-_SKIP = STOPWORDS | BOILERPLATE | NEGATIONS
 _TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?(?:'[a-z]+)?")
 
 
-_REACTION = frozenset({"reaction", "reactions", "rhinitis", "symptoms", "response"})
-
-
-def _cue(tokens: list[str], i: int) -> bool:
-    """A negation cue; "allergic reaction" (a side effect) is not one, "allergic to X" is."""
-    token = tokens[i]
-    if token.startswith("allerg"):
-        return token in NEGATIONS and (i + 1 == len(tokens) or tokens[i + 1] not in _REACTION)
-    return token in NEGATIONS or token.endswith("n't")
-
-
-def _odd_cues(clause: str) -> bool:
-    tokens = words(clause)
-    return sum(_cue(tokens, i) for i in range(len(tokens))) % 2 == 1
-
-
-def negated(text: str) -> bool:
-    """A clause with an odd number of negation cues: "stop X" is negated, "do not stop X" is not."""
-    return any(_odd_cues(clause) for clause in clauses(text))
-
-
-def clauses(text: str) -> list[str]:
-    """`text` cut where `negated` reads one clause from the next (a comma, semicolon, colon, "but")."""
-    return [part for part in _CLAUSE.split(text) if part.strip()]
-
-
-def sentences(text: str) -> list[str]:
-    return [s for s in (part.strip() for part in _SENTENCE.split(text)) if s]
+def _tokens(text: str) -> list[str]:
+    """The grader's words: a decimal ("2.5") and a clitic ("patient's") stay whole."""
+    return _TOKEN.findall(text.lower())
 
 
 @dataclass(frozen=True)
@@ -134,12 +66,6 @@ class _Prepared:
     numbers: frozenset[str] = frozenset()  # the keys that are numbers
 
 
-@lru_cache(maxsize=1 << 16)
-def key(word: str) -> str:
-    """A word's matching key: synonyms and brand names folded, British spelling folded, stemmed."""
-    return stem(american(SYNONYMS.get(word, word)))
-
-
 def weight(word: str) -> float:
     """How much a criterion word counts: drugs and numbers most, words common to all statements least."""
     canonical = SYNONYMS.get(word, word)
@@ -150,14 +76,10 @@ def weight(word: str) -> float:
     return GENERIC_WEIGHT if canonical in GENERIC else 1.0
 
 
-def _content_words(text: str) -> list[str]:
-    return [w for w in _TOKEN.findall(text.lower()) if w not in _SKIP and (len(w) > 1 or w.isdigit())]
-
-
 def terms(text: str) -> dict[str, float]:
     """A criterion's keys with their weights (the highest weight when two words share a key)."""
     wanted: dict[str, float] = {}
-    for word in _content_words(text):
+    for word in content_words(_tokens(text), numbers=True):
         k = key(word)
         wanted[k] = max(wanted.get(k, 0.0), weight(word))
     return wanted
@@ -165,15 +87,14 @@ def terms(text: str) -> dict[str, float]:
 
 def _clauses(text: str) -> tuple[_Clause, ...]:
     return tuple(
-        _Clause(frozenset(key(w) for w in _content_words(c)), _odd_cues(c))
-        for c in _CLAUSE.split(text)
-        if c.strip()
+        _Clause(frozenset(key(w) for w in content_words(_tokens(c), numbers=True)), negated(c))
+        for c in clauses(text)
     )
 
 
 @lru_cache(maxsize=512)
 def prepare(response: str) -> _Prepared:
-    texts = tuple(sentences(response))
+    texts = tuple(sentences(response, cut="passages"))
     parsed = tuple(_clauses(sentence) for sentence in texts)
     spread: dict[str, int] = {}
     for sentence in parsed:
@@ -203,7 +124,7 @@ class _Criterion:
 @lru_cache(maxsize=4096)
 def _criterion(text: str) -> _Criterion:
     """A criterion prepared once: every answer to a case is graded on the same criteria."""
-    names = {key(w): SYNONYMS.get(w, w) for w in _content_words(text)}
+    names = {key(w): SYNONYMS.get(w, w) for w in content_words(_tokens(text), numbers=True)}
     wanted = terms(text)
     drugs = tuple(k for k, w in wanted.items() if w == DRUG_WEIGHT)
     numbers = tuple(k for k, w in wanted.items() if w == NUMBER_WEIGHT)
@@ -228,11 +149,11 @@ def _windows(response: _Prepared, wanted: dict[str, float], own: tuple[_Clause, 
     total = sum(wanted.values())
     best, where = 0.0, -1
     found = [(k, w) for k, w in wanted.items() if k in response.keys]  # a passage holds only these
-    for start, clauses, keys in response.spans if found else ():
+    for start, passage, keys in response.spans if found else ():
         share = sum(w for k, w in found if k in keys) / total
         if share <= best:
             continue
-        if _agree(own, clauses, wanted):
+        if _agree(own, passage, wanted):
             best, where = share, start
     return best, where
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from livemed.common.text import sentences
 from livemed.errors import InputFileError
 from livemed.interop import fields
 from livemed.jsonl import parse_objects
@@ -24,7 +25,6 @@ from livemed.records import Case, Narrative, Provenance, short_hash
 
 SOURCE = "k-qa"
 REFERENCE_NAMESPACE = "reference_rubric"
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -52,7 +52,7 @@ def advice_elements(answer: str) -> list[str]:
             continue
         lead = line if line.endswith(":") else ""
         if not lead:
-            elements.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+            elements.extend(sentences(line, cut="capitals"))  # "e.g. the" stays whole
     return elements
 
 

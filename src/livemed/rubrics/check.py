@@ -49,8 +49,8 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
+from livemed.common.text import content_words, overlap, stem, words
 from livemed.domains import DomainPack, medical
-from livemed.grade.lexical import content
 from livemed.records import Criterion
 from livemed.rubrics import decisive
 from livemed.rubrics.alternatives import bare_lists
@@ -86,7 +86,6 @@ OMISSION_OPENINGS = (
 DUPLICATE_RATIO = 90.0
 SAFETY_FLOOR = -8  # the lightest weight a safety violation may have (the shipped packs' safety and harm)
 COVER_SHARE = 0.6
-WORD_RATIO = 85.0
 _FAULT_CUES = re.compile(
     r"\b(fails? to|incorrect(ly)?|hallucinat\w*|fabricat\w*|contraindicated|unsafe|dangerous|"
     r"contradicts?|omits?|misses|wrongly|inappropriate(ly)?)\b",
@@ -280,15 +279,6 @@ def decisive_findings(drafts: Sequence[DraftCriterion], pack: DomainPack | None 
     return found
 
 
-def overlap(needle: str, haystack: str) -> float:
-    """Share of `needle`'s content words (stemmed) found in `haystack`, spelling variants included."""
-    want, have = content(needle), content(haystack)
-    if not want:
-        return 0.0
-    hits = sum(1 for w in want if w in have or any(fuzz.ratio(w, h) >= WORD_RATIO for h in have))
-    return hits / len(want)
-
-
 def covers(draft: DraftCriterion, index: int, element: str) -> bool:
     """Does a positive criterion cover advice element `index`? Linked by index, or by word overlap."""
     if draft.advice_index == index:
@@ -297,14 +287,13 @@ def covers(draft: DraftCriterion, index: int, element: str) -> bool:
     return any(overlap(element, c) >= COVER_SHARE for c in candidates)
 
 
-_GENERIC = frozenset(
-    content(
-        "response reply helpful help good appropriate relevant accurate information advice answer "
-        "question doctor physician clinician person user concern concerns issue issues thing things way "
-        "ways important complete thorough clear empathetic empathy polite friendly tone language simple "
-        "words well"
-    )
+_GENERIC_TEXT = (
+    "response reply helpful help good appropriate relevant accurate information advice answer "
+    "question doctor physician clinician person user concern concerns issue issues thing things way "
+    "ways important complete thorough clear empathetic empathy polite friendly tone language simple "
+    "words well"
 )
+_GENERIC = frozenset(stem(w) for w in content_words(words(_GENERIC_TEXT)))
 _WARNING = re.compile(
     r"\b(?:avoid|do not|don't|never|stop|contraindicated|must not|should not)\b"
     r"|\b(?:seek|get|call)\b[^.;]*\b(?:urgent|emergency|immediately)\b",
@@ -316,13 +305,13 @@ RESTATE_SHARE = 1.0
 def content_findings(drafts: Sequence[DraftCriterion], advice: Sequence[str], query: str) -> list[Finding]:
     """The warnings on what criteria say: nothing clinical, the query restated, a warning left unpenalised."""
     found: list[Finding] = []
-    asked = content(query)
+    asked = {stem(w) for w in content_words(words(query))}
     for number, draft in enumerate(drafts):
-        words = content(draft.text)
+        said = {stem(w) for w in content_words(words(draft.text))}
         where = f"#{number} {draft.text[:60]!r}"
-        if not words - _GENERIC:
+        if not said - _GENERIC:
             found.append(Finding("no_clinical_content", f"{where}: names nothing clinical"))
-        elif asked and len(words) >= 2 and len(words & asked) / len(words) >= RESTATE_SHARE:
+        elif asked and len(said) >= 2 and len(said & asked) / len(said) >= RESTATE_SHARE:
             found.append(Finding("restates_query", f"{where}: only restates the query"))
     warns = [element for element in advice if _WARNING.search(element)]
     if warns and not any(d.polarity == "negative" for d in drafts):

@@ -14,7 +14,7 @@ words, which no word match can hold against the patient's.
 
 Each fact is checked against the candidate's view (`curate.view.audit_text`, the one definition the
 answer stage sends and the leak audit reads) by words: the fact's content words, folded and stemmed
-as `offline/lexical` folds them (`grade.lexical.key`), each seen when the view has it, a word
+as `offline/lexical` folds them (`common.text.key`), each seen when the view has it, a word
 sharing its first letters (≥ 4: "smoking" ~ "smoke"), or a word of its group in the domain pack's
 `[coverage] equivalents` ("caffeine" ~ "coffee"). A fact is seen when at least half its words are,
 and every word of it that names a kind of fact (a word of an `equivalents` group: "family").
@@ -31,10 +31,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from livemed.common.word_tables import GENERIC
+from livemed.common.text import content_words, key
+from livemed.common.word_tables import BOILERPLATE, GENERIC, STOPWORDS
 from livemed.curate.view import audit_text
 from livemed.domains import DomainPack, medical
-from livemed.grade.lexical import BOILERPLATE, STOPWORDS, key
 from livemed.records import Case, FactCoverage, Rubric
 from livemed.rubrics.check import DraftCriterion
 
@@ -178,9 +178,9 @@ def _generic_list(match: re.Match[str], criterion: str) -> bool:
 
 
 def fact_words(fact: str) -> set[str]:
-    """A fact's content words as keys (`grade.lexical.key`), generic words and amounts left out."""
-    words = re.findall(r"[a-z][a-z'\-]+", fact.lower())
-    return {key(w) for w in words if w not in _SKIP and key(w) not in _NOT_KEYS}
+    """A fact's content words as keys (`common.text.key`), generic words and amounts left out."""
+    words = content_words(re.findall(r"[a-z][a-z'\-]+", fact.lower()), skip=_SKIP)
+    return {key(w) for w in words if key(w) not in _NOT_KEYS}
 
 
 _SKIP = _NOT_FACTS | GENERIC | STOPWORDS | BOILERPLATE

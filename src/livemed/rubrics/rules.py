@@ -27,6 +27,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from livemed.common.text import content_words
 from livemed.domains import DomainPack, medical
 from livemed.models.offline import OfflineBaseline
 from livemed.records import Case
@@ -56,7 +57,8 @@ def _mentions_patient(element: str, case: Case, pack: DomainPack | None = None) 
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z]{6,}", text.lower())}
+    """The long words (6 letters or more) that tie advice to the patient's own facts: no stop list."""
+    return set(content_words(re.findall(r"[a-z]+", text.lower()), skip=(), shortest=6))
 
 
 def axis_and_weight(
