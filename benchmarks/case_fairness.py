@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from leak_threshold import source_docs  # benchmarks/ is on the path of a script run
 from livemed.analysis.fairness import FairnessAudit, audit_cases, stored_pairs
 from livemed.config import Thresholds
-from livemed.curate import Screener
 from livemed.curate.baseline import CurationBaseline
+from livemed.curate.screener import Screener
 from livemed.domains import medical
 from livemed.models import LLM, Engine
 from livemed.records import Case, Rubric

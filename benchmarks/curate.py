@@ -14,8 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from livemed.config import Thresholds
-from livemed.curate import Chain, Controller, Screener, Validator
 from livemed.curate.baseline import CurationBaseline
+from livemed.curate.chain import Chain
+from livemed.curate.controller import Controller
+from livemed.curate.screener import Screener
+from livemed.curate.validator import Validator
 from livemed.evidence.bm25 import BM25Retriever
 from livemed.evidence.factory import load_passages
 from livemed.models import LLM, Engine

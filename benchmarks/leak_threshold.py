@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from livemed.common.stats import Proportion, proportion
-from livemed.curate import Screener
 from livemed.curate.baseline import CurationBaseline
 from livemed.curate.leak import leak_scores
+from livemed.curate.screener import Screener
 from livemed.demo import load_demo_docs
 from livemed.models import LLM, Engine
 from livemed.prefilter.clean import strip_html

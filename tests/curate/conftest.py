@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 
 from livemed.config import Thresholds
-from livemed.curate import Chain, Controller, Screener, Validator
 from livemed.curate.baseline import CurationBaseline
+from livemed.curate.chain import Chain
+from livemed.curate.controller import Controller
+from livemed.curate.screener import Screener
+from livemed.curate.validator import Validator
 from livemed.evidence.bm25 import BM25Retriever
 from livemed.evidence.corpus import Passage
 from livemed.models import LLM, Engine

@@ -12,10 +12,10 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from livemed.curate import Screener
 from livemed.curate.baseline import CurationBaseline
 from livemed.curate.controller import narrative_source, states
 from livemed.curate.leak import audit, leak_findings
+from livemed.curate.screener import Screener
 from livemed.models import LLM, Engine
 from livemed.records import Case, Narrative, Rejection
 from tests.curate.conftest import make_chain, report, thread

@@ -340,8 +340,11 @@ async def test_baseline_reads_labelled_sections() -> None:
 
 
 async def test_checklist_per_document_type() -> None:
-    from livemed.curate import Chain, Controller, Screener, Validator
     from livemed.curate.baseline import CurationBaseline
+    from livemed.curate.chain import Chain
+    from livemed.curate.controller import Controller
+    from livemed.curate.screener import Screener
+    from livemed.curate.validator import Validator
     from livemed.evidence.bm25 import BM25Retriever
     from livemed.models import LLM, Engine
     from tests.curate.conftest import PASSAGES

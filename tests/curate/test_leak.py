@@ -8,7 +8,7 @@ from pathlib import Path
 
 from livemed.analysis.funnel import store_funnel
 from livemed.config import Thresholds
-from livemed.curate import curate_store
+from livemed.curate.chain import curate_store
 from livemed.curate.leak import audit, check, element_leak, tokens
 from livemed.curate.view import audit_text
 from livemed.records import Case, Narrative, Rejection

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from livemed.curate import curate_store, output_ids, pending_docs
+from livemed.curate.chain import curate_store, output_ids, pending_docs
 from livemed.records import Case, Doc, Rejection, Score
 from livemed.store import Store
 from tests.curate.conftest import baseline_chain, report, thread

@@ -141,7 +141,10 @@ def _chain(
     llm_audit: bool | None,
     pack: DomainPack,
 ) -> Chain:
-    from livemed.curate import Chain, Controller, Screener, Validator
+    from livemed.curate.chain import Chain
+    from livemed.curate.controller import Controller
+    from livemed.curate.screener import Screener
+    from livemed.curate.validator import Validator
     from livemed.evidence.factory import build_retriever, default_index_dir
     from livemed.models import LLM, get_model
     from livemed.sources import source_settings

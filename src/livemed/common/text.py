@@ -31,8 +31,6 @@ from collections.abc import Collection, Iterable
 from functools import lru_cache
 from typing import Literal
 
-from rapidfuzz import fuzz
-
 from livemed.common.word_tables import BOILERPLATE, NEGATIONS, STOPWORDS, SYNONYMS, american
 
 SKIP = STOPWORDS | BOILERPLATE | NEGATIONS  # what `content_words` leaves out by default
@@ -120,6 +118,8 @@ def key(word: str) -> str:
 
 def overlap(needle: str, haystack: str) -> float:
     """Share of `needle`'s content words (stemmed) found in `haystack`, spelling variants included."""
+    from rapidfuzz import fuzz  # imported here: the grader and the answer path never need it
+
     want = {stem(w) for w in content_words(words(needle))}
     if not want:
         return 0.0
