@@ -259,7 +259,7 @@ def progress_for(
 def stage_progress(
     description: str, *, total: int | None = None, out: Console | None = None
 ) -> Iterator[Progress]:
-    """A progress line counting the items the running stage has finished (see `pipeline.item_progress`)."""
+    """A progress line counting the items the running stage has finished (`pipeline.runner.item_progress`)."""
     from livemed.pipeline.runner import item_progress
 
     progress = _progress(out)

@@ -1,7 +1,7 @@
 """`livemed eval`'s streaming composition: several candidates answer, each answer is graded at once.
 
 No stage barrier and no second copy of either stage: every candidate's `answer_all` and one grading
-stage (a `GradeJob` reading a `pipeline.Feed`) run together in one event loop. Each batch of answers
+stage (a `GradeJob` reading a `pipeline.runner.Feed`) run together in one event loop. Each batch of answers
 an answer stage writes is handed to the grader right after it is stored (so a grade never refers to
 an answer the store lacks, even after a kill), and answers stored before (an interrupted `eval`, an
 earlier `livemed answer`) are graded too. Records, ids, skips, the cache and failures are exactly

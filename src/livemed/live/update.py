@@ -4,7 +4,7 @@ Composed of the existing stages, not a copy of them: `sources.run.harvest_source
 watermarks), `curate.chain.curate_store`, `rubrics.stage.write_rubrics`,
 `live.stream.answer_and_grade` (each answer graded as soon as it is stored, as `livemed eval`
 does) and `score.stage.score_all`. Curation, rubrics and answers+grades stream: they run at once,
-each batch of new cases handed on through a `pipeline.Feed` as soon as it is stored (a case is
+each batch of new cases handed on through a `pipeline.runner.Feed` as soon as it is stored (a case is
 curated → its rubric written → answered → graded while later documents are still being curated),
 so a stage never refers to a record the store lacks, even after a kill. Every stage skips what is
 done by record id, so a second update with nothing new pays for nothing, and an update killed at any
