@@ -1,4 +1,5 @@
-"""Curation: harvested documents → validated, grounded cases (Screener → Validator → Controller).
+"""Curation: harvested documents → validated, grounded cases (Screener → Validator → Controller);
+`view.py` is the one definition of what a candidate reads of a case.
 
 ```python
 from livemed.curate.chain import Chain, curate_store

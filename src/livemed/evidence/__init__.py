@@ -1,4 +1,4 @@
-"""Evidence retrieval for the Validator's alignment check.
+"""Evidence retrieval: for the Validator's alignment check, and for the retrieval answerer baseline.
 
 A retriever is anything with `async search(query, k=...) -> list[EvidenceRef]`; an empty list means
 no evidence (the advice element then scores 0.0). One that can answer many queries at once also has
