@@ -1,4 +1,4 @@
-"""English word tools: words, stems, content words, clauses, negation, sentences, matching keys.
+r"""English word tools: words, stems, content words, clauses, negation, sentences, matching keys.
 
 One definition of each, read by every stage that looks at words (the lexical grader, the Controller's
 grounding audit, the leak and fact-coverage audits, the rubric lint, the offline curation baseline,
@@ -20,6 +20,8 @@ copy:
   the break) and at line breaks; `cut="passages"` is the lexical grader's reading (a semicolon ends a
   passage too, and a mark ends one only when whitespace follows it), `cut="capitals"` K-QA answers'
   (a mark ends a sentence only before a capital or a digit: "e.g. the" stays whole).
+  `sentence_spans` is retrieval's reading, as (start, end) places in the text, for snippets: the pieces
+  of `re.split(r"(?<=[.!?])\s+", text)`, found with `str.find`.
 - `key`: a word's matching key (synonyms and brand names folded, British spelling folded, stemmed);
   `overlap`: the share of one text's content words (stemmed) another holds, spelling variants included.
 """
@@ -108,6 +110,35 @@ def sentences(text: str, *, cut: Cut = "prose") -> list[str]:
     - `passages` (the lexical grader's): after ".", "!", "?" or ";" where whitespace follows it;
     - `capitals` (K-QA answers): after ".", "!" or "?" where whitespace and a capital or digit follow."""
     return [s for s in (part.strip() for part in _ENDS[cut].split(text)) if s]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    r"""Where the pieces of `re.split(r"(?<=[.!?])\s+", text)` are in `text` (start, end), found
+    without a regular expression looking at every character: `str.find` of each of `.`, `!`, `?` (a
+    C loop), then the whitespace after it (`str.isspace` is the regular expressions' `\s` for `str`)."""
+    marks: list[int] = []
+    for char in ".!?":
+        at = text.find(char)
+        while at != -1:
+            marks.append(at)
+            at = text.find(char, at + 1)
+    size = len(text)
+    if not marks:
+        return [(0, size)]
+    marks.sort()
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for mark in marks:
+        gap = mark + 1
+        if mark < start or gap == size or not text[gap].isspace():
+            continue
+        end = gap + 1
+        while end < size and text[end].isspace():
+            end += 1
+        spans.append((start, gap))
+        start = end
+    spans.append((start, size))
+    return spans
 
 
 @lru_cache(maxsize=1 << 16)

@@ -13,6 +13,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from livemed.common.text import sentence_spans
 from livemed.config import describe_validation_error
 from livemed.errors import InputFileError
 from livemed.records import short_hash
@@ -141,7 +142,7 @@ class Sentences:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.spans = _sentence_spans(text)  # (start, end) of each sentence in `text`
+        self.spans = sentence_spans(text)  # (start, end) of each sentence in `text`
         last_start, last_end = self.spans[-1]
         if not text[last_start:last_end].strip():  # every other piece ends with its . ! or ?
             self.spans.pop()
@@ -207,35 +208,6 @@ class Sentences:
             start, end = spans[best + 1]
             window = f"{window} {text[start:end]}"
         return window if len(window) <= max_chars else window[: max_chars - 1].rstrip() + "…"
-
-
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    r"""Where the pieces of `re.split(r"(?<=[.!?])\s+", text)` are in `text` (start, end), found
-    without a regular expression looking at every character: `str.find` of each of `.`, `!`, `?` (a
-    C loop), then the whitespace after it (`str.isspace` is the regular expressions' `\s` for `str`)."""
-    marks: list[int] = []
-    for char in ".!?":
-        at = text.find(char)
-        while at != -1:
-            marks.append(at)
-            at = text.find(char, at + 1)
-    size = len(text)
-    if not marks:
-        return [(0, size)]
-    marks.sort()
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for mark in marks:
-        gap = mark + 1
-        if mark < start or gap == size or not text[gap].isspace():
-            continue
-        end = gap + 1
-        while end < size and text[end].isspace():
-            end += 1
-        spans.append((start, gap))
-        start = end
-    spans.append((start, size))
-    return spans
 
 
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
