@@ -29,6 +29,25 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
+def kqa_store(tmp_path: Path, shared_data: Path) -> Path:
+    """A store with 6 K-QA cases imported through the CLI (the answer/grade command tests start from it)."""
+    from tests.cli.test_stage_commands import run
+
+    store = tmp_path / "s.db"
+    out = run(
+        store,
+        "import-kqa",
+        str(shared_data / "k-qa" / "questions_w_answers.jsonl"),
+        "--published",
+        "2024-01-01",
+        "--limit",
+        "6",
+    )
+    assert "imported 6 case(s)" in out
+    return store
+
+
+@pytest.fixture
 def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     store = Store(tmp_path / "store.db")
     yield store

@@ -9,8 +9,8 @@ from livemed.analysis.fairness import CONTEXT, DECISIVE, LEAK, OMISSION, audit_c
 from livemed.domains import medical
 from livemed.records import Case, Criterion, Narrative
 from livemed.store import Store
-from tests.grading.builders import make_case, make_rubric
-from tests.grading.test_cli import run
+from tests.builders import make_case, make_rubric
+from tests.cli.test_stage_commands import run
 from tests.shell_docs import program_env, run_shell, tail
 
 FAMILY = Criterion(

@@ -14,7 +14,7 @@ from scipy import stats as sp
 
 from livemed.records import Answer, Case, Criterion, Grade, Rubric, Score
 from livemed.store import Store
-from tests.grading.builders import make_case
+from tests.builders import make_case
 
 JUDGE = "fake/judge"
 MODULES = "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)"

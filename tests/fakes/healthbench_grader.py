@@ -1,7 +1,7 @@
 """The fake server's replies for `tests/fixtures/healthbench/grader_examples.jsonl`, the same to
 openai/simple-evals' HealthBench runner (when its grader requests were recorded) and to livemed (when
 its requests are checked against that record): `tests/fixtures/healthbench/record_grader_requests.py`
-and `tests/grading/test_healthbench_setup.py`.
+and `tests/grade/test_healthbench_setup.py`.
 
 - a candidate request (any model but the grader) gets the example's ideal completion, found by the
   conversation it sends;

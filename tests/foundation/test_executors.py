@@ -15,7 +15,7 @@ from livemed.cli import app
 from livemed.cli.executors import ray as ray_executor
 from livemed.cli.executors.inprocess import run_worker
 from livemed.cli.executors.ratelimit import Reservations
-from tests.grading.test_eval import healthbench_file
+from tests.live.test_eval import healthbench_file
 
 
 class Clock:

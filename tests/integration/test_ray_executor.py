@@ -10,9 +10,9 @@ import pytest
 from livemed.records import Grade, Score
 from livemed.store import Store
 from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
-from tests.grading.test_eval import CANDIDATE, CRITERIA, JUDGE, healthbench_file
 from tests.integration import test_scale_out
 from tests.integration.test_scale_out import run_all, sent, start, stored
+from tests.live.test_eval import CANDIDATE, CRITERIA, JUDGE, healthbench_file
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.ray, pytest.mark.postgres]

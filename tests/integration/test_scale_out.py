@@ -22,8 +22,8 @@ from livemed.records import Answer, Grade, GradeFailure, Run
 from livemed.store import Store
 from tests.conftest import _fresh_postgres, _postgres_url
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_responder
-from tests.grading.test_eval import CANDIDATE, CRITERIA, JUDGE, KEY_ENV, healthbench_file
 from tests.live.helpers import KEY_ENV as LIVE_KEY_ENV
+from tests.live.test_eval import CANDIDATE, CRITERIA, JUDGE, KEY_ENV, healthbench_file
 
 PROGRAM = Path(sys.executable).with_name("livemed")
 EXAMPLES = 24

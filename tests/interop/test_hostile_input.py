@@ -17,7 +17,7 @@ from livemed.jsonl import dump_line
 from livemed.records import Case, Doc
 from livemed.store import Store
 from tests.foundation.factories import doc
-from tests.grading.test_healthbench_import import good
+from tests.interop.test_healthbench_import import good
 
 SURROGATE = "bad \ud800 text"  # json.dumps writes it as the escape "\ud800": no character
 KQA = {

@@ -37,8 +37,8 @@ from livemed.records import RECORD_TYPES, Case, Rubric
 from livemed.records.rows import stored_row
 from livemed.store import Store, naive_utc
 from livemed.store.schema import records_table
-from tests.grading.test_healthbench import DAY
-from tests.grading.test_healthbench_import import BAD, good, line_of, with_item
+from tests.interop.test_healthbench import DAY
+from tests.interop.test_healthbench_import import BAD, good, line_of, with_item
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from scale import workload  # the benchmark's generator: the shape measured

@@ -24,7 +24,7 @@ from livemed.judges.rubric_validation import Probe, battery_items
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.records import Case, Criterion, Rubric
-from tests.grading.builders import make_case, make_rubric
+from tests.builders import make_case, make_rubric
 from tests.judges.helpers import oracle
 
 AXES = ("accuracy", "safety", "completeness")

@@ -10,7 +10,7 @@ from livemed.judges.rubric_validation import EXPECT, FILLER, validate, variants
 from livemed.models import LLM, Engine, Message, Settings
 from livemed.models.fake import FakeModel
 from livemed.records import Criterion
-from tests.grading.builders import make_case, make_rubric
+from tests.builders import make_case, make_rubric
 
 CASE = make_case()
 OTHER = make_case("demo:2", advice=["Drink plenty of water every day."])

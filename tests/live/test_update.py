@@ -15,8 +15,8 @@ from livemed.errors import StageBusyError
 from livemed.records import Run, utcnow
 from livemed.store import Store, leases
 from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
-from tests.grading.test_eval import HoldAfter  # answers n requests, then holds the rest open
 from tests.live.helpers import cli, contents, program, program_args, project
+from tests.live.test_eval import HoldAfter  # answers n requests, then holds the rest open
 
 
 def runs(config: Path) -> list[Run]:

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 from livemed.cli import app
 from livemed.records import Answer, Grade, GradeFailure, Rejection
 from livemed.store import Store
+from tests.builders import make_answer, make_case, make_rubric
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer, recorded
-from tests.grading.builders import make_answer, make_case, make_rubric
 from tests.models.test_cli_models import GOOD, write_config
 from tests.models.test_reply_shapes import EXPECTED
 

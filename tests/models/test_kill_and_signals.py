@@ -17,8 +17,8 @@ import pytest
 
 from livemed.records import Run
 from livemed.store import Store
+from tests.builders import make_case
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
-from tests.grading.builders import make_case
 from tests.models.conftest import KEY_ENV
 
 CASES = 12

@@ -14,8 +14,8 @@ from livemed.models import LLM, Completion, Engine, Message
 from livemed.models.openai import OpenAICompatibleModel
 from livemed.records import Grade, GradeFailure
 from livemed.store import Store
+from tests.builders import make_answer, make_case, make_rubric
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_responder
-from tests.grading.builders import make_answer, make_case, make_rubric
 from tests.models.test_cli_models import write_config
 
 MESSAGES: list[Message] = [{"role": "user", "content": "hello"}]

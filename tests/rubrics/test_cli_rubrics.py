@@ -14,7 +14,7 @@ from livemed.models.fake import FakeModel
 from livemed.models.registry import PROVIDERS
 from livemed.records import Rejection, Rubric
 from livemed.store import Store
-from tests.grading.builders import make_case
+from tests.builders import make_case
 from tests.rubrics.test_write import STEP1, STEP2, STEP3
 
 BROKEN = {"criteria": [{"index": i, "axis": "safety", "weight": -5} for i in range(4)]}

@@ -19,7 +19,7 @@ from livemed.rubrics.coverage import (
 )
 from livemed.rubrics.rules import RuleWriter
 from livemed.rubrics.write import drop_restated, write_rubric
-from tests.grading.builders import make_case, make_rubric
+from tests.builders import make_case, make_rubric
 from tests.rubrics.test_write import STEP1, STEP2, STEP3, scripted
 
 FAMILY = "Book an ECG with your doctor, given your family history of heart disease."

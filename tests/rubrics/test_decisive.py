@@ -19,7 +19,7 @@ from livemed.rubrics.decisive import decisive, decisive_share, decisive_values
 from livemed.rubrics.prompts import weights_prompt
 from livemed.rubrics.rules import RuleWriter
 from livemed.score import formula as S
-from tests.grading.builders import make_answer, make_case, make_rubric
+from tests.builders import make_answer, make_case, make_rubric
 
 PARACETAMOL = "Take paracetamol 1 g up to four times a day, no more than 4 g a day."
 

@@ -11,7 +11,7 @@ from livemed.records import Narrative
 from livemed.rubrics.decisive import decisive
 from livemed.rubrics.phrasing import criterion_text
 from livemed.rubrics.rules import RuleWriter, allergens
-from tests.grading.builders import make_case
+from tests.builders import make_case
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from livemed.records import Rejection, Rubric
 from livemed.rubrics.prompts import PROMPT_HASH
 from livemed.rubrics.rules import RuleWriter
 from livemed.rubrics.write import write_rubric
-from tests.grading.builders import make_case
+from tests.builders import make_case
 
 STEP1: dict[str, Any] = {
     "themes": ["medication safety", "emergency referral"],

@@ -149,7 +149,7 @@ def _per_group(
 # Scoring many answers to one rubric: its groups (axes, themes, tags) are worked out once as indices
 # into the rubric's criteria, and each answer brings only its verdicts. Every sum runs over the same
 # values in the same order as the Item functions above, so the floats are theirs
-# (tests/grading/test_score_groups.py).
+# (tests/score/test_score_groups.py).
 
 Groups = tuple[tuple[str, tuple[int, ...]], ...]  # (name, criterion indices), sorted by name
 

@@ -85,7 +85,7 @@ class _Prepared:
         """From the fields scoring reads of a stored rubric (`_RUBRIC`, several times cheaper than the
         whole record, whose validators and nested models cost ~0.2 ms a rubric): what `Criterion.id`,
         `Criterion.value`, the two theme validators and `interop.healthbench`'s `is_imported` and
-        `example_tags_of` make of them (tests/grading/test_score_groups.py checks it equals `of`)."""
+        `example_tags_of` make of them (tests/score/test_score_groups.py checks it equals `of`)."""
         one_theme = _one_theme_spelling
         criteria = [
             (

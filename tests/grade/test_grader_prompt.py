@@ -19,8 +19,8 @@ from livemed.grade.template import load_template, parse_template, with_template
 from livemed.models import LLM, Engine, get_model
 from livemed.records import Criterion, Grade
 from livemed.store import Store
+from tests.builders import make_answer, make_case, make_rubric
 from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
-from tests.grading.builders import make_answer, make_case, make_rubric
 
 KEY_ENV = "LIVEMED_TEST_JUDGE_KEY"
 MODEL = "openai/fake-judge"
@@ -133,9 +133,9 @@ def test_grade_with_a_grader_template_through_the_cli(
 ) -> None:
     from livemed.models.registry import PROVIDERS
     from livemed.records import Run
-    from tests.grading.test_cli import run
+    from tests.cli.test_stage_commands import run
 
-    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_cli:scripted_judge")
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.cli.test_stage_commands:scripted_judge")
     run(kqa_store, "rubrics", "--writer", "offline/rules", "--limit", "1")
     run(kqa_store, "answer", "--model", "offline/reference", "--limit", "1")
     template = tmp_path / "grader.txt"
@@ -162,9 +162,9 @@ def test_grade_with_a_grader_template_through_the_cli(
 def test_judges_agreement_measures_a_grader_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same human labels, graded through the user's template: the prompt sent is the template's."""
     from livemed.models.registry import PROVIDERS
-    from tests.grading.test_cli import run
+    from tests.cli.test_stage_commands import run
 
-    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_cli:scripted_judge")
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.cli.test_stage_commands:scripted_judge")
     labels = tmp_path / "labels.jsonl"
     rows = [
         {"response": "Take colchicine.", "criterion": "Advises colchicine", "label": True},

@@ -27,7 +27,7 @@ from livemed.models import LLM, Engine, FatalModelError, Settings, get_model
 from livemed.models.fake import FakeModel
 from livemed.records import Answer, Rejection
 from livemed.store import Store
-from tests.grading.builders import make_case
+from tests.builders import make_case
 
 
 def test_patient_message_reads_like_a_patient_and_does_not_ask_for_only_the_answer() -> None:

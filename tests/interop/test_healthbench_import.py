@@ -16,7 +16,7 @@ from livemed.interop.healthbench import FINDING_NO_POSITIVE, finding_kind, read_
 from livemed.interop.kqa import REFERENCE_NAMESPACE, read_kqa
 from livemed.records import Case, Rubric
 from livemed.store import Store
-from tests.grading.test_healthbench import DAY
+from tests.interop.test_healthbench import DAY
 
 
 def good(prompt_id: str, **changes: Any) -> dict[str, Any]:

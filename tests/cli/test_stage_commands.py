@@ -213,7 +213,7 @@ def scripted_judge(model_id: str) -> FakeModel:
 
 @pytest.mark.parametrize("mode", ["per-criterion", "batched"])
 def test_grading_with_an_llm_judge(kqa_store: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
-    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_cli:scripted_judge")
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.cli.test_stage_commands:scripted_judge")
     run(kqa_store, "rubrics", "--writer", "offline/rules", "--limit", "2")
     run(kqa_store, "answer", "--model", "offline/reference", "--limit", "2")
     run(kqa_store, "answer", "--model", "offline/empty", "--limit", "2")
@@ -231,7 +231,7 @@ def test_grading_with_an_llm_judge(kqa_store: Path, monkeypatch: pytest.MonkeyPa
 
 def test_retrieval_without_a_corpus_uses_the_cases_pooled_evidence(tmp_path: Path) -> None:
     from livemed.records import AdviceCheck, EvidenceRef, Validation
-    from tests.grading.builders import make_case
+    from tests.builders import make_case
 
     evidence = [EvidenceRef(id="pmid:1", snippet="Gout in the big toe is treated with colchicine.")]
     validation = Validation(
@@ -277,7 +277,7 @@ def test_reimport_keeps_stored_cases_and_their_dates(kqa_store: Path, shared_dat
 def test_healthbench_tag_metrics_through_the_cli(tmp_path: Path) -> None:
     import json
 
-    from tests.grading.test_healthbench import EXAMPLE_A, EXAMPLE_B
+    from tests.interop.test_healthbench import EXAMPLE_A, EXAMPLE_B
 
     examples = tmp_path / "hb.jsonl"
     examples.write_text("\n".join(json.dumps(e) for e in (EXAMPLE_A, EXAMPLE_B)) + "\n", encoding="utf-8")
@@ -303,7 +303,7 @@ def test_retrieval_keeps_its_index_in_the_cache_dir_and_builds_none_with_nothing
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from livemed.evidence import bm25
-    from tests.grading.builders import make_case
+    from tests.builders import make_case
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(

@@ -15,8 +15,8 @@ from livemed.models.fake import FakeModel
 from livemed.models.registry import PROVIDERS
 from livemed.records import Grade
 from livemed.store import Store
-from tests.grading.builders import make_answer, make_case, make_rubric
-from tests.grading.test_cli import run
+from tests.builders import make_answer, make_case, make_rubric
+from tests.cli.test_stage_commands import run
 
 
 def halo_judge(model_id: str = "fake/halo") -> FakeModel:
@@ -71,7 +71,7 @@ async def test_a_halo_flip_lowers_the_agreement() -> None:
 def test_judges_modes_through_the_cli(
     kqa_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_modes:halo_judge")
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.judges.test_modes:halo_judge")
     run(kqa_store, "rubrics", "--writer", "offline/rules", "--limit", "2")
     run(kqa_store, "answer", "--model", "offline/reference", "--limit", "2")
     out_json = tmp_path / "modes.json"

@@ -16,8 +16,8 @@ from livemed.grade.stage import GradePlan, grade_all
 from livemed.models import Engine
 from livemed.pipeline.runner import item_progress
 from livemed.store import Store
-from tests.grading.builders import make_answer, make_case, make_rubric
-from tests.grading.test_judge import judge, scripted_by_criterion
+from tests.builders import make_answer, make_case, make_rubric
+from tests.grade.test_judge import judge, scripted_by_criterion
 
 
 def test_an_offline_stage_bar_shows_its_total() -> None:

@@ -12,8 +12,7 @@ from livemed.records import Answer, Case, Grade, Rubric, Score
 from livemed.score import stage as scoring
 from livemed.score.stage import score_all
 from livemed.store import Store
-
-from .builders import make_answer, make_case, make_rubric
+from tests.builders import make_answer, make_case, make_rubric
 
 JUDGE = "offline/lexical"
 

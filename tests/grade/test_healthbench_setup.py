@@ -230,7 +230,7 @@ def test_the_card_of_a_grader_under_the_healthbench_setup_names_it(
     from livemed.models.registry import PROVIDERS
     from tests.judges.test_cli import answered_store, run
 
-    monkeypatch.setitem(PROVIDERS, "fake", "tests.grading.test_healthbench_setup:healthbench_provider")
+    monkeypatch.setitem(PROVIDERS, "fake", "tests.grade.test_healthbench_setup:healthbench_provider")
     store = answered_store(tmp_path, shared_data)
     setup = ["--grader-template", str(template), "--grader-setup", "healthbench"]
     run(store, "grade", "--judge", "fake/grader", *setup)

@@ -13,8 +13,7 @@ from livemed.grade.lexical import LexicalGrader
 from livemed.grade.stage import GradeJob, _settled, grade_all, plan_targets
 from livemed.records import CALL_FAILED, Answer, GradeFailure
 from livemed.store import Store
-
-from .builders import make_answer, make_case, make_rubric
+from tests.builders import make_answer, make_case, make_rubric
 
 
 def _graded_store(path: Path) -> tuple[Store, list[str]]:

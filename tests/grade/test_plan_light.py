@@ -26,8 +26,7 @@ from livemed.models import Settings
 from livemed.records import Answer, Case, Criterion, GradeFailure, Rejection
 from livemed.records.grading import CALL_FAILED, criterion_key_id
 from livemed.store import Store
-
-from .builders import make_answer, make_case, make_rubric
+from tests.builders import make_answer, make_case, make_rubric
 
 JUDGE = LexicalGrader()
 

@@ -21,7 +21,7 @@ from livemed.records import Grade, GradeFailure, is_unusable_verdict
 from livemed.score import formula as S
 from livemed.score.stage import UNUSABLE, FailureShare, score_all
 from livemed.store import Store
-from tests.grading.builders import make_answer, make_case, make_rubric
+from tests.builders import make_answer, make_case, make_rubric
 
 
 def target(text: str = "Take colchicine at a reduced dose; ibuprofen is fine too.") -> Target:

@@ -18,8 +18,7 @@ from livemed.grade.lexical import LexicalGrader
 from livemed.grade.stage import grade_all, plan_stream, plan_targets
 from livemed.records import Answer, Criterion, Rubric
 from livemed.store import Store
-
-from .builders import make_answer, make_case, make_rubric
+from tests.builders import make_answer, make_case, make_rubric
 
 JUDGE = LexicalGrader()
 

@@ -10,8 +10,7 @@ from livemed.grade.lexical import LexicalGrader
 from livemed.grade.stage import grade_all, plan_targets
 from livemed.records import Answer, GradeFailure
 from livemed.store import Store
-
-from .builders import make_answer, make_case, make_rubric
+from tests.builders import make_answer, make_case, make_rubric
 
 
 def _store(path: Path) -> Store:

@@ -15,7 +15,7 @@ from livemed.errors import InputFileError
 from livemed.interop.healthbench import parse_example, read_healthbench, to_healthbench
 from livemed.records import Case, Rubric
 from livemed.score import formula as S
-from tests.grading.builders import make_case, make_rubric
+from tests.builders import make_case, make_rubric
 
 DAY = datetime(2025, 5, 7, tzinfo=UTC)
 

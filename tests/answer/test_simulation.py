@@ -14,7 +14,7 @@ from livemed.answer.simulation import DriftControlAnswerer, MemorisedAnswerer
 from livemed.evidence.corpus import Passage
 from livemed.models import Settings, get_model
 from tests.analysis.builders import rows
-from tests.grading.builders import make_case
+from tests.builders import make_case
 
 CORPUS = [
     Passage(id="p0", text="Gout flares are treated with colchicine; NSAIDs are avoided in kidney disease."),

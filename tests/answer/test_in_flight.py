@@ -11,8 +11,8 @@ from livemed.grade.stage import grade_all
 from livemed.models import LLM, Engine, Settings, get_model
 from livemed.records import Answer, Grade
 from livemed.store import Store
+from tests.builders import make_answer, make_case, make_rubric
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_responder
-from tests.grading.builders import make_answer, make_case, make_rubric
 
 KEY_ENV = "LIVEMED_TEST_IN_FLIGHT_KEY"
 MODEL = "openai/fake-wide"

@@ -12,8 +12,8 @@ from livemed.grade.stage import grade_all
 from livemed.models import LLM, Engine, get_model
 from livemed.records import Grade, GradeFailure
 from livemed.store import Store
+from tests.builders import make_answer, make_case, make_rubric
 from tests.fakes.openai_server import FakeOpenAIServer, judge_reply, judge_responder
-from tests.grading.builders import make_answer, make_case, make_rubric
 
 KEY_ENV = "LIVEMED_TEST_JUDGE_KEY"
 MODEL = "openai/fake-judge"
