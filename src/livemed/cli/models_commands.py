@@ -12,7 +12,6 @@ from pydantic import BaseModel
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli.application import app
 from livemed.cli.context import console, state
 from livemed.config import Config, ModelConfig
 
