@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from livemed.cli import app
+from livemed.cli.application import run
 from livemed.cli.executors import ray as ray_executor
 from livemed.cli.executors.inprocess import run_worker
 from livemed.cli.executors.ratelimit import Reservations
@@ -60,7 +61,7 @@ def test_a_worker_gets_the_same_command_line_and_runs_it_in_process(
     imported = runner.invoke(app, ["--config", str(config), "import-healthbench", str(data)])
     assert imported.exit_code == 0, imported.output
     lines: list[list[str]] = []
-    monkeypatch.setattr(ray_executor, "fan_out", lambda argv, settings, store: lines.append(argv))
+    monkeypatch.setattr(ray_executor, "fan_out", lambda program, argv, settings, store: lines.append(argv))
     monkeypatch.chdir(tmp_path)
     args = ["answer", "--model", "offline/reference", "--samples", "2", "--no-cache", "--temperature", "0.5"]
     result = runner.invoke(app, ["--config", "livemed.toml", *args])
@@ -80,18 +81,18 @@ def test_a_worker_gets_the_same_command_line_and_runs_it_in_process(
         "--executor",
         "inprocess",
     ]
-    done = run_worker(argv, str(tmp_path))
+    done = run_worker(run, argv, str(tmp_path))
     assert done.exit_code == 0, done.stderr
     assert "answers by offline/reference: 6 seen, 0 already done, wrote 6 answers" in " ".join(
         done.stdout.split()
     )
-    again = run_worker(argv, str(tmp_path))
+    again = run_worker(run, argv, str(tmp_path))
     assert "6 already done" in " ".join(again.stdout.split())
 
 
 def test_a_failing_worker_reports_its_exit_code_and_last_line(tmp_path: Path) -> None:
     done = run_worker(
-        ["--config", str(project(tmp_path)), "grade", "--judge", "nowhere/nothing"], str(tmp_path)
+        run, ["--config", str(project(tmp_path)), "grade", "--judge", "nowhere/nothing"], str(tmp_path)
     )
     assert done.exit_code == 2
     assert done.last_line.startswith("error: unknown model provider 'nowhere'")
@@ -99,7 +100,7 @@ def test_a_failing_worker_reports_its_exit_code_and_last_line(tmp_path: Path) ->
 
 def test_the_ray_executor_refuses_a_sqlite_store_in_one_line(tmp_path: Path) -> None:
     config = str(project(tmp_path, "ray"))
-    done = run_worker(["--config", config, "grade", "--judge", "offline/lexical"], str(tmp_path))
+    done = run_worker(run, ["--config", config, "grade", "--judge", "offline/lexical"], str(tmp_path))
     assert done.exit_code == 2
     assert done.last_line.startswith("error: the Ray executor needs a PostgreSQL store that every worker")
     assert "livemed.db" in done.last_line
@@ -107,7 +108,7 @@ def test_the_ray_executor_refuses_a_sqlite_store_in_one_line(tmp_path: Path) -> 
 
 def test_an_unknown_executor_is_refused(tmp_path: Path) -> None:
     argv = ["--config", str(project(tmp_path)), "grade", "--judge", "offline/lexical", "--executor", "dask"]
-    done = run_worker(argv, str(tmp_path))
+    done = run_worker(run, argv, str(tmp_path))
     assert done.exit_code == 2
     assert done.last_line == "error: --executor must be one of inprocess, ray, got 'dask'"
 
@@ -116,8 +117,9 @@ def test_the_default_executor_imports_no_ray(tmp_path: Path) -> None:
     config = project(tmp_path)
     code = (
         "import sys\n"
+        "from livemed.cli.application import run\n"
         "from livemed.cli.executors.inprocess import run_worker\n"
-        f"r = run_worker(['--config', {str(config)!r}, 'grade', '--judge', 'offline/lexical'])\n"
+        f"r = run_worker(run, ['--config', {str(config)!r}, 'grade', '--judge', 'offline/lexical'])\n"
         "assert r.exit_code == 0, r.stderr\n"
         "print('ray' in sys.modules)\n"
     )

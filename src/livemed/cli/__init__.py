@@ -1,11 +1,11 @@
 """The `livemed` command line: thin wrappers that read options, call a stage and print.
 
-`main()` is the program. The typer application lives in `cli/application.py`; a run imports only the
-module(s) of the command it runs (`application.COMMANDS`), `livemed.cli.app` (tests, embedding) is
-the application with every command registered. `livemed --version` answers before typer, rich,
-pydantic or any command module is imported, and importing one helper module of the CLI
-(`livemed.cli.context`, …) does not import every command. User errors print one line and
-exit 2; run errors exit 1.
+`main()` is the program. The typer application lives in `cli/application.py` (its root, `app`, where
+the command modules register, in `cli/root.py`); a run imports only the module(s) of the command it
+runs (`application.COMMANDS`), `livemed.cli.app` (tests, embedding) is the application with every
+command registered. `livemed --version` answers before typer, rich, pydantic or any command module is
+imported, and importing one helper module of the CLI (`livemed.cli.context`, …) does not import every
+command. User errors print one line and exit 2; run errors exit 1.
 """
 
 from __future__ import annotations

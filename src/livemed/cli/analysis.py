@@ -22,8 +22,8 @@ from livemed.cli.analysis_views import (
     taxonomy_table,
     trends_table,
 )
-from livemed.cli.application import app
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
+from livemed.cli.root import app
 from livemed.cli.window_options import (
     AFTER_CUTOFF,
     MAX_DATE,

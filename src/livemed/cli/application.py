@@ -1,11 +1,13 @@
 """The typer application: the root options, `run()` (what `livemed.cli.main` calls) and the commands.
 
-Each group of commands lives in its own module and registers itself on `app` (`from
-livemed.cli.application import app`). The modules are imported lazily: `COMMANDS` names, for every
-command and group, the module(s) that define it, and the root click group (`LazyGroup`) imports only
-those of the command being run, so `livemed scores` never imports `eval`'s, `report`'s or training's
-modules. `--help` (the command list), an unknown command and `livemed.cli.app` import them all
-(`load_all`). User errors print one line and exit 2; run errors exit 1.
+Each group of commands lives in its own module and registers itself on `app`, which lives with its
+click group `LazyGroup` in `cli/root.py` (`from livemed.cli.root import app`): no command module
+imports this one. The modules are imported lazily: `COMMANDS` names, for every command and group, the
+module(s) that define it, and this module gives the root group its `Loader` (`COMMANDS` and `load`),
+so `livemed scores` imports only the modules of `scores`, never `eval`'s, `report`'s or training's.
+`--help` (the command list), an unknown command and `livemed.cli.app` import them all (`load_all`).
+The root callback puts `run` in the invocation's `AppState.program`: what an executor's worker runs
+(`cli/executors`). User errors print one line and exit 2; run errors exit 1.
 """
 
 from __future__ import annotations
@@ -13,16 +15,13 @@ from __future__ import annotations
 import importlib
 import sys
 import traceback
-from typing import Any
 
 import typer
-import typer.main
 from rich.markup import escape
-from typer.core import TyperGroup
 
 from livemed import __version__
 from livemed.cli.context import AppState, console, err_console, widen_piped_output
-from livemed.cli.help_types import plain_types
+from livemed.cli.root import LazyGroup, Loader, app
 from livemed.errors import LivemedError
 
 # Every command and group of `livemed` -> the modules (of livemed.cli) that define it. Their order is
@@ -62,9 +61,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 _loaded: set[str] = set()
 
 
-def load(name: str | None = None) -> None:
+def load(name: str | None = None) -> frozenset[str]:
     """Import the modules that define command `name` (every command's when None), so they register
-    themselves on `app`, and arrange `--help`'s order and panels."""
+    themselves on `app`, and arrange `--help`'s order and panels; the command modules imported so far."""
     wanted = COMMANDS.get(name, ()) if name is not None else [m for ms in COMMANDS.values() for m in ms]
     missing = [m for m in wanted if m not in _loaded]
     for module in missing:
@@ -72,6 +71,7 @@ def load(name: str | None = None) -> None:
         _loaded.add(module)
     if missing:
         _arrange_help()
+    return frozenset(_loaded)
 
 
 def load_all() -> None:
@@ -79,45 +79,7 @@ def load_all() -> None:
     load(None)
 
 
-class LazyGroup(TyperGroup):
-    """The root group: a command's modules are imported when that command is looked up (a group such
-    as `judges` gets all of its modules, even when one of them was imported for another command);
-    listing the commands (help, completion) or an unknown name imports them all (typos get suggestions)."""
-
-    _built_with: frozenset[str] | None = None  # the command modules imported when `commands` was built
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        plain_types(self)  # `--help`: no `<bool>` after a flag (cli/help_types.py)
-
-    def _refresh(self, name: str | None) -> None:
-        load(name)
-        if self._built_with != frozenset(_loaded):
-            self._built_with = frozenset(_loaded)
-            self.commands = typer.main.get_group(app).commands
-            plain_types(self)  # `--help`: no `<bool>` after a flag (cli/help_types.py)
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name in COMMANDS:
-            self._refresh(cmd_name)
-        elif cmd_name not in self.commands:
-            self._refresh(None)
-        return super().get_command(ctx, cmd_name)
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        self._refresh(None)
-        return super().list_commands(ctx)
-
-
-app = typer.Typer(
-    name="livemed",
-    cls=LazyGroup,
-    help="Live, contamination-resistant evaluation of LLMs in medicine, with validated judges.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
-)
+LazyGroup.loader = Loader(COMMANDS, load)
 
 
 def _version(value: bool) -> None:
@@ -165,7 +127,7 @@ def _root(
         help="On an error, show its traceback above its line.",
     ),
 ) -> None:
-    ctx.obj = AppState(store_override=store, config_path=config)
+    ctx.obj = AppState(store_override=store, config_path=config, program=run)  # `run`: what a worker runs
     ctx.call_on_close(ctx.obj.close)
 
 

@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from livemed.cli.analysis import OUT, out_dir, wrote
-from livemed.cli.application import app
 from livemed.cli.context import DOMAIN, console, err_console, state
+from livemed.cli.root import app
 from livemed.errors import UserError
 
 if TYPE_CHECKING:

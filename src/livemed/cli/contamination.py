@@ -29,8 +29,8 @@ from livemed.cli.analysis import (
     wrote,
 )
 from livemed.cli.analysis_views import contamination_table
-from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.root import app
 from livemed.cli.window_options import cutoff_registry, cutoffs_path
 
 if TYPE_CHECKING:

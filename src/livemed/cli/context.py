@@ -1,10 +1,12 @@
-"""Shared state of one CLI invocation: the configuration and a lazily opened store."""
+"""Shared state of one CLI invocation: the configuration, a lazily opened store, and the program
+(`AppState.program`: what an executor's worker runs, set by the root callback in cli/application.py, so
+that no command or executor imports the application)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -60,6 +62,7 @@ def console_widths_kept() -> Iterator[None]:
 class AppState:
     store_override: str | None = None
     config_path: str | None = None
+    program: Callable[[list[str]], None] | None = field(default=None, repr=False)  # `livemed ARGV`, run here
     _config: Config | None = field(default=None, repr=False)
     _store: Store | None = field(default=None, repr=False)
 

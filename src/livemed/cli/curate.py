@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from livemed.cli.application import app
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
+from livemed.cli.root import app
 
 if TYPE_CHECKING:
     from livemed.curate.chain import Chain, Funnel

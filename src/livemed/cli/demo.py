@@ -18,9 +18,9 @@ import typer
 from rich.panel import Panel
 from rich.rule import Rule
 
-from livemed.cli.application import app
 from livemed.cli.context import console
 from livemed.cli.demo_summary import print_simulations
+from livemed.cli.root import app
 from livemed.common.atomic import write_text
 from livemed.config import NAMED_CORPORA
 from livemed.errors import LivemedError, RunError, UserError

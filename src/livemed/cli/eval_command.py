@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.cli.application import app
 from livemed.cli.common import engine_progress, make_engine, model_run, print_usage, stage_progress
 from livemed.cli.context import DOMAIN, AppState, console, err_console, state
 from livemed.cli.executors import run_elsewhere
+from livemed.cli.root import app
 from livemed.cli.stage_commands import (
     CACHE_RO,
     EXECUTOR,

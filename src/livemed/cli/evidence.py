@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from livemed.cli.application import app
 from livemed.cli.context import console, err_console
+from livemed.cli.root import app
 
 evidence_app = typer.Typer(help="Download public evidence corpora into the cache.", no_args_is_help=True)
 app.add_typer(evidence_app, name="evidence")

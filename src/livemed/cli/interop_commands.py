@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from livemed.cli.application import app
 from livemed.cli.context import console, err_console, state
+from livemed.cli.root import app
 
 if TYPE_CHECKING:
     from livemed.interop.chunks import Lines

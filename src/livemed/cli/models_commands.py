@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli.application import app
 from livemed.cli.context import console, state
+from livemed.cli.root import app
 from livemed.config import Config, ModelConfig
 
 if TYPE_CHECKING:
@@ -157,8 +157,9 @@ def _key_note(model: Model) -> str:
 @models_app.command("list")
 def list_models(ctx: typer.Context) -> None:
     """Providers, the models configured in livemed.toml, and the registered offline baselines."""
+    from livemed.models.baselines import OFFLINE
     from livemed.models.openai import PRESETS
-    from livemed.models.registry import OFFLINE, PROVIDERS
+    from livemed.models.registry import PROVIDERS
 
     config = state(ctx).config
     providers = Table(title="providers (model ids are provider/name)")

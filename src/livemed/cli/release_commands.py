@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli.application import app
 from livemed.cli.context import console, state
+from livemed.cli.root import app
 from livemed.errors import ConfigError
 
 release_app = typer.Typer(

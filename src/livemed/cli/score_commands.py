@@ -12,8 +12,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.root import app
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.common.atomic import write_text
 from livemed.errors import ConfigError

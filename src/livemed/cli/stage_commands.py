@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from livemed.cli.application import app
 from livemed.cli.common import finish_run, make_engine, model_run, progress_for
 from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
+from livemed.cli.root import app
 from livemed.errors import ConfigError, UserError
 
 if TYPE_CHECKING:

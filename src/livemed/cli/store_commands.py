@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli.application import app
 from livemed.cli.context import console, counted, err_console, state
+from livemed.cli.root import app
 from livemed.common.atomic import write_text
 from livemed.config import CONFIG_FILE, starter_config
 from livemed.errors import ConfigError, UserError

@@ -10,10 +10,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli.application import app
 from livemed.cli.context import AppState, console, err_console, state
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
+from livemed.cli.root import app
 from livemed.errors import RunError, StageBusyError
 
 if TYPE_CHECKING:

@@ -28,7 +28,8 @@ from livemed.curate.grounding import Normalised, locate, normalise
 from livemed.curate.screener import advice_texts, is_thread, reject
 from livemed.curate.sections import FRONT_MATTER, HELD_BACK, is_diagnostic, sections
 from livemed.domains import DomainPack, medical
-from livemed.models import LLM, Message, Settings
+from livemed.models.base import Message, Settings
+from livemed.models.llm import LLM
 from livemed.models.structured import Reason
 from livemed.records import Case, Doc, GroundedSpan, GroundingAudit, Rejection
 

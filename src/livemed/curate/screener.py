@@ -26,7 +26,8 @@ from livemed.curate.sections import before_diagnosis, diagnostic_query, outcome_
 from livemed.curate.tags import detect_language, specialties
 from livemed.curate.view import post_view
 from livemed.domains import DomainPack, medical
-from livemed.models import LLM, Message, Settings
+from livemed.models.base import Message, Settings
+from livemed.models.llm import LLM
 from livemed.records import Case, Doc, Narrative, Provenance, Rejection, ReplyRole, ViewKind, short_hash
 
 STAGE = "screener"

@@ -29,7 +29,8 @@ from livemed.config import Thresholds
 from livemed.curate.screener import reject
 from livemed.domains import DomainPack, medical
 from livemed.evidence import RetrievalError, Retriever, search_all
-from livemed.models import LLM, Message, Settings
+from livemed.models.base import Message, Settings
+from livemed.models.llm import LLM
 from livemed.models.structured import Reason
 from livemed.records import AdviceCheck, Case, Doc, EvidenceRef, Rejection, Validation, short_hash
 

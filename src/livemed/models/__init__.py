@@ -9,7 +9,7 @@ async with Engine(store=store, config=config) as engine:       # on exit: cache 
 verdict = await generate_structured(model, messages, Verdict)  # one-off, on a fresh engine
 ```
 Providers: `openai/` (any OpenAI-compatible endpoint), `vllm/`, `ollama/` (`models/openai.py`), `fake/`
-(`models/fake.py`), `offline/` (baselines registered in `models/registry.py`), `hf/` (a local
+(`models/fake.py`), `offline/` (baselines registered in `models/baselines.py`), `hf/` (a local
 checkpoint run with transformers, `models/hf.py`; needs `livemed[train]`).
 """
 

@@ -1,18 +1,17 @@
 """`get_model("provider/name")`: the one way to name a model; `bind_model` makes it a stage's model.
 
 Providers are a plain dict of lazy imports; offline baselines are registered by the stages that
-define them (one line each in `OFFLINE`). A miss raises a user error with "did you mean".
+define them (one line each in `models.baselines.OFFLINE`). A miss raises a user error with "did you mean".
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from typing import TYPE_CHECKING, Any
 
 from livemed.config import Config
 from livemed.errors import ConfigError, UnknownNameError, UserError
 from livemed.models.base import Model
+from livemed.models.baselines import load_target
 from livemed.models.llm import LLM
 
 if TYPE_CHECKING:
@@ -25,27 +24,8 @@ PROVIDERS: dict[str, str] = {
     "ollama": "livemed.models.openai:ollama_model",
     "fake": "livemed.models.fake:FakeModel",
     "hf": "livemed.models.hf:hf_model",
-    "offline": "livemed.models.registry:offline_model",
+    "offline": "livemed.models.baselines:offline_model",
 }
-
-# offline baseline name -> "module:factory"; each factory is called with no arguments, or with the
-# domain pack (`pack=`) when it takes one and one is given.
-OFFLINE: dict[str, str] = {
-    "curate-baseline": "livemed.curate.baseline:curate_baseline",
-    "reference": "livemed.answer.baselines:reference",
-    "retrieval": "livemed.answer.baselines:retrieval",
-    "empty": "livemed.answer.baselines:empty",
-    "unsafe": "livemed.answer.unsafe:unsafe",
-    "memorised": "livemed.answer.simulation:memorised",
-    "drift-control": "livemed.answer.simulation:drift_control",
-    "lexical": "livemed.grade.lexical:LexicalGrader",
-    "rules": "livemed.rubrics.rules:RuleWriter",
-}
-
-
-def _load(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def split_model_id(model_id: str) -> tuple[str, str]:
@@ -62,7 +42,7 @@ def get_model(model_id: str, *, config: Config | None = None, **kwargs: Any) -> 
     provider, name = split_model_id(model_id)
     if provider not in PROVIDERS:
         raise UnknownNameError("model provider", provider, PROVIDERS)
-    factory = _load(PROVIDERS[provider])
+    factory = load_target(PROVIDERS[provider])
     if provider != "offline":
         kwargs.pop("pack", None)  # only offline baselines read the domain pack; LLMs get it in prompts
     if provider == "fake":
@@ -84,14 +64,3 @@ def bind_model(
             raise UserError(f"{model_id} is a baseline that cannot be used for `{stage}`")
         return model
     return LLM(engine, model, stage=stage)
-
-
-def offline_model(name: str, *, config: Config | None = None, **kwargs: Any) -> Model:
-    """An offline (no-LLM) baseline registered in `OFFLINE`."""
-    if name not in OFFLINE:
-        raise UnknownNameError("offline baseline", name, OFFLINE)
-    factory = _load(OFFLINE[name])
-    if "pack" in kwargs and "pack" not in inspect.signature(factory).parameters:
-        kwargs.pop("pack")
-    model: Model = factory(**kwargs)
-    return model

@@ -8,7 +8,9 @@
   all of them (`executors.ray.RateActor`), each worker keeps its own per-model concurrency, and the
   response cache is the store's. Ray is imported only here, only for `ray`.
 
-A command calls `run_elsewhere(ctx, option)` first: False means "run here".
+A command calls `run_elsewhere(ctx, option)` first: False means "run here". The program a worker runs
+(`livemed.cli.application.run`) comes from the invocation's `AppState.program`, set by the root
+callback: the executors import nothing of the application, which loads the commands that import them.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ def run_elsewhere(ctx: typer.Context, option: str | None) -> bool:
     from livemed.cli.executors.argv import command_line
     from livemed.cli.executors.ray import fan_out
 
+    assert app_state.program is not None, "the root callback sets the program"
     argv = command_line(ctx, executor="inprocess", config=_config_path(app_state))
-    fan_out(argv, settings, app_state.store_location)
+    fan_out(app_state.program, argv, settings, app_state.store_location)
     return True
 
 

@@ -1,7 +1,9 @@
 """The in-process executor (the default): a command runs its stages in this process.
 
-`run_worker(argv)` runs one `livemed` command line here with its output captured; it is what each
-worker of another executor (`executors.ray`) runs, and it imports nothing of Ray.
+`run_worker(program, argv)` runs one `livemed` command line here with its output captured: `program`
+is `livemed.cli.application.run` (a command passes down its `AppState.program`; this module imports
+nothing of the application, and nothing of Ray). It is what each worker of another executor
+(`executors.ray`) runs.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import io
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+Program = Callable[[list[str]], None]  # `livemed ARGV`: livemed.cli.application.run, which exits
 
 
 @dataclass(frozen=True)
@@ -33,9 +38,9 @@ class WorkerResult:
         return lines[-1].strip() if lines else f"exit code {self.exit_code}"
 
 
-def run_worker(argv: list[str], cwd: str | None = None) -> WorkerResult:
-    """Run `livemed ARGV` in this process (in `cwd` when it exists here) and capture what it prints."""
-    from livemed.cli.application import run
+def run_worker(program: Program, argv: list[str], cwd: str | None = None) -> WorkerResult:
+    """Run `program` (`livemed`) with `argv` in this process (in `cwd` when it exists here) and capture
+    what it prints."""
     from livemed.cli.context import console_widths_kept
 
     started, cpu = time.perf_counter(), time.process_time()
@@ -48,7 +53,7 @@ def run_worker(argv: list[str], cwd: str | None = None) -> WorkerResult:
         stack.enter_context(contextlib.redirect_stdout(out))
         stack.enter_context(contextlib.redirect_stderr(err))
         try:
-            run(argv)
+            program(argv)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -56,4 +61,4 @@ def run_worker(argv: list[str], cwd: str | None = None) -> WorkerResult:
     return WorkerResult(code, out.getvalue(), err.getvalue(), seconds, host, pid, cpu)
 
 
-__all__ = ["WorkerResult", "run_worker"]
+__all__ = ["Program", "WorkerResult", "run_worker"]

@@ -1,8 +1,9 @@
 """The Ray executor (`--executor ray`, `[executor] kind = "ray"`; install `livemed[ray]`).
 
-`fan_out(argv, settings, store)` connects to Ray (`address`: unset starts a local instance, `"auto"`
+`fan_out(program, argv, settings, store)` connects to Ray (`address`: unset starts a local instance, `"auto"`
 joins the one running on this machine, `"ray://HOST:10001"` a remote cluster), starts one `RateActor`
-and `workers` tasks, and waits for them. Each task runs `executors.inprocess.run_worker(argv)`: the
+and `workers` tasks, and waits for them. Each task runs `executors.inprocess.run_worker(program,
+argv)` (`program`, `livemed.cli.application.run`, is pickled by reference: a worker imports it): the
 same command with the in-process executor, against the same PostgreSQL store, where the workers
 partition the items by claims. Every model's `requests_per_minute` / `tokens_per_minute` then holds
 for all workers together: the task sets `models.limits.SHARED_RATE` to a client of the actor, which
@@ -18,7 +19,7 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-from livemed.cli.executors.inprocess import WorkerResult, run_worker
+from livemed.cli.executors.inprocess import Program, WorkerResult, run_worker
 from livemed.cli.executors.ratelimit import Reservations
 from livemed.errors import ConfigError, ExecutorError, MissingDependencyError
 
@@ -56,19 +57,20 @@ class ActorRate:
             await asyncio.sleep(delay)
 
 
-def worker(argv: list[str], cwd: str, actor: Any) -> WorkerResult:
+def worker(program: Program, argv: list[str], cwd: str, actor: Any) -> WorkerResult:
     """One Ray task: the command, here, with cluster-wide rate limits."""
     from livemed.models import limits
 
     limits.SHARED_RATE = ActorRate(actor)
     try:
-        return run_worker(argv, cwd)
+        return run_worker(program, argv, cwd)
     finally:
         limits.SHARED_RATE = None
 
 
-def fan_out(argv: list[str], settings: ExecutorConfig, store: str) -> list[WorkerResult]:
-    """Run `livemed ARGV` on `settings.workers` Ray workers; print their output; raise if one failed."""
+def fan_out(program: Program, argv: list[str], settings: ExecutorConfig, store: str) -> list[WorkerResult]:
+    """Run `program` (`livemed`) with ARGV on `settings.workers` Ray workers; print their output; raise
+    if one failed."""
     from livemed.cli.context import console
     from livemed.store import display_url, resolve_url
 
@@ -82,7 +84,7 @@ def fan_out(argv: list[str], settings: ExecutorConfig, store: str) -> list[Worke
     try:
         actor = ray.remote(num_cpus=0)(RateActor).remote()
         task = ray.remote(num_cpus=settings.cpus_per_worker, max_retries=TASK_RETRIES)(worker)
-        refs = [task.remote(argv, os.getcwd(), actor) for _ in range(settings.workers)]
+        refs = [task.remote(program, argv, os.getcwd(), actor) for _ in range(settings.workers)]
         try:
             results: list[WorkerResult] = ray.get(refs)
         except ray.exceptions.RayError as exc:
