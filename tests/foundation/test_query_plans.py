@@ -230,9 +230,9 @@ def _prepared_plan(conn: Any, statement: str, parameters: Any, *, analyze: bool 
 
     raw = conn.connection.driver_connection
     raw.execute(statement, parameters, prepare=True)
-    name, types = raw.execute(
-        "SELECT name, parameter_types::text[] FROM pg_prepared_statements ORDER BY prepare_time DESC LIMIT 1"
-    ).fetchone()
+    # the lookup is never prepared itself (psycopg prepares what it ran 5 times), so never the newest
+    newest = "SELECT name, parameter_types::text[] FROM pg_prepared_statements ORDER BY prepare_time DESC"
+    name, types = raw.execute(newest, prepare=False).fetchone()  # the first row: the newest
     if isinstance(parameters, dict):  # in the order psycopg numbers them: of first appearance
         names = dict.fromkeys(re.findall(r"%\((\w+)\)[sb]", statement))
         values = [parameters[name] for name in names]
