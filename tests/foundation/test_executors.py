@@ -98,6 +98,21 @@ def test_a_failing_worker_reports_its_exit_code_and_last_line(tmp_path: Path) ->
     assert done.last_line.startswith("error: unknown model provider 'nowhere'")
 
 
+def test_a_worker_prints_piped_width_and_leaves_this_processs_consoles_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed.cli.context import console
+
+    monkeypatch.setenv("COLUMNS", "97")
+    before = console.width  # 97, or the width an earlier command of this process fixed
+    monkeypatch.delenv("COLUMNS")
+    done = run_worker(run, ["models", "list"], str(tmp_path))
+    assert done.exit_code == 0
+    assert max(len(line) for line in done.stdout.splitlines()) > 80  # 120 columns, as piped output
+    monkeypatch.setenv("COLUMNS", "97")
+    assert console.width == before  # the worker fixed no width of its own here
+
+
 def test_the_ray_executor_refuses_a_sqlite_store_in_one_line(tmp_path: Path) -> None:
     config = str(project(tmp_path, "ray"))
     done = run_worker(run, ["--config", config, "grade", "--judge", "offline/lexical"], str(tmp_path))

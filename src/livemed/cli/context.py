@@ -38,24 +38,29 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {words}" if n == 1 else f"{n} {words}s"
 
 
-def widen_piped_output(width: int = 120) -> None:
-    """Piped output (logs, CI) gets `width` columns instead of rich's 80, so tables keep their model
-    names; $COLUMNS still wins, and a terminal uses its own width."""
+PIPED_WIDTH = 120  # columns of piped output (logs, CI) instead of rich's 80, so tables keep their model names
+
+
+def widen_piped_output(width: int = PIPED_WIDTH) -> None:
+    """Piped output gets `width` columns; $COLUMNS still wins, and a terminal uses its own width."""
     if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
         console.width = err_console.width = width
 
 
 @contextmanager
-def console_widths_kept() -> Iterator[None]:
-    """The consoles' widths on entering, again on leaving when a command inside changed them: `run`
-    widens its piped output (`widen_piped_output`), not the output of the process running a worker's
-    command (`run_worker`)."""
-    widths = console.width, err_console.width
+def piped_columns(width: int = PIPED_WIDTH) -> Iterator[None]:
+    """A command run inside this process for another (an executor's worker, `run_worker`) prints its
+    captured output `width` columns wide as a command's own piped output is, through $COLUMNS for the
+    time it runs (which `widen_piped_output` then leaves be), so this process's consoles are not
+    widened for good; a $COLUMNS already set wins."""
+    if os.environ.get("COLUMNS"):
+        yield
+        return
+    os.environ["COLUMNS"] = str(width)
     try:
         yield
     finally:
-        if (console.width, err_console.width) != widths:
-            console.width, err_console.width = widths
+        os.environ.pop("COLUMNS", None)
 
 
 @dataclass

@@ -41,13 +41,13 @@ class WorkerResult:
 def run_worker(program: Program, argv: list[str], cwd: str | None = None) -> WorkerResult:
     """Run `program` (`livemed`) with `argv` in this process (in `cwd` when it exists here) and capture
     what it prints."""
-    from livemed.cli.context import console_widths_kept
+    from livemed.cli.context import piped_columns
 
     started, cpu = time.perf_counter(), time.process_time()
     out, err = io.StringIO(), io.StringIO()
     code = 0
     with contextlib.ExitStack() as stack:
-        stack.enter_context(console_widths_kept())  # `run` widens piped output: not this process's own
+        stack.enter_context(piped_columns())  # 120 columns, as piped output, not this process's consoles
         if cwd is not None and Path(cwd).is_dir():
             stack.enter_context(contextlib.chdir(cwd))
         stack.enter_context(contextlib.redirect_stdout(out))
