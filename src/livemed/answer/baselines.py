@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from livemed.models.offline import OfflineBaseline
+from livemed.models.base import OfflineBaseline
 from livemed.records import Case
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from livemed.answer.baselines import RetrievalAnswerer, retrieval
-from livemed.models.offline import OfflineBaseline
+from livemed.models.base import OfflineBaseline
 from livemed.records import Case
 
 if TYPE_CHECKING:

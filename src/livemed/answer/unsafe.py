@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from livemed.models.offline import OfflineBaseline
+from livemed.models.base import OfflineBaseline
 from livemed.records import Case
 
 if TYPE_CHECKING:

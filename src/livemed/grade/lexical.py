@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from livemed.common.text import clauses, content_words, key, negated, sentences
 from livemed.common.word_tables import DRUGS, GENERIC, SYNONYMS
-from livemed.models.offline import OfflineBaseline
+from livemed.models.base import OfflineBaseline
 
 MATCH_THRESHOLD = 0.45  # calibrated on the K-QA dev split and the dev half of K-QA's physician labels
 WINDOW = 2  # consecutive sentences a criterion may be spread over

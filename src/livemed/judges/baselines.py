@@ -12,7 +12,7 @@ import re
 
 from livemed.common.prompts import parse_blocks
 from livemed.models import Completion, Message, Settings
-from livemed.models.offline import OfflineBaseline
+from livemed.models.base import OfflineBaseline
 
 _WORDS = re.compile(r"[a-z0-9]+")
 

@@ -166,3 +166,27 @@ class NoTextError(ModelError):
         super().__init__(message)
         self.reason: NoTextReason = reason
         self.completion = completion
+
+
+class OfflineBaseline:
+    """Base of the no-LLM baselines: a `Model` in name (for the registry), records in practice."""
+
+    name = "baseline"
+
+    @property
+    def id(self) -> str:
+        return f"offline/{self.name}"
+
+    @property
+    def endpoint(self) -> str:
+        return "offline"
+
+    @property
+    def supports_json_schema(self) -> bool:
+        return False
+
+    async def generate(self, messages: list[Message], *, settings: Settings) -> Completion:
+        raise FatalModelError(
+            f"{self.id} is an offline baseline that works on records, not chat messages; "
+            "use it with the commands that accept it (answer, grade, rubrics)"
+        )

@@ -29,7 +29,7 @@ from typing import Any
 
 from livemed.common.text import content_words
 from livemed.domains import DomainPack, medical
-from livemed.models.offline import OfflineBaseline
+from livemed.models.base import OfflineBaseline
 from livemed.records import Case
 from livemed.rubrics import decisive, hazards
 from livemed.rubrics.alternatives import AT_LEAST, at_least_one_of
