@@ -1,4 +1,5 @@
-"""The model vocabulary: messages, sampling settings, completions and the `Model` protocol.
+"""The model vocabulary: messages, sampling settings, completions, the `Model` protocol and the base of
+the offline baselines (`OfflineBaseline`).
 
 A `Model` only knows how to talk to one endpoint. Everything else a call needs — concurrency,
 rate limits, retries, the response cache, accounting — lives in one place, `livemed.models.engine`.
