@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from livemed.common.stats import Proportion, proportion
+from livemed.common.closed_form import Proportion, proportion
 from livemed.curate.baseline import CurationBaseline
 from livemed.curate.leak import leak_scores
 from livemed.curate.screener import Screener

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from livemed.analysis.bimodality import MIN_N, check, score_distribution, warnings
-from livemed.common.stats import bimodality_coefficient
+from livemed.common.closed_form import bimodality_coefficient
 from livemed.records import Answer, Criterion, Grade, Provenance, Record, Rubric, Score
 from livemed.store import Store
 from tests.analysis.builders import make_case

@@ -12,7 +12,7 @@ import pytest
 from livemed.analysis.contamination import AnalysisSettings, Side, analyse, side, verdict_words
 from livemed.analysis.cutoffs import CutoffEntry, bundled_cutoffs, find_cutoff, load_cutoffs
 from livemed.analysis.inputs import CaseScore
-from livemed.common.stats import benjamini_hochberg
+from livemed.common.closed_form import benjamini_hochberg
 from livemed.errors import InputFileError
 from tests.analysis.builders import START, rows
 

@@ -28,7 +28,7 @@ from livemed.analysis.external import (
     parse_score,
     read_scores,
 )
-from livemed.common import stats
+from livemed.common import closed_form
 from livemed.errors import ConfigError, InputFileError
 from livemed.records import Score
 from livemed.store import Store
@@ -75,8 +75,8 @@ def test_hand_worked_csv_with_samples_averaged(tmp_path: Path) -> None:
     assert row.mean_full == pytest.approx(2.5 / 6)
     assert row.full_minus_post == pytest.approx(2.5 / 6 - 1 / 3)
     assert row.pre_minus_post == pytest.approx(1 / 6)
-    assert row.p_mannwhitney == pytest.approx(stats.mann_whitney_greater([0.5, 1, 0], [0, 1, 0]))
-    assert row.cliffs_delta == pytest.approx(stats.cliffs_delta([0.5, 1, 0], [0, 1, 0]))
+    assert row.p_mannwhitney == pytest.approx(closed_form.mann_whitney_greater([0.5, 1, 0], [0, 1, 0]))
+    assert row.cliffs_delta == pytest.approx(closed_form.cliffs_delta([0.5, 1, 0], [0, 1, 0]))
 
 
 def test_jsonl_with_custom_columns_and_continuous_scores(tmp_path: Path) -> None:

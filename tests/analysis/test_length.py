@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from livemed.analysis.length import length_bias
-from livemed.common.stats import spearman
+from livemed.common.closed_form import spearman
 from livemed.records import Answer, Score
 
 

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from livemed.common.stats import MIN_N, proportion
+from livemed.common.closed_form import proportion
+from livemed.common.stats import MIN_N
 
 
 def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""The numpy Spearman, skewness and kurtosis of `common.stats` give scipy's very floats.
+"""The numpy Spearman, skewness and kurtosis of `common.closed_form` give scipy's very floats.
 
 `scores` and `leaderboard` no longer import `scipy.stats` (~1 CPU s) for them; these tests import it
 to compare, under seeds, on the shapes the checks see (word counts against rubric scores: many ties),
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from livemed.common import stats
+from livemed.common import closed_form
 
 
 def _same(ours: float, theirs: float) -> bool:
@@ -56,8 +56,8 @@ def test_skewness_and_kurtosis_equal_scipy_under_seeds(shape: int) -> None:
         rng = np.random.default_rng(seed)
         x = _sample(rng, shape, int(rng.integers(1, 400 if seed % 2 else 8)))
         skew, kurt = _scipy_moments(x)
-        assert _same(stats._skewness(x), skew), (shape, seed, x.size)
-        assert _same(stats._excess_kurtosis(x), kurt), (shape, seed, x.size)
+        assert _same(closed_form._skewness(x), skew), (shape, seed, x.size)
+        assert _same(closed_form._excess_kurtosis(x), kurt), (shape, seed, x.size)
 
 
 @pytest.mark.parametrize("shape", range(4))
@@ -71,7 +71,7 @@ def test_spearman_equals_scipy_under_seeds(shape: int) -> None:
             y = x * 0.5 + rng.random(n) * 0.2  # correlated: small p-values
         if np.all(x == x[0]) or np.all(y == y[0]):
             continue
-        assert stats.spearman(x, y) == _scipy_spearman(x, y), (shape, seed, n)
+        assert closed_form.spearman(x, y) == _scipy_spearman(x, y), (shape, seed, n)
         compared += 1
     assert compared > 100
 
@@ -79,15 +79,15 @@ def test_spearman_equals_scipy_under_seeds(shape: int) -> None:
 def test_spearman_of_perfect_orders_equals_scipy() -> None:
     x = np.arange(10.0)
     for y in (x * 2, -x, x**3):
-        assert stats.spearman(x, y) == _scipy_spearman(x, y)
-    rho, p = stats.spearman(x, -x)
+        assert closed_form.spearman(x, y) == _scipy_spearman(x, y)
+    rho, p = closed_form.spearman(x, -x)
     assert rho == pytest.approx(-1.0)
     assert p == pytest.approx(0.0, abs=1e-12)
 
 
 def test_average_ranks_share_ties() -> None:
     x = np.array([3.0, 1.0, 3.0, 2.0, 3.0, 1.0])
-    assert list(stats._average_ranks(x)) == list(sp.rankdata(x)) == [5.0, 1.5, 5.0, 3.0, 5.0, 1.5]
+    assert list(closed_form._average_ranks(x)) == list(sp.rankdata(x)) == [5.0, 1.5, 5.0, 3.0, 5.0, 1.5]
 
 
 def test_degenerate_inputs_as_before() -> None:
@@ -95,20 +95,20 @@ def test_degenerate_inputs_as_before() -> None:
     # moments: constant → nan (no spread); nan anywhere → nan; empty → nan; scipy's uncorrected value
     # where the correction needs more values (two values for skew, up to three for kurtosis)
     for x in ([0.4] * 6, [1.0, nan, 2.0, 3.0], []):
-        assert math.isnan(stats._skewness(x))
-        assert math.isnan(stats._excess_kurtosis(x))
+        assert math.isnan(closed_form._skewness(x))
+        assert math.isnan(closed_form._excess_kurtosis(x))
     for x in ([0.0, 1.0], [0.0, 1.0, 1.0], [2.0, 0.0, 1.0, 1.0]):
         skew, kurt = _scipy_moments(np.asarray(x))
-        assert _same(stats._skewness(x), skew)
-        assert _same(stats._excess_kurtosis(x), kurt)
-    assert stats._excess_kurtosis([0.0, 1.0]) == -2.0
+        assert _same(closed_form._skewness(x), skew)
+        assert _same(closed_form._excess_kurtosis(x), kurt)
+    assert closed_form._excess_kurtosis([0.0, 1.0]) == -2.0
     # Spearman: fewer than three pairs, a constant side, unequal lengths or a nan → (nan, nan)
     for x, y in (([1, 2], [1, 2]), ([1, 2, 3], [5, 5, 5]), ([1, 2, 3], [1, 2]), ([1, nan, 3], [1, 2, 3])):  # type: ignore[assignment]
-        assert all(math.isnan(v) for v in stats.spearman(x, y))
+        assert all(math.isnan(v) for v in closed_form.spearman(x, y))
     assert all(math.isnan(v) for v in _scipy_spearman(np.array([1, nan, 3]), np.array([1, 2, 3])))
     # the bimodality coefficient: fewer than four values, constant, or a nan → nan
     for x in ([0.0, 1.0, 1.0], [0.3] * 30, [0.0, 1.0, nan, 1.0, 0.0]):
-        assert math.isnan(stats.bimodality_coefficient(x))
+        assert math.isnan(closed_form.bimodality_coefficient(x))
 
 
 def test_bimodality_coefficient_equals_the_scipy_formula() -> None:
@@ -119,7 +119,9 @@ def test_bimodality_coefficient_equals_the_scipy_formula() -> None:
             continue
         g, k = _scipy_moments(x)
         n = x.size
-        assert stats.bimodality_coefficient(x) == (g * g + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
+        assert closed_form.bimodality_coefficient(x) == (g * g + 1) / (
+            k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3))
+        )
 
 
 def test_spearman_and_moments_equal_scipy_on_k_qa(shared_data: Path) -> None:
@@ -132,8 +134,8 @@ def test_spearman_and_moments_equal_scipy_on_k_qa(shared_data: Path) -> None:
     nice = np.array([len(r["Nice_to_have"]) for r in rows], dtype=float)
     assert lengths.size > 100
     for other in (must, nice):
-        assert stats.spearman(lengths, other) == _scipy_spearman(lengths, other)
+        assert closed_form.spearman(lengths, other) == _scipy_spearman(lengths, other)
     for x in (lengths, must, nice, must / np.maximum(1.0, must + nice)):
         skew, kurt = _scipy_moments(x)
-        assert stats._skewness(x) == skew
-        assert stats._excess_kurtosis(x) == kurt
+        assert closed_form._skewness(x) == skew
+        assert closed_form._excess_kurtosis(x) == kurt

@@ -1,5 +1,6 @@
-"""Every public statistic on samples of 0, 1 and 2 values (and all-equal ones): its documented
-"not computable" value (nan) or a hand-worked number, never an exception or a warning."""
+"""Every public statistic of `common.stats` and `common.closed_form` on samples of 0, 1 and 2 values
+(and all-equal ones): its documented "not computable" value (nan) or a hand-worked number, never an
+exception or a warning."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import inspect
 import math
 import warnings
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
-from livemed.common import stats
+from livemed.common import closed_form, stats
 
 NAN = math.nan
 Case = tuple[str, Callable[[], Any], Any]
@@ -48,14 +50,14 @@ def _bounds(draws: Any) -> tuple[float, float]:
 CASES: list[Case] = [
     # proportion: k of n with Wilson's interval; n = 0 has no value and no interval (None); one item has
     # the interval z²/(1 + z²) wide from the end it lies at: 1 of 1 → low z²... = 0.2065…
-    ("proportion", lambda: math.nan if stats.proportion(0, 0).value is None else 0.0, NAN),
-    ("proportion", lambda: stats.proportion(1, 1).low, 1 / (1 + 1.959963984540054**2)),
+    ("proportion", lambda: math.nan if closed_form.proportion(0, 0).value is None else 0.0, NAN),
+    ("proportion", lambda: closed_form.proportion(1, 1).low, 1 / (1 + 1.959963984540054**2)),
     # bimodality_coefficient: needs four values, not all equal; [0, 0, 1, 1]: skewness 0, bias-corrected
     # excess kurtosis ((n+1)(−2) + 6)(n−1)/((n−2)(n−3)) = −6 → 1 / (−6 + 3·9/2) = 2/15
-    ("bimodality_coefficient", lambda: stats.bimodality_coefficient([]), NAN),
-    ("bimodality_coefficient", lambda: stats.bimodality_coefficient([0.0, 1.0, 1.0]), NAN),
-    ("bimodality_coefficient", lambda: stats.bimodality_coefficient([0.4] * 4), NAN),
-    ("bimodality_coefficient", lambda: stats.bimodality_coefficient([0.0, 0.0, 1.0, 1.0]), 2 / 15),
+    ("bimodality_coefficient", lambda: closed_form.bimodality_coefficient([]), NAN),
+    ("bimodality_coefficient", lambda: closed_form.bimodality_coefficient([0.0, 1.0, 1.0]), NAN),
+    ("bimodality_coefficient", lambda: closed_form.bimodality_coefficient([0.4] * 4), NAN),
+    ("bimodality_coefficient", lambda: closed_form.bimodality_coefficient([0.0, 0.0, 1.0, 1.0]), 2 / 15),
     # bootstrap_mean: estimate needs 1 value, bounds 2; constant → zero width
     ("bootstrap_mean", lambda: stats.bootstrap_mean([]), _interval(NAN, NAN, NAN)),
     ("bootstrap_mean", lambda: stats.bootstrap_mean([0.7]), _interval(0.7, NAN, NAN)),
@@ -131,29 +133,29 @@ CASES: list[Case] = [
     ("permutation_p_paired", lambda: stats.permutation_p_paired([0.2, 0.4]), 0.5),
     ("permutation_p_paired", lambda: stats.permutation_p_paired([0.0, 0.0]), 1.0),
     # mann_whitney_greater: exact for tiny samples
-    ("mann_whitney_greater", lambda: stats.mann_whitney_greater([], [0.5]), NAN),
-    ("mann_whitney_greater", lambda: stats.mann_whitney_greater([0.9], [0.2]), 0.5),
-    ("mann_whitney_greater", lambda: stats.mann_whitney_greater([0.2], [0.9]), 1.0),
-    ("mann_whitney_greater", lambda: stats.mann_whitney_greater([0.5], [0.5]), 1.0),
-    ("mann_whitney_greater", lambda: stats.mann_whitney_greater([0.9, 0.8], [0.2, 0.1]), 1 / 6),
-    ("mann_whitney_greater", lambda: stats.mann_whitney_greater([0.5, 0.5], [0.5, 0.5]), 1.0),
+    ("mann_whitney_greater", lambda: closed_form.mann_whitney_greater([], [0.5]), NAN),
+    ("mann_whitney_greater", lambda: closed_form.mann_whitney_greater([0.9], [0.2]), 0.5),
+    ("mann_whitney_greater", lambda: closed_form.mann_whitney_greater([0.2], [0.9]), 1.0),
+    ("mann_whitney_greater", lambda: closed_form.mann_whitney_greater([0.5], [0.5]), 1.0),
+    ("mann_whitney_greater", lambda: closed_form.mann_whitney_greater([0.9, 0.8], [0.2, 0.1]), 1 / 6),
+    ("mann_whitney_greater", lambda: closed_form.mann_whitney_greater([0.5, 0.5], [0.5, 0.5]), 1.0),
     # cliffs_delta
-    ("cliffs_delta", lambda: stats.cliffs_delta([], [0.5]), NAN),
-    ("cliffs_delta", lambda: stats.cliffs_delta([0.9], [0.2]), 1.0),
-    ("cliffs_delta", lambda: stats.cliffs_delta([0.5], [0.5]), 0.0),
-    ("cliffs_delta", lambda: stats.cliffs_delta([0.9, 0.1], [0.5, 0.5]), 0.0),
-    ("cliffs_delta", lambda: stats.cliffs_delta([0.9, 0.8], [0.2, 0.1]), 1.0),
+    ("cliffs_delta", lambda: closed_form.cliffs_delta([], [0.5]), NAN),
+    ("cliffs_delta", lambda: closed_form.cliffs_delta([0.9], [0.2]), 1.0),
+    ("cliffs_delta", lambda: closed_form.cliffs_delta([0.5], [0.5]), 0.0),
+    ("cliffs_delta", lambda: closed_form.cliffs_delta([0.9, 0.1], [0.5, 0.5]), 0.0),
+    ("cliffs_delta", lambda: closed_form.cliffs_delta([0.9, 0.8], [0.2, 0.1]), 1.0),
     # spearman: three pairs, two distinct values on each side
-    ("spearman", lambda: stats.spearman([1, 2], [1, 2]), (NAN, NAN)),
-    ("spearman", lambda: stats.spearman([1, 2, 3], [0.5, 0.5, 0.5]), (NAN, NAN)),
-    ("spearman", lambda: stats.spearman([1, 2, 3], [1, 2]), (NAN, NAN)),
-    ("spearman", lambda: stats.spearman([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4])[0], 1.0),
+    ("spearman", lambda: closed_form.spearman([1, 2], [1, 2]), (NAN, NAN)),
+    ("spearman", lambda: closed_form.spearman([1, 2, 3], [0.5, 0.5, 0.5]), (NAN, NAN)),
+    ("spearman", lambda: closed_form.spearman([1, 2, 3], [1, 2]), (NAN, NAN)),
+    ("spearman", lambda: closed_form.spearman([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4])[0], 1.0),
     # benjamini_hochberg
-    ("benjamini_hochberg", lambda: stats.benjamini_hochberg([]), []),
-    ("benjamini_hochberg", lambda: stats.benjamini_hochberg([0.04]), [0.04]),
-    ("benjamini_hochberg", lambda: stats.benjamini_hochberg([NAN]), [NAN]),
-    ("benjamini_hochberg", lambda: stats.benjamini_hochberg([0.01, 0.04]), [0.02, 0.04]),
-    ("benjamini_hochberg", lambda: stats.benjamini_hochberg([0.03, 0.03]), [0.03, 0.03]),
+    ("benjamini_hochberg", lambda: closed_form.benjamini_hochberg([]), []),
+    ("benjamini_hochberg", lambda: closed_form.benjamini_hochberg([0.04]), [0.04]),
+    ("benjamini_hochberg", lambda: closed_form.benjamini_hochberg([NAN]), [NAN]),
+    ("benjamini_hochberg", lambda: closed_form.benjamini_hochberg([0.01, 0.04]), [0.02, 0.04]),
+    ("benjamini_hochberg", lambda: closed_form.benjamini_hochberg([0.03, 0.03]), [0.03, 0.03]),
     # the score conventions: the mean, the healthbench convention's clip; no values is an error there
     ("finish_means", lambda: stats.finish_means(NAN, "healthbench"), NAN),
     ("finish_means", lambda: stats.finish_means(1.5, "healthbench"), 1.0),
@@ -217,19 +219,38 @@ def test_tiny_samples_give_the_documented_value(name: str, call: Callable[[], An
     assert _same(got, expected), f"{name}: {got!r} != {expected!r}"
 
 
-def test_the_table_covers_every_public_statistic() -> None:
-    public = {
+MODULES = (stats, closed_form)  # the resampled statistics and the closed-form ones
+
+
+def _public_functions(module: ModuleType) -> set[str]:
+    """The public functions `module` defines (not those it imports)."""
+    return {
         name
-        for name, obj in vars(stats).items()
-        if not name.startswith("_") and inspect.isfunction(obj) and obj.__module__ == stats.__name__
+        for name, obj in vars(module).items()
+        if not name.startswith("_") and inspect.isfunction(obj) and obj.__module__ == module.__name__
     }
+
+
+def _defined(name: str) -> Any:
+    """The public function `name` (or `Interval.method`) from the one module that defines it."""
+    if name.startswith("Interval."):
+        return getattr(stats.Interval, name.removeprefix("Interval."))
+    (module,) = (m for m in MODULES if name in _public_functions(m))
+    return getattr(module, name)
+
+
+def test_the_table_covers_every_public_statistic() -> None:
+    per_module = [_public_functions(module) for module in MODULES]
+    assert all(per_module), "a module of statistics defines no public function: is MODULES stale?"
+    assert not set.intersection(*per_module), "one name defined in both modules"
+    public = set.union(*per_module)
     public |= {f"Interval.{m}" for m in vars(stats.Interval) if not m.startswith("_")}
     assert public - {"Interval.estimate", "Interval.low", "Interval.high"} <= {c[0] for c in CASES}
 
 
 def test_every_public_statistic_documents_its_not_computable_value() -> None:
     for name in {c[0] for c in CASES} - {"as_array", "finite_or_none", "Interval.excludes_zero"}:
-        doc = inspect.getdoc(getattr(stats, name)) or ""
+        doc = inspect.getdoc(_defined(name)) or ""
         assert "ot computable" in doc or "No p-values" in doc, name
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from livemed.common.closed_form import proportion
 from livemed.common.prompts import parse_blocks
-from livemed.common.stats import proportion
 from livemed.judges.battery import (
     judge_in_memory,
     make_battery,

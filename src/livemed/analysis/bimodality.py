@@ -4,7 +4,7 @@ The method advises checking the distribution of rubric scores after grading: whe
 score (nearly) 0 or (nearly) 1 and few fall between, one or two heavy criteria decide each answer,
 and the criterion weights may be too extreme. Per model, over its scored answers: the share at or
 below `EDGE` (0.05), the share at or above 1 − `EDGE`, and Sarle's bimodality coefficient
-(`stats.bimodality_coefficient`). A model is flagged when it has at least `MIN_N` (20) answers, each
+(`closed_form.bimodality_coefficient`). A model is flagged when it has at least `MIN_N` (20) answers, each
 end holds at least `MIN_SIDE` (15%) of them and both ends together at least `MIN_ENDS` (60%); with
 fewer answers it is not judged ("too few"). Pure: scores in, rows out.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from livemed.analysis.inputs import Scored
-from livemed.common import stats
+from livemed.common import closed_form, stats
 
 EDGE = 0.05
 MIN_N = 20
@@ -58,7 +58,7 @@ def check(values: Iterable[float], model: str = "") -> BimodalityRow:
     high = sum(x >= 1 - EDGE for x in xs) / n if n else 0.0
     judged = n >= MIN_N
     bimodal = judged and low >= MIN_SIDE and high >= MIN_SIDE and low + high >= MIN_ENDS
-    coefficient = stats.finite_or_none(stats.bimodality_coefficient(xs))
+    coefficient = stats.finite_or_none(closed_form.bimodality_coefficient(xs))
     return BimodalityRow(model, n, low, high, coefficient, bimodal, judged)
 
 

@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 
 from livemed.analysis.cutoffs import CutoffEntry, find_cutoff
 from livemed.analysis.inputs import CaseScore, by_model
-from livemed.common import stats
+from livemed.common import closed_form, stats
 from livemed.common.stats import aggregate
 
 Status = Literal["tested", "insufficient data", "control", "no cutoff"]
@@ -202,11 +202,11 @@ def _test(row: ContaminationRow, rows: Sequence[CaseScore], settings: AnalysisSe
     split = stats.bootstrap_diff(pre, post, resamples=n, seed=seed, convention=conv)
     row.pre_minus_post = split.estimate
     row.pre_minus_post_low, row.pre_minus_post_high = _opt(split.low), _opt(split.high)
-    row.p_mannwhitney = _opt(stats.mann_whitney_greater(pre, post))
+    row.p_mannwhitney = _opt(closed_form.mann_whitney_greater(pre, post))
     row.p_permutation = _opt(
         stats.permutation_p_independent(pre, post, resamples=settings.permutations, seed=seed)
     )
-    row.cliffs_delta = _opt(stats.cliffs_delta(pre, post))
+    row.cliffs_delta = _opt(closed_form.cliffs_delta(pre, post))
 
 
 def _drift(
@@ -306,7 +306,9 @@ def analyse(
     for row in tested:
         _test(row, groups[row.model], s)
         _drift(row, groups[row.model], controls, s)
-    for row, q in zip(tested, stats.benjamini_hochberg([_nan(r.p_mannwhitney) for r in tested]), strict=True):
+    for row, q in zip(
+        tested, closed_form.benjamini_hochberg([_nan(r.p_mannwhitney) for r in tested]), strict=True
+    ):
         row.q_value = _opt(q)
         _verdict(row, s.alpha)
     for row in out:

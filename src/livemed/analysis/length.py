@@ -3,7 +3,7 @@
 Each scored answer's length is its number of words (whitespace-separated, from the stored text; the
 completion tokens the endpoint reported are kept on the `Answer` too, but baselines have none). Per
 model: the answers paired with a score, their median length, and Spearman's rank correlation between
-length and score with its two-sided p-value (`stats.spearman`; None when not computable: fewer than
+length and score with its two-sided p-value (`closed_form.spearman`; None when not computable: fewer than
 three answers, or all of one length or one score). A correlation near 0 is what a length-neutral
 rubric gives; a strong positive one means longer answers score higher whatever they say.
 """
@@ -18,7 +18,8 @@ from pydantic import BaseModel, TypeAdapter
 from typing_extensions import TypedDict
 
 from livemed.analysis.inputs import Scored
-from livemed.common.stats import finite_or_none, spearman
+from livemed.common.closed_form import spearman
+from livemed.common.stats import finite_or_none
 from livemed.records import Answer
 from livemed.store import Store
 

@@ -1,6 +1,8 @@
-"""Statistics used by the analyses: seeded bootstrap intervals, permutation tests, effect sizes, FDR;
-the score conventions' aggregates (`finish_means`, `aggregate`, `summarize`) and the leaderboard's
-ranking of models by them (`rank_models`).
+"""Every resampled statistic of the package and the leaderboard's numbers: seeded bootstrap intervals,
+permutation tests, the score conventions' aggregates (`finish_means`, `aggregate`, `summarize`) and the
+ranking of models by them (`rank_models`). The statistics computed in closed form (Mann–Whitney,
+Cliff's delta, Spearman, FDR, the bimodality coefficient, Wilson's proportion) are
+`common/closed_form.py`'s, which follows the conventions and uses the helpers defined here.
 
 Every bootstrap resample of the package is drawn here (`_resampled_means`, `cluster_bootstrap`,
 `bootstrap_paired_diff`): seeded, percentile intervals, drawn in batches that bound memory.
@@ -10,10 +12,8 @@ generator, and `nan` instead of an exception or a warning when a sample is too s
 intervals and the sign-flip test are numpy, linear in the number of cases, drawn in batches (the
 percentile intervals equal `scipy.stats.bootstrap(method="percentile")`'s under the same generator,
 the exact sign-flip p-values equal `scipy.stats.permutation_test`'s: tests/analysis/test_stats_batched.py);
-Spearman's correlation, skewness and kurtosis are numpy with scipy's own operations (the same floats:
-tests/analysis/test_stats_numpy.py; `import scipy.stats` alone is ~1 CPU s, half of `scores`); the
-two-sample permutation test, Mann–Whitney and FDR are scipy.stats (imported when first used, so a
-command that needs none of them does not pay for importing scipy).
+the two-sample permutation test is scipy.stats (imported when first used, so a command that needs
+none of it does not pay for importing scipy, ~1 CPU s).
 
 "Not computable" is `nan` here, always (never an exception, never a made-up number); the analysis
 tables turn it into `None` (`finite_or_none`), which the CLI and the report show as "—" (the score
@@ -23,9 +23,7 @@ aggregates `aggregate` and `bootstrap` raise ValueError on no values, `summarize
 - an interval needs two values in each resampled sample (one value has no spread to resample);
   all-equal values give the zero-width interval every resample agrees on;
 - a permutation p-value needs two values in each sample; when every value is equal (or, paired, every
-  difference is 0) no rearrangement differs from the observed one and p = 1;
-- the Mann–Whitney p-value and Cliff's delta need one value in each sample (exact for tiny samples);
-- Spearman's correlation needs three pairs and two distinct values on each side.
+  difference is 0) no rearrangement differs from the observed one and p = 1.
 """
 
 from __future__ import annotations
@@ -43,6 +41,7 @@ DEFAULT_RESAMPLES = 2000  # the default of [analysis] resamples, so scores and l
 DEFAULT_PERMUTATIONS = 5000
 ZERO_POSITIVE = "zero positive weight"  # why a case without a score is left out of an aggregate
 BATCH_VALUES = 1 << 21  # resampled values held at once (~16 MiB of float64 per array): bounds memory
+MIN_N = 30  # a figure over fewer units (a proportion, a bootstrap over items) is shown as "n too small"
 
 
 def _resample_batch(n: int) -> int:
@@ -449,178 +448,3 @@ def _permutation_p(null: FloatArray, observed: float, exact: bool, alternative: 
     greater = (np.count_nonzero(null >= observed - gamma) + adjustment) / (null.size + adjustment)
     p = {"less": less, "greater": greater, "two-sided": 2 * min(less, greater)}[alternative]
     return float(min(max(p, 0.0), 1.0))
-
-
-def mann_whitney_greater(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
-    """One-sided Mann–Whitney U p-value for x tending to be larger than y.
-
-    Not computable (nan): either sample empty. Every value equal → 1.0; one value each is exact
-    (x > y → 0.5)."""
-    a, b = as_array(x), as_array(y)
-    if a.size == 0 or b.size == 0:
-        return math.nan
-    if np.all(np.concatenate([a, b]) == a[0]):
-        return 1.0
-    from scipy import stats
-
-    return float(stats.mannwhitneyu(a, b, alternative="greater").pvalue)
-
-
-def cliffs_delta(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
-    """Cliff's delta: P(x > y) − P(x < y) over all pairs, in [-1, 1].
-
-    Not computable (nan): either sample empty."""
-    a, b = as_array(x), as_array(y)
-    if a.size == 0 or b.size == 0:
-        return math.nan
-    greater = int(np.sum(a[:, None] > b[None, :]))
-    less = int(np.sum(a[:, None] < b[None, :]))
-    return (greater - less) / (a.size * b.size)
-
-
-def spearman(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> tuple[float, float]:
-    """Spearman's rank correlation of paired samples and its two-sided p-value.
-
-    `scipy.stats.spearmanr`'s steps in numpy (average ranks for ties, Pearson's correlation of the
-    ranks by `np.corrcoef`, the t statistic on n − 2 degrees of freedom and Student's t survival
-    function, `scipy.special.stdtr`), so the numbers are scipy's (tests/analysis/test_stats_numpy.py)
-    without importing all of `scipy.stats` (~1 CPU s).
-
-    Not computable (nan, nan): fewer than three pairs, either sample constant (no ranks to order), or
-    a nan among the values (scipy's `nan_policy="propagate"`)."""
-    a, b = as_array(x), as_array(y)
-    if a.size < 3 or a.size != b.size or _constant(a) or _constant(b):
-        return math.nan, math.nan
-    if np.isnan(a).any() or np.isnan(b).any():
-        return math.nan, math.nan
-    ranks = np.column_stack((_average_ranks(a), _average_ranks(b)))
-    rs: FloatArray = np.asarray(np.corrcoef(ranks, rowvar=False))
-    dof = a.size - 2
-    with np.errstate(divide="ignore"):  # rs may be ±1: t is then infinite and p 0
-        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
-    from scipy.special import stdtr
-
-    p = 2 * stdtr(dof, -np.abs(t))
-    return float(rs[1, 0]), float(p[1, 0])
-
-
-def _average_ranks(x: FloatArray) -> FloatArray:
-    """Ranks 1..n of x, tied values sharing the mean of their ranks (`scipy.stats.rankdata`'s
-    "average"; the ranks are whole or half numbers, so any exact method gives the same floats)."""
-    order = np.argsort(x, kind="stable")
-    ordered = x[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # first index of each run
-    ends = np.r_[starts[1:], x.size]  # one past its last
-    ranks = np.empty(x.size)
-    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    return ranks
-
-
-def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
-    """Benjamini–Hochberg adjusted p-values (q-values); nan inputs stay nan and are not counted.
-
-    No p-values → an empty list; only nan → only nan."""
-    p = as_array(p_values)
-    out = np.full(p.shape, np.nan)
-    valid = ~np.isnan(p)
-    if valid.any():
-        from scipy import stats
-
-        out[valid] = stats.false_discovery_control(p[valid], method="bh")
-    return [float(v) for v in out]
-
-
-def bimodality_coefficient(values: Sequence[float] | FloatArray) -> float:
-    """Sarle's bimodality coefficient (g² + 1) / (k + 3(n−1)²/((n−2)(n−3))), with the sample skewness g
-    and excess kurtosis k (bias-corrected: `_skewness`, `_excess_kurtosis`); above 5/9 (a uniform
-    distribution's value) suggests two modes. Not computable (nan): fewer than four values, all of them
-    equal, or a nan among them."""
-    x = as_array(values)
-    n = x.size
-    if n < 4 or _constant(x):
-        return math.nan
-    g = _skewness(x)
-    k = _excess_kurtosis(x)
-    return (g * g + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
-
-
-def _moments(values: Sequence[float] | FloatArray) -> tuple[int, np.float64, np.float64, np.float64] | None:
-    """(n, m2, m3, m4): the 2nd, 3rd and 4th central moments with `scipy.stats`' own operations (its
-    `_moment`: d², d²·d and (d²)² of d = x − mean, each averaged), so the floats are scipy's; None where
-    scipy's skew and kurtosis are nan: no values, a nan among them, or no spread (m2 ≤ (eps · mean)²)."""
-    x = as_array(values)
-    if x.size == 0:
-        return None
-    mean = np.mean(x, axis=0, keepdims=True)
-    d = x - mean
-    square = d**2
-    m2, m3, m4 = np.mean(square, axis=0), np.mean(square * d, axis=0), np.mean(square**2, axis=0)
-    if np.isnan(mean[0]) or m2 <= (np.finfo(np.float64).eps * mean[0]) ** 2:
-        return None
-    return x.size, m2, m3, m4
-
-
-def _skewness(values: Sequence[float] | FloatArray) -> float:
-    """The bias-corrected sample skewness, as `scipy.stats.skew(x, bias=False)`: √(n(n−1))/(n−2) ·
-    m3/m2^1.5, the uncorrected m3/m2^1.5 for two values (scipy's rule). nan: no values, no spread, or a
-    nan among them."""
-    if (moments := _moments(values)) is None:
-        return math.nan
-    n, m2, m3, _ = moments
-    if n <= 2:
-        return float(m3 / m2**1.5)
-    return float(((n - 1.0) * n) ** 0.5 / (n - 2.0) * m3 / m2**1.5)
-
-
-def _excess_kurtosis(values: Sequence[float] | FloatArray) -> float:
-    """The bias-corrected sample excess kurtosis, as `scipy.stats.kurtosis(x, bias=False)`:
-    ((n²−1)·m4/m2² − 3(n−1)²) / ((n−2)(n−3)), the uncorrected m4/m2² − 3 for up to three values
-    (scipy's rule). nan: no values, no spread, or a nan among them."""
-    if (moments := _moments(values)) is None:
-        return math.nan
-    n, m2, _, m4 = moments
-    if n <= 3:
-        return float(m4 / m2**2.0 - 3)
-    corrected = 1.0 / (n - 2) / (n - 3) * ((n**2 - 1.0) * m4 / m2**2.0 - 3 * (n - 1) ** 2.0)
-    return float(corrected + 3.0 - 3)  # scipy adds 3 (Pearson's) and takes it away (Fisher's)
-
-
-MIN_N = 30  # a proportion over fewer items is shown as "n too small", not as a figure
-MIN_CLUSTERS = 10  # a bootstrap over fewer items (each holding several units) is not enough data either
-
-
-@dataclass(frozen=True)
-class Proportion:
-    """`k` of `n` with its Wilson score interval (`proportion`), or a bootstrap over the items its units
-    cluster in (`items`: how many); `small` when n < MIN_N, or fewer than MIN_CLUSTERS items."""
-
-    k: int
-    n: int
-    low: float | None
-    high: float | None
-    items: int | None = None
-
-    @property
-    def value(self) -> float | None:
-        return self.k / self.n if self.n else None
-
-    @property
-    def small(self) -> bool:
-        return self.n < MIN_N or (self.items is not None and self.items < MIN_CLUSTERS)
-
-    def as_dict(self) -> dict[str, float | int | None]:
-        out = {"value": self.value, "k": self.k, "n": self.n, "low": self.low, "high": self.high}
-        return out if self.items is None else {**out, "items": self.items}
-
-
-def proportion(k: int, n: int, confidence: float = 0.95) -> Proportion:
-    """`k` successes of `n` with the Wilson score interval (`scipy.stats.binomtest`'s `proportion_ci`,
-    imported when first used). Not computable for n = 0: no value and no interval (None)."""
-    if not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    if n == 0:
-        return Proportion(0, 0, None, None)
-    from scipy.stats import binomtest
-
-    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return Proportion(k, n, float(ci.low), float(ci.high))

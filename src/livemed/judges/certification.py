@@ -1,7 +1,7 @@
 """Whether a figure certifies a grader: it must beat the best trivial grader's figure on the same battery
 with a 95 % interval that excludes it (docs/judges.md, "Validity cards").
 
-Every figure is a `livemed.common.stats.Proportion` (k of n, Wilson interval) kept as its dict
+Every figure is a `livemed.common.closed_form.Proportion` (k of n, Wilson interval) kept as its dict
 (`value`, `k`, `n`, `low`, `high`) with the trivial graders' figures beside it and a verdict:
 
 - *not enough data*: n < `MIN_N` (30), units clustered in fewer than `MIN_CLUSTERS` (10) items, or
@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from livemed.common.stats import MIN_N, Proportion
+from livemed.common.closed_form import Proportion
+from livemed.common.stats import MIN_N
 
 Verdict = Literal["passed", "failed", "not enough data"]
 VERDICTS: tuple[Verdict, ...] = ("passed", "failed", "not enough data")
@@ -90,7 +91,7 @@ def shown(figure: Mapping[str, Any] | None, digits: int = 2) -> str:
 
 
 def _share(flags: Iterable[bool]) -> Proportion:
-    from livemed.common.stats import proportion
+    from livemed.common.closed_form import proportion
 
     values = list(flags)
     return proportion(sum(values), len(values))
@@ -99,7 +100,7 @@ def _share(flags: Iterable[bool]) -> Proportion:
 def _clustered(units: Iterable[tuple[bool, str]], key: str) -> Proportion:
     """The share of right units whose items (`(right, item)` each) may hold several: Wilson when each
     item has one unit, else the percentile interval of a bootstrap over items (`judges.figures`), with
-    the number of items (fewer than `stats.MIN_CLUSTERS` is not enough data)."""
+    the number of items (fewer than `closed_form.MIN_CLUSTERS` is not enough data)."""
     from livemed.judges.figures import WILSON, estimate
 
     found = list(units)

@@ -5,7 +5,7 @@ consistency). Units of one item cluster (the pairs of an item, both orders of a 
 game), so the interval is a percentile bootstrap over items: items are drawn with replacement and the
 figure recomputed from their units (`RESAMPLES` times, seeded by the figure's key). Where every item
 gives one 0/1 unit, the figure is a plain proportion and its interval is Wilson's
-(`livemed.common.stats.proportion`). A mean over datasets (a family, an average, a tertile mean)
+(`livemed.common.closed_form.proportion`). A mean over datasets (a family, an average, a tertile mean)
 takes the unweighted mean of its parts' values and of their bootstrap draws; it is "n too small" when
 any part is. A figure over fewer than `MIN_N` units is "n too small": shown so, never as a bare number.
 """
@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from livemed.common.stats import MIN_N, cluster_bootstrap, proportion
+from livemed.common.closed_form import proportion
+from livemed.common.stats import MIN_N, cluster_bootstrap
 
 RESAMPLES = 2000
 SEED = 0
