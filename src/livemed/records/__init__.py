@@ -36,6 +36,7 @@ from livemed.records.grading import (
 from livemed.records.harvest import Doc, Rejection, Reply, ReplyRole, is_call_failure
 from livemed.records.judging import Candidate, JudgeVerdict, Pair, ValidityCard
 from livemed.records.releases import Release, ReleaseItem, Retirement
+from livemed.records.review import AuditSample, Label, Reviewer, RubricVersion
 from livemed.records.runs import Run, Usage
 
 RECORD_TYPES: dict[str, type[Record]] = {
@@ -44,6 +45,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         *(Doc, Rejection, Case, Rubric, Answer, Grade, GradeFailure, Score, Run, ErrorLabel),
         *(Release, ReleaseItem, Retirement),
         *(Pair, JudgeVerdict, ValidityCard),
+        *(Reviewer, AuditSample, Label, RubricVersion),
     )
 }
 
@@ -76,6 +78,7 @@ __all__ = [
     "RECORD_TYPES",
     "AdviceCheck",
     "Answer",
+    "AuditSample",
     "Axis",
     "Candidate",
     "Case",
@@ -89,6 +92,7 @@ __all__ = [
     "GroundedSpan",
     "GroundingAudit",
     "JudgeVerdict",
+    "Label",
     "Narrative",
     "Pair",
     "Provenance",
@@ -99,7 +103,9 @@ __all__ = [
     "Reply",
     "ReplyRole",
     "Retirement",
+    "Reviewer",
     "Rubric",
+    "RubricVersion",
     "Run",
     "Score",
     "Usage",

@@ -10,6 +10,7 @@ from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
+from sqlalchemy.dialects import postgresql, sqlite
 
 from livemed import __version__
 from livemed.errors import StoreRecordError
@@ -56,6 +57,23 @@ class RecordTable(StoreBase):
         with self.transaction() as conn:
             self._upsert_values(conn, records_table, values, _KEYS)
         return len(unique)
+
+    def put_new(self, record: Record) -> bool:
+        """Insert `record` only if no record of its kind has its id (`ON CONFLICT DO NOTHING`); whether
+        it was inserted. Two writers making the same next id: exactly one wins, the other reads again."""
+        kind, id_, parent, published, payload = stored_row(record)
+        row = {
+            "kind": kind,
+            "id": id_,
+            "parent_id": parent,
+            "published_at": published,
+            "updated_at": naive_utc(utcnow()),
+            "payload": payload,
+        }
+        dialect = sqlite if self.dialect == "sqlite" else postgresql
+        with self.transaction() as conn:
+            result = conn.execute(dialect.insert(records_table).on_conflict_do_nothing(), [row])
+        return bool(result.rowcount)
 
     def get(self, cls: type[R], record_id: str) -> R | None:
         with self.engine.connect() as conn:
