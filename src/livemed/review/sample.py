@@ -60,9 +60,7 @@ def draw_sample(
     """A stratified random sample of `size` of `judge`'s verdicts (fewer if it has fewer)."""
     cells = _cells(store, judge)
     if not cells:
-        raise UserError(
-            f"no verdicts of grader {judge!r} in the store: run `livemed grade --judge {judge}` first"
-        )
+        raise UserError(f"no verdicts of grader {judge!r} in the store: grade the answers with it first")
     allocation = allocate({key: len(items) for key, items in cells.items()}, size)
     items: list[AuditItem] = []
     strata: list[Stratum] = []
