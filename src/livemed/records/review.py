@@ -133,9 +133,9 @@ class CriterionChange(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    action: Literal["approve", "edit", "strike"]
+    action: Literal["approve", "edit", "strike", "undo"]
     criterion_id: str = Field(min_length=1, description="the id of the criterion acted on")
-    new: Criterion | None = Field(default=None, description="the criterion after an edit")
+    new: Criterion | None = Field(default=None, description="the criterion after an edit (or an undo)")
 
 
 class RubricVersion(Record):
