@@ -28,7 +28,16 @@ def _all_results() -> list[object]:
         stats.permutation_p_independent(X[:300], Y[:300], resamples=1500, seed=7),
         stats.permutation_p_paired(X - Y, resamples=1500, seed=8),
         stats.bootstrap(list(X), "healthbench", resamples=1500, seed=9),
+        _stratified_sums(),
     ]
+
+
+def _stratified_sums() -> list[list[float]]:
+    rows = np.stack([X, Y], axis=1)
+    strata = ["a" if i % 4 else "b" for i in range(X.size)]
+    sums = stats.stratified_bootstrap_sums(rows, strata, resamples=300, rng=np.random.default_rng(10))
+    assert sums is not None
+    return [list(row) for row in sums.tolist()]
 
 
 def test_batched_statistics_equal_unbatched_ones(monkeypatch: pytest.MonkeyPatch) -> None:

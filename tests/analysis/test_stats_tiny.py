@@ -184,6 +184,20 @@ CASES: list[Case] = [
         lambda: _bounds(stats.cluster_bootstrap([1.0, 0.0, 1.0], ["i", "i", "j"], resamples=50, rng=_rng())),
         (0.5, 1.0),
     ),
+    # stratified_bootstrap_sums: rows resampled within their strata, totals per resample
+    ("stratified_bootstrap_sums", lambda: stats.stratified_bootstrap_sums([], [], rng=_rng()), None),
+    (
+        "stratified_bootstrap_sums",
+        lambda: _bounds(stats.stratified_bootstrap_sums([[2.0]], ["a"], resamples=10, rng=_rng())),
+        (2.0, 2.0),
+    ),
+    (  # stratum a's two rows give 0, 1 or 2; b's one row always 5
+        "stratified_bootstrap_sums",
+        lambda: _bounds(
+            stats.stratified_bootstrap_sums([[1.0], [0.0], [5.0]], ["a", "a", "b"], resamples=50, rng=_rng())
+        ),
+        (5.0, 7.0),
+    ),
     # helpers
     ("as_array", lambda: stats.as_array([]).tolist(), []),
     ("as_array", lambda: stats.as_array([1]).tolist(), [1.0]),

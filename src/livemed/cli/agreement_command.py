@@ -1,4 +1,6 @@
-"""`livemed judges agreement`: a grader's verdicts on human-labelled items, against the labels."""
+"""`livemed judges agreement`: a grader's verdicts against human labels: its stored verdicts on its
+audit sample against the reviewers' stored labels (no `--labels`; no model call), or its verdicts on the
+items of a label file (`--labels FILE`; it grades them)."""
 
 from __future__ import annotations
 
@@ -21,19 +23,25 @@ from livemed.cli.stage_commands import (
 )
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
+from livemed.judges.cards import AGREEMENT_NAMESPACE
 
 
 @judges_app.command("agreement")
 def agreement(
     ctx: typer.Context,
-    labels: Path = typer.Option(
-        ...,
+    labels: Path | None = typer.Option(
+        None,
         "--labels",
         metavar="FILE",
-        help="JSONL/CSV (response, criterion, label) or K-QA NLI CSV, e.g. labels.csv.",
+        help="JSONL/CSV (response, criterion, label) or K-QA NLI CSV, e.g. labels.csv, to grade; "
+        "without it, the grader's stored verdicts against the reviewers' stored labels.",
     ),
     grader: str = typer.Option(
-        ..., "--grader", metavar="MODEL", help="Grader model, e.g. openai/gpt-4o, or offline/lexical."
+        ...,
+        "--grader",
+        metavar="MODEL",
+        help="Grader model, e.g. openai/gpt-4o, or offline/lexical (without --labels: the judge id its "
+        "grades carry).",
     ),
     limit: int | None = typer.Option(
         None, "--limit", min=1, metavar="N", help="Use at most this many labelled items, e.g. 200."
@@ -49,7 +57,18 @@ def agreement(
         None, "--max-cost", min=0, metavar="USD", help="Spending limit in US dollars, e.g. 5."
     ),
 ) -> None:
-    """Grade human-labelled items and report macro-F1, Cohen's kappa and per-class precision/recall."""
+    """The grader against human labels: macro-F1, Cohen's kappa, accuracy and per-class precision/recall.
+    Without --labels, its stored verdicts on its audit sample against the reviewers' labels (per axis,
+    with intervals, beside reviewer-vs-reviewer agreement and trivial graders); with --labels, it grades
+    the file's items."""
+    if labels is None:
+        if grader_template is not None or limit is not None:
+            raise UserError(
+                "--grader-template and --limit grade a label file: give --labels FILE, or leave them out "
+                "to compare the stored verdicts of --grader (e.g. model@tpl-<hash>) with the reviewers'"
+            )
+        _stored(ctx, grader, json_out)
+        return
     from livemed.cli.common import make_engine, model_run, print_usage
     from livemed.errors import InputFileError
     from livemed.grade.grader import OfflineGrader
@@ -89,7 +108,7 @@ def agreement(
         print_usage(engine)
         raise CallsFailedError(f"{len(items)} of {len(items)} items failed: no verdict to measure")
     result = metrics([h for h, _ in graded], [p for _, p in graded], failures=sum(reasons.values()))
-    app_state.store.state_set("judges_agreement", judge.id, result.as_dict())  # shown on validity cards
+    app_state.store.state_set(AGREEMENT_NAMESPACE, judge.id, result.as_dict())  # shown on validity cards
     _print_agreement(judge.id, labels, result.as_dict() | {"failure_reasons": reasons})
     if json_out is not None:
         write_text(json_out, json.dumps(result.as_dict() | {"failure_reasons": reasons}, indent=2))
@@ -135,3 +154,41 @@ def _print_agreement(grader: str, labels: Path, data: dict[str, Any]) -> None:
         console.print(
             f"grader failures counted as not met: {data['grader_failures']} {data['failure_reasons']}"
         )
+
+
+def _stored(ctx: typer.Context, grader: str, json_out: Path | None) -> None:
+    """The grader's stored verdicts against the reviewers' stored labels: printed, stored for its
+    validity card, and written to --json."""
+    from livemed.judges.reviewed import reviewed_agreement
+
+    store = state(ctx).existing_store
+    data = reviewed_agreement(store, grader)
+    store.state_set(AGREEMENT_NAMESPACE, grader, data)  # shown on validity cards and the report
+    _print_reviewed(data)
+    if json_out is not None:
+        write_text(json_out, json.dumps(data, indent=2))
+
+
+def _print_reviewed(data: dict[str, Any]) -> None:
+    from livemed.judges.certification import shown
+    from livemed.judges.reviewed import agreement_rows, notes
+
+    grader = data["grader"]
+    console.print(
+        f"grader {data['judge']} vs the reviewers' labels on its audit sample: {grader['n']} of "
+        f"{data['sampled']} items labelled ({grader['labels']} labels), {data['weighting']}",
+        markup=False,
+    )
+    table = Table(title="Agreement with the reviewers (95% stratified bootstrap intervals)")
+    for column in ("comparison", "accuracy", "macro-F1", "Cohen's kappa"):
+        table.add_column(column, justify="left" if column == "comparison" else "right")
+    for name, figures, trivial in agreement_rows(data):
+        cells = (shown(figures.get(key)) for key in ("accuracy", "macro_f1", "cohen_kappa"))
+        table.add_row(f"  {name}" if trivial else name, *cells)
+    console.print(table)
+    for cls, parts in grader["per_class"].items():
+        console.print(
+            f"{cls}: precision {shown(parts['precision'])} · recall {shown(parts['recall'])}", markup=False
+        )
+    for line in notes(data):
+        console.print(line, markup=False)

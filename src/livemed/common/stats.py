@@ -448,3 +448,31 @@ def _permutation_p(null: FloatArray, observed: float, exact: bool, alternative: 
     greater = (np.count_nonzero(null >= observed - gamma) + adjustment) / (null.size + adjustment)
     p = {"less": less, "greater": greater, "two-sided": 2 * min(less, greater)}[alternative]
     return float(min(max(p, 0.0), 1.0))
+
+
+def stratified_bootstrap_sums(
+    rows: Sequence[Sequence[float]] | FloatArray,
+    strata: Sequence[str],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    rng: np.random.Generator,
+) -> FloatArray | None:
+    """`resamples` bootstrap totals of rows drawn in strata (a stratified sample's design): in each
+    stratum (sorted by name) its rows drawn with replacement as many times as it has, the draws' rows
+    summed over every stratum. Returns a (resamples, columns) array. Each stratum's draws come from
+    `rng` in turn, `_resample_batch` rows at a time, so the result does not depend on the batch.
+
+    Not computable: no rows → None. A stratum of one row adds that row to every resample."""
+    x = np.asarray(rows, dtype=np.float64)
+    if x.size == 0 or x.ndim != 2 or len(strata) != x.shape[0]:
+        return None
+    totals = np.zeros((resamples, x.shape[1]))
+    for name in sorted(set(strata)):
+        members = x[np.fromiter((s == name for s in strata), dtype=bool, count=len(strata))]
+        m = members.shape[0]
+        step = _resample_batch(m * x.shape[1])
+        for start in range(0, resamples, step):
+            count = min(step, resamples - start)
+            picked = rng.integers(0, m, size=(count, m))
+            totals[start : start + count] += members[picked].sum(axis=1)
+    return totals

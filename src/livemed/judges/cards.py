@@ -106,11 +106,12 @@ def card_for(store: Store, grader: str, answer_ids: Iterable[str] = (), mode: st
         return CardView(grader, None, line)
     made_in = next(iter(modes), None)
     card = find_card(store, grader, {"mode": made_in} if made_in else None)
+    latest = store.state_get(AGREEMENT_NAMESPACE, grader)  # the last `judges agreement`, made since too
     if card is None:
         how = f" in mode {made_in}" if made_in else ""
         line = f"grader {grader} is unvalidated (no validity card{how}): run {certify_hint(grader, made_in)}"
-        return CardView(grader, None, line)
-    return CardView(grader, card, _line(card))
+        return CardView(grader, None, line + _reviewed_text(latest))
+    return CardView(grader, card, _line(card, latest))
 
 
 def card_line(store: Store, grader: str, answer_ids: Iterable[str] = (), mode: str | None = None) -> str:
@@ -134,7 +135,16 @@ def _part_text(label: str, part: dict[str, Any] | None) -> str | None:
     return f"{label} {part['verdict'].upper()}: {figures}"
 
 
-def _line(card: ValidityCard) -> str:
+def _reviewed_text(agreement: dict[str, Any] | None) -> str:
+    """The reviewers' agreement of a stored `judges agreement` run on the audit labels, or ''."""
+    from livemed.judges.reviewed import SOURCE, summary
+
+    if not agreement or agreement.get("source") != SOURCE:
+        return ""
+    return f"; reviewers' labels ({agreement['measured_at'][:10]}): {summary(agreement)}"
+
+
+def _line(card: ValidityCard, latest: dict[str, Any] | None = None) -> str:
     m = card.metrics
     when = card.provenance.created_at.date().isoformat()
     template, setup = card.settings.get("grader_template"), card.settings.get("grader_setup")
@@ -149,10 +159,11 @@ def _line(card: ValidityCard) -> str:
     parts = [p for p in (_part_text("rubric", m.get("rubric")), _part_text("pairs", m.get("pairs"))) if p]
     if m.get("pairs") is None:
         parts.append("pairs not measured")
-    agreement = m.get("human_agreement")
-    if agreement and agreement.get("macro_f1") is not None:
+    agreement = latest or m.get("human_agreement")
+    reviewed = _reviewed_text(agreement)
+    if not reviewed and agreement and agreement.get("macro_f1") is not None:
         parts.append(f"human macro-F1 {agreement['macro_f1']:.2f}")
-    return f"{head}: {card.verdict.upper()} — " + "; ".join(parts)
+    return f"{head}: {card.verdict.upper()} — " + "; ".join(parts) + reviewed
 
 
 # The pair battery: every dataset found, items stratified (dataset; calculator for MedCalc) and

@@ -28,6 +28,7 @@ from livemed.analysis.provenance import (
 from livemed.analysis.taxonomy import CriterionResult, DistributionRow, criterion_results, distribution
 from livemed.analysis.trends import TrendRow, monthly
 from livemed.analysis.window import Window, window_scoreset
+from livemed.judges.reviewed import ReviewedView, report_view
 from livemed.judges.tables import JudgesSection
 from livemed.pipeline.runs import as_seen
 from livemed.records import Answer, Case, ErrorLabel, Grade, Rubric, Run, utcnow
@@ -90,6 +91,7 @@ class ReportData:
     validity: str = ""  # the grader's validity card line (livemed.judges.cards), or "unvalidated"
     window: str = ""  # which cases count (`Window.describe`), when --min-date/--max-date/--after-cutoff
     judges: JudgesSection | None = None  # the stored judge runs (`judges report`'s tables), if any
+    reviewed: ReviewedView | None = None  # the grader against the reviewers' labels, if it has a sample
 
     @property
     def total_cost(self) -> float:
@@ -151,6 +153,7 @@ def build_report(
     scores = [score for score in scored.scores if score.model in models]
     data.length = length_rows(stored_lengths(store, (score.answer_id for score in scores)), scores)
     data.judges = judges_section(store)
+    data.reviewed = report_view(store, scored.judge)
     data.charts = _charts(data)
     from livemed.judges.cards import card_line
 

@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from livemed.analysis.table_files import clean_json
 from livemed.common.atomic import write_text
+from livemed.judges.certification import shown
 from livemed.judges.figures import Figure
 from livemed.judges.tables import figure_lines
 from livemed.reports.build import ReportData
@@ -62,7 +63,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, pct=_pct, pvalue=_pvalue, band=_band, figure=figure_lines)
+    env.filters.update(num=_num, pct=_pct, pvalue=_pvalue, band=_band, figure=figure_lines, shown=shown)
     env.tests["figure"] = lambda value: isinstance(value, Figure)
     return env
 
