@@ -206,3 +206,32 @@ def test_the_intervals_are_seeded_and_the_summary_names_every_comparison(any_sto
     assert "always met" in line
     assert "majority (" in line
     assert "reviewer vs reviewer kappa" in line
+
+
+def test_the_weights_give_each_cell_its_population_share(any_store: Store) -> None:
+    # 80 met verdicts, 20 not met; the sample over-draws the small cell. The reviewers agree with every
+    # met verdict and with half the drawn not-met ones: over all verdicts that is (80·1 + 20·½) / 100.
+    grades = graded_store(any_store, [("accuracy", True)] * 80 + [("accuracy", False)] * 20)
+    sample = draw_sample(any_store, JUDGE, 20)
+    any_store.put([sample])
+    met = {g.id: g.met for g in grades}
+    drawn_not = [i.grade_id for i in sample.items if not met[i.grade_id]]
+    disagreeing = set(drawn_not[: len(drawn_not) // 2])
+    any_store.put([_label(i.grade_id, met[i.grade_id] != (i.grade_id in disagreeing)) for i in sample.items])
+    data = reviewed_agreement(any_store, JUDGE)
+    share_not = 1 - len(disagreeing) / len(drawn_not)
+    assert data["accuracy"] == pytest.approx((80 * 1 + 20 * share_not) / 100)
+    plain = 1 - len(disagreeing) / len(sample.items)
+    assert data["accuracy"] != pytest.approx(plain)  # what counting over the sample would say
+    said_met = (80 + 20 * (1 - share_not)) / 100  # reviewers' met share, weighted
+    assert data["grader"]["trivial"]["always met"]["accuracy"]["value"] == pytest.approx(said_met)
+
+
+def test_a_cell_without_labels_is_named_and_not_represented(any_store: Store) -> None:
+    grades = graded_store(any_store, [("accuracy", True)] * 5 + [("safety", False)] * 5)
+    any_store.put([draw_sample(any_store, JUDGE, 100)])
+    any_store.put([_label(g.id, True) for g in grades[:5]])
+    data = reviewed_agreement(any_store, JUDGE)
+    assert data["unlabelled"] == ["safety:not met"]
+    assert set(data["axes"]) == {"accuracy"}
+    assert data["grader"]["n"] == 5

@@ -93,13 +93,18 @@ def test_a_validity_card_holds_and_shows_the_reviewers_agreement(tmp_path: Path,
             for i, item in enumerate(sample.items)
             for who in (("ana", "ben") if item.double else ("ana",))
         )
+    before = run(store, "judges", "certify", "--grader", JUDGE, "--data", str(tmp_path / "none"))
+    assert "vs reviewers" not in before
     run(store, "judges", "agreement", "--grader", JUDGE)
+    scores = run(store, "scores", "--judge", JUDGE)  # the card made before the labels' agreement
+    assert f"grader {JUDGE} validity card" in scores
+    assert "vs reviewers macro-F1" in scores
     certified = run(store, "judges", "certify", "--grader", JUDGE, "--data", str(tmp_path / "none"))
     assert "vs reviewers macro-F1" in certified
     assert "reviewer vs reviewer kappa" in certified
     assert "human macro-F1" not in certified  # the label-file figure is not shown for stored labels
     with Store(store) as s:
-        (card,) = list(s.iter(ValidityCard))
+        card = max(s.iter(ValidityCard), key=lambda c: c.provenance.created_at)
     assert card.metrics["human_agreement"]["grader"]["n"] == len(sample.items)
     assert card.metrics["human_agreement"]["reviewers"]["n"] == sum(i.double for i in sample.items)
 
@@ -119,3 +124,5 @@ def test_without_a_sample_or_labels_it_refuses_in_one_line(tmp_path: Path) -> No
     template.write_text("{conversation} {response} {criterion} {points}\n")
     said = refused(unlabelled, "judges", "agreement", "--grader", JUDGE, "--grader-template", str(template))
     assert "give --labels FILE" in said
+    limited = refused(unlabelled, "judges", "agreement", "--grader", JUDGE, "--limit", "5")
+    assert "give --labels FILE" in limited

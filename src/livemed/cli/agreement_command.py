@@ -23,7 +23,6 @@ from livemed.cli.stage_commands import (
 )
 from livemed.common.atomic import write_text
 from livemed.errors import CallsFailedError, UserError
-from livemed.judges.cards import AGREEMENT_NAMESPACE
 
 
 @judges_app.command("agreement")
@@ -74,6 +73,7 @@ def agreement(
     from livemed.grade.grader import OfflineGrader
     from livemed.interop.labels import LabelItem, read_labels
     from livemed.judges.agreement import grade_items, metrics
+    from livemed.judges.cards import AGREEMENT_NAMESPACE
     from livemed.models import bind_model
 
     app_state = state(ctx)
@@ -159,6 +159,7 @@ def _print_agreement(grader: str, labels: Path, data: dict[str, Any]) -> None:
 def _stored(ctx: typer.Context, grader: str, json_out: Path | None) -> None:
     """The grader's stored verdicts against the reviewers' stored labels: printed, stored for its
     validity card, and written to --json."""
+    from livemed.judges.cards import AGREEMENT_NAMESPACE
     from livemed.judges.reviewed import reviewed_agreement
 
     store = state(ctx).existing_store
