@@ -191,7 +191,7 @@ CASES: list[Case] = [
         lambda: _bounds(stats.stratified_bootstrap_sums([[2.0]], ["a"], resamples=10, rng=_rng())),
         (2.0, 2.0),
     ),
-    (  # stratum a's two rows give 0, 1 or 2; b's one row always 5
+    (  # stratum a: one of its two rows drawn, scaled by 2 (0 or 2); b's one row always 5
         "stratified_bootstrap_sums",
         lambda: _bounds(
             stats.stratified_bootstrap_sums([[1.0], [0.0], [5.0]], ["a", "a", "b"], resamples=50, rng=_rng())

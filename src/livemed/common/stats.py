@@ -457,12 +457,16 @@ def stratified_bootstrap_sums(
     resamples: int = DEFAULT_RESAMPLES,
     rng: np.random.Generator,
 ) -> FloatArray | None:
-    """`resamples` bootstrap totals of rows drawn in strata (a stratified sample's design): in each
-    stratum (sorted by name) its rows drawn with replacement as many times as it has, the draws' rows
-    summed over every stratum. Returns a (resamples, columns) array. Each stratum's draws come from
-    `rng` in turn, `_resample_batch` rows at a time, so the result does not depend on the batch.
+    """`resamples` bootstrap totals of rows drawn in strata (a stratified sample's design), Rao and
+    Wu's rescaled bootstrap: in each stratum (sorted by name) of n rows, n − 1 drawn with replacement
+    and their sum scaled by n / (n − 1), the strata's sums added. So a stratum total's bootstrap
+    variance is the unbiased estimate of its sampling variance (drawing n of n would understate it by
+    (n − 1) / n: a sixth in a stratum of six). Returns a (resamples, columns) array. Each stratum's
+    draws come from `rng` in turn, `_resample_batch` rows at a time, so the result does not depend on
+    the batch.
 
-    Not computable: no rows → None. A stratum of one row adds that row to every resample."""
+    Not computable: no rows → None. A stratum of one row has no spread to estimate: that row is
+    added to every resample."""
     x = np.asarray(rows, dtype=np.float64)
     if x.size == 0 or x.ndim != 2 or len(strata) != x.shape[0]:
         return None
@@ -470,9 +474,12 @@ def stratified_bootstrap_sums(
     for name in sorted(set(strata)):
         members = x[np.fromiter((s == name for s in strata), dtype=bool, count=len(strata))]
         m = members.shape[0]
-        step = _resample_batch(m * x.shape[1])
+        if m == 1:
+            totals += members[0]
+            continue
+        step = _resample_batch((m - 1) * x.shape[1])
         for start in range(0, resamples, step):
             count = min(step, resamples - start)
-            picked = rng.integers(0, m, size=(count, m))
-            totals[start : start + count] += members[picked].sum(axis=1)
+            picked = rng.integers(0, m, size=(count, m - 1))
+            totals[start : start + count] += members[picked].sum(axis=1) * (m / (m - 1))
     return totals

@@ -16,7 +16,8 @@ items, unweighted. An item labelled by two reviewers counts each label at half i
 
 Figures: accuracy, macro-F1 over met / not met, Cohen's kappa and per-class precision / recall, each
 with the percentile interval of a stratified bootstrap over items (`common.stats.
-stratified_bootstrap_sums`: each cell's items resampled within it, so the weights stay fixed), overall
+stratified_bootstrap_sums`: each cell's items resampled within it, Rao and Wu's rescaled draw of n − 1,
+so the weights stay fixed and a small cell's spread is not understated), overall
 and per axis; beside them what two trivial graders get on the same items and weights: one that always
 says *met*, and one that always gives the reviewers' majority verdict. Reviewer against reviewer: the
 first two labels of each item labelled twice, the same figures over a symmetric table (each pair
