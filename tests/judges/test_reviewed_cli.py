@@ -126,3 +126,17 @@ def test_without_a_sample_or_labels_it_refuses_in_one_line(tmp_path: Path) -> No
     assert "give --labels FILE" in said
     limited = refused(unlabelled, "judges", "agreement", "--grader", JUDGE, "--limit", "5")
     assert "give --labels FILE" in limited
+
+
+def test_what_the_figures_leave_out_is_printed(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    with Store(store) as s:
+        grades = graded_store(s, [("accuracy", True)] * 5 + [("safety", False)] * 5)
+        s.put([draw_sample(s, JUDGE, 100)])
+        s.put(Label(reviewer="ana", queue="audit", item_id=g.id, verdict="met") for g in grades[:4])
+        s.put([Label(reviewer="ana", queue="audit", item_id=grades[4].id, verdict="unsure")])
+    text = run(store, "judges", "agreement", "--grader", JUDGE)
+    assert "cells without a label (not represented): safety:not met" in text
+    assert "1 item(s) labelled unsure only: left out" in text
+    assert "no item is labelled by two reviewers yet" in text
+    assert "n too small (4)" in text  # four items: no figure is shown as if it meant something

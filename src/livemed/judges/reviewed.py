@@ -105,7 +105,7 @@ def load_audit(store: Store, judge: str) -> Audit:
         view = verdicts.get(grade_id)
         if not said:
             unsure += 1
-        elif view is None or cells[grade_id] != f"{cells[grade_id].rsplit(':', 1)[0]}:{_word(view['met'])}":
+        elif view is None or view["met"] != cells[grade_id].endswith(":met"):  # gone, or graded again
             stale += 1
         else:
             items.append(Reviewed(grade_id, cells[grade_id], view["met"], tuple(said)))
