@@ -106,6 +106,10 @@ HINTS: dict[str, Hint] = {
     "livemed judges run --judge hf/{final}": Hint(
         "parse", "needs livemed[train] and a trained checkpoint", values={"final": "runs/judge/grpo"}
     ),
+    # scores --corrected without an audit sample (the review commands: docs/review.md)
+    "livemed review sample --judge {judge} --size 300": Hint(
+        "parse", "printed where a grader has no audit sample", values={"judge": "offline/lexical"}
+    ),
     # named in prose (livemed.toml's comments, a model card, the demo's refusal)
     "livemed evidence fetch": Hint("names", "livemed.toml's comment on where the MedQuAD copy comes from"),
     "livemed sources": Hint("run"),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from livemed.analysis.completeness import Grading
     from livemed.analysis.length import LengthRow
     from livemed.records import Score
+    from livemed.score.corrected import CorrectedScores
     from livemed.score.stage import ScoreRun
     from livemed.store import Store
 
@@ -77,6 +78,12 @@ def scores(
         "--allow-incomplete/--no-allow-incomplete",
         help="Also rank models whose answers are not all graded (marked).",
     ),
+    corrected: bool = typer.Option(
+        False,
+        "--corrected",
+        help="Also each model's mean score corrected for grader error by the reviewers' labels on the "
+        "grader's audit sample (review sample), with its 95% interval, beside the raw one.",
+    ),
     min_date: str | None = MIN_DATE,
     max_date: str | None = MAX_DATE,
     after_cutoff: bool = AFTER_CUTOFF,
@@ -113,6 +120,7 @@ def scores(
         "seed": seed,
     }
     store = state(ctx).existing_store
+    _require_sample(store, judge, corrected)  # before any scoring: without one there is nothing to correct
     with track_run(store, "scores", settings=settings) as record:
         run = score_all(
             store,
@@ -142,6 +150,7 @@ def scores(
         console.print(f"answers left out ({reason}): {n}")
     distribution = warn_bimodal(run.scores)
     lengths = _print_length(store, run.scores)
+    fixed = print_corrected(store, judge, run.scores, wanted=corrected)
     if json_out is not None:
         payload = {
             "judge": judge,
@@ -158,11 +167,55 @@ def scores(
             "not_ranked": [g.model for g in left_out],
             "score_distribution": [asdict(row) for row in distribution],
             "length": [row.model_dump() for row in lengths],
+            "corrected": asdict(fixed) if fixed is not None else None,
         }
         write_text(json_out, json.dumps(payload, indent=2))
         console.print(f"wrote {json_out}")
     if left_out:
         raise RunError(not_ranked_line(left_out, judge, unusable=bool(run.shares)))
+
+
+def _require_sample(store: Store, judge: str, wanted: bool) -> None:
+    if wanted:
+        from livemed.score.corrected import require_sample
+
+        require_sample(store, judge)
+
+
+def print_corrected(store: Store, judge: str, scores: list[Score], *, wanted: bool) -> CorrectedScores | None:
+    """Raw and corrected mean scores side by side (`score.corrected`), and a line per model whose
+    labels are too few for a useful interval; None unless `wanted` (--corrected)."""
+    if not wanted:
+        return None
+    from livemed.cli.analysis_views import interval
+    from livemed.score.corrected import corrected_scores
+
+    result = corrected_scores(store, judge, answer_ids={score.answer_id for score in scores})
+    table = Table(
+        title=f"corrected by reviewers' labels ({result.labelled} of {result.sampled} sampled verdicts "
+        "labelled; unclipped means)"
+    )
+    for column in ("model", "raw", "corrected", "95% CI", "labels-only", "its 95% CI", "labels"):
+        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=column != "model")
+    for row in result.scores:
+        table.add_row(
+            escape(row.model), f"{row.raw:.3f}", _number(row.corrected), interval(row.ci_low, row.ci_high),
+            _number(row.classical), interval(row.classical_low, row.classical_high), str(row.labels),
+        )  # fmt: skip
+    console.print(table)
+    for row in result.scores:
+        if row.too_few:
+            console.print(f"too few labels for a useful interval, {row.model}: {row.too_few}", markup=False)
+    for model, n in sorted(result.clipped.items()):
+        console.print(
+            f"{model}: {n} answer(s) with a negative raw score (the livemed convention clips them to 0)",
+            markup=False,
+        )
+    return result
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
 
 
 def failure_share_lines(run: ScoreRun, policy: str) -> list[str]:

@@ -101,7 +101,7 @@ _GRADE, _ANSWER, _LABEL = TypeAdapter(_GradeView), TypeAdapter(_AnswerView), Typ
 
 
 @dataclass
-class _Domain:
+class Domain:
     """A model's (axis') criteria: grade id → w/P; per cell, Σ w/P·verdict and how many; its answers."""
 
     shares: dict[str, float] = field(default_factory=dict)
@@ -117,6 +117,14 @@ class _Domain:
             self.members[cell] += 1
 
 
+def require_sample(store: Store, judge: str) -> AuditSample:
+    """`judge`'s audit sample; a UserError naming the command that draws one when there is none."""
+    sample = store.get(AuditSample, f"audit_sample:{judge}")
+    if sample is None:
+        raise UserError(f"no audit sample for grader {judge!r}: draw one with {sample_hint(judge)}")
+    return sample
+
+
 def has_audit_labels(store: Store, judge: str) -> bool:
     """Whether `judge` has an audit sample with at least one met / not met label."""
     sample = store.get(AuditSample, f"audit_sample:{judge}")
@@ -129,13 +137,11 @@ def corrected_scores(
     """Each model's mean score by `judge` corrected by the labels on its audit sample (over the
     answers fully graded by it, or those of `answer_ids`). UserError without a sample, or when verdicts
     were written after it was drawn (they were not in its frame)."""
-    sample = store.get(AuditSample, f"audit_sample:{judge}")
-    if sample is None:
-        raise UserError(f"no audit sample for grader {judge!r}: draw one with {sample_hint(judge)}")
+    sample = require_sample(store, judge)
     labels = _labels(store, sample)
     domains, clipped = _domains(store, judge, answer_ids)
     _check_frame(store, sample, domains)
-    rows = {key: _estimate(key, domain, sample, labels, min_labels) for key, domain in domains.items()}
+    rows = {key: estimate(key, domain, sample, labels, min_labels) for key, domain in domains.items()}
     return CorrectedScores(
         judge=judge,
         sampled=len(sample.items),
@@ -159,7 +165,7 @@ def _labels(store: Store, sample: AuditSample) -> dict[str, float]:
 
 def _domains(
     store: Store, judge: str, answer_ids: Collection[str] | None
-) -> tuple[dict[tuple[str, str], _Domain], dict[str, int]]:
+) -> tuple[dict[tuple[str, str], Domain], dict[str, int]]:
     """(model, axis or '') → its criteria and answers, over the answers fully graded by `judge`."""
     verdicts: dict[str, dict[str, bool]] = defaultdict(dict)
     for _, grade in store.fields(Grade.kind, _GRADE):
@@ -168,7 +174,7 @@ def _domains(
     answers = dict(store.fields_many(Answer.kind, sorted(verdicts), _ANSWER))
     cases = sorted({view["case_id"] for view in answers.values()})
     rubrics = dict(store.fields_many(Rubric.kind, [f"rubric:{c}" for c in cases], _RUBRIC))
-    domains: dict[tuple[str, str], _Domain] = defaultdict(_Domain)
+    domains: dict[tuple[str, str], Domain] = defaultdict(Domain)
     clipped: dict[str, int] = defaultdict(int)
     for answer_id, view in sorted(answers.items()):
         rubric = rubrics.get(f"rubric:{view['case_id']}")
@@ -208,7 +214,7 @@ def _parts(
         yield f"grade:{answer_id}:{criterion_id}:{judge}", prepared.values[k] / total, float(verdict), cell
 
 
-def _check_frame(store: Store, sample: AuditSample, domains: dict[tuple[str, str], _Domain]) -> None:
+def _check_frame(store: Store, sample: AuditSample, domains: dict[tuple[str, str], Domain]) -> None:
     """Every scored verdict must have been in the sample's frame: in one of its cells, and written
     before it was drawn (a verdict written since had no chance of being drawn)."""
     cells = {s.key: s.population for s in sample.strata}
@@ -234,9 +240,15 @@ def _check_frame(store: Store, sample: AuditSample, domains: dict[tuple[str, str
         )
 
 
-def _estimate(
-    key: tuple[str, str], domain: _Domain, sample: AuditSample, labels: dict[str, float], min_labels: int
+def estimate(
+    key: tuple[str, str],
+    domain: Domain,
+    sample: AuditSample,
+    labels: dict[str, float],
+    min_labels: int = MIN_LABELS,
 ) -> CorrectedScore:
+    """One domain's (model, axis or '') raw, corrected and labels-only mean from `sample`'s design and
+    `labels` (sampled grade id → reviewers' verdict in [0, 1])."""
     labelled: dict[str, list[str]] = defaultdict(list)
     for item in sample.items:
         if item.grade_id in labels:

@@ -23,10 +23,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Literal
 
 import numpy as np
+from scipy.stats import t as student_t
 
 CONFIDENCE = 0.95
+Interval = Literal["t", "normal"]
 
 
 @dataclass(frozen=True)
@@ -59,39 +62,51 @@ class Estimate:
 
 
 def estimate_total(
-    cells: Sequence[Cell], *, lam: float = 1.0, fpc: bool = True, confidence: float = CONFIDENCE
+    cells: Sequence[Cell],
+    *,
+    lam: float = 1.0,
+    fpc: bool = True,
+    confidence: float = CONFIDENCE,
+    interval: Interval = "t",
 ) -> Estimate | None:
     """T̂ and its interval over `cells`; None when a cell with domain items has no label."""
-    value, variance = 0.0, 0.0
-    unknown_variance = False
-    for cell in cells:
-        part = _cell(cell, lam, fpc)
-        if part is None:
-            return None
-        value += part[0]
-        if part[1] is None:
-            unknown_variance = True
-        else:
-            variance += part[1]
-    if unknown_variance:
+    parts = [_cell(cell, lam, fpc) for cell in cells]
+    if any(part is None for part in parts):
+        return None
+    known = [part for part in parts if part is not None]
+    value = sum(part[0] for part in known)
+    if any(part[1] is None for part in known):
         return Estimate(value, None, None, None)
-    se = float(np.sqrt(variance))
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    return Estimate(value, se, value - z * se, value + z * se)
+    pieces = [(part[1] or 0.0, part[2]) for part in known]
+    se = float(np.sqrt(sum(v for v, _ in pieces)))
+    half = _quantile(pieces, confidence, interval) * se
+    return Estimate(value, se, value - half, value + half)
 
 
-def _cell(cell: Cell, lam: float, fpc: bool) -> tuple[float, float | None] | None:
-    """(this cell's part of T̂, of V̂); None when it cannot be estimated."""
-    if cell.members == 0:
-        return 0.0, 0.0  # every labelled item's y and x are 0 here: nothing to add
+def _quantile(pieces: list[tuple[float, int]], confidence: float, interval: Interval) -> float:
+    """The normal quantile, or Student's t with Satterthwaite's degrees of freedom
+    (Σ V_s)² / Σ V_s² / (n_s − 1) over the cells' variance parts V_s."""
+    if interval == "normal":
+        return NormalDist().inv_cdf(0.5 + confidence / 2)
+    total = sum(v for v, _ in pieces)
+    spread = sum(v * v / (n - 1) for v, n in pieces if v > 0)
+    if total <= 0 or spread <= 0:
+        return NormalDist().inv_cdf(0.5 + confidence / 2)  # no variance: the interval is the point
+    return float(student_t.ppf(0.5 + confidence / 2, total * total / spread))
+
+
+def _cell(cell: Cell, lam: float, fpc: bool) -> tuple[float, float | None, int] | None:
+    """(this cell's part of T̂, of V̂, its labels); None when it cannot be estimated."""
     n, big_n = cell.labelled, cell.population
+    if cell.members == 0:
+        return 0.0, 0.0, n  # every labelled item's y and x are 0 here: nothing to add
     if n == 0:
         return None
     residual = np.asarray(cell.y, dtype=float) - lam * np.asarray(cell.x, dtype=float)
     value = lam * cell.known + big_n / n * float(residual.sum())
     if fpc and n >= big_n:
-        return value, 0.0  # a census of the cell
+        return value, 0.0, n  # a census of the cell
     if n < 2:
-        return value, None
+        return value, None, n
     shrink = 1.0 - n / big_n if fpc else 1.0
-    return value, big_n**2 * shrink * float(residual.var(ddof=1)) / n
+    return value, big_n**2 * shrink * float(residual.var(ddof=1)) / n, n
