@@ -41,6 +41,7 @@ from livemed.reports.charts import (
     taxonomy_chart,
     trends_chart,
 )
+from livemed.score.corrected import CorrectedScores
 from livemed.store import Store
 
 
@@ -90,6 +91,8 @@ class ReportData:
     validity: str = ""  # the grader's validity card line (livemed.judges.cards), or "unvalidated"
     window: str = ""  # which cases count (`Window.describe`), when --min-date/--max-date/--after-cutoff
     judges: JudgesSection | None = None  # the stored judge runs (`judges report`'s tables), if any
+    corrected: CorrectedScores | None = None  # scores corrected by reviewers' labels, when there are some
+    corrected_note: str = ""  # why they are not shown although there are labels (a stale audit sample)
 
     @property
     def total_cost(self) -> float:
@@ -151,6 +154,9 @@ def build_report(
     scores = [score for score in scored.scores if score.model in models]
     data.length = length_rows(stored_lengths(store, (score.answer_id for score in scores)), scores)
     data.judges = judges_section(store)
+    data.corrected, data.corrected_note = corrected_section(
+        store, scored.judge, {score.answer_id for score in scores}
+    )
     data.charts = _charts(data)
     from livemed.judges.cards import card_line
 
@@ -158,6 +164,22 @@ def build_report(
         card_line(store, scored.judge, (score.answer_id for score in scored.scores)) if scored.judge else ""
     )
     return data
+
+
+def corrected_section(
+    store: Store, judge: str | None, answer_ids: set[str]
+) -> tuple[CorrectedScores | None, str]:
+    """The ranked models' scores corrected by the labels on `judge`'s audit sample (`score.corrected`);
+    (None, '') without labels, (None, why) when the sample cannot correct them."""
+    from livemed.errors import UserError
+    from livemed.score.corrected import corrected_scores, has_audit_labels
+
+    if judge is None or not has_audit_labels(store, judge):
+        return None, ""
+    try:
+        return corrected_scores(store, judge, answer_ids=answer_ids), ""
+    except UserError as exc:
+        return None, str(exc)
 
 
 def judges_section(store: Store, policy: str = "separate") -> JudgesSection | None:
