@@ -50,10 +50,21 @@ NEEDS_KEY = "needs a model server or an API key"
 NETWORK = "needs the network"
 HINTS: dict[str, Hint] = {
     # analysis: not ranked / no scores
-    "livemed grade --judge {j}": Hint("run", values={"j": "offline/lexical"}),
     "livemed scores --judge {j}": Hint("run", values={"j": "offline/lexical"}),
-    "livemed scores --judge {j} --convention {convention} --policy {policy}": Hint(
-        "run", values={"j": "offline/lexical", "convention": "livemed", "policy": "strict"}
+    "livemed scores --judge {j} --convention {convention} --policy {policy}{option}": Hint(
+        "run",
+        values={
+            "j": "offline/lexical",
+            "convention": "livemed",
+            "policy": "strict",
+            "option": " --rubric-version latest-approved",
+        },
+    ),
+    "livemed grade --judge {j}{option}": Hint(
+        "run", values={"j": "offline/lexical", "option": " --rubric-version latest-approved"}
+    ),
+    "livemed grade --judge {judge} --rubric-version latest-approved": Hint(
+        "run", values={"judge": "offline/lexical"}
     ),
     "livemed grade --judge {j}{again}": Hint(
         "run", values={"j": "offline/lexical", "again": " --retry-failures"}

@@ -448,7 +448,7 @@ def _prepare(
     for case_id in writer:
         view = found.get(f"rubric:{case_id}")
         rubrics[case_id] = _Prepared.of_view(view) if view is not None else None
-    whole = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in versions])
+    whole = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in versions]) if versions else {}
     for case_id, version in versions.items():
         rubric = whole.get(f"rubric:{case_id}")
         rubrics[case_id] = _Prepared.of(reviewed(rubric, version)) if rubric is not None else None
