@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import TypeAdapter
 
 from livemed.analysis.collect import load_scores
 from livemed.models.fake import FakeModel
@@ -58,6 +59,9 @@ def test_reviewed_scores_sit_beside_the_writer_scores(any_store: Store) -> None:
     writer = {(c, m): WRITER[m] for (c, m) in expected}
     assert _by(any_store, "writer") == pytest.approx(writer)  # still stored, as they were
     assert any_store.updated_at("score", list(writer_at)) == writer_at  # and not rewritten
+    payloads = dict(any_store.fields("score", TypeAdapter(dict[str, object])))  # as stored
+    assert len(payloads) == 8
+    assert all(("rubric_version" in p) == i.endswith(":reviewed") for i, p in payloads.items())
     again = score_all(any_store, WORDS)  # the writer-rubric run reads them back
     assert {(s.case_id, s.model): s.score for s in again.scores} == pytest.approx(writer)
     assert {s.rubric_version for s in again.scores} == {"writer"}
