@@ -13,11 +13,17 @@ from livemed.cli.root import app
 from livemed.errors import ConfigError
 
 review_app = typer.Typer(
-    help="Clinician review: invite reviewers, draw the audit sample, serve the review app, labels in and out.",
+    help="Clinician review: invite reviewers, draw the audit sample, serve the review app, move labels.",
     no_args_is_help=True,
 )
 app.add_typer(review_app, name="review")
 
+WEB_PACKAGES = {  # import name -> package of the `review` extra
+    "starlette": "starlette",
+    "uvicorn": "uvicorn",
+    "itsdangerous": "itsdangerous",
+    "python_multipart": "python-multipart",
+}
 DEFAULT_PORT = 8765
 PORT = typer.Option(DEFAULT_PORT, "--port", min=1, max=65535, metavar="PORT", help="Port of the review app.")
 HOST = typer.Option(
@@ -27,13 +33,14 @@ JUDGE = typer.Option(
     None,
     "--judge",
     metavar="MODEL",
-    help="Grader whose audit sample the audit queue shows, e.g. offline/lexical (default: the only one drawn).",
+    help="Grader whose audit sample the audit queue shows, e.g. offline/lexical (default: the one drawn).",
 )
 
 
 @review_app.command("serve")
 def serve(ctx: typer.Context, host: str = HOST, port: int = PORT, judge: str | None = JUDGE) -> None:
     """Serve the review app until Ctrl-C (reviewers open the links `livemed review invite NAME` prints)."""
+    _check_installed()
     import uvicorn
 
     from livemed.review.app import make_app
@@ -41,6 +48,17 @@ def serve(ctx: typer.Context, host: str = HOST, port: int = PORT, judge: str | N
     web = make_app(state(ctx).existing_store, judge=judge)
     console.print(f"review app on http://{host}:{port}/ (Ctrl-C stops it)", markup=False)
     uvicorn.run(web, host=host, port=port, log_level="warning")
+
+
+def _check_installed() -> None:
+    """The review app's packages (the `review` extra) are installed, or a one-line error naming one."""
+    import importlib.util
+
+    from livemed.errors import MissingDependencyError
+
+    for module, package in WEB_PACKAGES.items():
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(package, "review")
 
 
 @review_app.command("invite")
@@ -73,7 +91,7 @@ def sample_command(
         0.1, "--double-share", min=0.0, max=1.0, metavar="F", help="Share of items for two reviewers."
     ),
 ) -> None:
-    """Draw the grader's audit sample (stratified by axis and verdict) and store it, replacing an earlier one."""
+    """Draw the grader's audit sample (stratified by axis and verdict); it replaces an earlier one."""
     from livemed.review.sample import draw_sample
 
     store = state(ctx).existing_store

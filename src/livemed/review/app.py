@@ -102,7 +102,9 @@ class ReviewApp:
         token = request.query_params.get("token", "")
         reviewer = await run_in_threadpool(reviewer_for, self.store, token) if token else None
         if reviewer is None:
-            return refusal("this invite link is unknown or was replaced: " + NO_SESSION.split(": ", 1)[1], 403)
+            return refusal(
+                "this invite link is unknown or was replaced: " + NO_SESSION.split(": ", 1)[1], 403
+            )
         open_session(request, reviewer)
         return RedirectResponse("/", status_code=303)  # the token leaves the address bar
 
@@ -191,7 +193,11 @@ def _item_url(queue: str, item_id: str) -> str:
 
 
 def make_app(
-    store: Store | str, *, judge: str | None = None, results: Results = label_counts, secret: str | None = None
+    store: Store | str,
+    *,
+    judge: str | None = None,
+    results: Results = label_counts,
+    secret: str | None = None,
 ) -> Starlette:
     """The review app over `store` (a Store, or its path or URL); `judge`: the grader whose audit
     sample the audit queue shows (None: the only one stored); `secret` signs the session cookies
@@ -207,6 +213,7 @@ def make_app(
         Route("/undo", review.authed(review.undo, post=True), methods=["POST"]),
         Route("/results", review.authed(review.results_page)),
         Route("/static/{name}", review.authed(review.static)),
+        Route("/favicon.ico", review.authed(_no_icon)),
     ]
     middleware = [
         Middleware(SecurityHeaders),
@@ -219,6 +226,10 @@ def make_app(
         ),
     ]
     return Starlette(routes=routes, middleware=middleware, exception_handlers={404: _not_found})
+
+
+async def _no_icon(request: Request, reviewer: str) -> Response:
+    return Response(status_code=204)  # no icon: a browser's request for one is not an error
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
