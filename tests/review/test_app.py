@@ -229,3 +229,13 @@ def test_results_render_what_the_hook_returns(review_store: Store) -> None:
     page = client.get("/results").text
     assert "<td>0.52–0.70</td><td>offline/lexical</td>" in page
     assert "n = 40 &lt;labels&gt;" in page
+
+
+def test_a_restarted_server_ends_every_session(review_store: Store) -> None:
+    before = TestClient(make_app(review_store))
+    logged_in(before, review_store, "ada")
+    after = TestClient(make_app(review_store))  # the same store, a new server: a new secret
+    after.cookies = before.cookies
+    assert after.cookies.get("livemed_review")  # the session cookie goes with every request
+    assert before.get("/").status_code == 200
+    assert after.get("/").status_code == 401

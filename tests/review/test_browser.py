@@ -82,6 +82,8 @@ def test_invite_label_with_the_keyboard_undo_and_edit_a_criterion(review_store: 
         page.keyboard.type("Advises seeing a nurse for ear irrigation")  # replaces the selected text
         _press(page, "Enter")
         assert _item(page) != criterion
+        page.keyboard.press("2")  # in the criteria queue, 2 (edit) also goes to the text
+        assert page.evaluate("document.activeElement.id") == "edit-text"
     labels = {(label.item_id, label.verdict) for label in review_store.iter(Label) if label.reviewer == "ada"}
     assert labels == {(first, "met"), (second, "not met"), (criterion, "edit")}
     case_id, _, criterion_id = criterion.partition("#")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import typer
 from typer.testing import CliRunner
 
 from livemed.cli import app
@@ -44,6 +45,10 @@ def test_sample_draws_stores_and_prints_each_stratum(demo_db: Path, tmp_path: Pa
             "│", ""
         ).replace("  ", " ")
     assert f"{sum(i.double for i in sample.items)} item(s) for two reviewers" in out
+    run(path, "review", "sample", "--judge", JUDGE, "--size", "10", "--seed", "9")
+    store = Store(path)
+    assert [(s.seed, len(s.items)) for s in store.iter(AuditSample)] == [(9, 10)]  # drawn again: replaced
+    store.close()
 
 
 def _fails(path: Path, *args: str) -> UserError:
@@ -80,13 +85,15 @@ def test_labels_go_out_and_come_back_and_bad_lines_are_named(demo_db: Path, tmp_
         json.dumps(good),
         "{not json",
         json.dumps(good | {"verdict": "maybe"}),
+        json.dumps(good | {"queue": "elsewhere"}),
         json.dumps(good | {"reviewer": "bo"}),
     ]
     labels.write_text("\n".join(lines) + "\n")
     out = run(path, "review", "import", str(labels), code=1)
-    assert "imported 2 label(s), skipped 2 bad line(s)" in out
+    assert "imported 2 label(s), skipped 3 bad line(s)" in out
     assert f"{labels}:2:" in out
     assert f"{labels}:3:" in out
+    assert f"{labels}:4:" in out
     exported = tmp_path / "out.jsonl"
     assert f"{exported}: wrote 2 label(s)" in run(path, "review", "export", str(exported))
     rows = [json.loads(line) for line in exported.read_text().splitlines()]
@@ -100,6 +107,12 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def test_serve_listens_on_127_0_0_1_unless_told_otherwise() -> None:
+    serve = typer.main.get_command(app).get_command(None, "review").get_command(None, "serve")  # type: ignore[union-attr, arg-type]
+    defaults = {param.name: param.default for param in serve.params}
+    assert (defaults["host"], defaults["port"]) == ("127.0.0.1", 8765)
 
 
 def test_serve_listens_on_127_0_0_1_and_refuses_without_a_session(demo_db: Path, tmp_path: Path) -> None:
