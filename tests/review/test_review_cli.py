@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import typer
@@ -110,7 +111,8 @@ def _free_port() -> int:
 
 
 def test_serve_listens_on_127_0_0_1_unless_told_otherwise() -> None:
-    serve = typer.main.get_command(app).get_command(None, "review").get_command(None, "serve")  # type: ignore[union-attr, arg-type]
+    root: Any = typer.main.get_command(app)
+    serve = root.get_command(None, "review").get_command(None, "serve")
     defaults = {param.name: param.default for param in serve.params}
     assert (defaults["host"], defaults["port"]) == ("127.0.0.1", 8765)
 
