@@ -117,6 +117,8 @@ HINTS: dict[str, Hint] = {
     "livemed judges run --judge hf/{final}": Hint(
         "parse", "needs livemed[train] and a trained checkpoint", values={"final": "runs/judge/grpo"}
     ),
+    # review: the app's refusal of a request without a session (NAME, a placeholder, is a valid name)
+    "livemed review invite NAME": Hint("run"),
     # named in prose (livemed.toml's comments, a model card, the demo's refusal)
     "livemed evidence fetch": Hint("names", "livemed.toml's comment on where the MedQuAD copy comes from"),
     "livemed sources": Hint("run"),
