@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner, Result
 
 from livemed.cli import app
-from livemed.errors import UserError
+from livemed.errors import ConfigError, UserError
 from livemed.review.sample import draw_sample
 from livemed.score.corrected import corrected_scores
 from livemed.store import Store
@@ -80,3 +80,9 @@ def test_without_the_flag_there_is_no_corrected_block(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "corrected by" not in result.output
     assert json.loads(out.read_text(encoding="utf-8"))["corrected"] is None
+
+
+def test_on_reviewed_rubrics_it_refuses_the_correction(tmp_path: Path) -> None:
+    refused = _scores(_project(tmp_path, sample=True), "--rubric-version", "latest-approved")
+    assert isinstance(refused.exception, ConfigError)
+    assert "leave out --rubric-version" in str(refused.exception)

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import RUBRIC_VERSION, AppState, console, err_console, rubric_choice, state
 from livemed.cli.root import app
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.common.atomic import write_text
@@ -87,6 +87,7 @@ def scores(
     min_date: str | None = MIN_DATE,
     max_date: str | None = MAX_DATE,
     after_cutoff: bool = AFTER_CUTOFF,
+    rubric_version: str = RUBRIC_VERSION,
 ) -> None:
     """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs.
 
@@ -109,6 +110,7 @@ def scores(
         raise ConfigError(f"--by must be one of {', '.join(BREAKDOWNS)}, got {by!r}")
     if by == "tag" and convention != "healthbench":
         raise ConfigError("--by tag gives HealthBench's tag metrics: add --convention healthbench")
+    rubrics = rubric_choice(rubric_version)
     analysis = state(ctx).config.analysis  # the leaderboard's bootstrap: one number, one interval
     seed = analysis.seed if seed is None else seed
     settings = {
@@ -118,9 +120,9 @@ def scores(
         "max_failure_share": max_failure_share,
         "model": model,
         "seed": seed,
-    }
+    } | rubric_settings(rubrics)
     store = state(ctx).existing_store
-    _require_sample(store, judge, corrected)  # before any scoring: without one there is nothing to correct
+    _require_sample(store, judge, corrected, rubrics)  # before scoring: without one nothing to correct
     with track_run(store, "scores", settings=settings) as record:
         run = score_all(
             store,
@@ -129,6 +131,7 @@ def scores(
             policy=policy,
             model=model,
             max_failure_share=max_failure_share,
+            rubric_version=rubrics,
         )
         record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}
     run = windowed(state(ctx), run, min_date, max_date, after_cutoff)
@@ -138,7 +141,9 @@ def scores(
     grading = count(run.answers, run.scores)
     boot = {"seed": seed, "resamples": analysis.resamples}
     breakdown = breakdown_rows(ranked, by, convention, **boot) if by else []  # type: ignore[arg-type]
-    print_scores(rows, f"scores by {judge} · convention: {convention} · unusable verdicts: {policy}")
+    print_scores(
+        rows, f"scores by {judge} · convention: {convention} · unusable verdicts: {policy}{rubric_title(run)}"
+    )
     for line in failure_share_lines(run, policy):
         console.print(line, markup=False)
     from livemed.judges.cards import card_line
@@ -148,6 +153,7 @@ def scores(
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
+    print_reviewed(run, judge)
     distribution = warn_bimodal(run.scores)
     lengths = _print_length(store, run.scores)
     fixed = print_corrected(store, judge, run.scores, wanted=corrected)
@@ -156,6 +162,7 @@ def scores(
             "judge": judge,
             "convention": convention,
             "policy": policy,
+            "rubric_version": rubrics,
             "models": rows,
             "by": {by: breakdown} if by else {},
             "excluded": dict(run.excluded),
@@ -175,11 +182,14 @@ def scores(
         raise RunError(not_ranked_line(left_out, judge, unusable=bool(run.shares)))
 
 
-def _require_sample(store: Store, judge: str, wanted: bool) -> None:
-    if wanted:
-        from livemed.score.corrected import require_sample
+def _require_sample(store: Store, judge: str, wanted: bool, rubrics: str) -> None:
+    if not wanted:
+        return
+    if rubrics != "writer":  # the audit sample's verdicts are on the writer's criteria
+        raise ConfigError("--corrected corrects scores on the writer's rubrics: leave out --rubric-version")
+    from livemed.score.corrected import require_sample
 
-        require_sample(store, judge)
+    require_sample(store, judge)
 
 
 def print_corrected(store: Store, judge: str, scores: list[Score], *, wanted: bool) -> CorrectedScores | None:
@@ -216,6 +226,38 @@ def print_corrected(store: Store, judge: str, scores: list[Score], *, wanted: bo
 
 def _number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+def rubric_settings(rubrics: str) -> dict[str, str]:
+    """The run's setting naming reviewed rubrics (none for the writer's: those runs stay as they were)."""
+    return {} if rubrics == "writer" else {"rubric_version": rubrics}
+
+
+def rubric_title(run: ScoreRun) -> str:
+    """The table title's part naming the rubrics scored: none for the writer's (the default)."""
+    if run.rubric_version == "writer":
+        return ""
+    reviewed, cases = len(run.reviewed_cases), len(run.cases)
+    return f" · rubrics: latest-approved (a reviewed version for {reviewed} of {cases} cases)"
+
+
+def print_reviewed(run: ScoreRun, judge: str) -> None:
+    """On reviewed rubrics: which scores these are, and how to grade criteria reviewers wrote."""
+    from livemed.score.stage import NOT_YET_GRADED
+
+    if run.rubric_version == "writer":
+        return
+    lines = [
+        f"rubrics: each case's newest reviewed version ({len(run.reviewed_cases)} of {len(run.cases)} cases "
+        "reviewed; the writer's elsewhere); these scores are stored beside the writer-rubric ones"
+    ]
+    if run.excluded.get(NOT_YET_GRADED):
+        lines.append(
+            "a criterion a reviewer wrote is graded by "
+            f"`livemed grade --judge {judge} --rubric-version latest-approved`"
+        )
+    for line in lines:
+        console.print(line, markup=False)
 
 
 def failure_share_lines(run: ScoreRun, policy: str) -> list[str]:

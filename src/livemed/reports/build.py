@@ -93,6 +93,9 @@ class ReportData:
     judges: JudgesSection | None = None  # the stored judge runs (`judges report`'s tables), if any
     corrected: CorrectedScores | None = None  # scores corrected by reviewers' labels, when there are some
     corrected_note: str = ""  # why they are not shown although there are labels (a stale audit sample)
+    rubric_version: str = (
+        "writer"  # scores on the writer's rubrics, or on the reviewed ones (latest-approved)
+    )
 
     @property
     def total_cost(self) -> float:
@@ -111,13 +114,17 @@ def build_report(
     title: str = "livemed report",
     allow_incomplete: bool = False,
     window: Window | None = None,
+    rubric_version: str = "writer",
 ) -> ReportData:
     """Everything the HTML report shows, computed by the analysis functions from the store.
 
     Models whose answers are not all graded are left out of the leaderboard and its comparisons
-    (`not_ranked`) unless `allow_incomplete`."""
+    (`not_ranked`) unless `allow_incomplete`. `rubric_version`: the scores on the writer's rubrics
+    (default), or those `scores --rubric-version latest-approved` made on the reviewed ones."""
     s = (settings or AnalysisSettings()).model_copy(update={"convention": convention})
-    scored = load_scores(store, judge=judge, convention=convention, policy=policy)
+    scored = load_scores(
+        store, judge=judge, convention=convention, policy=policy, rubric_version=rubric_version
+    )
     if window is not None:  # --min-date/--max-date/--after-cutoff
         scored = window_scoreset(store, scored, window)
     dates = case_dates(store)  # every case's date only: whole Cases are read for the shown ones
@@ -149,14 +156,16 @@ def build_report(
         n_cases=len(dates), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
         score_distribution=score_distribution(scored.scores),
         window=window.describe() if window is not None and window.active else "",
+        rubric_version=rubric_version,
     )  # fmt: skip
     models = {row.model for row in ranked}
     scores = [score for score in scored.scores if score.model in models]
     data.length = length_rows(stored_lengths(store, (score.answer_id for score in scores)), scores)
     data.judges = judges_section(store)
-    data.corrected, data.corrected_note = corrected_section(
-        store, scored.judge, {score.answer_id for score in scores}
-    )
+    if rubric_version == "writer":  # the audit sample's verdicts are on the writer's criteria
+        data.corrected, data.corrected_note = corrected_section(
+            store, scored.judge, {score.answer_id for score in scores}
+        )
     data.charts = _charts(data)
     from livemed.judges.cards import card_line
 
