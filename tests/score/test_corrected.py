@@ -210,12 +210,12 @@ def test_the_corrected_score_is_exactly_unbiased_over_every_possible_sample(sqli
         assert len({round(row.corrected or 0.0, 12) for row in rows}) > 1  # the samples do differ
 
 
-def test_raw_is_the_unclipped_mean_score_and_a_census_gives_the_truth(sqlite_store: Store) -> None:
-    rubric, answers, truth = _tiny(sqlite_store)
-    sample = draw_sample(sqlite_store, JUDGE, 100)  # every verdict: each cell labelled whole
-    sqlite_store.put([sample])
-    result = corrected_scores(sqlite_store, JUDGE)
-    unclipped = score_all(sqlite_store, JUDGE, convention="healthbench").scores
+def test_raw_is_the_unclipped_mean_score_and_a_census_gives_the_truth(any_store: Store) -> None:
+    rubric, answers, truth = _tiny(any_store)
+    sample = draw_sample(any_store, JUDGE, 100)  # every verdict: each cell labelled whole
+    any_store.put([sample])
+    result = corrected_scores(any_store, JUDGE)
+    unclipped = score_all(any_store, JUDGE, convention="healthbench").scores
     for row in result.scores:
         mine = [s.score for s in unclipped if s.model == row.model]
         assert row.raw == pytest.approx(sum(mine) / len(mine))
@@ -229,24 +229,24 @@ def test_raw_is_the_unclipped_mean_score_and_a_census_gives_the_truth(sqlite_sto
     assert result.clipped == {"m/b": 1}  # its raw score is -0.4: the livemed convention would clip it
 
 
-def test_without_a_sample_the_error_names_the_command_and_labels_are_needed(sqlite_store: Store) -> None:
-    _tiny(sqlite_store)
+def test_without_a_sample_the_error_names_the_command_and_labels_are_needed(any_store: Store) -> None:
+    _tiny(any_store)
     with pytest.raises(UserError, match=r"`livemed review sample --judge offline/lexical --size 300`"):
-        corrected_scores(sqlite_store, JUDGE)
-    assert not has_audit_labels(sqlite_store, JUDGE)
-    sqlite_store.put([draw_sample(sqlite_store, JUDGE, 6)])
-    assert has_audit_labels(sqlite_store, JUDGE)
+        corrected_scores(any_store, JUDGE)
+    assert not has_audit_labels(any_store, JUDGE)
+    any_store.put([draw_sample(any_store, JUDGE, 6)])
+    assert has_audit_labels(any_store, JUDGE)
 
 
-def test_unsure_labels_are_not_labels_and_a_cell_without_labels_gives_no_number(sqlite_store: Store) -> None:
-    _tiny(sqlite_store)
-    sqlite_store.delete(Label.kind, sorted(sqlite_store.ids(Label.kind)))
-    sample = draw_sample(sqlite_store, JUDGE, 8)
-    sqlite_store.put([sample])
+def test_unsure_labels_are_not_labels_and_a_cell_without_labels_gives_no_number(any_store: Store) -> None:
+    _tiny(any_store)
+    any_store.delete(Label.kind, sorted(any_store.ids(Label.kind)))
+    sample = draw_sample(any_store, JUDGE, 8)
+    any_store.put([sample])
     first, *rest = sample.items
-    sqlite_store.put([Label(reviewer="ann", queue="audit", item_id=first.grade_id, verdict="unsure")])
-    sqlite_store.put([_label(item.grade_id, True, "ann") for item in rest])
-    result = corrected_scores(sqlite_store, JUDGE)
+    any_store.put([Label(reviewer="ann", queue="audit", item_id=first.grade_id, verdict="unsure")])
+    any_store.put([_label(item.grade_id, True, "ann") for item in rest])
+    result = corrected_scores(any_store, JUDGE)
     assert result.labelled == len(rest)
     unlabelled = next(s for s in sample.strata if s.key == first.stratum)
     if unlabelled.drawn == 1:  # its cell has no label now: the models with verdicts there get no number
@@ -256,15 +256,15 @@ def test_unsure_labels_are_not_labels_and_a_cell_without_labels_gives_no_number(
     assert all(r.too_few for r in result.scores)  # 7 labels: too few everywhere
 
 
-def test_a_verdict_written_after_the_draw_makes_the_sample_stale(sqlite_store: Store) -> None:
-    _tiny(sqlite_store)
-    sqlite_store.put([draw_sample(sqlite_store, JUDGE, 8)])
-    grade = next(iter(sqlite_store.iter(Grade)))
-    sqlite_store.put([grade.model_copy(update={"explanation": "graded again"})])
+def test_a_verdict_written_after_the_draw_makes_the_sample_stale(any_store: Store) -> None:
+    _tiny(any_store)
+    any_store.put([draw_sample(any_store, JUDGE, 8)])
+    grade = next(iter(any_store.iter(Grade)))
+    any_store.put([grade.model_copy(update={"explanation": "graded again"})])
     with pytest.raises(UserError, match=r"1 verdict\(s\) .* written after its audit sample was drawn"):
-        corrected_scores(sqlite_store, JUDGE)
-    sqlite_store.put([grade.model_copy(update={"met": not grade.met})])  # and its cell is bigger now
+        corrected_scores(any_store, JUDGE)
+    any_store.put([grade.model_copy(update={"met": not grade.met})])  # and its cell is bigger now
     with pytest.raises(
         UserError, match=r"holds \d+ verdicts of .* and the store \d+: draw it again with `liv"
     ):
-        corrected_scores(sqlite_store, JUDGE)
+        corrected_scores(any_store, JUDGE)
