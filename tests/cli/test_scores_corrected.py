@@ -86,3 +86,15 @@ def test_on_reviewed_rubrics_it_refuses_the_correction(tmp_path: Path) -> None:
     refused = _scores(_project(tmp_path, sample=True), "--rubric-version", "latest-approved")
     assert isinstance(refused.exception, ConfigError)
     assert "leave out --rubric-version" in str(refused.exception)
+
+
+def test_by_axis_it_also_prints_the_corrected_score_per_axis(tmp_path: Path) -> None:
+    done = _scores(_project(tmp_path, sample=True), "--by", "axis")
+    assert done.exit_code == 0, done.output
+    with Store(tmp_path / "s.db") as store:
+        expected = corrected_scores(store, JUDGE).by_axis
+    lines = done.output.splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("corrected by axis")) :]
+    shown = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert [row[:3] for row in shown] == [[r.model, r.axis, f"{r.raw:.3f}"] for r in expected]
+    assert [row[-1] for row in shown] == [f"{r.labels}*" if r.too_few else str(r.labels) for r in expected]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from livemed.analysis.completeness import Grading
     from livemed.analysis.length import LengthRow
     from livemed.records import Score
-    from livemed.score.corrected import CorrectedScores
+    from livemed.score.corrected import CorrectedScore, CorrectedScores
     from livemed.score.stage import ScoreRun
     from livemed.store import Store
 
@@ -156,7 +156,7 @@ def scores(
     print_reviewed(run, judge)
     distribution = warn_bimodal(run.scores)
     lengths = _print_length(store, run.scores)
-    fixed = print_corrected(store, judge, run.scores, wanted=corrected)
+    fixed = print_corrected(store, judge, run.scores, wanted=corrected, by_axis=by == "axis")
     if json_out is not None:
         payload = {
             "judge": judge,
@@ -192,27 +192,18 @@ def _require_sample(store: Store, judge: str, wanted: bool, rubrics: str) -> Non
     require_sample(store, judge)
 
 
-def print_corrected(store: Store, judge: str, scores: list[Score], *, wanted: bool) -> CorrectedScores | None:
-    """Raw and corrected mean scores side by side (`score.corrected`), and a line per model whose
-    labels are too few for a useful interval; None unless `wanted` (--corrected)."""
+def print_corrected(
+    store: Store, judge: str, scores: list[Score], *, wanted: bool, by_axis: bool = False
+) -> CorrectedScores | None:
+    """Raw and corrected mean scores side by side (`score.corrected`), per axis too with `by_axis`, and
+    a line per model whose labels are too few for a useful interval; None unless `wanted` (--corrected)."""
     if not wanted:
         return None
-    from livemed.cli.analysis_views import interval
     from livemed.score.corrected import corrected_scores
 
     result = corrected_scores(store, judge, answer_ids={score.answer_id for score in scores})
-    table = Table(
-        title=f"corrected by reviewers' labels ({result.labelled} of {result.sampled} sampled verdicts "
-        "labelled; unclipped means)"
-    )
-    for column in ("model", "raw", "corrected", "95% CI", "labels-only", "its 95% CI", "labels"):
-        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=column != "model")
-    for row in result.scores:
-        table.add_row(
-            escape(row.model), f"{row.raw:.3f}", _number(row.corrected), interval(row.ci_low, row.ci_high),
-            _number(row.classical), interval(row.classical_low, row.classical_high), str(row.labels),
-        )  # fmt: skip
-    console.print(table)
+    title = f"corrected by reviewers' labels ({result.labelled} of {result.sampled} sampled verdicts labelled"
+    console.print(_corrected_table(f"{title}; unclipped means)", result.scores, axis=False))
     for row in result.scores:
         if row.too_few:
             console.print(f"too few labels for a useful interval, {row.model}: {row.too_few}", markup=False)
@@ -221,7 +212,28 @@ def print_corrected(store: Store, judge: str, scores: list[Score], *, wanted: bo
             f"{model}: {n} answer(s) with a negative raw score (the livemed convention clips them to 0)",
             markup=False,
         )
+    if by_axis:
+        console.print(
+            _corrected_table("corrected by axis (too few labels: marked *)", result.by_axis, axis=True)
+        )
     return result
+
+
+def _corrected_table(title: str, rows: list[CorrectedScore], *, axis: bool) -> Table:
+    from livemed.cli.analysis_views import interval
+
+    table = Table(title=title)
+    names = ("model", *(("axis",) if axis else ()), "raw", "corrected", "95% CI", "labels-only", "its 95% CI")
+    for column in (*names, "labels"):
+        table.add_column(column, justify="left" if column in ("model", "axis") else "right", no_wrap=True)
+    for row in rows:
+        labels = f"{row.labels}{'*' if axis and row.too_few else ''}"
+        table.add_row(
+            escape(row.model), *((escape(row.axis),) if axis else ()), f"{row.raw:.3f}",
+            _number(row.corrected), interval(row.ci_low, row.ci_high), _number(row.classical),
+            interval(row.classical_low, row.classical_high), labels,
+        )  # fmt: skip
+    return table
 
 
 def _number(value: float | None) -> str:
