@@ -12,6 +12,7 @@ corrected scores are computed elsewhere and handed in through it.
 from __future__ import annotations
 
 import secrets
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.resources import files
@@ -31,7 +32,7 @@ from livemed.errors import UserError
 from livemed.records import Label
 from livemed.records.review import QUEUES, VERDICTS, Queue
 from livemed.review.labels import edited, labels_of, put_label, undo_last
-from livemed.review.queues import QueueItem, get_item, label_key, pending, progress
+from livemed.review.queues import QueueItem, get_item, label_key, pending, progress, queue_sizes
 from livemed.review.security import (
     BAD_CSRF,
     COOKIE,
@@ -48,6 +49,7 @@ from livemed.store import Store
 
 Results = Callable[[Store, str | None], Mapping[str, Any]]
 Handler = Callable[[Request, str], Awaitable[Response]]
+SIZES_TTL_S = 15.0  # queue sizes change only when a sample, rubric or version is written
 STATIC = {"review.js": "text/javascript", "review.css": "text/css"}
 TITLES: dict[str, str] = {
     "audit": "Audit sample (blind)",
@@ -70,6 +72,7 @@ class ReviewApp:
 
     def __init__(self, store: Store, judge: str | None, results: Results) -> None:
         self.store, self.judge, self.results = store, judge, results
+        self.sizes: tuple[float, dict[Queue, int]] | None = None  # (when counted, queue sizes)
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("livemed.review", "templates"),
             autoescape=True,
@@ -108,8 +111,15 @@ class ReviewApp:
         open_session(request, reviewer)
         return RedirectResponse("/", status_code=303)  # the token leaves the address bar
 
+    def progress(self, reviewer: str) -> dict[Queue, tuple[int, int]]:
+        """The reviewer's progress; the queues' sizes are recounted at most every `SIZES_TTL_S`."""
+        now = time.monotonic()
+        if self.sizes is None or now - self.sizes[0] > SIZES_TTL_S:
+            self.sizes = (now, queue_sizes(self.store, judge=self.judge))
+        return progress(self.store, reviewer, judge=self.judge, sizes=self.sizes[1])
+
     async def index(self, request: Request, reviewer: str) -> Response:
-        done = await run_in_threadpool(progress, self.store, reviewer, judge=self.judge)
+        done = await run_in_threadpool(self.progress, reviewer)
         return self.page(request, "index.html", reviewer=reviewer, progress=done, queues=QUEUES)
 
     async def next_item(self, request: Request, reviewer: str) -> Response:

@@ -161,21 +161,28 @@ def _reviewable(rejection: Rejection) -> bool:
     return rejection.stage in REVIEWED_STAGES or "leak" in rejection.reason
 
 
-def progress(store: Store, reviewer: str, *, judge: str | None = None) -> dict[Queue, tuple[int, int]]:
-    """(items `reviewer` labelled, items in the queue) per queue; a queue with nothing to review is (0, 0)."""
+def queue_sizes(store: Store, *, judge: str | None = None) -> dict[Queue, int]:
+    """How many items each queue holds (a queue with nothing to review, or no audit sample, holds 0)."""
+    sizes: dict[Queue, int] = {}
+    for queue in QUEUES:
+        try:
+            sizes[queue] = sum(1 for _ in _wanted(store, queue, judge))
+        except UserError:
+            sizes[queue] = 0  # no audit sample drawn yet
+    return sizes
+
+
+def progress(
+    store: Store, reviewer: str, *, judge: str | None = None, sizes: dict[Queue, int] | None = None
+) -> dict[Queue, tuple[int, int]]:
+    """(items `reviewer` labelled, items in the queue) per queue; `sizes`: `queue_sizes` counted earlier."""
     mine: Counter[str] = Counter()
     for label_id in store.ids(Label.kind):
         queue, _, who = label_key(label_id)
         if who == reviewer:
             mine[queue] += 1
-    totals: dict[Queue, tuple[int, int]] = {}
-    for queue in QUEUES:
-        try:
-            total = sum(1 for _ in _wanted(store, queue, judge))
-        except UserError:
-            total = 0  # no audit sample drawn yet
-        totals[queue] = (min(mine[queue], total), total)
-    return totals
+    sizes = sizes if sizes is not None else queue_sizes(store, judge=judge)
+    return {queue: (min(mine[queue], sizes[queue]), sizes[queue]) for queue in QUEUES}
 
 
 def get_item(
