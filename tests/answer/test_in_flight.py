@@ -39,7 +39,9 @@ def test_the_window_follows_max_concurrency() -> None:
 
 async def test_answers_keep_more_than_64_calls_in_flight(sqlite_store: Store) -> None:
     cases = [make_case(f"demo:{i}", query=f"Question {i}?") for i in range(200)]
-    with FakeOpenAIServer(default=Behavior(text="Rest and fluids.", latency=0.5), record=False) as server:
+    with FakeOpenAIServer(
+        default=Behavior(text="Rest and fluids."), record=False, hold_until_in_flight=65
+    ) as server:
         config = config_for(server)
         async with Engine(config=config, cache="off") as engine:
             answerer = LLM(engine, get_model(MODEL, config=config), stage="answer")
@@ -54,7 +56,7 @@ async def test_grades_keep_more_than_64_calls_in_flight(sqlite_store: Store) -> 
     for i in range(100):
         case = make_case(f"demo:{i}")
         targets.append(Target(make_answer(case), case, make_rubric(case)))
-    with FakeOpenAIServer(responder=judge_responder(latency=0.5), record=False) as server:
+    with FakeOpenAIServer(responder=judge_responder(), record=False, hold_until_in_flight=65) as server:
         config = config_for(server)
         async with Engine(config=config, cache="off") as engine:
             judge = LLM(engine, get_model(MODEL, config=config), stage="grade")

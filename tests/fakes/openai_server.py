@@ -112,6 +112,11 @@ class FakeOpenAIServer:
     first_at: float | None = None  # time.monotonic() of the first chat request (since the last reset)
     last_done_at: float | None = None  # ... and of the last chat reply
     distinct: set[str] = field(default_factory=set)  # digests of the distinct chat request bodies
+    # Hold every chat reply until this many chat requests are in flight at once (then answer them all,
+    # and every later one at once): a client's concurrency shown by a state, not by a latency it usually
+    # fills. A client that never gets there is answered after `hold_s`, with `max_in_flight` below it.
+    hold_until_in_flight: int = 0
+    hold_s: float = 20.0
 
     def __post_init__(self) -> None:
         self._script: deque[Behavior] = deque()
@@ -121,6 +126,7 @@ class FakeOpenAIServer:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
+        self._crowded: asyncio.Event | None = None
 
     # ------------------------------------------------------------------ scripting
 
@@ -158,10 +164,19 @@ class FakeOpenAIServer:
         if self.first_at is None:
             self.first_at = time.monotonic()
         try:
+            await self._hold()
             return await self._answer(request)
         finally:
             self.in_flight -= 1
             self.last_done_at = time.monotonic()
+
+    async def _hold(self) -> None:
+        if not self.hold_until_in_flight or self._crowded is None:
+            return
+        if self.in_flight >= self.hold_until_in_flight:
+            self._crowded.set()
+        with contextlib.suppress(TimeoutError):  # never that many at once: answer, max_in_flight says so
+            await asyncio.wait_for(self._crowded.wait(), timeout=self.hold_s)
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -226,6 +241,7 @@ class FakeOpenAIServer:
 
     async def start_async(self) -> None:
         self._stopping = asyncio.Event()
+        self._crowded = asyncio.Event()
         self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

@@ -138,7 +138,31 @@ def every_record() -> list[Record]:
         ),
         *release_records(criterion),
         *judging_records(),
+        *review_records(criterion),
     ]
+
+
+def review_records(criterion: Criterion) -> list[Record]:
+    """A reviewer, an audit sample, a label and a reviewed rubric version (records/review.py)."""
+    from livemed.records import AuditSample, Label, Reviewer, RubricVersion
+    from livemed.records.review import AuditItem, CriterionChange, Stratum
+
+    grade_id = f"grade:answer:case:demo:1:fake/m:0:{criterion.id}:fake/j"
+    item = AuditItem(
+        grade_id=grade_id, answer_id="answer:case:demo:1:fake/m:0", case_id="case:demo:1",
+        criterion_id=criterion.id, model="fake/m", stratum="safety:met", double=True,
+    )  # fmt: skip
+    sample = AuditSample(
+        judge="fake/j", seed=1, strata=[Stratum(axis="safety", met=True, population=4, drawn=1)],
+        items=[item], double_share=0.5,
+    )  # fmt: skip
+    label = Label(reviewer="ana", queue="audit", item_id=grade_id, verdict="met", note="clear")
+    edit = criterion.model_copy(update={"text": "Names the dose"})
+    version = RubricVersion(
+        case_id="case:demo:1", version=1, criteria=[edit], reviewer="ana",
+        change=CriterionChange(action="edit", criterion_id=criterion.id, new=edit), approved=[edit.id],
+    )  # fmt: skip
+    return [Reviewer(name="ana", token_sha256="c" * 64), sample, label, version]
 
 
 def release_records(criterion: Criterion) -> list[Record]:

@@ -7,8 +7,8 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -67,12 +67,34 @@ def test_a_silent_or_dead_holder_loses_its_claims(any_store: Store) -> None:
     assert other.taken_over == 2
 
 
+def _renewed_since(store: Store, scope: str, item: str, since: datetime) -> bool:
+    with store.engine.connect() as conn:
+        stamp = conn.execute(
+            sa.select(state_table.c.updated_at).where(
+                state_table.c.namespace == NAMESPACE, state_table.c.key == f"{scope}|{item}"
+            )
+        ).scalar_one()
+    return bool(stamp > since)
+
+
+def _until(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
+    """Wait for a state (not for a time): fail only if it never comes."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen in {seconds:g} s")
+        time.sleep(0.01)
+
+
 def test_the_heartbeat_keeps_claims_alive_and_the_end_gives_them_back(any_store: Store) -> None:
-    claims = Claims(any_store, "grade", ttl_s=0.6)
+    claims = Claims(any_store, "grade", ttl_s=0.6)  # beats every 0.1 s
     with claims.beating():
         assert claims.take(["x"]) == {"x"}
-        time.sleep(1.0)  # longer than the ttl: only the heartbeat (every 0.1 s) keeps it
-        assert Claims(any_store, "grade", ttl_s=0.6).take(["x"]) == set()
+        _age(any_store, "grade", "x", 61)  # silent for a minute: any other worker would take it over
+        since = naive_utc(utcnow() - timedelta(seconds=60))
+        assert since is not None
+        _until(lambda: _renewed_since(any_store, "grade", "x", since), "the heartbeat's renewal")
+        assert Claims(any_store, "grade", ttl_s=60).take(["x"]) == set()  # only the heartbeat kept it
     assert Claims(any_store, "grade").held_elsewhere(["x"]) == set()
 
 
@@ -97,12 +119,17 @@ def test_a_claim_row_being_taken_is_skipped_not_waited_for(pg_store: Store) -> N
     _age(pg_store, "grade", "locked", 5, pid=1, host="another-host")
     _age(pg_store, "grade", "free", 5, pid=1, host="another-host")
     key = state_table.c.key == "grade|locked"
-    with pg_store.engine.connect() as conn, conn.begin():
-        conn.execute(sa.select(state_table.c.key).where(key).with_for_update())  # another worker's lock
-        started = time.monotonic()
-        taken = Claims(pg_store, "grade", ttl_s=1).take(["locked", "free"])
-        assert time.monotonic() - started < 2.0  # lock_timeout would be longer: SKIP LOCKED did not wait
-    assert taken == {"free"}
+    # The taker's sessions give up on a row lock after 10 s: had it waited for the locked row instead of
+    # skipping it, its take would fail with a lock timeout rather than hang (no clock is read here).
+    url = sa.make_url(pg_store.url).update_query_dict({"options": "-c lock_timeout=10s"})
+    taker = Store(url.render_as_string(hide_password=False))
+    try:
+        with pg_store.engine.connect() as conn, conn.begin():
+            conn.execute(sa.select(state_table.c.key).where(key).with_for_update())  # another worker's lock
+            taken = Claims(taker, "grade", ttl_s=1).take(["locked", "free"])
+    finally:
+        taker.close()
+    assert taken == {"free"}  # the locked row was skipped, not waited for
 
 
 def _item_work(calls: Counter[str], lock: threading.Lock):  # type: ignore[no-untyped-def]
@@ -180,23 +207,26 @@ def test_a_live_workers_items_are_waited_for_not_done_twice(pg_store: Store) -> 
     keys = [f"test:{item}" for item in items[:2]]
     other = Claims(pg_store, "rejection")
     assert other.take(keys) == set(keys)
-
-    def finish_them() -> None:  # the other worker writes its two outputs, then gives the claims back
-        time.sleep(0.5)
-        pg_store.put(
-            [
-                Rejection(record_id=i, record_kind="doc", stage="test", reason="done", detail="d")
-                for i in items[:2]
-            ]
-        )
-        other.release(keys)
-
-    thread = threading.Thread(target=finish_them)
-    thread.start()
     calls: Counter[str] = Counter()
-    result = _stage(pg_store, items, calls)
-    thread.join()
+
+    async def work(item: str) -> list[Record]:
+        calls[item] += 1
+        if len(calls) == len(items) - len(keys):  # this worker's last free item: by now it has found the
+            pg_store.put(  # other's two claimed, so the other worker writes its outputs and gives them back
+                [
+                    Rejection(record_id=i, record_kind="doc", stage="test", reason="done", detail="d")
+                    for i in items[:2]
+                ]
+            )
+            other.release(keys)
+        await asyncio.sleep(0)
+        return [Rejection(record_id=item, record_kind="doc", stage="test", reason="done", detail="d")]
+
+    result = asyncio.run(
+        run_stage(pg_store, items, work, output_id=lambda item: f"test:{item}", output_kinds=["rejection"])
+    )
     assert set(calls) == set(items[2:])
+    assert set(calls.values()) == {1}
     assert (result.processed, result.skipped, result.elsewhere) == (4, 2, 2)
 
 

@@ -56,6 +56,9 @@ NOT_RUN: dict[str, str] = {
     "livemed contamination --scores results.csv --cutoffs cutoffs.csv": (
         "results.csv and cutoffs.csv stand for your own files; tests/analysis/test_external_cli.py runs it"
     ),
+    "livemed review serve --judge offline/lexical": (
+        "serves until Ctrl-C (tests/review/test_review_cli.py starts it and asks it for a page)"
+    ),
     "livemed schedule --every 7d": "runs until Ctrl-C or SIGTERM (tests/live test the loop)",
     "livemed schedule --every 6h --runs 4": "waits 6 h between its four updates (tests/live test the loop)",
     "livemed judges run --judge vllm/my-judge --samples 5 --temperature 1.0 --dataset medcalc --limit 200": (

@@ -50,10 +50,21 @@ NEEDS_KEY = "needs a model server or an API key"
 NETWORK = "needs the network"
 HINTS: dict[str, Hint] = {
     # analysis: not ranked / no scores
-    "livemed grade --judge {j}": Hint("run", values={"j": "offline/lexical"}),
     "livemed scores --judge {j}": Hint("run", values={"j": "offline/lexical"}),
-    "livemed scores --judge {j} --convention {convention} --policy {policy}": Hint(
-        "run", values={"j": "offline/lexical", "convention": "livemed", "policy": "strict"}
+    "livemed scores --judge {j} --convention {convention} --policy {policy}{option}": Hint(
+        "run",
+        values={
+            "j": "offline/lexical",
+            "convention": "livemed",
+            "policy": "strict",
+            "option": " --rubric-version latest-approved",
+        },
+    ),
+    "livemed grade --judge {j}{option}": Hint(
+        "run", values={"j": "offline/lexical", "option": " --rubric-version latest-approved"}
+    ),
+    "livemed grade --judge {judge} --rubric-version latest-approved": Hint(
+        "run", values={"judge": "offline/lexical"}
     ),
     "livemed grade --judge {j}{again}": Hint(
         "run", values={"j": "offline/lexical", "again": " --retry-failures"}
@@ -106,6 +117,10 @@ HINTS: dict[str, Hint] = {
     "livemed judges run --judge hf/{final}": Hint(
         "parse", "needs livemed[train] and a trained checkpoint", values={"final": "runs/judge/grpo"}
     ),
+    # review: the app's refusal of a request without a session (NAME, a placeholder, is a valid name)
+    "livemed review invite NAME": Hint("run"),
+    # scores --corrected without an audit sample of its grader
+    "livemed review sample --judge {judge} --size 300": Hint("run", values={"judge": "offline/lexical"}),
     # named in prose (livemed.toml's comments, a model card, the demo's refusal)
     "livemed evidence fetch": Hint("names", "livemed.toml's comment on where the MedQuAD copy comes from"),
     "livemed sources": Hint("run"),

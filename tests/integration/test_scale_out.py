@@ -135,8 +135,9 @@ def test_n_workers_on_one_postgresql_store_send_each_call_once(
     assert len(runs) == workers
     assert {r.outcome for r in runs} == {"ok"}
     shares = [r.counts.get("grade", 0) for r in runs]
-    assert sum(shares) == EXAMPLES * CRITERIA  # each grade written by one worker
-    assert len([n for n in shares if n > 0]) >= 2  # the work was shared, not done by one of them
+    # Each grade written by one worker. How the work was shared is timing (a loaded machine staggers the
+    # starts, and the first worker may grade everything before the others start): not asserted.
+    assert sum(shares) == EXAMPLES * CRITERIA
 
 
 @pytest.mark.parametrize(
@@ -254,7 +255,8 @@ def test_n_workers_grading_batched_claim_each_answers_batch_once(
 ) -> None:
     """Batched grading claims an answer's batch of criteria: N workers send each batch call once (not
     again from the cache after another worker wrote it) and store what one process stores. A worker
-    claims a batch of 64 items at a time, so more answers than that, for every worker to get some."""
+    claims a batch of 64 items at a time, so more answers than that: several workers can hold batches
+    at once."""
     examples = 160
     data = healthbench_file(tmp_path / "hb.jsonl", examples)
     with FakeOpenAIServer(responder=judge_responder(latency=0.2)) as server:
@@ -274,8 +276,7 @@ def test_n_workers_grading_batched_claim_each_answers_batch_once(
         runs = [r for r in store.iter(Run) if r.command == "grade"]
         assert store.state_items("claim") == {}
     shares = [r.counts.get("grade", 0) for r in runs]
-    assert sum(shares) == examples * CRITERIA  # each grade written by one worker
-    assert len([n for n in shares if n > 0]) >= 2
+    assert sum(shares) == examples * CRITERIA  # each grade written by one worker (how shared is timing)
 
 
 @pytest.fixture

@@ -115,7 +115,7 @@ def test_without_a_sample_or_labels_it_refuses_in_one_line(tmp_path: Path) -> No
         graded_store(s, [("accuracy", True), ("safety", False)])
     said = refused(bare, "judges", "agreement", "--grader", JUDGE)
     assert f"no audit sample for grader '{JUDGE}'" in said
-    assert f"review sample --judge {JUDGE} --size 300" in said
+    assert f"`livemed review sample --judge {JUDGE} --size 300`" in said
     unlabelled = audited(tmp_path / "u.db", labelled=False)
     assert "no met / not met labels on the audit sample" in refused(
         unlabelled, "judges", "agreement", "--grader", JUDGE

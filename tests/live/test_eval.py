@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from livemed.errors import UserError
 from livemed.records import Answer, Grade, GradeFailure, Run, Score
 from livemed.store import Store
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer, judge_reply, judge_responder
+from tests.waits import cached, until
 
 KEY_ENV = "LIVEMED_EVAL_TEST_KEY"
 CANDIDATE = "openai/fake-candidate"
@@ -302,13 +302,10 @@ def test_kill_9_during_eval_then_eval_again_pays_for_nothing_finished(tmp_path: 
         args = [str(PROGRAM), "--config", str(config), "eval", str(data), "-m", CANDIDATE, "--judge", JUDGE]
         env = {**os.environ, KEY_ENV: "sk-test-not-real", "COLUMNS": "200"}
         process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while len(server.chat_requests) < ANSWERED + 1:  # every answered reply returned; the next hangs
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("eval did not reach its held calls: " + "".join(process.communicate()))
-            time.sleep(0.02)
-        time.sleep(0.3)  # ample for the replies' cache writes (the next loop turn)
+        until(lambda: len(server.chat_requests) > ANSWERED, process, "eval's held calls")
+        # every answered reply returned and the next call hangs; kill once the store holds the replies
+        paid = {json.dumps([r.body["model"], r.body["messages"]]) for r in server.chat_requests[:ANSWERED]}  # type: ignore[index]
+        until(lambda: cached(config.parent / "livemed.db") >= len(paid), process, "the replies' cache writes")
         process.kill()
         process.communicate()
         responder.hold = False

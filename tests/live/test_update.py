@@ -9,14 +9,13 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from livemed.errors import StageBusyError
 from livemed.records import Run, utcnow
 from livemed.store import Store, leases
 from tests.fakes.openai_server import FakeOpenAIServer, judge_responder
 from tests.live.helpers import cli, contents, program, program_args, project
 from tests.live.test_eval import HoldAfter  # answers n requests, then holds the rest open
+from tests.waits import cached, until
 
 
 def runs(config: Path) -> list[Run]:
@@ -137,13 +136,10 @@ def test_kill_9_during_update_then_update_again_equals_an_uninterrupted_update(t
         config = project(tmp_path / "p", docs=6, url=server.base_url)
         args, env = program_args(config, "update")
         process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while len(server.chat_requests) < ANSWERED + 1:  # every answered reply returned; the next hangs
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("update did not reach its held calls: " + "".join(process.communicate()))
-            time.sleep(0.02)
-        time.sleep(0.3)  # ample for the replies' cache writes (the next loop turn)
+        until(lambda: len(server.chat_requests) > ANSWERED, process, "update's held calls")
+        # every answered reply returned and the next call hangs; kill once the store holds the replies
+        paid = {json.dumps([r.body["model"], r.body["messages"]]) for r in server.chat_requests[:ANSWERED]}  # type: ignore[index]
+        until(lambda: cached(config.parent / "livemed.db") >= len(paid), process, "the replies' cache writes")
         process.kill()  # SIGKILL: no clean-up of any kind
         process.communicate()
         answered = set(request_keys(server)[:ANSWERED])

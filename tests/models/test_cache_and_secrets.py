@@ -118,6 +118,16 @@ async def test_write_behind_flushes_by_size_time_and_close(sqlite_store: Store) 
     assert sqlite_store.cache_count() == 5
 
 
+async def test_a_paid_reply_is_in_the_store_after_the_next_loop_turn(sqlite_store: Store) -> None:
+    """What a `kill -9` can cost: a paid reply is written in the event-loop turn after it returns, with no
+    write-behind window (tests/models/test_kill_and_signals.py kills a real run once its store holds them)."""
+    model = FakeModel("openai/scripted", default="paid")  # not fake/: its replies take the paid path
+    async with Engine(store=sqlite_store) as engine:
+        assert isinstance(await engine.generate(model, HELLO), Completion)
+        await asyncio.sleep(0)  # one loop turn
+        assert sqlite_store.cache_count() == 1
+
+
 FORGETFUL = """
 import asyncio, sys
 from livemed.models import Engine
@@ -335,12 +345,22 @@ async def test_a_failed_shared_call_is_asked_again_and_cache_off_shares_nothing(
 async def test_a_caller_cancelled_while_another_waits_leaves_the_waiter_its_own_call(
     sqlite_store: Store,
 ) -> None:
-    model = FakeModel("fake/slow", function=lambda messages, settings: "answer", latency_s=0.2)
+    asked = asyncio.Event()
+
+    async def answer(messages: object, settings: object) -> str:
+        if len(model.calls) == 1:  # the leader's call: in flight until it is cancelled
+            asked.set()
+            await asyncio.Event().wait()
+        return "answer"
+
+    model = FakeModel("fake/slow", function=answer)
     async with Engine(store=sqlite_store) as engine:
         leader = asyncio.create_task(engine.generate(model, HELLO))
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(asked.wait(), timeout=30)
         waiter = asyncio.create_task(engine.generate(model, HELLO))
-        await asyncio.sleep(0.05)
+        for _ in range(20):  # loop turns, not time: the waiter reaches the leader's call and waits on it
+            await asyncio.sleep(0)
+        assert (len(model.calls), waiter.done()) == (1, False)  # it waits for the call in flight
         leader.cancel()
         result = await waiter
     assert leader.cancelled()

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from livemed.store import Store
 from tests.builders import make_case
 from tests.fakes.openai_server import Behavior, FakeOpenAIServer
 from tests.models.conftest import KEY_ENV
+from tests.waits import cached, until
 
 CASES = 12
 ANSWERED = 6
@@ -59,16 +59,12 @@ def start_answer(tmp_path: Path, server: FakeOpenAIServer, api_key: str) -> subp
     )
 
 
-def wait_for_hanging_calls(server: FakeOpenAIServer, process: subprocess.Popen[str]) -> None:
-    """Until every answered call has returned and the next calls hang (a wait, not a timing check)."""
-    deadline = time.monotonic() + 60
-    while len(server.chat_requests) < ANSWERED + CONCURRENCY:
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            out, err = process.communicate()
-            pytest.fail(f"the run did not reach its hanging calls: {out}\n{err}")
-        time.sleep(0.02)
-    time.sleep(0.2)  # shorter than the old write-behind window (0.5 s), ample for one loop turn
+def wait_for_hanging_calls(tmp_path: Path, server: FakeOpenAIServer, process: subprocess.Popen[str]) -> None:
+    """Until every answered call has returned, the next calls hang and the store holds the answered
+    replies (a wait for that state, not a timing check: that a paid reply is written in the loop turn
+    after it returns is tests/models/test_cache_and_secrets.py's, in one process)."""
+    until(lambda: len(server.chat_requests) >= ANSWERED + CONCURRENCY, process, "the hanging calls")
+    until(lambda: cached(tmp_path / "s.db") >= ANSWERED, process, "the answered replies' cache writes")
 
 
 def repeated_on_rerun(tmp_path: Path, server: FakeOpenAIServer, api_key: str) -> int:
@@ -97,7 +93,7 @@ def test_kill_9_after_paid_replies_returned_repeats_none_of_them(
     tmp_path: Path, server: FakeOpenAIServer, api_key: str
 ) -> None:
     process = start_answer(tmp_path, server, api_key)
-    wait_for_hanging_calls(server, process)
+    wait_for_hanging_calls(tmp_path, server, process)
     process.kill()  # SIGKILL: no handler, no flush, no exit code of livemed's own
     process.communicate()
     assert repeated_on_rerun(tmp_path, server, api_key) == 0
@@ -108,7 +104,7 @@ def test_sigterm_and_sigint_mark_the_run_interrupted_and_repeat_nothing(
     signum: int, status: int, tmp_path: Path, server: FakeOpenAIServer, api_key: str
 ) -> None:
     process = start_answer(tmp_path, server, api_key)
-    wait_for_hanging_calls(server, process)
+    wait_for_hanging_calls(tmp_path, server, process)
     process.send_signal(signum)
     out, err = process.communicate(timeout=60)
     assert process.returncode == status, out + err

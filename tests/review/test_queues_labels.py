@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -244,3 +245,18 @@ def test_export_and_import_round_trip_and_report_bad_lines(sqlite_store: Store, 
     assert [e.line for e in errors] == [5, 6]
     assert "not a verdict of the audit queue" in str(errors[1])
     assert {label.source for label in labels_of(sqlite_store)} == {"labels.jsonl"}
+
+
+def test_the_app_recounts_queue_sizes_after_its_ttl(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed.review import app as app_module
+
+    _filled(sqlite_store)
+    review = app_module.ReviewApp(sqlite_store, JUDGE, app_module.label_counts)
+    assert review.progress("ana")["audit"] == (0, 0)  # no sample yet
+    sqlite_store.put([draw_sample(sqlite_store, JUDGE, 6, seed=1)])
+    assert review.progress("ana")["audit"] == (0, 0)  # within the TTL: the sizes counted before
+    clock = time.monotonic() + app_module.SIZES_TTL_S + 1
+    monkeypatch.setattr(time, "monotonic", lambda: clock)
+    assert review.progress("ana")["audit"] == (0, 6)

@@ -85,6 +85,7 @@ class _Choice(TypedDict):
     judge: str
     convention: NotRequired[str]
     failure_policy: NotRequired[str]
+    rubric_version: NotRequired[str]
 
 
 class _ScoreFields(_Choice):
@@ -119,15 +120,33 @@ def mtime_dated(store: Store, case_ids: set[str]) -> int:
     )
 
 
+REVIEWED_OPTION = " --rubric-version latest-approved"
+
+
 def _choice(view: _Choice) -> tuple[str, str, str]:
     return view["judge"], view.get("convention", "livemed"), view.get("failure_policy", "strict")
 
 
+def _choices(store: Store, rubric_version: str) -> set[tuple[str, str, str]]:
+    """(judge, convention, policy) of every stored score on the rubrics `rubric_version` names."""
+    return {
+        _choice(view)
+        for _, view in store.fields("score", _CHOICE)
+        if view.get("rubric_version", "writer") == rubric_version
+    }
+
+
 def load_scores(
-    store: Store, *, judge: str | None = None, convention: str = "livemed", policy: str = "strict"
+    store: Store,
+    *,
+    judge: str | None = None,
+    convention: str = "livemed",
+    policy: str = "strict",
+    rubric_version: str = "writer",
 ) -> ScoreSet:
     """One judge's scores under one convention and one failure policy (never a mix), averaged per
-    (model, case), dated by their cases.
+    (model, case), dated by their cases. `rubric_version`: scores on the writer's rubrics (default),
+    or on the reviewed ones (`scores --rubric-version latest-approved` writes them), never both.
 
     Reads the store twice, each time only the fields it needs (never whole Score records): the
     (judge, convention, policy) of every score to choose the judge (not when `judge` is given and
@@ -137,7 +156,7 @@ def load_scores(
     check_choice(convention, policy)
     choices: set[tuple[str, str, str]] = set()
     if judge is None:  # a judge named by the caller needs no first pass, unless it has no scores
-        choices = {_choice(view) for _, view in store.fields("score", _CHOICE)}
+        choices = _choices(store, rubric_version)
     chosen = (
         judge if judge is not None else _choose(_known(choices, convention, policy), None, convention, policy)
     )
@@ -145,6 +164,8 @@ def load_scores(
     if chosen is not None:
         for _, view in store.fields("score", _SCORE_FIELDS):
             if _choice(view) != (chosen, convention, policy):
+                continue
+            if view.get("rubric_version", "writer") != rubric_version:
                 continue
             columns.add(
                 model=sys.intern(view["model"]),
@@ -159,16 +180,17 @@ def load_scores(
                 published=view.get("published"),
             )
     if not columns and judge is not None:  # the first pass, for the error naming the judges there are
-        choices = {_choice(view) for _, view in store.fields("score", _CHOICE)}
+        choices = _choices(store, rubric_version)
         _choose(_known(choices, convention, policy), judge, convention, policy)
     if not columns:
         others = sorted({p for _, c, p in choices if c == convention} - {policy})
         hint = f" (there are {convention} scores under --policy {', '.join(others)})" if others else ""
         j = judge or "offline/lexical"
+        on, option = ("", "") if rubric_version == "writer" else (" on the reviewed rubrics", REVIEWED_OPTION)
         raise UserError(
-            f"no {convention} scores with failure policy {policy} in the store {store.location}{hint}: "
-            f"grade answers (e.g. `livemed grade --judge {j}`), then score them "
-            f"(`livemed scores --judge {j} --convention {convention} --policy {policy}`)"
+            f"no {convention} scores{on} with failure policy {policy} in the store {store.location}{hint}: "
+            f"grade answers (e.g. `livemed grade --judge {j}{option}`), then score them "
+            f"(`livemed scores --judge {j} --convention {convention} --policy {policy}{option}`)"
         )
     rows = columns.rows(case_dates(store))
     return ScoreSet(columns, chosen, convention, rows, policy, grading_by_model(store, columns))

@@ -41,13 +41,22 @@ def judges(scores: Iterable[Score], convention: str = "livemed", policy: str = "
 
 
 def select(
-    scores: Iterable[Score], *, judge: str | None, convention: str = "livemed", policy: str = "strict"
+    scores: Iterable[Score],
+    *,
+    judge: str | None,
+    convention: str = "livemed",
+    policy: str = "strict",
+    rubric_version: str = "writer",
 ) -> list[Score]:
-    """Scores of one convention and one failure policy, and of one judge when given."""
+    """Scores of one convention and one failure policy on one choice of rubrics (the writer's by
+    default), and of one judge when given."""
     return [
         s
         for s in scores
-        if s.convention == convention and s.failure_policy == policy and (judge is None or s.judge == judge)
+        if s.convention == convention
+        and s.failure_policy == policy
+        and s.rubric_version == rubric_version
+        and (judge is None or s.judge == judge)
     ]
 
 

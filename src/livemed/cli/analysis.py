@@ -22,7 +22,7 @@ from livemed.cli.analysis_views import (
     taxonomy_table,
     trends_table,
 )
-from livemed.cli.context import DOMAIN, AppState, console, err_console, state
+from livemed.cli.context import DOMAIN, AppState, console, err_console, rubric_choice, state
 from livemed.cli.root import app
 from livemed.cli.window_options import (
     AFTER_CUTOFF,
@@ -313,6 +313,13 @@ def report_command(
     min_date: str | None = MIN_DATE,
     max_date: str | None = MAX_DATE,
     after_cutoff: bool = AFTER_CUTOFF,
+    rubric_version: str = typer.Option(
+        "writer",
+        "--rubric-version",
+        metavar="writer|latest-approved",
+        help="Report the scores on the writer's rubrics (default), or those `scores --rubric-version "
+        "latest-approved` made on each case's newest reviewed rubric.",
+    ),
 ) -> None:
     """Write ONE self-contained HTML report (opens offline) and every table as CSV/JSON beside it."""
     from livemed.common.atomic import staged_folder
@@ -335,6 +342,7 @@ def report_command(
         title=title,
         allow_incomplete=allow_incomplete,
         window=report_window(app_state, min_date, max_date, after_cutoff, cutoffs),
+        rubric_version=rubric_choice(rubric_version),
     )
     console.print(leaderboard_table(data.leaderboard))
     if data.validity:
@@ -360,6 +368,8 @@ def _write_report_tables(data: object, folder: Path) -> int:
 
     assert isinstance(data, ReportData)
     c = {"convention": data.convention, "judge": data.judge, "failure_policy": data.policy}
+    if data.rubric_version != "writer":
+        c["rubric_version"] = data.rubric_version
     if data.window:
         c["window"] = data.window
     paths = write_table(folder, "leaderboard", data.leaderboard, context=c)

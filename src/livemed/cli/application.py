@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "release": ("release_commands",),
     "store": ("store_commands",),
     "evidence": ("evidence",),
+    "review": ("review_commands",),
 }
 _loaded: set[str] = set()
 

@@ -15,10 +15,11 @@ import typer
 from rich.console import Console
 
 from livemed.config import Config, load_config, store_location
-from livemed.errors import StoreOpenError
+from livemed.errors import ConfigError, StoreOpenError
 
 if TYPE_CHECKING:
     from livemed.domains import DomainPack
+    from livemed.records.grading import RubricChoice
     from livemed.store import Store
 
 DOMAIN = typer.Option(
@@ -28,8 +29,23 @@ DOMAIN = typer.Option(
     help="Domain pack: medical, legal or a pack folder, e.g. ./packs/dental (default: `domain` in "
     "livemed.toml, else medical).",
 )
+RUBRIC_VERSION = typer.Option(
+    "writer",
+    "--rubric-version",
+    metavar="writer|latest-approved",
+    help="Which rubric of each case: the writer's (default), or its newest version reviewers approved, "
+    "edited or struck criteria in (the writer's where none did).",
+)
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def rubric_choice(value: str) -> RubricChoice:
+    """A --rubric-version value, or a ConfigError naming the two there are."""
+    choices: dict[str, RubricChoice] = {"writer": "writer", "latest-approved": "latest-approved"}
+    if value in choices:
+        return choices[value]
+    raise ConfigError(f"--rubric-version must be writer or latest-approved, got {value!r}")
 
 
 def counted(n: int, noun: str) -> str:

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from livemed.cli.context import AppState, console, err_console, state
+from livemed.cli.context import RUBRIC_VERSION, AppState, console, err_console, rubric_choice, state
 from livemed.cli.root import app
 from livemed.cli.window_options import AFTER_CUTOFF, MAX_DATE, MIN_DATE
 from livemed.common.atomic import write_text
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from livemed.analysis.completeness import Grading
     from livemed.analysis.length import LengthRow
     from livemed.records import Score
+    from livemed.score.corrected import CorrectedScore, CorrectedScores
     from livemed.score.stage import ScoreRun
     from livemed.store import Store
 
@@ -77,9 +78,16 @@ def scores(
         "--allow-incomplete/--no-allow-incomplete",
         help="Also rank models whose answers are not all graded (marked).",
     ),
+    corrected: bool = typer.Option(
+        False,
+        "--corrected",
+        help="Also each model's mean score corrected for grader error by the reviewers' labels on the "
+        "grader's audit sample (review sample), with its 95% interval, beside the raw one.",
+    ),
     min_date: str | None = MIN_DATE,
     max_date: str | None = MAX_DATE,
     after_cutoff: bool = AFTER_CUTOFF,
+    rubric_version: str = RUBRIC_VERSION,
 ) -> None:
     """Score fully graded answers (Score records) and print a leaderboard with bootstrap 95% CIs.
 
@@ -102,6 +110,7 @@ def scores(
         raise ConfigError(f"--by must be one of {', '.join(BREAKDOWNS)}, got {by!r}")
     if by == "tag" and convention != "healthbench":
         raise ConfigError("--by tag gives HealthBench's tag metrics: add --convention healthbench")
+    rubrics = rubric_choice(rubric_version)
     analysis = state(ctx).config.analysis  # the leaderboard's bootstrap: one number, one interval
     seed = analysis.seed if seed is None else seed
     settings = {
@@ -111,8 +120,9 @@ def scores(
         "max_failure_share": max_failure_share,
         "model": model,
         "seed": seed,
-    }
+    } | rubric_settings(rubrics)
     store = state(ctx).existing_store
+    _require_sample(store, judge, corrected, rubrics)  # before scoring: without one nothing to correct
     with track_run(store, "scores", settings=settings) as record:
         run = score_all(
             store,
@@ -121,6 +131,7 @@ def scores(
             policy=policy,
             model=model,
             max_failure_share=max_failure_share,
+            rubric_version=rubrics,
         )
         record.counts = {"score": len(run.scores), **{f"excluded: {k}": v for k, v in run.excluded.items()}}
     run = windowed(state(ctx), run, min_date, max_date, after_cutoff)
@@ -130,7 +141,9 @@ def scores(
     grading = count(run.answers, run.scores)
     boot = {"seed": seed, "resamples": analysis.resamples}
     breakdown = breakdown_rows(ranked, by, convention, **boot) if by else []  # type: ignore[arg-type]
-    print_scores(rows, f"scores by {judge} · convention: {convention} · unusable verdicts: {policy}")
+    print_scores(
+        rows, f"scores by {judge} · convention: {convention} · unusable verdicts: {policy}{rubric_title(run)}"
+    )
     for line in failure_share_lines(run, policy):
         console.print(line, markup=False)
     from livemed.judges.cards import card_line
@@ -140,13 +153,16 @@ def scores(
         _print_breakdown(by, breakdown, convention)
     for reason, n in sorted(run.excluded.items()):
         console.print(f"answers left out ({reason}): {n}")
+    print_reviewed(run, judge)
     distribution = warn_bimodal(run.scores)
     lengths = _print_length(store, run.scores)
+    fixed = print_corrected(store, judge, run.scores, wanted=corrected, by_axis=by == "axis")
     if json_out is not None:
         payload = {
             "judge": judge,
             "convention": convention,
             "policy": policy,
+            "rubric_version": rubrics,
             "models": rows,
             "by": {by: breakdown} if by else {},
             "excluded": dict(run.excluded),
@@ -158,11 +174,102 @@ def scores(
             "not_ranked": [g.model for g in left_out],
             "score_distribution": [asdict(row) for row in distribution],
             "length": [row.model_dump() for row in lengths],
+            "corrected": asdict(fixed) if fixed is not None else None,
         }
         write_text(json_out, json.dumps(payload, indent=2))
         console.print(f"wrote {json_out}")
     if left_out:
         raise RunError(not_ranked_line(left_out, judge, unusable=bool(run.shares)))
+
+
+def _require_sample(store: Store, judge: str, wanted: bool, rubrics: str) -> None:
+    if not wanted:
+        return
+    if rubrics != "writer":  # the audit sample's verdicts are on the writer's criteria
+        raise ConfigError("--corrected corrects scores on the writer's rubrics: leave out --rubric-version")
+    from livemed.score.corrected import require_sample
+
+    require_sample(store, judge)
+
+
+def print_corrected(
+    store: Store, judge: str, scores: list[Score], *, wanted: bool, by_axis: bool = False
+) -> CorrectedScores | None:
+    """Raw and corrected mean scores side by side (`score.corrected`), per axis too with `by_axis`, and
+    a line per model whose labels are too few for a useful interval; None unless `wanted` (--corrected)."""
+    if not wanted:
+        return None
+    from livemed.score.corrected import corrected_scores
+
+    result = corrected_scores(store, judge, answer_ids={score.answer_id for score in scores})
+    title = f"corrected by reviewers' labels ({result.labelled} of {result.sampled} sampled verdicts labelled"
+    console.print(_corrected_table(f"{title}; unclipped means)", result.scores, axis=False))
+    for row in result.scores:
+        if row.too_few:
+            console.print(f"too few labels for a useful interval, {row.model}: {row.too_few}", markup=False)
+    for model, n in sorted(result.clipped.items()):
+        console.print(
+            f"{model}: {n} answer(s) with a negative raw score (the livemed convention clips them to 0)",
+            markup=False,
+        )
+    if by_axis:
+        console.print(
+            _corrected_table("corrected by axis (too few labels: marked *)", result.by_axis, axis=True)
+        )
+    return result
+
+
+def _corrected_table(title: str, rows: list[CorrectedScore], *, axis: bool) -> Table:
+    from livemed.cli.analysis_views import interval
+
+    table = Table(title=title)
+    names = ("model", *(("axis",) if axis else ()), "raw", "corrected", "95% CI", "labels-only", "its 95% CI")
+    for column in (*names, "labels"):
+        table.add_column(column, justify="left" if column in ("model", "axis") else "right", no_wrap=True)
+    for row in rows:
+        labels = f"{row.labels}{'*' if axis and row.too_few else ''}"
+        table.add_row(
+            escape(row.model), *((escape(row.axis),) if axis else ()), f"{row.raw:.3f}",
+            _number(row.corrected), interval(row.ci_low, row.ci_high), _number(row.classical),
+            interval(row.classical_low, row.classical_high), labels,
+        )  # fmt: skip
+    return table
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def rubric_settings(rubrics: str) -> dict[str, str]:
+    """The run's setting naming reviewed rubrics (none for the writer's: those runs stay as they were)."""
+    return {} if rubrics == "writer" else {"rubric_version": rubrics}
+
+
+def rubric_title(run: ScoreRun) -> str:
+    """The table title's part naming the rubrics scored: none for the writer's (the default)."""
+    if run.rubric_version == "writer":
+        return ""
+    reviewed, cases = len(run.reviewed_cases), len(run.cases)
+    return f" · rubrics: latest-approved (a reviewed version for {reviewed} of {cases} cases)"
+
+
+def print_reviewed(run: ScoreRun, judge: str) -> None:
+    """On reviewed rubrics: which scores these are, and how to grade criteria reviewers wrote."""
+    from livemed.score.stage import NOT_YET_GRADED
+
+    if run.rubric_version == "writer":
+        return
+    lines = [
+        f"rubrics: each case's newest reviewed version ({len(run.reviewed_cases)} of {len(run.cases)} cases "
+        "reviewed; the writer's elsewhere); these scores are stored beside the writer-rubric ones"
+    ]
+    if run.excluded.get(NOT_YET_GRADED):
+        lines.append(
+            "a criterion a reviewer wrote is graded by "
+            f"`livemed grade --judge {judge} --rubric-version latest-approved`"
+        )
+    for line in lines:
+        console.print(line, markup=False)
 
 
 def failure_share_lines(run: ScoreRun, policy: str) -> list[str]:

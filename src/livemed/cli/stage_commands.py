@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from livemed.cli.common import finish_run, make_engine, model_run, progress_for
-from livemed.cli.context import DOMAIN, AppState, console, counted, err_console, state
+from livemed.cli.context import (
+    DOMAIN,
+    RUBRIC_VERSION,
+    AppState,
+    console,
+    counted,
+    err_console,
+    rubric_choice,
+    state,
+)
 from livemed.cli.executors import HELP as EXECUTOR_HELP
 from livemed.cli.executors import run_elsewhere
 from livemed.cli.root import app
@@ -379,6 +388,7 @@ def grade(
         "--retry-failures",
         help="Also grade again unparsable or ambiguous verdicts (failed calls are always retried).",
     ),
+    rubric_version: str = RUBRIC_VERSION,
     grader_template: Path | None = GRADER_TEMPLATE,
     grader_setup: str = GRADER_SETUP,
     no_cache: bool = NO_CACHE,
@@ -387,7 +397,10 @@ def grade(
     executor: str | None = EXECUTOR,
     domain: str | None = DOMAIN,
 ) -> None:
-    """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion)."""
+    """Grade every answer against its case's rubric (Grade, or GradeFailure, per criterion).
+
+    With --rubric-version latest-approved only criteria reviewers wrote (edits) need grading: grades are
+    kept by criterion, so the unchanged ones are graded already."""
     if run_elsewhere(ctx, executor):
         return
     from livemed.answer.stage import stored_answers
@@ -397,6 +410,7 @@ def grade(
 
     if mode not in MODES:
         raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    rubrics = rubric_choice(rubric_version)
     app_state = state(ctx)
     store = app_state.store
     engine = make_engine(app_state, no_cache=no_cache, cache_read_only=cache_read_only, max_cost=max_cost)
@@ -404,9 +418,13 @@ def grade(
     model_id, judge = judge, grader.id
     pack = app_state.pack(domain)
     answers = stored_answers(store, model)
-    plan = plan_stream(store, answers, pack, judge=grader.id, retry_failures=retry_failures)
+    plan = plan_stream(
+        store, answers, pack, judge=grader.id, retry_failures=retry_failures, rubric_version=rubrics
+    )
     settings = {"judge": judge, "mode": mode, "retry_failures": retry_failures, "candidate": model}
     settings["domain"] = pack.name
+    if rubrics != "writer":  # a writer-rubric run's settings stay as they were
+        settings["rubric_version"] = rubrics
     if grader_template is not None:
         settings |= grader.template.run_settings()
     with model_run(
@@ -422,7 +440,8 @@ def grade(
             grade_all(store, plan.targets, grader, mode=mode, retry_failures=retry_failures, done=plan.done)
         )
         settle(run, result, "criteria" if mode == "per-criterion" else "answers")
-    print_result(f"grades by {judge} ({mode})", result)
+    on = "" if rubrics == "writer" else ", on the reviewed rubrics (latest-approved)"
+    print_result(f"grades by {judge} ({mode}){on}", result)
     for reason, n in sorted(plan.skipped.items()):
         console.print(f"  answers not graded ({reason}): {n}")
     finish_run(engine, run)

@@ -18,7 +18,8 @@ from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 from livemed.records import Rubric
-from livemed.records.grading import criterion_key_id
+from livemed.records.grading import RubricChoice, criterion_key_id
+from livemed.rubrics.versions import chosen_versions
 from livemed.store import Store
 
 NAMESPACE = "rubric-criteria"
@@ -59,6 +60,20 @@ def criterion_ids(store: Store, rubric_ids: Sequence[str]) -> dict[str, list[str
         found.update(fresh)
         entries = {r: {"written": written[r], "ids": " ".join(ids)} for r, ids in fresh.items()}
         store.state_set_many(NAMESPACE, entries)
+    return found
+
+
+def chosen_criterion_ids(
+    store: Store, case_ids: Sequence[str], choice: RubricChoice = "writer"
+) -> dict[str, list[str]]:
+    """`criterion_ids` of these cases' rubrics (keyed by the writer rubric's id), with the criteria of
+    the version `choice` picks where it is a reviewed one (`rubrics.versions.chosen_versions`): an
+    edited criterion has a new id (its text's hash), a struck one is gone, the rest keep theirs."""
+    found = criterion_ids(store, [f"rubric:{c}" for c in case_ids])
+    for case_id, version in chosen_versions(store, case_ids, choice).items():
+        rubric_id = f"rubric:{case_id}"
+        if rubric_id in found:  # a version without its writer's rubric is not graded (no rubric)
+            found[rubric_id] = [c.id for c in version.criteria]
     return found
 
 

@@ -23,7 +23,7 @@ from typing_extensions import TypedDict
 from livemed.answer.stage import A, Answered, in_flight, offline_batch
 from livemed.common.heap import frozen_heap
 from livemed.domains import DomainPack
-from livemed.grade.criterion_ids import criterion_ids
+from livemed.grade.criterion_ids import chosen_criterion_ids
 from livemed.grade.grader import (
     Judge,
     Mode,
@@ -38,7 +38,8 @@ from livemed.models import LLM
 from livemed.pipeline.runner import Feed, RunOptions, StageResult, batched, item_progress, run_stage
 from livemed.records import Answer, Case, Criterion, GradeFailure, Record, Rubric
 from livemed.records.base import short_hash
-from livemed.records.grading import CALL_FAILED
+from livemed.records.grading import CALL_FAILED, RubricChoice
+from livemed.rubrics.versions import chosen_versions, reviewed
 from livemed.store import Store
 
 
@@ -75,12 +76,14 @@ class StreamPlan:
 class TargetStream:
     """The targets of the answers `ids`, read 500 at a time as they are iterated (answer, case and
     rubric in three queries per chunk), so grading holds a chunk, never the whole list. An answer
-    whose case or rubric is gone by the time its chunk is read is counted in `skipped`."""
+    whose case or rubric is gone by the time its chunk is read is counted in `skipped`. With
+    `rubric_version` "latest-approved" a case's rubric has its newest reviewed criteria, if any."""
 
     store: Store
     ids: list[str]
     pack: DomainPack | None
     skipped: Counter[str]
+    rubric_version: RubricChoice = "writer"
 
     def __iter__(self) -> Iterator[Target]:
         for chunk in batched(self.ids, 500):
@@ -88,6 +91,9 @@ class TargetStream:
             case_ids = sorted({a.case_id for a in answers.values()})
             cases = self.store.get_many(Case, case_ids)
             rubrics = self.store.get_many(Rubric, [f"rubric:{c}" for c in case_ids])
+            for case_id, version in chosen_versions(self.store, case_ids, self.rubric_version).items():
+                if (rubric := rubrics.get(f"rubric:{case_id}")) is not None:
+                    rubrics[rubric.id] = reviewed(rubric, version)
             for one in chunk:
                 answer = answers.get(one)
                 if answer is None:
@@ -115,9 +121,11 @@ def plan_targets(
     *,
     judge: str | None = None,
     retry_failures: bool = False,
+    rubric_version: RubricChoice = "writer",
 ) -> GradePlan:
     """Pair each answer with its case and rubric; answers without one are counted, not graded. The
-    targets are graded with `pack`'s prompts (default: medical).
+    targets are graded with `pack`'s prompts (default: medical). With `rubric_version`
+    "latest-approved", a case's rubric has the criteria of its newest reviewed version, if any.
 
     With `judge`, an answer whose every criterion that judge has graded already (see `_settled`) is
     counted in `plan.done` without reading its case or rubric whole: only the criteria's keys and the
@@ -127,13 +135,19 @@ def plan_targets(
     cases: dict[str, Case | None] = {}
     rubrics: dict[str, Rubric | None] = {}
     for chunk in batched(answers, 500):
-        todo = chunk if judge is None else _unsettled(store, chunk, judge, retry_failures, plan)
+        todo = (
+            chunk
+            if judge is None
+            else _unsettled(store, chunk, judge, retry_failures, plan, rubric_version=rubric_version)
+        )
         new = sorted({a.case_id for a in todo} - cases.keys())
         found_cases = store.get_many(Case, new)
         found_rubrics = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in new])
+        versions = chosen_versions(store, new, rubric_version)
         for case_id in new:
             cases[case_id] = found_cases.get(case_id)
-            rubrics[case_id] = found_rubrics.get(f"rubric:{case_id}")
+            rubric = found_rubrics.get(f"rubric:{case_id}")
+            rubrics[case_id] = reviewed(rubric, versions.get(case_id)) if rubric is not None else None
         for answer in todo:
             case, rubric = cases[answer.case_id], rubrics[answer.case_id]
             if case is None:
@@ -155,9 +169,11 @@ def plan_stream(
     *,
     judge: str,
     retry_failures: bool = False,
+    rubric_version: RubricChoice = "writer",
 ) -> StreamPlan:
     """`plan_targets` for a whole store: the same answers are planned, but only their ids are kept
-    (so `answers` may be `stored_answers`: ids and case ids, no payload);
+    (so `answers` may be `stored_answers`: ids and case ids, no payload), and on the same rubrics
+    (`rubric_version`);
     the targets (`TargetStream`) are read chunk by chunk while they are graded. One pass over the
     answers reads the criteria's keys and the index of stored grade ids (as a re-run does), counting
     what is done, what cannot be graded and the criteria still to grade (`plan.pending`)."""
@@ -165,7 +181,10 @@ def plan_stream(
     for chunk in batched(answers, 500):
         keys: dict[str, list[str]] = {}
         present: set[str] = set()
-        for answer in _unsettled(store, chunk, judge, retry_failures, counted, keys, present):
+        unsettled = _unsettled(
+            store, chunk, judge, retry_failures, counted, keys, present, rubric_version=rubric_version
+        )
+        for answer in unsettled:
             rubric = keys.get(f"rubric:{answer.case_id}")
             if answer.case_id not in present:
                 skipped["case missing"] += 1
@@ -174,7 +193,8 @@ def plan_stream(
             else:
                 ids.append(answer.id)
                 pending += len(rubric)
-    return StreamPlan(TargetStream(store, ids, pack, skipped), skipped, counted.done, pending)
+    stream = TargetStream(store, ids, pack, skipped, rubric_version)
+    return StreamPlan(stream, skipped, counted.done, pending)
 
 
 def _unsettled(
@@ -185,19 +205,22 @@ def _unsettled(
     plan: GradePlan,
     keys: dict[str, list[str]] | None = None,
     present: set[str] | None = None,
+    *,
+    rubric_version: RubricChoice = "writer",
 ) -> list[A]:
     """The answers of `chunk` with a criterion still to grade by `judge` (or without a case or rubric,
     to be counted); the criteria of the others are added to `plan.done`. The rubrics' criterion ids
-    and the cases found are left in `keys` and `present` when given.
+    (those of the version `rubric_version` picks) and the cases found are left in `keys` and
+    `present` when given.
 
     Read from indexes and small views only: the cases' ids, the rubrics' criterion ids
-    (`criterion_ids`: kept in run state while a rubric is not written again) and the answers' grade
-    ids; failures only when the store has any."""
+    (`criterion_ids`: kept in run state while a rubric is not written again; a reviewed version's
+    from its record) and the answers' grade ids; failures only when the store has any."""
     case_ids = sorted({a.case_id for a in chunk})
     present = present if present is not None else set()
     present.update(store.has("case", case_ids))
     keys = keys if keys is not None else {}
-    keys.update(criterion_ids(store, [f"rubric:{c}" for c in case_ids]))
+    keys.update(chosen_criterion_ids(store, case_ids, rubric_version))
     answer_ids = [a.id for a in chunk]
     graded = set(store.ids_by_parents("grade", answer_ids))
     failed: set[str] = set()

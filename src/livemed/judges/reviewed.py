@@ -50,11 +50,6 @@ FIGURES = ("accuracy", "macro_f1", "cohen_kappa")
 MM, MN, NM, NN = range(4)
 
 
-def sample_hint(judge: str) -> str:
-    """How to draw the grader's audit sample (the command `livemed review` gives it)."""
-    return f"review sample --judge {judge} --size 300"
-
-
 class _Verdict(TypedDict):
     met: bool
 
@@ -90,9 +85,11 @@ class Audit:
 
 def load_audit(store: Store, judge: str) -> Audit:
     """The grader's labelled audit items; a one-line UserError without a sample or without labels."""
+    from livemed.score.corrected import sample_hint
+
     sample = store.get(AuditSample, f"audit_sample:{judge}")
     if sample is None:
-        raise UserError(f"no audit sample for grader {judge!r}: draw one first ({sample_hint(judge)})")
+        raise UserError(f"no audit sample for grader {judge!r}: draw one with {sample_hint(judge)}")
     cells = {item.grade_id: item.stratum for item in sample.items}
     labels: dict[str, list[Label]] = defaultdict(list)
     for label in store.by_parents(Label, sorted(cells)):
@@ -112,7 +109,7 @@ def load_audit(store: Store, judge: str) -> Audit:
     if not items:
         raise UserError(
             f"no met / not met labels on the audit sample of grader {judge!r} yet "
-            f"({len(sample.items)} items; {unsure} unsure, {stale} changed): label it in the review app"
+            f"({len(sample.items)} items; {unsure} unsure, {stale} changed): label them in the review app first"
         )
     population = {stratum.key: stratum.population for stratum in sample.strata}
     return Audit(judge, items, population, len(sample.items), unsure, stale)

@@ -21,6 +21,9 @@ from livemed.records.base import Record, short_hash
 CALL_FAILED = "call_failed"  # a GradeFailure whose grader call failed: no verdict, graded again next run
 AXES = ("accuracy", "completeness", "communication", "context_awareness", "safety")
 Axis = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]  # the domain pack names them
+RubricChoice = Literal["writer", "latest-approved"]  # which rubric of a case a grade or score run uses
+RUBRIC_CHOICES: tuple[RubricChoice, ...] = ("writer", "latest-approved")
+REVIEWED_SUFFIX = ":reviewed"  # a latest-approved score's id ends with it, beside the writer-rubric score
 
 
 _KEEP_S = ("ss", "is", "us")  # diagnosis, fitness, status: not plurals
@@ -243,12 +246,20 @@ class Score(Record):
     failures: int = Field(default=0, ge=0)
     failure_policy: Literal["strict", "not-met", "exclude"] = "strict"
     published: AwareDatetime | None = None
+    rubric_version: RubricChoice = Field(
+        default="writer",
+        description="the rubric scored: the writer's, or each case's newest reviewed version "
+        "(left out of the stored payload for the writer's, so older stores re-serialise as they were)",
+        exclude_if=lambda choice: choice == "writer",
+    )
 
     @property
     def id(self) -> str:
-        # the default policy keeps the original id; `not-met` and `exclude` scores sit beside them
+        # the default policy keeps the original id; `not-met` and `exclude` scores sit beside them,
+        # and scores on the reviewed rubrics beside the writer-rubric ones
         policy = "" if self.failure_policy == "strict" else f":{self.failure_policy}"
-        return f"score:{self.answer_id}:{self.judge}:{self.convention}{policy}"
+        reviewed = REVIEWED_SUFFIX if self.rubric_version == "latest-approved" else ""
+        return f"score:{self.answer_id}:{self.judge}:{self.convention}{policy}{reviewed}"
 
     @property
     def parent_id(self) -> str:

@@ -42,6 +42,7 @@ from livemed.reports.charts import (
     taxonomy_chart,
     trends_chart,
 )
+from livemed.score.corrected import CorrectedScores
 from livemed.store import Store
 
 
@@ -92,6 +93,11 @@ class ReportData:
     window: str = ""  # which cases count (`Window.describe`), when --min-date/--max-date/--after-cutoff
     judges: JudgesSection | None = None  # the stored judge runs (`judges report`'s tables), if any
     reviewed: ReviewedView | None = None  # the grader against the reviewers' labels, if it has a sample
+    corrected: CorrectedScores | None = None  # scores corrected by reviewers' labels, when there are some
+    corrected_note: str = ""  # why they are not shown although there are labels (a stale audit sample)
+    rubric_version: str = (
+        "writer"  # scores on the writer's rubrics, or on the reviewed ones (latest-approved)
+    )
 
     @property
     def total_cost(self) -> float:
@@ -110,13 +116,17 @@ def build_report(
     title: str = "livemed report",
     allow_incomplete: bool = False,
     window: Window | None = None,
+    rubric_version: str = "writer",
 ) -> ReportData:
     """Everything the HTML report shows, computed by the analysis functions from the store.
 
     Models whose answers are not all graded are left out of the leaderboard and its comparisons
-    (`not_ranked`) unless `allow_incomplete`."""
+    (`not_ranked`) unless `allow_incomplete`. `rubric_version`: the scores on the writer's rubrics
+    (default), or those `scores --rubric-version latest-approved` made on the reviewed ones."""
     s = (settings or AnalysisSettings()).model_copy(update={"convention": convention})
-    scored = load_scores(store, judge=judge, convention=convention, policy=policy)
+    scored = load_scores(
+        store, judge=judge, convention=convention, policy=policy, rubric_version=rubric_version
+    )
     if window is not None:  # --min-date/--max-date/--after-cutoff
         scored = window_scoreset(store, scored, window)
     dates = case_dates(store)  # every case's date only: whole Cases are read for the shown ones
@@ -148,12 +158,17 @@ def build_report(
         n_cases=len(dates), policy=policy, grading=list(scored.grading.values()), not_ranked=not_ranked,
         score_distribution=score_distribution(scored.scores),
         window=window.describe() if window is not None and window.active else "",
+        rubric_version=rubric_version,
     )  # fmt: skip
     models = {row.model for row in ranked}
     scores = [score for score in scored.scores if score.model in models]
     data.length = length_rows(stored_lengths(store, (score.answer_id for score in scores)), scores)
     data.judges = judges_section(store)
     data.reviewed = report_view(store, scored.judge)
+    if rubric_version == "writer":  # the audit sample's verdicts are on the writer's criteria
+        data.corrected, data.corrected_note = corrected_section(
+            store, scored.judge, {score.answer_id for score in scores}
+        )
     data.charts = _charts(data)
     from livemed.judges.cards import card_line
 
@@ -161,6 +176,22 @@ def build_report(
         card_line(store, scored.judge, (score.answer_id for score in scored.scores)) if scored.judge else ""
     )
     return data
+
+
+def corrected_section(
+    store: Store, judge: str | None, answer_ids: set[str]
+) -> tuple[CorrectedScores | None, str]:
+    """The ranked models' scores corrected by the labels on `judge`'s audit sample (`score.corrected`);
+    (None, '') without labels, (None, why) when the sample cannot correct them."""
+    from livemed.errors import UserError
+    from livemed.score.corrected import corrected_scores, has_audit_labels
+
+    if judge is None or not has_audit_labels(store, judge):
+        return None, ""
+    try:
+        return corrected_scores(store, judge, answer_ids=answer_ids), ""
+    except UserError as exc:
+        return None, str(exc)
 
 
 def judges_section(store: Store, policy: str = "separate") -> JudgesSection | None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from livemed.curate.view import candidate_view
 from livemed.domains import DomainPack
 from livemed.errors import UserError
+from livemed.grade.criterion_ids import chosen_criterion_ids
+from livemed.pipeline.runner import batched
 from livemed.records import (
     Answer,
     AuditSample,
@@ -35,9 +37,10 @@ from livemed.records import (
     RubricVersion,
 )
 from livemed.records.review import QUEUES, Queue
-from livemed.rubrics.versions import latest_versions, reviewed
+from livemed.rubrics.versions import chosen_versions, latest_versions, reviewed
 from livemed.store import Store
 
+CHUNK = 2000  # rubrics a query
 REVIEWED_STAGES = frozenset({"controller"})  # and any stage's rejection whose reason names a leak
 
 
@@ -124,8 +127,7 @@ def _wanted(store: Store, queue: Queue, judge: str | None) -> Iterator[tuple[str
     elif queue == "failures":
         yield from ((failure_id, 1) for failure_id, _ in _failures(store, judge))
     elif queue == "criteria":
-        for rubric, approved in _current_rubrics(store):
-            yield from ((f"{rubric.case_id}#{c.id}", 1) for c in rubric.criteria if c.id not in approved)
+        yield from _criteria_ids(store)
     else:
         for rejection in store.iter(Rejection):
             if _reviewable(rejection):
@@ -142,37 +144,45 @@ def _failures(store: Store, judge: str | None) -> Iterator[tuple[str, GradeFailu
             yield failure.id, failure
 
 
-def _current_rubrics(store: Store) -> Iterator[tuple[Rubric, frozenset[str]]]:
-    """Each case's current rubric, and the ids of its criteria a reviewer approved or wrote."""
-    newest: dict[str, RubricVersion] = {}
-    for version in store.iter(RubricVersion):  # few: one per reviewer's change
-        kept = newest.get(version.case_id)
-        if kept is None or version.version > kept.version:
-            newest[version.case_id] = version
-    for rubric in store.iter(Rubric):
-        current = newest.get(rubric.case_id)
-        yield reviewed(rubric, current), frozenset(current.approved if current else ())
+def _criteria_ids(store: Store) -> Iterator[tuple[str, int]]:
+    """`case#criterion` of each criterion of each case's current rubric that no reviewer approved or
+    wrote, from the rubrics' kept criterion ids (`grade.criterion_ids`), not their payloads."""
+    case_ids = [rubric_id.removeprefix("rubric:") for rubric_id in store.ids(Rubric.kind)]
+    for chunk in batched(case_ids, CHUNK):
+        current = chosen_criterion_ids(store, chunk, "latest-approved")
+        versions = chosen_versions(store, chunk, "latest-approved")
+        for case_id in chunk:
+            approved = set(versions[case_id].approved) if case_id in versions else set()
+            ids = current.get(f"rubric:{case_id}", [])
+            yield from ((f"{case_id}#{i}", 1) for i in ids if i not in approved)
 
 
 def _reviewable(rejection: Rejection) -> bool:
     return rejection.stage in REVIEWED_STAGES or "leak" in rejection.reason
 
 
-def progress(store: Store, reviewer: str, *, judge: str | None = None) -> dict[Queue, tuple[int, int]]:
-    """(items `reviewer` labelled, items in the queue) per queue; a queue with nothing to review is (0, 0)."""
+def queue_sizes(store: Store, *, judge: str | None = None) -> dict[Queue, int]:
+    """How many items each queue holds (a queue with nothing to review, or no audit sample, holds 0)."""
+    sizes: dict[Queue, int] = {}
+    for queue in QUEUES:
+        try:
+            sizes[queue] = sum(1 for _ in _wanted(store, queue, judge))
+        except UserError:
+            sizes[queue] = 0  # no audit sample drawn yet
+    return sizes
+
+
+def progress(
+    store: Store, reviewer: str, *, judge: str | None = None, sizes: dict[Queue, int] | None = None
+) -> dict[Queue, tuple[int, int]]:
+    """(items `reviewer` labelled, items in the queue) per queue; `sizes`: `queue_sizes` counted earlier."""
     mine: Counter[str] = Counter()
     for label_id in store.ids(Label.kind):
         queue, _, who = label_key(label_id)
         if who == reviewer:
             mine[queue] += 1
-    totals: dict[Queue, tuple[int, int]] = {}
-    for queue in QUEUES:
-        try:
-            total = sum(1 for _ in _wanted(store, queue, judge))
-        except UserError:
-            total = 0  # no audit sample drawn yet
-        totals[queue] = (min(mine[queue], total), total)
-    return totals
+    sizes = sizes if sizes is not None else queue_sizes(store, judge=judge)
+    return {queue: (min(mine[queue], sizes[queue]), sizes[queue]) for queue in QUEUES}
 
 
 def get_item(

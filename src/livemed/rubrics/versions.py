@@ -5,7 +5,7 @@ version is a `RubricVersion` holding the whole criteria list as the reviewer lef
 changing one rubric at once never lose a change: each writes the next version number only if no one
 has (`Store.put_new`), and on a clash reads the newer version and applies its change to that.
 `latest-approved` (for `grade` and `scores`) is the newest version of each case, or the writer's
-rubric where no reviewer has acted.
+rubric where no reviewer has acted (`chosen_versions`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from livemed.errors import UserError
 from livemed.records import Criterion, Rubric, RubricVersion
+from livemed.records.grading import RubricChoice
 from livemed.records.review import CriterionChange
 from livemed.store import Store
 
@@ -28,6 +29,15 @@ def latest_versions(store: Store, case_ids: Sequence[str]) -> dict[str, RubricVe
         if kept is None or version.version > kept.version:
             newest[version.case_id] = version
     return newest
+
+
+def chosen_versions(store: Store, case_ids: Sequence[str], choice: RubricChoice) -> dict[str, RubricVersion]:
+    """The version of each case's rubric that `choice` picks, for the cases where it is not the
+    writer's: none for `writer`; for `latest-approved`, `latest_versions` (a store without any
+    version costs one indexed lookup)."""
+    if choice == "writer" or not case_ids or not store.any_of(RubricVersion.kind):
+        return {}
+    return latest_versions(store, case_ids)
 
 
 def reviewed(rubric: Rubric, version: RubricVersion | None) -> Rubric:

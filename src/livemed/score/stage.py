@@ -9,6 +9,11 @@ are not graded, and the share is on the ScoreRun for the table). Answers are sco
 verdicts are read for 500 answers at a time (only the fields scoring uses), each chunk's scores are
 written before the next chunk is read (a killed run keeps them), and a score newer than every verdict
 on its answer and than its rubric is kept as it is, so a re-run does only what changed.
+
+With `rubric_version="latest-approved"` each answer is scored on its case's newest reviewed rubric
+(`rubrics.versions`; the writer's where no reviewer has acted); those scores sit beside the
+writer-rubric ones (`Score.rubric_version`, an id ending `:reviewed`), so both stay stored and
+reproducible, and a stored one is current only while it is also newer than its case's newest version.
 """
 
 from __future__ import annotations
@@ -26,8 +31,15 @@ from typing_extensions import TypedDict
 from livemed.common.stats import ZERO_POSITIVE
 from livemed.interop.healthbench import EXPORT_AXIS, SOURCE, example_tags_of, is_imported
 from livemed.pipeline.runner import batched
-from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
-from livemed.records.grading import CALL_FAILED, canonical_themes, criterion_key_id
+from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, RubricVersion, Score
+from livemed.records.grading import (
+    CALL_FAILED,
+    REVIEWED_SUFFIX,
+    RubricChoice,
+    canonical_themes,
+    criterion_key_id,
+)
+from livemed.rubrics.versions import chosen_versions, reviewed
 from livemed.score import formula as S
 from livemed.store import Store
 
@@ -44,6 +56,9 @@ class ScoreRun:
     answers: Counter[str] = field(default_factory=Counter)  # model -> answers with a scorable rubric
     shares: dict[str, FailureShare] = field(default_factory=dict)  # models with an unusable verdict
     max_failure_share: float = S.MAX_FAILURE_SHARE
+    rubric_version: RubricChoice = "writer"
+    cases: set[str] = field(default_factory=set)  # latest-approved: the cases of the answers seen
+    reviewed_cases: set[str] = field(default_factory=set)  # latest-approved: those with a reviewed version
 
 
 class FailureShare(NamedTuple):
@@ -304,6 +319,7 @@ def _score(
     failures: int,
     convention: S.Convention,
     policy: S.FailurePolicy,
+    rubric_version: RubricChoice = "writer",
 ) -> Score | None:
     values = prepared.values
     raw = S.group_raw(values, met, range(len(values)), policy)
@@ -337,6 +353,7 @@ def _score(
         failures=failures,
         failure_policy=policy,
         published=prepared.published,
+        rubric_version=rubric_version,
     )
 
 
@@ -350,6 +367,7 @@ def score_all(
     models: Collection[str] | None = None,
     batch_size: int = CHUNK,
     max_failure_share: float = S.MAX_FAILURE_SHARE,
+    rubric_version: RubricChoice = "writer",
 ) -> ScoreRun:
     """Score every answer (of `model`, or of `models`) fully graded by `judge`; others are counted by
     reason. Streams `batch_size` answers at a time: their verdicts and rubrics are read, and their
@@ -357,9 +375,14 @@ def score_all(
     stored score was written after every verdict on it and after its rubric is current: that score is
     read back, not computed again (a re-run with nothing new reads no verdicts). An answer with an
     unusable verdict is scored only under `not-met`/`exclude` and only for a model whose share of
-    unusable verdicts is at most `max_failure_share`."""
+    unusable verdicts is at most `max_failure_share`. `rubric_version`: the writer's rubrics, or each
+    case's newest reviewed version (see the module doc)."""
     wanted = set(models) if models is not None else {model} if model is not None else None
-    run = ScoreRun(shares=failure_shares(store, judge, wanted), max_failure_share=max_failure_share)
+    run = ScoreRun(
+        shares=failure_shares(store, judge, wanted),
+        max_failure_share=max_failure_share,
+        rubric_version=rubric_version,
+    )
     counted = frozenset(
         name for name, share in run.shares.items() if policy != "strict" and share.share <= max_failure_share
     )
@@ -370,8 +393,9 @@ def score_all(
         if wanted is None or view["model"] in wanted
     )
     for chunk in batched(answers, batch_size):
-        ids = {a.id: score_id(a.id, judge, convention, policy) for a in chunk}
-        current = _current_scores(store, chunk, list(ids.values()))
+        ids = {a.id: score_id(a.id, judge, convention, policy, rubric_version) for a in chunk}
+        versions_at = _versions_written(run, store, chunk)
+        current = _current_scores(store, chunk, list(ids.values()), versions_at)
         todo: list[_AnswerRef] = []
         unscored: list[str] = []
         for answer in chunk:
@@ -386,11 +410,7 @@ def score_all(
                 run.answers[answer.model] += 1  # a stored score means the rubric has a positive weight
                 run.scores.append(kept)
         verdicts = verdicts_by_answer(store, [a.id for a in todo], judge) if todo else {}
-        new = sorted({a.case_id for a in todo} - rubrics.keys())
-        found = dict(store.fields_many(Rubric.kind, [f"rubric:{case_id}" for case_id in new], _RUBRIC))
-        for case_id in new:
-            view = found.get(f"rubric:{case_id}")
-            rubrics[case_id] = _Prepared.of_view(view) if view is not None else None
+        _prepare(store, rubrics, sorted({a.case_id for a in todo} - rubrics.keys()), rubric_version)
         fresh: list[Score] = []
         for answer in todo:
             prepared, found_verdicts = rubrics[answer.case_id], verdicts[answer.id]
@@ -400,18 +420,52 @@ def score_all(
             )
         store.put(fresh)
         run.scores.extend(fresh)
-        _drop_stale_scores(store, unscored, judge, convention, policy)
-        if policy != "strict":
+        _drop_stale_scores(store, unscored, judge, convention, policy, rubric_version)
+        if policy != "strict" and rubric_version == "writer":
             _drop_legacy_ids(store, fresh)
         if len(rubrics) > RUBRIC_CACHE:  # answers come in case order: older cases are not asked again
             rubrics.clear()
     return run
 
 
-def score_id(answer_id: str, judge: str, convention: str, policy: str) -> str:
-    """`Score.id` of an answer's score (the default policy's id has no suffix)."""
+def score_id(
+    answer_id: str, judge: str, convention: str, policy: str, rubric_version: RubricChoice = "writer"
+) -> str:
+    """`Score.id` of an answer's score (the default policy's id has no suffix, nor the writer rubric's)."""
     suffix = "" if policy == "strict" else f":{policy}"
-    return f"score:{answer_id}:{judge}:{convention}{suffix}"
+    reviewed = REVIEWED_SUFFIX if rubric_version == "latest-approved" else ""
+    return f"score:{answer_id}:{judge}:{convention}{suffix}{reviewed}"
+
+
+def _prepare(
+    store: Store, rubrics: dict[str, _Prepared | None], case_ids: list[str], choice: RubricChoice
+) -> None:
+    """Add what scoring needs of these cases' rubrics to `rubrics`: from the stored fields of the
+    writer's rubric, or from the whole rubric with a reviewed version's criteria where `choice` picks one."""
+    versions = chosen_versions(store, case_ids, choice)
+    writer = [c for c in case_ids if c not in versions]
+    found = dict(store.fields_many(Rubric.kind, [f"rubric:{case_id}" for case_id in writer], _RUBRIC))
+    for case_id in writer:
+        view = found.get(f"rubric:{case_id}")
+        rubrics[case_id] = _Prepared.of_view(view) if view is not None else None
+    whole = store.get_many(Rubric, [f"rubric:{case_id}" for case_id in versions]) if versions else {}
+    for case_id, version in versions.items():
+        rubric = whole.get(f"rubric:{case_id}")
+        rubrics[case_id] = _Prepared.of(reviewed(rubric, version)) if rubric is not None else None
+
+
+def _versions_written(run: ScoreRun, store: Store, chunk: Sequence[_AnswerRef]) -> dict[str, datetime]:
+    """Scoring on reviewed rubrics: when each case of `chunk` with a reviewed version had its newest one
+    written (its cases are counted on `run`); nothing for the writer's rubrics."""
+    if run.rubric_version == "writer":
+        return {}
+    case_ids = sorted({a.case_id for a in chunk})
+    run.cases.update(case_ids)
+    if not store.any_of(RubricVersion.kind):
+        return {}
+    written = store.updated_at(RubricVersion.kind, case_ids, by_parent=True)
+    run.reviewed_cases.update(written)
+    return written
 
 
 def has_unusable(store: Store, judge: str) -> bool:
@@ -446,8 +500,14 @@ def failure_shares(store: Store, judge: str, wanted: Collection[str] | None) -> 
     return out
 
 
-def _current_scores(store: Store, answers: Sequence[_AnswerRef], score_ids: list[str]) -> dict[str, Score]:
-    """The stored scores (by id) that are newer than every verdict on their answer and its rubric."""
+def _current_scores(
+    store: Store,
+    answers: Sequence[_AnswerRef],
+    score_ids: list[str],
+    versions_at: dict[str, datetime] | None = None,
+) -> dict[str, Score]:
+    """The stored scores (by id) that are newer than every verdict on their answer and its rubric, and
+    than its case's newest reviewed version when `versions_at` (case id -> its write time) has one."""
     written = store.updated_at(Score.kind, score_ids)
     if not written:
         return {}
@@ -457,6 +517,7 @@ def _current_scores(store: Store, answers: Sequence[_AnswerRef], score_ids: list
         latest[answer_id] = max(moment, latest.get(answer_id, moment))
     rubric_ids = sorted({f"rubric:{a.case_id}" for a in answers})
     rubric_written = store.updated_at(Rubric.kind, rubric_ids)
+    versions_at = versions_at or {}
     current = []
     for answer, one in zip(answers, score_ids, strict=True):
         at = written.get(one)
@@ -464,7 +525,7 @@ def _current_scores(store: Store, answers: Sequence[_AnswerRef], score_ids: list
         verdict_at = latest.get(answer.id)
         if at is None or rubric_at is None or verdict_at is None:
             continue
-        if at > verdict_at and at > rubric_at:
+        if at > verdict_at and at > max(rubric_at, versions_at.get(answer.case_id, rubric_at)):
             current.append(one)
     return store.get_many(Score, current) if current else {}
 
@@ -493,7 +554,14 @@ def _score_one(
         unscored.append(answer.id)
         return
     record = _score(
-        answer, prepared, met, judge=judge, failures=failures, convention=convention, policy=policy
+        answer,
+        prepared,
+        met,
+        judge=judge,
+        failures=failures,
+        convention=convention,
+        policy=policy,
+        rubric_version=run.rubric_version,
     )
     if record is None:
         run.excluded[ZERO_POSITIVE] += 1
@@ -501,10 +569,18 @@ def _score_one(
         out.append(record)
 
 
-def _drop_stale_scores(store: Store, answer_ids: list[str], judge: str, convention: str, policy: str) -> None:
+def _drop_stale_scores(
+    store: Store,
+    answer_ids: list[str],
+    judge: str,
+    convention: str,
+    policy: str,
+    rubric_version: RubricChoice = "writer",
+) -> None:
     """A score stored earlier for an answer that is not fully graded now (e.g. by a livemed that scored
-    failed grader calls as not met) is removed: a failed call never stays a number."""
-    ids = [score_id(a, judge, convention, policy) for a in answer_ids]
+    failed grader calls as not met, or on a reviewed rubric with a criterion edited since) is removed:
+    a failed call never stays a number."""
+    ids = [score_id(a, judge, convention, policy, rubric_version) for a in answer_ids]
     for start in range(0, len(ids), 500):
         stale = store.has(Score.kind, ids[start : start + 500])
         if stale:
