@@ -108,8 +108,8 @@ def load_audit(store: Store, judge: str) -> Audit:
             items.append(Reviewed(grade_id, cells[grade_id], view["met"], tuple(said)))
     if not items:
         raise UserError(
-            f"no met / not met labels on the audit sample of grader {judge!r} yet "
-            f"({len(sample.items)} items; {unsure} unsure, {stale} changed): label them in the review app first"
+            f"no met / not met labels on the audit sample of grader {judge!r} yet ({len(sample.items)} "
+            f"items; {unsure} unsure, {stale} changed): label them in the review app first"
         )
     population = {stratum.key: stratum.population for stratum in sample.strata}
     return Audit(judge, items, population, len(sample.items), unsure, stale)
