@@ -25,7 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from livemed.judges.reviewed import Audit, Reviewed, measure, table_figures
+from livemed.judges.confusion import table_figures
+from livemed.judges.reviewed import Audit, Reviewed, measure
 from livemed.records.review import stratum_key
 from livemed.review.sample import allocate
 
