@@ -106,3 +106,45 @@ def test_a_script_in_a_case_is_shown_as_text_and_never_runs(sqlite_store: Store)
         assert HOSTILE in str(page.text_content("#prompt"))
         assert page.text_content("#answer") == f"My answer {HOSTILE}"
         assert page.eval_on_selector_all("main script, main b, main i", "found => found.length") == 0
+
+
+def _results(page: Any, base: str) -> tuple[str, str]:
+    page.goto(f"{base}/results")
+    page.wait_for_selector("html[data-review-ready]")
+    sections = page.eval_on_selector_all("section.results", "found => found.map(s => s.innerText)")
+    agreement = next(s for s in sections if s.startswith("Agreement of"))
+    corrected = next(s for s in sections if s.startswith("Scores by"))
+    return agreement, corrected
+
+
+def test_labels_given_with_the_keyboard_change_the_agreement_and_the_corrected_scores(
+    review_store: Store,
+) -> None:
+    from livemed.records import AuditSample, Grade
+    from livemed.review.labels import put_label
+
+    sample = review_store.get(AuditSample, "audit_sample:offline/lexical")
+    assert sample is not None
+    verdicts = {
+        g.id: g.met for g in review_store.get_many(Grade, [i.grade_id for i in sample.items]).values()
+    }
+    *agreeing, _ = sample.items  # the reviewer agrees with the grader on all but the last few, given below
+    for item in agreeing[:-4]:
+        put_label(
+            review_store, "bea", "audit", item.grade_id, "met" if verdicts[item.grade_id] else "not met"
+        )
+    token = invite(review_store, "bea")
+    with serving(make_app(review_store, judge="offline/lexical")) as base, browser_page(base) as page:
+        page.goto(f"{base}/login?token={token}")
+        before = _results(page, base)
+        assert "grader vs reviewers, all axes" in before[0]
+        assert "offline/reference" in before[1]
+        page.goto(f"{base}/queue/audit")
+        page.wait_for_selector("html[data-review-ready]")
+        for _ in range(5):  # the items left: labelled against the grader's verdict
+            item = _item(page)
+            _press(page, "2" if verdicts[item] else "1")
+        after = _results(page, base)
+    assert after[0] != before[0]
+    assert after[1] != before[1]
+    assert len([label for label in review_store.iter(Label) if label.reviewer == "bea"]) == len(sample.items)

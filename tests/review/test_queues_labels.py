@@ -22,6 +22,7 @@ from livemed.review.labels import (
     undo_last,
 )
 from livemed.review.queues import get_item, pending, progress
+from livemed.review.results import review_results
 from livemed.review.sample import allocate, draw_sample
 from livemed.rubrics.versions import latest_versions
 from livemed.store import Store
@@ -253,7 +254,7 @@ def test_the_app_recounts_queue_sizes_after_its_ttl(
     from livemed.review import app as app_module
 
     _filled(sqlite_store)
-    review = app_module.ReviewApp(sqlite_store, JUDGE, app_module.label_counts)
+    review = app_module.ReviewApp(sqlite_store, JUDGE, review_results)
     assert review.progress("ana")["audit"] == (0, 0)  # no sample yet
     sqlite_store.put([draw_sample(sqlite_store, JUDGE, 6, seed=1)])
     assert review.progress("ana")["audit"] == (0, 0)  # within the TTL: the sizes counted before

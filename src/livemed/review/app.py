@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.resources import files
 from typing import Any
@@ -29,10 +28,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from livemed.errors import UserError
-from livemed.records import Label
 from livemed.records.review import QUEUES, VERDICTS, Queue
 from livemed.review.labels import edited, labels_of, put_label, undo_last
-from livemed.review.queues import QueueItem, get_item, label_key, pending, progress, queue_sizes
+from livemed.review.queues import QueueItem, get_item, pending, progress, queue_sizes
+from livemed.review.results import review_results
 from livemed.review.security import (
     BAD_CSRF,
     COOKIE,
@@ -57,14 +56,6 @@ TITLES: dict[str, str] = {
     "criteria": "Rubric criteria",
     "cases": "Rejected cases",
 }
-
-
-def label_counts(store: Store, judge: str | None) -> Mapping[str, Any]:
-    """The default of `/results`: how many labels each reviewer gave in each queue."""
-    counts = Counter((queue, reviewer) for queue, _, reviewer in map(label_key, store.ids(Label.kind)))
-    rows = [[queue, reviewer, str(n)] for (queue, reviewer), n in sorted(counts.items())]
-    section = {"title": "Labels", "columns": ["queue", "reviewer", "labels"], "rows": rows, "note": ""}
-    return {"sections": [section]}
 
 
 class ReviewApp:
@@ -206,7 +197,7 @@ def make_app(
     store: Store | str,
     *,
     judge: str | None = None,
-    results: Results = label_counts,
+    results: Results = review_results,
     secret: str | None = None,
 ) -> Starlette:
     """The review app over `store` (a Store, or its path or URL); `judge`: the grader whose audit
