@@ -142,8 +142,8 @@ def test_labels_given_with_the_keyboard_change_the_agreement_and_the_corrected_s
         page.goto(f"{base}/queue/audit")
         page.wait_for_selector("html[data-review-ready]")
         for _ in range(5):  # the items left: labelled against the grader's verdict
-            item = _item(page)
-            _press(page, "2" if verdicts[item] else "1")
+            shown_id = _item(page)
+            _press(page, "2" if verdicts[shown_id] else "1")
         after = _results(page, base)
     assert after[0] != before[0]
     assert after[1] != before[1]
