@@ -6,6 +6,7 @@ import html
 import re
 from urllib.parse import quote
 
+import lxml.html
 import pytest
 from markupsafe import escape
 from starlette.testclient import TestClient
@@ -134,6 +135,9 @@ def test_the_audit_page_shows_nothing_of_the_graders_verdict(review_store: Store
     assert first == second  # the page is the same whatever the grader said
     assert "GRADER-EXPLANATION" not in first
     assert "stratum" not in first
+    visible = " ".join(str(part) for part in lxml.html.document_fromstring(first).itertext())
+    model = grade.answer_id.split(":")[-2]
+    assert model not in visible  # nor which candidate wrote the answer (only the form's hidden id says)
 
 
 def test_harvested_markup_is_escaped_and_shown_as_text(sqlite_store: Store) -> None:
