@@ -85,9 +85,11 @@ def test_the_report_on_reviewed_rubrics_says_so(reviewed_store: Path, tmp_path: 
 
 
 def test_an_unknown_rubric_version_is_refused_in_one_line(
-    reviewed_store: Path, capsys: pytest.CaptureFixture[str]
+    reviewed_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from livemed.cli.application import run as livemed
+
+    monkeypatch.setenv("COLUMNS", "120")  # else the run widens this process's consoles for later tests
 
     for command in (("grade", "--judge", WORDS), ("scores", "--judge", WORDS), ("report",)):
         with pytest.raises(SystemExit) as exit_:

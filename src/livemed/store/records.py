@@ -10,7 +10,6 @@ from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy.dialects import postgresql, sqlite
 
 from livemed import __version__
 from livemed.errors import StoreRecordError
@@ -70,10 +69,19 @@ class RecordTable(StoreBase):
             "updated_at": naive_utc(utcnow()),
             "payload": payload,
         }
-        dialect = sqlite if self.dialect == "sqlite" else postgresql
         with self.transaction() as conn:
-            result = conn.execute(dialect.insert(records_table).on_conflict_do_nothing(), [row])
+            result = conn.execute(self._insert_new(), [row])
         return bool(result.rowcount)
+
+    def _insert_new(self) -> sa.Insert:
+        """`INSERT … ON CONFLICT DO NOTHING` into the records (each dialect imported only where used)."""
+        if self.dialect == "sqlite":
+            from sqlalchemy.dialects import sqlite
+
+            return sqlite.insert(records_table).on_conflict_do_nothing()
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(records_table).on_conflict_do_nothing()
 
     def get(self, cls: type[R], record_id: str) -> R | None:
         with self.engine.connect() as conn:
