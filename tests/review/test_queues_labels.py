@@ -261,3 +261,27 @@ def test_the_app_recounts_queue_sizes_after_its_ttl(
     clock = time.monotonic() + app_module.SIZES_TTL_S + 1
     monkeypatch.setattr(time, "monotonic", lambda: clock)
     assert review.progress("ana")["audit"] == (0, 6)
+
+
+def test_results_are_computed_again_after_a_label_and_else_after_the_ttl(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livemed.review import app as app_module
+
+    _filled(sqlite_store)
+    sample = draw_sample(sqlite_store, JUDGE, 6, seed=1)
+    sqlite_store.put([sample])
+    review = app_module.ReviewApp(sqlite_store, JUDGE, review_results)
+
+    def labels_row() -> list[list[str]]:
+        return list(review.current_results()["sections"][0]["rows"])
+
+    assert labels_row() == []
+    put_label(sqlite_store, "ana", "audit", sample.items[0].grade_id, "met")  # as another process would
+    assert labels_row() == []  # within the TTL
+    review._put("ana", "audit", sample.items[1].grade_id, "met", "", "")  # the app's own label
+    assert labels_row() == [["audit", "ana", "2"]]
+    put_label(sqlite_store, "ana", "audit", sample.items[2].grade_id, "met")
+    clock = time.monotonic() + app_module.SIZES_TTL_S + 1
+    monkeypatch.setattr(time, "monotonic", lambda: clock)
+    assert labels_row() == [["audit", "ana", "3"]]

@@ -64,6 +64,7 @@ class ReviewApp:
     def __init__(self, store: Store, judge: str | None, results: Results) -> None:
         self.store, self.judge, self.results = store, judge, results
         self.sizes: tuple[float, dict[Queue, int]] | None = None  # (when counted, queue sizes)
+        self.shown: tuple[float, Mapping[str, Any]] | None = None  # (when computed, /results' values)
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("livemed.review", "templates"),
             autoescape=True,
@@ -159,16 +160,26 @@ class ReviewApp:
             assert item.criterion is not None  # a criteria item always has one
             edit = edited(item.criterion, text)
         put_label(self.store, reviewer, queue, item_id, verdict, note, edit=edit, judge=self.judge)
+        self.shown = None
 
     async def undo(self, request: Request, reviewer: str) -> Response:
         undone = await run_in_threadpool(undo_last, self.store, reviewer)
+        self.shown = None
         if undone is None:
             return RedirectResponse("/", status_code=303)
         return RedirectResponse(_item_url(undone.queue, undone.item_id), status_code=303)
 
     async def results_page(self, request: Request, reviewer: str) -> Response:
-        values = await run_in_threadpool(self.results, self.store, self.judge)
+        values = await run_in_threadpool(self.current_results)
         return self.page(request, "results.html", reviewer=reviewer, **values)
+
+    def current_results(self) -> Mapping[str, Any]:
+        """`/results`' values: computed again after a label this app wrote, else at most every
+        `SIZES_TTL_S` (for labels imported by another process)."""
+        now = time.monotonic()
+        if self.shown is None or now - self.shown[0] > SIZES_TTL_S:
+            self.shown = (now, self.results(self.store, self.judge))
+        return self.shown[1]
 
     async def static(self, request: Request, reviewer: str) -> Response:
         name = request.path_params["name"]
