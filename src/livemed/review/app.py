@@ -12,6 +12,7 @@ corrected scores are computed elsewhere and handed in through it.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.resources import files
@@ -65,6 +66,7 @@ class ReviewApp:
         self.store, self.judge, self.results = store, judge, results
         self.sizes: tuple[float, dict[Queue, int]] | None = None  # (when counted, queue sizes)
         self.shown: tuple[float, Mapping[str, Any]] | None = None  # (when computed, /results' values)
+        self.computing = threading.Lock()  # one computation of /results at a time; the others wait for it
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("livemed.review", "templates"),
             autoescape=True,
@@ -176,10 +178,11 @@ class ReviewApp:
     def current_results(self) -> Mapping[str, Any]:
         """`/results`' values: computed again after a label this app wrote, else at most every
         `SIZES_TTL_S` (for labels imported by another process)."""
-        now = time.monotonic()
-        if self.shown is None or now - self.shown[0] > SIZES_TTL_S:
-            self.shown = (now, self.results(self.store, self.judge))
-        return self.shown[1]
+        with self.computing:
+            shown, now = self.shown, time.monotonic()
+            if shown is None or now - shown[0] > SIZES_TTL_S:
+                shown = self.shown = (now, self.results(self.store, self.judge))
+            return shown[1]
 
     async def static(self, request: Request, reviewer: str) -> Response:
         name = request.path_params["name"]
