@@ -38,11 +38,12 @@ def chromium() -> str:
 
 
 @contextmanager
-def opened_report(path: Path, *, errors: list[str] | None = None) -> Iterator[Any]:
-    """The report loaded in a page; on leaving, no console error and no request beyond the file itself.
-
-    With `errors`, console errors are collected there for the test to check instead.
-    """
+def guarded_page(
+    allowed: tuple[str, ...], *, errors: list[str] | None = None, viewport: dict[str, int] | None = None
+) -> Iterator[Any]:
+    """A headless Chromium page; on leaving, no console error (a CSP violation is one) and no request to
+    an address not starting with one of `allowed`. With `errors`, console errors are collected there for
+    the test to check instead."""
     binary = chromium()
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     problems: list[str] = []
@@ -50,15 +51,10 @@ def opened_report(path: Path, *, errors: list[str] | None = None) -> Iterator[An
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=binary, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport=viewport) if viewport else browser.new_page()
             page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on(
-                "request",
-                lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None,
-            )
-            page.goto(path.as_uri())
-            page.wait_for_selector("body[data-report-ready]")
+            page.on("request", lambda r: None if r.url.startswith(allowed) else remote.append(r.url))
             yield page
         finally:
             browser.close()
@@ -67,3 +63,15 @@ def opened_report(path: Path, *, errors: list[str] | None = None) -> Iterator[An
     else:
         errors.extend(problems)
     assert remote == []
+
+
+@contextmanager
+def opened_report(path: Path, *, errors: list[str] | None = None) -> Iterator[Any]:
+    """The report loaded in a page; on leaving, no console error and no request beyond the file itself.
+
+    With `errors`, console errors are collected there for the test to check instead.
+    """
+    with guarded_page(("file:", "data:"), errors=errors, viewport={"width": 1400, "height": 1000}) as page:
+        page.goto(path.as_uri())
+        page.wait_for_selector("body[data-report-ready]")
+        yield page

@@ -13,7 +13,7 @@ from livemed.records import Label, RubricVersion
 from livemed.review.app import make_app
 from livemed.review.tokens import invite
 from livemed.store import Store
-from tests.reports.browser import CHROMIUM_ARGS, chromium
+from tests.reports.browser import guarded_page
 from tests.review.conftest import HOSTILE, hostile_store
 from tests.review.serving import serving
 
@@ -23,22 +23,8 @@ pytestmark = pytest.mark.browser
 @contextmanager
 def browser_page(base: str) -> Iterator[Any]:
     """A Chromium page; on leaving, no console error (a CSP violation is one) and no request elsewhere."""
-    binary = chromium()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    problems: list[str] = []
-    elsewhere: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=binary, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("request", lambda r: None if r.url.startswith(base) else elsewhere.append(r.url))
-            yield page
-        finally:
-            browser.close()
-    assert problems == []
-    assert elsewhere == []
+    with guarded_page((base,)) as page:
+        yield page
 
 
 def _press(page: Any, key: str) -> None:
