@@ -11,7 +11,8 @@ open the index (each queue's progress) and the results page. Before each verdict
 (exponential, mean `--think` seconds, seeded; 0 runs them back to back: a saturated server rather than
 reviewers). Every response is timed on its own (redirects
 are followed by hand). Prints p50/p95/p99 page time per page and overall, requests, failures, and
-p95 ÷ 100 ms. Prints `uptime` first and last: the machine is shared.
+p95 ÷ 100 ms, and then the cost of computing `/results` in one process (the first time,
+and again after it). Prints `uptime` first and last: the machine is shared.
 
     .venv/bin/python benchmarks/review_app.py [--grades 100000 | --store PATH] [--reviewers 50]
         [--rounds 10] [--think 1.0] [--index-every 5] [--port 8799]
@@ -164,6 +165,28 @@ def report(times: Times, wall: float) -> None:
         print(f"p95 ÷ 100 ms: {p95 / BOUND_MS:.2f} (bound: < 1)")
 
 
+def results_costs(store: Path) -> None:
+    """`/results`' computation in one process, after the run's labels: the first (every verdict read) and
+    the next ones (the labels' part only; the verdicts' stamp checked each time)."""
+    from livemed.review.results import ReviewResults
+    from livemed.store import Store
+
+    opened, results = Store(str(store)), ReviewResults()
+    started = time.perf_counter()
+    results(opened, JUDGE)
+    first = time.perf_counter() - started
+    again = []
+    for _ in range(5):
+        started = time.perf_counter()
+        results(opened, JUDGE)
+        again.append(time.perf_counter() - started)
+    opened.close()
+    print(
+        f"/results in one process: first {first:.2f} s (reads every verdict), then median "
+        f"{statistics.median(again) * 1000:.0f} ms, max {max(again) * 1000:.0f} ms (the labels' part)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -195,6 +218,7 @@ def main() -> None:
         finally:
             server.terminate()
             server.communicate(timeout=15)
+        results_costs(store)
     print(
         f"{args.reviewers} reviewers at once, {args.rounds} rounds each, mean pause {args.think} s, "
         f"index every {args.index_every or 'never'}:"

@@ -235,6 +235,23 @@ def test_results_render_what_the_hook_returns(review_store: Store) -> None:
     assert "n = 40 &lt;labels&gt;" in page
 
 
+def test_results_are_computed_once_as_the_app_starts_and_shared_until_a_label(review_store: Store) -> None:
+    calls: list[str | None] = []
+
+    def counted(store: Store, judge: str | None) -> dict[str, object]:
+        calls.append(judge)
+        return {"sections": []}
+
+    with TestClient(make_app(review_store, judge=JUDGE, results=counted)) as client:  # runs the lifespan
+        csrf = logged_in(client, review_store, "ada")
+        assert client.get("/results").status_code == 200
+        assert calls == [JUDGE]  # computed as it started; the page shows those values
+        item = _first_audit(review_store)
+        client.post("/label", data={"csrf": csrf, "queue": "audit", "item_id": item, "verdict": "met"})
+        client.get("/results")
+        assert calls == [JUDGE, JUDGE]
+
+
 def test_a_restarted_server_ends_every_session(review_store: Store) -> None:
     before = TestClient(make_app(review_store))
     logged_in(before, review_store, "ada")

@@ -11,7 +11,18 @@ from pathlib import Path
 import pytest
 
 from livemed.errors import UserError
-from livemed.records import Answer, Criterion, Doc, Grade, GradeFailure, Label, Rejection, RubricVersion
+from livemed.records import (
+    Answer,
+    AuditSample,
+    Criterion,
+    Doc,
+    Grade,
+    GradeFailure,
+    Label,
+    Rejection,
+    RubricVersion,
+)
+from livemed.review import results as results_module
 from livemed.review.labels import (
     audit_labels,
     edited,
@@ -22,9 +33,10 @@ from livemed.review.labels import (
     undo_last,
 )
 from livemed.review.queues import get_item, pending, progress
-from livemed.review.results import review_results
+from livemed.review.results import ReviewResults, review_results
 from livemed.review.sample import allocate, draw_sample
 from livemed.rubrics.versions import latest_versions
+from livemed.score.corrected import scored_frame
 from livemed.store import Store
 from tests.builders import PUBLISHED, make_answer, make_case, make_rubric
 
@@ -54,6 +66,14 @@ def _filled(store: Store, cases: int = 4, models: int = 2) -> None:
             for k in rubric.criteria
         ]
         store.put([case, rubric, *answers, *grades])
+
+
+def _sampled(store: Store) -> AuditSample:
+    """`_filled`, with an audit sample of 6 drawn and stored."""
+    _filled(store)
+    sample = draw_sample(store, JUDGE, 6, seed=1)
+    store.put([sample])
+    return sample
 
 
 def test_allocation_takes_everything_or_exactly_the_size_with_a_floor_per_cell() -> None:
@@ -268,9 +288,7 @@ def test_results_are_computed_again_after_a_label_and_else_after_the_ttl(
 ) -> None:
     from livemed.review import app as app_module
 
-    _filled(sqlite_store)
-    sample = draw_sample(sqlite_store, JUDGE, 6, seed=1)
-    sqlite_store.put([sample])
+    sample = _sampled(sqlite_store)
     review = app_module.ReviewApp(sqlite_store, JUDGE, review_results)
 
     def labels_row() -> list[list[str]]:
@@ -285,3 +303,101 @@ def test_results_are_computed_again_after_a_label_and_else_after_the_ttl(
     clock = time.monotonic() + app_module.SIZES_TTL_S + 1
     monkeypatch.setattr(time, "monotonic", lambda: clock)
     assert labels_row() == [["audit", "ana", "3"]]
+
+
+def test_results_keep_the_verdicts_frame_until_a_grade_is_written(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sample = _sampled(sqlite_store)
+    made = []
+    real = scored_frame
+
+    def counted(store: Store, judge: str) -> object:
+        made.append(judge)
+        return real(store, judge)
+
+    monkeypatch.setattr(results_module, "scored_frame", counted)
+    results = ReviewResults()
+
+    def corrected() -> dict[str, object]:
+        return dict(results(sqlite_store, JUDGE)["sections"][-1])
+
+    assert "0 of 6 sampled verdicts labelled" in str(corrected()["note"])
+    for item in sample.items[:4]:
+        put_label(sqlite_store, "ana", "audit", item.grade_id, "not met")
+    kept = corrected()
+    assert "4 of 6 sampled verdicts labelled" in str(kept["note"])
+    assert kept == dict(review_results(sqlite_store, JUDGE)["sections"][-1])  # as computed afresh
+    assert made == [JUDGE, JUDGE]  # the labels alone did not read the verdicts again (the last: afresh)
+    grade = sqlite_store.get(Grade, sample.items[0].grade_id)
+    assert grade is not None
+    sqlite_store.put([grade])  # graded again after the draw
+    assert "written after its audit sample was drawn" in str(corrected()["note"])
+    assert len(made) == 3
+
+
+def test_the_verdicts_are_checked_again_only_after_the_recheck_time(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sample = _sampled(sqlite_store)
+    results = ReviewResults(recheck_s=60.0)
+    note = results(sqlite_store, JUDGE)["sections"][-1]["note"]
+    grade = sqlite_store.get(Grade, sample.items[0].grade_id)
+    assert grade is not None
+    sqlite_store.put([grade])
+    assert results(sqlite_store, JUDGE)["sections"][-1]["note"] == note  # within the recheck time
+    clock = time.monotonic() + 61
+    monkeypatch.setattr(time, "monotonic", lambda: clock)
+    assert "written after its audit sample" in results(sqlite_store, JUDGE)["sections"][-1]["note"]
+
+
+class Watched:
+    """A lock that counts the threads that asked for it."""
+
+    def __init__(self) -> None:
+        self.lock, self.asked, self.changed = threading.Lock(), 0, threading.Condition()
+
+    def __enter__(self) -> None:
+        with self.changed:
+            self.asked += 1
+            self.changed.notify_all()
+        self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+    def waiting(self, n: int) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.asked >= n, timeout=10)
+
+
+def test_a_request_that_waited_for_a_computation_of_results_takes_its_values(sqlite_store: Store) -> None:
+    from livemed.review import app as app_module
+
+    sample = _sampled(sqlite_store)
+    started, go, calls = threading.Event(), threading.Event(), []
+
+    def slow(store: Store, judge: str | None) -> object:
+        calls.append(judge)
+        started.set()
+        go.wait(10)
+        return review_results(store, judge)
+
+    review = app_module.ReviewApp(sqlite_store, JUDGE, slow)  # type: ignore[arg-type]
+    review.computing = entered = Watched()  # type: ignore[assignment]
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(review.current_results()))
+    first.start()
+    assert started.wait(10)
+    review._put("ana", "audit", sample.items[0].grade_id, "met", "", "")  # while it is computed
+    second = threading.Thread(target=lambda: got.append(review.current_results()))
+    second.start()
+    assert entered.waiting(2)  # the second request waits for the lock the first holds
+    go.set()
+    first.join(10)
+    second.join(10)
+    assert len(calls) == 1  # the second request waited for the first computation and took its values
+    assert got[0] is got[1]
+    labels = review.current_results()["sections"][0]["rows"]  # the label written meanwhile: computed again
+    assert labels == [["audit", "ana", "1"]]
+    assert len(calls) == 2

@@ -80,3 +80,17 @@ def test_a_row_without_a_date_and_the_other_tables(any_store: Store) -> None:
     assert list(any_store.signatures_iter()) == [("d1", "e2", b"\x02")]
     any_store.cache_put_many([("k1", "m", {"a": 1}), ("k2", "m", '{"b": 2}')])
     assert any_store.cache_get_many(["k1", "k2"]) == {"k1": {"a": 1}, "k2": {"b": 2}}
+
+
+def test_a_stamp_changes_when_a_record_of_its_kinds_is_written_or_deleted(any_store: Store) -> None:
+    assert any_store.stamp(["case", "grade"]) == (("case", 0, None), ("grade", 0, None))
+    any_store.put([case(1), case(2)])
+    first = any_store.stamp(["case", "grade"])
+    assert [n for _, n, _ in first] == [2, 0]
+    assert any_store.stamp(["case", "grade"]) == first  # nothing written: the same stamp
+    any_store.put([case(1, "What next?")])  # an overwrite: as many records, a later write
+    again = any_store.stamp(["case", "grade"])
+    assert again[0][1] == 2
+    assert again != first
+    any_store.delete("case", ["case:test:2"])
+    assert any_store.stamp(["case"])[0][1] == 1

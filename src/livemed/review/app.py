@@ -5,16 +5,20 @@ Pages are rendered on the server (Jinja2, autoescaped: harvested text is shown a
 e edit, u undo, j/k next and previous). Every page needs a reviewer's session (`/login?token=…`, the
 link `livemed review invite` prints); every POST needs the session's CSRF token (`security.py`).
 The app writes through `review/labels.py` only: labels, and rubric versions made by criterion verdicts.
-`/results` renders what a `results` function returns (the label counts by default); agreement and
-corrected scores are computed elsewhere and handed in through it.
+`/results` renders what a `results` function returns (`results.ReviewResults` by default: label counts,
+agreement and corrected scores, computed elsewhere and handed in through it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 from urllib.parse import quote
@@ -32,7 +36,7 @@ from livemed.errors import UserError
 from livemed.records.review import QUEUES, VERDICTS, Queue
 from livemed.review.labels import edited, labels_of, put_label, undo_last
 from livemed.review.queues import QueueItem, get_item, pending, progress, queue_sizes
-from livemed.review.results import review_results
+from livemed.review.results import ReviewResults
 from livemed.review.security import (
     BAD_CSRF,
     COOKIE,
@@ -49,7 +53,7 @@ from livemed.store import Store
 
 Results = Callable[[Store, str | None], Mapping[str, Any]]
 Handler = Callable[[Request, str], Awaitable[Response]]
-SIZES_TTL_S = 15.0  # queue sizes change only when a sample, rubric or version is written
+SIZES_TTL_S = 15.0  # queue sizes and /results' verdicts: written by other processes (samples, grades), rarely
 STATIC = {"review.js": "text/javascript", "review.css": "text/css"}
 TITLES: dict[str, str] = {
     "audit": "Audit sample (blind)",
@@ -59,13 +63,25 @@ TITLES: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class Shown:
+    """`/results`' values, how many of the app's label writes they reflect, and when computed."""
+
+    values: Mapping[str, Any]
+    written: int
+    started: float
+    finished: float
+
+
 class ReviewApp:
     """The routes' state: the store, the grader under audit, the templates."""
 
     def __init__(self, store: Store, judge: str | None, results: Results) -> None:
         self.store, self.judge, self.results = store, judge, results
         self.sizes: tuple[float, dict[Queue, int]] | None = None  # (when counted, queue sizes)
-        self.shown: tuple[float, Mapping[str, Any]] | None = None  # (when computed, /results' values)
+        self.shown: Shown | None = None
+        self.writes = itertools.count(1)  # the app's label writes (and undos), counted
+        self.written = 0
         self.computing = threading.Lock()  # one computation of /results at a time; the others wait for it
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("livemed.review", "templates"),
@@ -162,11 +178,11 @@ class ReviewApp:
             assert item.criterion is not None  # a criteria item always has one
             edit = edited(item.criterion, text)
         put_label(self.store, reviewer, queue, item_id, verdict, note, edit=edit, judge=self.judge)
-        self.shown = None
+        self.written = next(self.writes)
 
     async def undo(self, request: Request, reviewer: str) -> Response:
         undone = await run_in_threadpool(undo_last, self.store, reviewer)
-        self.shown = None
+        self.written = next(self.writes)
         if undone is None:
             return RedirectResponse("/", status_code=303)
         return RedirectResponse(_item_url(undone.queue, undone.item_id), status_code=303)
@@ -176,13 +192,28 @@ class ReviewApp:
         return self.page(request, "results.html", reviewer=reviewer, **values)
 
     def current_results(self) -> Mapping[str, Any]:
-        """`/results`' values: computed again after a label this app wrote, else at most every
-        `SIZES_TTL_S` (for labels imported by another process)."""
+        """`/results`' values, computed again when the app has written a label since they were (or
+        `SIZES_TTL_S` after, for labels imported by another process). One computation at a time: a
+        request that waited for one takes its values (they miss at most the labels written while it ran)."""
+        asked = time.monotonic()
         with self.computing:
-            shown, now = self.shown, time.monotonic()
-            if shown is None or now - shown[0] > SIZES_TTL_S:
-                shown = self.shown = (now, self.results(self.store, self.judge))
-            return shown[1]
+            shown = self.shown
+            waited = shown is not None and shown.finished >= asked
+            current = shown is not None and shown.written == self.written
+            if shown is not None and (waited or (current and asked - shown.started <= SIZES_TTL_S)):
+                return shown.values
+            written, started = self.written, time.monotonic()
+            values = self.results(self.store, self.judge)
+            self.shown = Shown(values, written, started, time.monotonic())
+            return values
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """While the app serves from its start, `/results` is computed once (it reads every verdict:
+        seconds at 100k grades), so the first reviewers to open it wait for one computation at most."""
+        warming = asyncio.create_task(run_in_threadpool(self.current_results))
+        yield
+        await warming
 
     async def static(self, request: Request, reviewer: str) -> Response:
         name = request.path_params["name"]
@@ -211,13 +242,14 @@ def make_app(
     store: Store | str,
     *,
     judge: str | None = None,
-    results: Results = review_results,
+    results: Results | None = None,
     secret: str | None = None,
 ) -> Starlette:
     """The review app over `store` (a Store, or its path or URL); `judge`: the grader whose audit
     sample the audit queue shows (None: the only one stored); `secret` signs the session cookies
     (default: a random one, so a restart ends every session)."""
-    review = ReviewApp(store if isinstance(store, Store) else Store(store), judge, results)
+    opened = store if isinstance(store, Store) else Store(store)
+    review = ReviewApp(opened, judge, results or ReviewResults(recheck_s=SIZES_TTL_S))
     routes = [
         Route("/login", review.login),
         Route("/", review.authed(review.index)),
@@ -240,7 +272,9 @@ def make_app(
             max_age=12 * 3600,
         ),
     ]
-    return Starlette(routes=routes, middleware=middleware, exception_handlers={404: _not_found})
+    return Starlette(
+        routes=routes, middleware=middleware, exception_handlers={404: _not_found}, lifespan=review.lifespan
+    )
 
 
 async def _no_icon(request: Request, reviewer: str) -> Response:

@@ -2,10 +2,14 @@
 scores corrected by their labels (computed in `judges/reviewed.py` and `score/corrected.py`; shown here).
 
 Each section says why it is empty (no audit sample, no labels yet) rather than show a number it has not.
+The corrected scores read every verdict of the grader (`score.corrected.scored_frame`, seconds at 100k
+grades) and the labels only on the sample: `ReviewResults` keeps the verdicts' part until the store's
+grades, answers, rubrics or audit samples change (`Store.stamp`), so a label costs only the labels' part.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -15,24 +19,51 @@ from livemed.judges.certification import shown
 from livemed.judges.reviewed import agreement_rows, notes, reviewed_agreement
 from livemed.records import Label
 from livemed.review.queues import audit_sample, label_key
-from livemed.score.corrected import corrected_scores
+from livemed.score.corrected import FRAME_KINDS, Frame, corrected_scores, scored_frame
 from livemed.store import Store
 
 AGREEMENT_COLUMNS = ["comparison", "macro-F1", "Cohen's kappa", "accuracy"]
 CORRECTED_COLUMNS = ["model", "answers", "raw", "corrected [95% CI]", "labels only [95% CI]", "labels"]
 
 
+class ReviewResults:
+    """`/results`' sections for the grader under audit (the only audit sample when `judge` is None);
+    what the verdicts' frame of the correction was, per grader, until `Store.stamp` of what it read
+    changes (an error of it, such as verdicts newer than the sample, is kept the same way). The stamp
+    reads every verdict's write time: it is read again at most every `recheck_s` seconds."""
+
+    def __init__(self, recheck_s: float = 0.0) -> None:
+        self.recheck_s = recheck_s
+        self.frames: dict[str, tuple[float, Any, Frame | UserError]] = {}  # (checked, stamp, frame)
+
+    def __call__(self, store: Store, judge: str | None) -> Mapping[str, Any]:
+        sections = list(label_counts(store, judge)["sections"])
+        try:
+            grader = audit_sample(store, judge).judge
+        except UserError as exc:
+            return {"sections": [*sections, _empty("Agreement with the reviewers", str(exc))]}
+        sections.append(_agreement(store, grader))
+        sections.append(_corrected(store, grader, self.frame(store, grader)))
+        return {"sections": sections}
+
+    def frame(self, store: Store, judge: str) -> Frame | UserError:
+        now, kept = time.monotonic(), self.frames.get(judge)
+        if kept is not None and now - kept[0] < self.recheck_s:
+            return kept[2]
+        stamp = store.stamp(FRAME_KINDS)
+        if kept is None or kept[1] != stamp:
+            try:
+                made: Frame | UserError = scored_frame(store, judge)
+            except UserError as exc:
+                made = exc
+            kept = (now, stamp, made)
+        self.frames[judge] = (now, stamp, kept[2])
+        return kept[2]
+
+
 def review_results(store: Store, judge: str | None) -> Mapping[str, Any]:
-    """The sections of `/results` for the grader under audit (the only audit sample when `judge` is None)."""
-    sections = list(label_counts(store, judge)["sections"])
-    try:
-        grader = audit_sample(store, judge).judge
-    except UserError as exc:
-        note = str(exc)
-        return {"sections": [*sections, _empty("Agreement with the reviewers", note)]}
-    sections.append(_agreement(store, grader))
-    sections.append(_corrected(store, grader))
-    return {"sections": sections}
+    """`/results`' sections computed afresh (`ReviewResults` keeps the costly part between calls)."""
+    return ReviewResults()(store, judge)
 
 
 def label_counts(store: Store, judge: str | None) -> Mapping[str, Any]:
@@ -60,12 +91,11 @@ def _agreement(store: Store, judge: str) -> dict[str, Any]:
     return {"title": title, "columns": AGREEMENT_COLUMNS, "rows": rows, "note": " · ".join(notes(data))}
 
 
-def _corrected(store: Store, judge: str) -> dict[str, Any]:
+def _corrected(store: Store, judge: str, frame: Frame | UserError) -> dict[str, Any]:
     title = f"Scores by {judge} corrected by the reviewers' labels (unclipped means)"
-    try:
-        result = corrected_scores(store, judge)
-    except UserError as exc:
-        return _empty(title, str(exc))
+    if isinstance(frame, UserError):
+        return _empty(title, str(frame))
+    result = corrected_scores(store, judge, frame=frame)
     rows = [
         [
             s.model,

@@ -131,24 +131,51 @@ def has_audit_labels(store: Store, judge: str) -> bool:
     return sample is not None and bool(_labels(store, sample))
 
 
-def corrected_scores(
-    store: Store, judge: str, *, answer_ids: Collection[str] | None = None, min_labels: int = MIN_LABELS
-) -> CorrectedScores:
-    """Each model's mean score by `judge` corrected by the labels on its audit sample (over the
-    answers fully graded by it, or those of `answer_ids`). UserError without a sample, or when verdicts
-    were written after it was drawn (they were not in its frame)."""
+@dataclass(frozen=True)
+class Frame:
+    """What the correction reads from the grades (every verdict of the judge, its answers and their
+    rubrics), checked against the audit sample's frame: the labels are applied to it afresh each time."""
+
+    sample: AuditSample
+    domains: dict[tuple[str, str], Domain]
+    clipped: dict[str, int]
+
+
+FRAME_KINDS = (Grade.kind, Answer.kind, Rubric.kind, AuditSample.kind)  # what `scored_frame` reads
+
+
+def scored_frame(store: Store, judge: str, *, answer_ids: Collection[str] | None = None) -> Frame:
+    """The judge's sample and the (model, axis) domains of its verdicts (over the answers fully graded
+    by it, or those of `answer_ids`). UserError without a sample, or when verdicts were written after
+    it was drawn (they were not in its frame). It changes only when `FRAME_KINDS` records do."""
     sample = require_sample(store, judge)
-    labels = _labels(store, sample)
     domains, clipped = _domains(store, judge, answer_ids)
     _check_frame(store, sample, domains)
-    rows = {key: estimate(key, domain, sample, labels, min_labels) for key, domain in domains.items()}
+    return Frame(sample, domains, clipped)
+
+
+def corrected_scores(
+    store: Store,
+    judge: str,
+    *,
+    answer_ids: Collection[str] | None = None,
+    min_labels: int = MIN_LABELS,
+    frame: Frame | None = None,
+) -> CorrectedScores:
+    """Each model's mean score by `judge` corrected by the labels on its audit sample (see
+    `scored_frame`; `frame`: one made already, from the store as it is now)."""
+    frame = frame or scored_frame(store, judge, answer_ids=answer_ids)
+    labels = _labels(store, frame.sample)
+    rows = {
+        key: estimate(key, domain, frame.sample, labels, min_labels) for key, domain in frame.domains.items()
+    }
     return CorrectedScores(
         judge=judge,
-        sampled=len(sample.items),
+        sampled=len(frame.sample.items),
         labelled=len(labels),
         scores=[rows[key] for key in sorted(rows) if key[1] == ""],
         by_axis=[rows[key] for key in sorted(rows) if key[1] != ""],
-        clipped=clipped,
+        clipped=frame.clipped,
         min_labels=min_labels,
     )
 

@@ -211,6 +211,19 @@ class RecordTable(StoreBase):
         with self.engine.connect() as conn:
             return {kind: int(n) for kind, n in conn.execute(query).all()}
 
+    def stamp(self, kinds: Sequence[str]) -> tuple[tuple[str, int, Any], ...]:
+        """(kind, records, latest write) of each of `kinds`: it changes when a record of them is
+        written or deleted (a write time is the transaction's), so a reader can keep what it made of
+        them until it does; one query a kind, answered from an index and the rows' write times."""
+        column = records_table.c.updated_at
+        stamps = []
+        with self.engine.connect() as conn:
+            for kind in kinds:
+                query = sa.select(sa.func.count(), sa.func.max(column)).where(records_table.c.kind == kind)
+                n, latest = conn.execute(query).one()
+                stamps.append((kind, int(n), latest))
+        return tuple(stamps)
+
     def delete(self, kind: str, ids: Sequence[str]) -> int:
         deleted = 0
         with self.transaction() as conn:
