@@ -4,6 +4,7 @@ never imports SQLAlchemy's PostgreSQL dialect."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -113,3 +114,32 @@ assert loaded == [], loaded
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_kind_absent_from_a_large_table_is_looked_up_in_an_index_by_a_generic_plan(pg_store: Store) -> None:
+    """psycopg prepares a statement run often and PostgreSQL may then plan it for any kind: a bare
+    `LIMIT 1` is planned as a table scan that stops at the first row, which reads the whole table for
+    an absent kind (every `grade` batch asks whether there are failures)."""
+    pg_store.put_rows(rows(3000))
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        statements.append(statement)
+
+    sa.event.listen(Engine, "before_cursor_execute", record)
+    try:
+        assert pg_store.any_of("grade_failure") is False
+    finally:
+        sa.event.remove(Engine, "before_cursor_execute", record)
+    names = re.findall(r"%\((\w+)\)s", statements[-1])
+    generic = statements[-1]
+    for number, name in enumerate(names, 1):
+        generic = generic.replace(f"%({name})s", f"${number}")
+    with pg_store.engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE records")
+        conn.exec_driver_sql(f"PREPARE any_of AS {generic}")
+        conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+        values = ", ".join("'grade_failure'" if "kind" in name else "1" for name in names)
+        plan = "\n".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN EXECUTE any_of({values})"))
+    assert "Seq Scan" not in plan, plan
+    assert "records_pkey" in plan, plan

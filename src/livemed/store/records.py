@@ -138,8 +138,10 @@ class RecordTable(StoreBase):
             yield _load(cls, one, payload)
 
     def any_of(self, kind: str) -> bool:
-        """Whether any record of `kind` is stored (one indexed lookup)."""
-        query = sa.select(records_table.c.id).where(records_table.c.kind == kind).limit(1)
+        """Whether any record of `kind` is stored (one indexed lookup). Ordered by id, so PostgreSQL's
+        generic plan reads the primary key: with a bare LIMIT it scans the table for an absent kind."""
+        query = sa.select(records_table.c.id).where(records_table.c.kind == kind)
+        query = query.order_by(records_table.c.id).limit(1)
         with self.engine.connect() as conn:
             return conn.execute(query).first() is not None
 
