@@ -5,7 +5,8 @@ Builds a store of about `--grades` verdicts with the real commands (`scale.py`'s
 `import-healthbench`, `answer` for `offline/reference` and `offline/empty`, `grade --judge
 offline/lexical`), or takes `--store`; draws the audit sample (`review sample --size 300`), invites
 `--reviewers` reviewers, starts `livemed review serve` in a subprocess, and runs the reviewers at once
-(aiohttp, one session each) as the app leads them: log in, open the audit queue, then `--rounds` times
+(aiohttp, one session each; each opens its link at a seeded moment of the first `--arrive` seconds, all
+at the same instant by default) as the app leads them: log in, open the audit queue, then `--rounds` times
 open the item, post a verdict, follow the redirect to the next item, and every `--index-every` rounds
 open the index (each queue's progress) and the results page. Before each verdict a reviewer pauses
 (exponential, mean `--think` seconds, seeded; 0 runs them back to back: a saturated server rather than
@@ -15,7 +16,7 @@ p95 ÷ 100 ms, and then the cost of computing `/results` in one process (the fir
 and again after it). Prints `uptime` first and last: the machine is shared.
 
     .venv/bin/python benchmarks/review_app.py [--grades 100000 | --store PATH] [--reviewers 50]
-        [--rounds 10] [--think 1.0] [--index-every 5] [--port 8799]
+        [--rounds 10] [--think 1.0] [--index-every 5] [--arrive 0] [--port 8799]
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import math
 import os
 import random
 import re
+import resource
+import signal
 import socket
 import statistics
 import subprocess
@@ -105,6 +108,7 @@ async def reviewer(base: str, link: str, args: argparse.Namespace, seed: int, ti
     pause = random.Random(seed)  # a reviewer reads before acting: exponential pauses of mean --think s
     think, every = args.think, args.index_every
     jar = aiohttp.CookieJar(unsafe=True)  # the app is on an IP address
+    await asyncio.sleep(pause.uniform(0, args.arrive))  # when this reviewer opens the link
     async with aiohttp.ClientSession(base_url=base, cookie_jar=jar) as session:
         await timed(session, "login", times, "GET", link.removeprefix(base))
         status, _, location = await timed(session, "next", times, "GET", "/queue/audit")
@@ -165,6 +169,10 @@ def report(times: Times, wall: float) -> None:
         print(f"p95 ÷ 100 ms: {p95 / BOUND_MS:.2f} (bound: < 1)")
 
 
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
 def results_costs(store: Path) -> None:
     """`/results`' computation in one process, after the run's labels: the first (every verdict read) and
     the next ones (the labels' part only; the verdicts' stamp checked each time)."""
@@ -201,6 +209,12 @@ def main() -> None:
     parser.add_argument(
         "--index-every", type=int, default=5, help="open the index and results every N rounds; 0: never"
     )
+    parser.add_argument(
+        "--arrive",
+        type=float,
+        default=0.0,
+        help="reviewers open their links over this many seconds (0: at once)",
+    )
     parser.add_argument("--port", type=int, default=0, help="default: a free port")
     args = parser.parse_args()
     print("uptime:", os.getloadavg(), flush=True)
@@ -211,19 +225,31 @@ def main() -> None:
         links = invite_all(store, args.reviewers, port)
         server = serve(store, port)
         times: Times = defaultdict(list)
+        client, served = (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+        wall = 0.0
         try:
             started = time.monotonic()
             asyncio.run(_all(f"http://127.0.0.1:{port}", links, args, times))
             wall = time.monotonic() - started
         finally:
-            server.terminate()
-            server.communicate(timeout=15)
+            server.send_signal(signal.SIGINT)  # uvicorn shuts down; its worker process is joined
+            server.communicate(timeout=30)
+        clients = _cpu(resource.getrusage(resource.RUSAGE_SELF)) - _cpu(client)
+        servers = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN)) - _cpu(served)
         results_costs(store)
     print(
-        f"{args.reviewers} reviewers at once, {args.rounds} rounds each, mean pause {args.think} s, "
+        f"{args.reviewers} reviewers arriving over {args.arrive} s, {args.rounds} rounds each, "
+        f"mean pause {args.think} s, "
         f"index every {args.index_every or 'never'}:"
     )
     report(times, wall)
+    print(
+        f"CPU: the reviewers (this process) {clients:.1f} s; the server and its worker, start to stop, "
+        f"{servers:.1f} s; over {wall:.1f} s of reviewing on {os.cpu_count()} cores"
+    )
     print("uptime:", os.getloadavg(), flush=True)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
@@ -32,7 +33,7 @@ from livemed.review.labels import (
     put_label,
     undo_last,
 )
-from livemed.review.queues import get_item, pending, progress
+from livemed.review.queues import get_item, pending, pending_ids, progress
 from livemed.review.results import ReviewResults, review_results
 from livemed.review.sample import allocate, draw_sample
 from livemed.rubrics.versions import latest_versions
@@ -283,7 +284,7 @@ def test_the_app_recounts_queue_sizes_after_its_ttl(
     assert review.progress("ana")["audit"] == (0, 6)
 
 
-def test_results_are_computed_again_after_a_label_and_else_after_the_ttl(
+async def test_results_are_computed_again_after_a_label_and_else_after_the_ttl(
     sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from livemed.review import app as app_module
@@ -291,18 +292,18 @@ def test_results_are_computed_again_after_a_label_and_else_after_the_ttl(
     sample = _sampled(sqlite_store)
     review = app_module.ReviewApp(sqlite_store, JUDGE, review_results)
 
-    def labels_row() -> list[list[str]]:
-        return list(review.current_results()["sections"][0]["rows"])
+    async def labels_row() -> list[list[str]]:
+        return list((await review.current_results())["sections"][0]["rows"])
 
-    assert labels_row() == []
+    assert await labels_row() == []
     put_label(sqlite_store, "ana", "audit", sample.items[0].grade_id, "met")  # as another process would
-    assert labels_row() == []  # within the TTL
+    assert await labels_row() == []  # within the TTL
     review._put("ana", "audit", sample.items[1].grade_id, "met", "", "")  # the app's own label
-    assert labels_row() == [["audit", "ana", "2"]]
+    assert await labels_row() == [["audit", "ana", "2"]]
     put_label(sqlite_store, "ana", "audit", sample.items[2].grade_id, "met")
     clock = time.monotonic() + app_module.SIZES_TTL_S + 1
     monkeypatch.setattr(time, "monotonic", lambda: clock)
-    assert labels_row() == [["audit", "ana", "3"]]
+    assert await labels_row() == [["audit", "ana", "3"]]
 
 
 def test_results_keep_the_verdicts_frame_until_a_grade_is_written(
@@ -351,27 +352,9 @@ def test_the_verdicts_are_checked_again_only_after_the_recheck_time(
     assert "written after its audit sample" in results(sqlite_store, JUDGE)["sections"][-1]["note"]
 
 
-class Watched:
-    """A lock that counts the threads that asked for it."""
-
-    def __init__(self) -> None:
-        self.lock, self.asked, self.changed = threading.Lock(), 0, threading.Condition()
-
-    def __enter__(self) -> None:
-        with self.changed:
-            self.asked += 1
-            self.changed.notify_all()
-        self.lock.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.release()
-
-    def waiting(self, n: int) -> bool:
-        with self.changed:
-            return self.changed.wait_for(lambda: self.asked >= n, timeout=10)
-
-
-def test_a_request_that_waited_for_a_computation_of_results_takes_its_values(sqlite_store: Store) -> None:
+async def test_a_request_that_comes_while_results_are_computed_awaits_them_and_takes_their_values(
+    sqlite_store: Store,
+) -> None:
     from livemed.review import app as app_module
 
     sample = _sampled(sqlite_store)
@@ -384,20 +367,28 @@ def test_a_request_that_waited_for_a_computation_of_results_takes_its_values(sql
         return review_results(store, judge)
 
     review = app_module.ReviewApp(sqlite_store, JUDGE, slow)  # type: ignore[arg-type]
-    review.computing = entered = Watched()  # type: ignore[assignment]
-    got: list[object] = []
-    first = threading.Thread(target=lambda: got.append(review.current_results()))
-    first.start()
-    assert started.wait(10)
+    first = asyncio.ensure_future(review.current_results())
+    assert await asyncio.to_thread(started.wait, 10)  # the first computation is under way
     review._put("ana", "audit", sample.items[0].grade_id, "met", "", "")  # while it is computed
-    second = threading.Thread(target=lambda: got.append(review.current_results()))
-    second.start()
-    assert entered.waiting(2)  # the second request waits for the lock the first holds
+    second = asyncio.ensure_future(review.current_results())
+    await asyncio.sleep(0)  # the second request is now awaiting the first computation
     go.set()
-    first.join(10)
-    second.join(10)
-    assert len(calls) == 1  # the second request waited for the first computation and took its values
+    got = await asyncio.gather(first, second)
+    assert len(calls) == 1  # one computation, for both requests
     assert got[0] is got[1]
-    labels = review.current_results()["sections"][0]["rows"]  # the label written meanwhile: computed again
+    labels = (await review.current_results())["sections"][0]["rows"]  # the label written meanwhile
     assert labels == [["audit", "ana", "1"]]
     assert len(calls) == 2
+
+
+def test_a_sample_drawn_again_is_what_the_audit_queue_offers_next(sqlite_store: Store) -> None:
+    first = _sampled(sqlite_store)
+    offered = pending_ids(sqlite_store, "ana", "audit", judge=JUDGE, limit=50)
+    assert sorted(offered) == sorted(item.grade_id for item in first.items)
+    again = draw_sample(sqlite_store, JUDGE, 3, seed=2)
+    sqlite_store.put([again])
+    offered = pending_ids(sqlite_store, "ana", "audit", judge=JUDGE, limit=50)
+    assert sorted(offered) == sorted(item.grade_id for item in again.items)
+    gone = next(i.grade_id for i in first.items if i.grade_id not in offered)
+    with pytest.raises(UserError, match="is not in the audit sample"):
+        get_item(sqlite_store, "ana", "audit", gone, judge=JUDGE)

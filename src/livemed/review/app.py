@@ -5,8 +5,8 @@ Pages are rendered on the server (Jinja2, autoescaped: harvested text is shown a
 e edit, u undo, j/k next and previous). Every page needs a reviewer's session (`/login?token=…`, the
 link `livemed review invite` prints); every POST needs the session's CSRF token (`security.py`).
 The app writes through `review/labels.py` only: labels, and rubric versions made by criterion verdicts.
-`/results` renders what a `results` function returns (`results.ReviewResults` by default: label counts,
-agreement and corrected scores, computed elsewhere and handed in through it).
+`/results` renders what a `results` function returns (by default `results.WorkerResults`, in a worker
+process: label counts, agreement and corrected scores, computed elsewhere and handed in through it).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import itertools
 import secrets
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+from anyio import to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -35,8 +35,8 @@ from starlette.routing import Route
 from livemed.errors import UserError
 from livemed.records.review import QUEUES, VERDICTS, Queue
 from livemed.review.labels import edited, labels_of, put_label, undo_last
-from livemed.review.queues import QueueItem, get_item, pending, progress, queue_sizes
-from livemed.review.results import ReviewResults
+from livemed.review.queues import QueueItem, get_item, pending_ids, progress, queue_sizes
+from livemed.review.results import WorkerResults
 from livemed.review.security import (
     BAD_CSRF,
     COOKIE,
@@ -53,6 +53,7 @@ from livemed.store import Store
 
 Results = Callable[[Store, str | None], Mapping[str, Any]]
 Handler = Callable[[Request, str], Awaitable[Response]]
+THREADS = 8  # threads for the store's work (anyio's default is 40)
 SIZES_TTL_S = 15.0  # queue sizes and /results' verdicts: written by other processes (samples, grades), rarely
 STATIC = {"review.js": "text/javascript", "review.css": "text/css"}
 TITLES: dict[str, str] = {
@@ -70,7 +71,6 @@ class Shown:
     values: Mapping[str, Any]
     written: int
     started: float
-    finished: float
 
 
 class ReviewApp:
@@ -82,7 +82,7 @@ class ReviewApp:
         self.shown: Shown | None = None
         self.writes = itertools.count(1)  # the app's label writes (and undos), counted
         self.written = 0
-        self.computing = threading.Lock()  # one computation of /results at a time; the others wait for it
+        self.computing: asyncio.Future[Shown] | None = None  # the computation of /results under way
         self.env = jinja2.Environment(
             loader=jinja2.PackageLoader("livemed.review", "templates"),
             autoescape=True,
@@ -135,13 +135,13 @@ class ReviewApp:
     async def next_item(self, request: Request, reviewer: str) -> Response:
         queue = _queue(request)
         after = request.query_params.get("after")
-        items = await run_in_threadpool(
-            pending, self.store, reviewer, queue, judge=self.judge, limit=2 if after else 1
+        ids = await run_in_threadpool(
+            pending_ids, self.store, reviewer, queue, judge=self.judge, limit=2 if after else 1
         )
-        item = next((i for i in items if i.item_id != after), None)
-        if item is None:
+        item_id = next((i for i in ids if i != after), None)
+        if item_id is None:
             return self.page(request, "done.html", reviewer=reviewer, queue=queue)
-        return RedirectResponse(_item_url(queue, item.item_id), status_code=303)
+        return RedirectResponse(_item_url(queue, item_id), status_code=303)
 
     async def previous_item(self, request: Request, reviewer: str) -> Response:
         queue = _queue(request)
@@ -188,32 +188,51 @@ class ReviewApp:
         return RedirectResponse(_item_url(undone.queue, undone.item_id), status_code=303)
 
     async def results_page(self, request: Request, reviewer: str) -> Response:
-        values = await run_in_threadpool(self.current_results)
+        values = await self.current_results()
         return self.page(request, "results.html", reviewer=reviewer, **values)
 
-    def current_results(self) -> Mapping[str, Any]:
+    async def current_results(self) -> Mapping[str, Any]:
         """`/results`' values, computed again when the app has written a label since they were (or
-        `SIZES_TTL_S` after, for labels imported by another process). One computation at a time: a
-        request that waited for one takes its values (they miss at most the labels written while it ran)."""
-        asked = time.monotonic()
-        with self.computing:
-            shown = self.shown
-            waited = shown is not None and shown.finished >= asked
-            current = shown is not None and shown.written == self.written
-            if shown is not None and (waited or (current and asked - shown.started <= SIZES_TTL_S)):
-                return shown.values
-            written, started = self.written, time.monotonic()
-            values = self.results(self.store, self.judge)
-            self.shown = Shown(values, written, started, time.monotonic())
-            return values
+        `SIZES_TTL_S` after, for labels imported by another process). One computation at a time, in a
+        thread: a request that comes while one runs awaits it, holding no thread, and takes its values
+        (they miss the labels written while it ran)."""
+        shown = self.shown
+        if (
+            shown is not None
+            and shown.written == self.written
+            and time.monotonic() - shown.started <= SIZES_TTL_S
+        ):
+            return shown.values
+        task = self.computing
+        if task is None:
+            task = self.computing = asyncio.ensure_future(run_in_threadpool(self._compute))
+        try:
+            done = await asyncio.shield(task)
+        finally:
+            if task.done() and self.computing is task:
+                self.computing = None
+        if self.shown is None or done.started > self.shown.started:
+            self.shown = done
+        return done.values
+
+    def _compute(self) -> Shown:
+        written, started = self.written, time.monotonic()
+        return Shown(self.results(self.store, self.judge), written, started)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """While the app serves from its start, `/results` is computed once (it reads every verdict:
-        seconds at 100k grades), so the first reviewers to open it wait for one computation at most."""
-        warming = asyncio.create_task(run_in_threadpool(self.current_results))
-        yield
-        await warming
+        seconds at 100k grades), so the first reviewers to open it wait for one computation at most.
+        The store's work runs in `THREADS` threads: more only wait for the GIL and for the store's
+        connections (SQLAlchemy's pool holds 15), and a request waits for a thread holding none."""
+        to_thread.current_default_thread_limiter().total_tokens = THREADS
+        warming = asyncio.ensure_future(self.current_results())
+        try:
+            yield
+            await warming
+        finally:
+            if isinstance(self.results, WorkerResults):
+                self.results.close()
 
     async def static(self, request: Request, reviewer: str) -> Response:
         name = request.path_params["name"]
@@ -249,7 +268,7 @@ def make_app(
     sample the audit queue shows (None: the only one stored); `secret` signs the session cookies
     (default: a random one, so a restart ends every session)."""
     opened = store if isinstance(store, Store) else Store(store)
-    review = ReviewApp(opened, judge, results or ReviewResults(recheck_s=SIZES_TTL_S))
+    review = ReviewApp(opened, judge, results or WorkerResults(opened.url, recheck_s=SIZES_TTL_S))
     routes = [
         Route("/login", review.login),
         Route("/", review.authed(review.index)),

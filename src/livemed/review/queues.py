@@ -18,6 +18,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from livemed.curate.view import candidate_view
 from livemed.domains import DomainPack
@@ -36,7 +37,7 @@ from livemed.records import (
     Rubric,
     RubricVersion,
 )
-from livemed.records.review import QUEUES, Queue
+from livemed.records.review import QUEUES, AuditItem, Queue
 from livemed.rubrics.versions import chosen_versions, latest_versions, reviewed
 from livemed.store import Store
 
@@ -77,18 +78,43 @@ def labelled(store: Store, queue: Queue) -> dict[str, set[str]]:
 
 def audit_sample(store: Store, judge: str | None) -> AuditSample:
     """The audit sample of `judge`, or the only one stored when `judge` is None."""
-    if judge is not None:
-        sample = store.get(AuditSample, f"audit_sample:{judge}")
-        if sample is None:
-            raise UserError(f"no audit sample for grader {judge!r}: draw one first (review sample)")
-        return sample
-    ids = list(store.ids(AuditSample.kind))
-    if len(ids) != 1:
-        found = ", ".join(i.removeprefix("audit_sample:") for i in ids) or "none"
-        raise UserError(f"name the grader to audit with --judge (audit samples stored: {found})")
-    sample = store.get(AuditSample, ids[0])
-    assert sample is not None
-    return sample
+    return _drawn(store, judge).sample
+
+
+@dataclass(frozen=True)
+class _Drawn:
+    """A stored audit sample with its items by grade id and in the order the queue offers them."""
+
+    written: datetime
+    sample: AuditSample
+    items: dict[str, AuditItem]
+    order: list[AuditItem]
+
+
+_DRAWN: dict[tuple[str, str], _Drawn] = {}  # (store URL, sample id) → the sample as last read
+
+
+def _drawn(store: Store, judge: str | None) -> _Drawn:
+    """`audit_sample`'s sample, read and ordered again only when it was written again (every page of
+    the audit queue needs it: one indexed lookup of its write time instead of its 300 items)."""
+    if judge is None:
+        ids = list(store.ids(AuditSample.kind))
+        if len(ids) != 1:
+            found = ", ".join(i.removeprefix("audit_sample:") for i in ids) or "none"
+            raise UserError(f"name the grader to audit with --judge (audit samples stored: {found})")
+        judge = ids[0].removeprefix("audit_sample:")
+    sample_id = f"audit_sample:{judge}"
+    written = store.updated_at(AuditSample.kind, [sample_id]).get(sample_id)
+    kept = _DRAWN.get((store.url, sample_id))
+    if written is not None and (kept is None or kept.written != written):
+        sample = store.get(AuditSample, sample_id)
+        if sample is not None:
+            order = sorted(sample.items, key=lambda i: _order(sample.seed, i.grade_id))
+            kept = _Drawn(written, sample, {i.grade_id: i for i in sample.items}, order)
+            _DRAWN[(store.url, sample_id)] = kept
+    if written is None or kept is None:
+        raise UserError(f"no audit sample for grader {judge!r}: draw one first (review sample)")
+    return kept
 
 
 def pending(
@@ -101,8 +127,15 @@ def pending(
     pack: DomainPack | None = None,
 ) -> list[QueueItem]:
     """The next items of `queue` that `reviewer` has not labelled and that still need a label."""
-    ids = list(_pending_ids(store, reviewer, queue, judge, limit))
+    ids = pending_ids(store, reviewer, queue, judge=judge, limit=limit)
     return [get_item(store, reviewer, queue, item_id, pack=pack, judge=judge) for item_id in ids]
+
+
+def pending_ids(
+    store: Store, reviewer: str, queue: Queue, *, judge: str | None = None, limit: int = 50
+) -> list[str]:
+    """The ids of `pending`'s items (the items themselves not read)."""
+    return list(_pending_ids(store, reviewer, queue, judge, limit))
 
 
 def _pending_ids(store: Store, reviewer: str, queue: Queue, judge: str | None, limit: int) -> Iterator[str]:
@@ -121,9 +154,7 @@ def _pending_ids(store: Store, reviewer: str, queue: Queue, judge: str | None, l
 def _wanted(store: Store, queue: Queue, judge: str | None) -> Iterator[tuple[str, int]]:
     """(item id, labels it needs) of every item of `queue`, in the order they are offered."""
     if queue == "audit":
-        sample = audit_sample(store, judge)
-        items = sorted(sample.items, key=lambda i: _order(sample.seed, i.grade_id))
-        yield from ((item.grade_id, 2 if item.double else 1) for item in items)
+        yield from ((item.grade_id, 2 if item.double else 1) for item in _drawn(store, judge).order)
     elif queue == "failures":
         yield from ((failure_id, 1) for failure_id, _ in _failures(store, judge))
     elif queue == "criteria":
@@ -208,10 +239,10 @@ def get_item(
 def _audit_item(
     store: Store, item_id: str, mine: Label | None, pack: DomainPack | None, judge: str | None
 ) -> QueueItem:
-    sample = audit_sample(store, judge)
-    item = next((i for i in sample.items if i.grade_id == item_id), None)
+    drawn = _drawn(store, judge)
+    item = drawn.items.get(item_id)
     if item is None:
-        raise UserError(f"{item_id} is not in the audit sample of {sample.judge}")
+        raise UserError(f"{item_id} is not in the audit sample of {drawn.sample.judge}")
     case, answer, criterion = _graded(store, item.case_id, item.answer_id, item.criterion_id)
     return QueueItem("audit", item_id, candidate_view(case, pack), answer.text, criterion, mine=mine)
 

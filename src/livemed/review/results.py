@@ -5,13 +5,21 @@ Each section says why it is empty (no audit sample, no labels yet) rather than s
 The corrected scores read every verdict of the grader (`score.corrected.scored_frame`, seconds at 100k
 grades) and the labels only on the sample: `ReviewResults` keeps the verdicts' part until the store's
 grades, answers, rubrics or audit samples change (`Store.stamp`), so a label costs only the labels' part.
+The app computes them in a worker process of its own (`WorkerResults`): that work is CPU-bound Python,
+and in the app's process it would hold the GIL that every page's store reads wait for.
 """
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from livemed.errors import UserError
@@ -59,6 +67,53 @@ class ReviewResults:
             kept = (now, stamp, made)
         self.frames[judge] = (now, stamp, kept[2])
         return kept[2]
+
+
+class WorkerResults:
+    """`ReviewResults` computed in one worker process (started at the first call, at a lower priority),
+    which keeps them, and so the verdicts' frame, between calls; it opens the store by its URL. A
+    worker that died is started again at the next call."""
+
+    def __init__(self, url: str, recheck_s: float = 0.0) -> None:
+        self.url, self.recheck_s = url, recheck_s
+        self.pool: ProcessPoolExecutor | None = None
+        self.starting = threading.Lock()
+
+    def __call__(self, store: Store, judge: str | None) -> Mapping[str, Any]:
+        try:
+            return self._worker().submit(_in_worker, self.url, judge, self.recheck_s).result()
+        except BrokenProcessPool:
+            self.close()
+            raise
+
+    def _worker(self) -> ProcessPoolExecutor:
+        with self.starting:
+            if self.pool is None:
+                spawn = multiprocessing.get_context("spawn")  # the app's threads are not forked
+                self.pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=_lower_priority)
+            return self.pool
+
+    def close(self) -> None:
+        with self.starting:
+            pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _lower_priority() -> None:
+    """The worker's CPU goes to the pages first: it runs at a lower priority (nice 10) where it can."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(10)
+
+
+_IN_WORKER: dict[str, tuple[Store, ReviewResults]] = {}  # a worker's store and results, by URL
+
+
+def _in_worker(url: str, judge: str | None, recheck_s: float) -> Mapping[str, Any]:
+    kept = _IN_WORKER.get(url)
+    if kept is None:
+        kept = _IN_WORKER[url] = (Store(url), ReviewResults(recheck_s))
+    return kept[1](kept[0], judge)
 
 
 def review_results(store: Store, judge: str | None) -> Mapping[str, Any]:
