@@ -392,3 +392,18 @@ def test_a_sample_drawn_again_is_what_the_audit_queue_offers_next(sqlite_store: 
     gone = next(i.grade_id for i in first.items if i.grade_id not in offered)
     with pytest.raises(UserError, match="is not in the audit sample"):
         get_item(sqlite_store, "ana", "audit", gone, judge=JUDGE)
+
+
+def test_results_computed_in_the_worker_process_are_those_computed_here(sqlite_store: Store) -> None:
+    sample = _sampled(sqlite_store)
+    worker = results_module.WorkerResults(sqlite_store.url)
+    try:
+        assert worker(sqlite_store, JUDGE) == review_results(sqlite_store, JUDGE)
+        for item in sample.items[:3]:
+            put_label(sqlite_store, "ana", "audit", item.grade_id, "not met")
+        labelled = worker(sqlite_store, JUDGE)  # the worker's kept frame, the labels read again
+        assert labelled == review_results(sqlite_store, JUDGE)
+        assert labelled["sections"][0]["rows"] == [["audit", "ana", "3"]]
+    finally:
+        worker.close()
+    assert worker.pool is None
