@@ -34,7 +34,7 @@ from livemed.review.labels import (
     undo_last,
 )
 from livemed.review.queues import get_item, pending, pending_ids, progress
-from livemed.review.results import ReviewResults, review_results
+from livemed.review.results import ReviewResults
 from livemed.review.sample import allocate, draw_sample
 from livemed.rubrics.versions import latest_versions
 from livemed.score.corrected import scored_frame
@@ -275,7 +275,7 @@ def test_the_app_recounts_queue_sizes_after_its_ttl(
     from livemed.review import app as app_module
 
     _filled(sqlite_store)
-    review = app_module.ReviewApp(sqlite_store, JUDGE, review_results)
+    review = app_module.ReviewApp(sqlite_store, JUDGE, ReviewResults())
     assert review.progress("ana")["audit"] == (0, 0)  # no sample yet
     sqlite_store.put([draw_sample(sqlite_store, JUDGE, 6, seed=1)])
     assert review.progress("ana")["audit"] == (0, 0)  # within the TTL: the sizes counted before
@@ -290,7 +290,7 @@ async def test_results_are_computed_again_after_a_label_and_else_after_the_ttl(
     from livemed.review import app as app_module
 
     sample = _sampled(sqlite_store)
-    review = app_module.ReviewApp(sqlite_store, JUDGE, review_results)
+    review = app_module.ReviewApp(sqlite_store, JUDGE, ReviewResults())
 
     async def labels_row() -> list[list[str]]:
         return list((await review.current_results())["sections"][0]["rows"])
@@ -328,7 +328,7 @@ def test_results_keep_the_verdicts_frame_until_a_grade_is_written(
         put_label(sqlite_store, "ana", "audit", item.grade_id, "not met")
     kept = corrected()
     assert "4 of 6 sampled verdicts labelled" in str(kept["note"])
-    assert kept == dict(review_results(sqlite_store, JUDGE)["sections"][-1])  # as computed afresh
+    assert kept == dict(ReviewResults()(sqlite_store, JUDGE)["sections"][-1])  # as computed afresh
     assert made == [JUDGE, JUDGE]  # the labels alone did not read the verdicts again (the last: afresh)
     grade = sqlite_store.get(Grade, sample.items[0].grade_id)
     assert grade is not None
@@ -364,7 +364,7 @@ async def test_a_request_that_comes_while_results_are_computed_awaits_them_and_t
         calls.append(judge)
         started.set()
         go.wait(10)
-        return review_results(store, judge)
+        return ReviewResults()(store, judge)
 
     review = app_module.ReviewApp(sqlite_store, JUDGE, slow)  # type: ignore[arg-type]
     first = asyncio.ensure_future(review.current_results())
@@ -398,11 +398,11 @@ def test_results_computed_in_the_worker_process_are_those_computed_here(sqlite_s
     sample = _sampled(sqlite_store)
     worker = results_module.WorkerResults(sqlite_store.url)
     try:
-        assert worker(sqlite_store, JUDGE) == review_results(sqlite_store, JUDGE)
+        assert worker(sqlite_store, JUDGE) == ReviewResults()(sqlite_store, JUDGE)
         for item in sample.items[:3]:
             put_label(sqlite_store, "ana", "audit", item.grade_id, "not met")
         labelled = worker(sqlite_store, JUDGE)  # the worker's kept frame, the labels read again
-        assert labelled == review_results(sqlite_store, JUDGE)
+        assert labelled == ReviewResults()(sqlite_store, JUDGE)
         assert labelled["sections"][0]["rows"] == [["audit", "ana", "3"]]
     finally:
         worker.close()

@@ -59,14 +59,16 @@ class ReviewResults:
         if kept is not None and now - kept[0] < self.recheck_s:
             return kept[2]
         stamp = store.stamp(FRAME_KINDS)
-        if kept is None or kept[1] != stamp:
-            try:
-                made: Frame | UserError = scored_frame(store, judge)
-            except UserError as exc:
-                made = exc
-            kept = (now, stamp, made)
-        self.frames[judge] = (now, stamp, kept[2])
-        return kept[2]
+        made = kept[2] if kept is not None and kept[1] == stamp else _frame_or_error(store, judge)
+        self.frames[judge] = (now, stamp, made)
+        return made
+
+
+def _frame_or_error(store: Store, judge: str) -> Frame | UserError:
+    try:
+        return scored_frame(store, judge)
+    except UserError as exc:
+        return exc
 
 
 class WorkerResults:
@@ -114,11 +116,6 @@ def _in_worker(url: str, judge: str | None, recheck_s: float) -> Mapping[str, An
     if kept is None:
         kept = _IN_WORKER[url] = (Store(url), ReviewResults(recheck_s))
     return kept[1](kept[0], judge)
-
-
-def review_results(store: Store, judge: str | None) -> Mapping[str, Any]:
-    """`/results`' sections computed afresh (`ReviewResults` keeps the costly part between calls)."""
-    return ReviewResults()(store, judge)
 
 
 def label_counts(store: Store, judge: str | None) -> Mapping[str, Any]:
