@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 from livemed.answer.stage import A, Answered, in_flight, offline_batch
+from livemed.common.ahead import read_ahead
 from livemed.common.heap import frozen_heap
 from livemed.domains import DomainPack
 from livemed.grade.criterion_ids import chosen_criterion_ids
@@ -131,6 +132,18 @@ def plan_targets(
     counted in `plan.done` without reading its case or rubric whole: only the criteria's keys and the
     index of stored grade ids are read, so a re-run with nothing to do is cheap. Everything is read
     for 500 answers at a time (a few queries per chunk)."""
+    with store.holding_reads():  # a few small lookups a chunk: one connection for them all
+        return _plan_targets(store, answers, pack, judge, retry_failures, rubric_version)
+
+
+def _plan_targets(
+    store: Store,
+    answers: Iterable[Answer],
+    pack: DomainPack | None,
+    judge: str | None,
+    retry_failures: bool,
+    rubric_version: RubricChoice,
+) -> GradePlan:
     plan = GradePlan()
     cases: dict[str, Case | None] = {}
     rubrics: dict[str, Rubric | None] = {}
@@ -178,15 +191,15 @@ def plan_stream(
     answers reads the criteria's keys and the index of stored grade ids (as a re-run does), counting
     what is done, what cannot be graded and the criteria still to grade (`plan.pending`)."""
     counted, skipped, ids, pending = GradePlan(), Counter[str](), list[str](), 0
-    for chunk in batched(answers, 500):
-        keys: dict[str, list[str]] = {}
-        present: set[str] = set()
-        unsettled = _unsettled(
-            store, chunk, judge, retry_failures, counted, keys, present, rubric_version=rubric_version
-        )
-        for answer in unsettled:
-            rubric = keys.get(f"rubric:{answer.case_id}")
-            if answer.case_id not in present:
+
+    def read(chunk: list[Answered]) -> _Found:
+        with store.holding_reads():  # a few small lookups a chunk: one connection for them
+            return _found(store, chunk, retry_failures, rubric_version)
+
+    for chunk, found in read_ahead(batched(answers, 500), read):
+        for answer in _unsettled_of(chunk, found, judge, counted):
+            rubric = found.keys.get(f"rubric:{answer.case_id}")
+            if answer.case_id not in found.present:
                 skipped["case missing"] += 1
             elif rubric is None:
                 skipped["no rubric"] += 1
@@ -197,37 +210,48 @@ def plan_stream(
     return StreamPlan(stream, skipped, counted.done, pending)
 
 
+@dataclass
+class _Found:
+    """What the store holds for a chunk of answers: the cases found, the criterion ids of their rubrics
+    (by rubric id) and the grade ids that count as done (Grades, and unusable verdicts unless retried)."""
+
+    present: set[str]
+    keys: dict[str, list[str]]
+    done: set[str]
+
+
 def _unsettled(
     store: Store,
     chunk: list[A],
     judge: str,
     retry_failures: bool,
     plan: GradePlan,
-    keys: dict[str, list[str]] | None = None,
-    present: set[str] | None = None,
     *,
     rubric_version: RubricChoice = "writer",
 ) -> list[A]:
     """The answers of `chunk` with a criterion still to grade by `judge` (or without a case or rubric,
-    to be counted); the criteria of the others are added to `plan.done`. The rubrics' criterion ids
-    (those of the version `rubric_version` picks) and the cases found are left in `keys` and
-    `present` when given.
+    to be counted); the criteria of the others are added to `plan.done` (`_found`, `_unsettled_of`)."""
+    return _unsettled_of(chunk, _found(store, chunk, retry_failures, rubric_version), judge, plan)
 
-    Read from indexes and small views only: the cases' ids, the rubrics' criterion ids
-    (`criterion_ids`: kept in run state while a rubric is not written again; a reviewed version's
-    from its record) and the answers' grade ids; failures only when the store has any."""
+
+def _found(
+    store: Store, chunk: Sequence[Answered], retry_failures: bool, rubric_version: RubricChoice
+) -> _Found:
+    """`_Found` for `chunk`, read from indexes and small views only: the cases' ids, the rubrics'
+    criterion ids (`criterion_ids`: kept in run state while a rubric is not written again; those of
+    the version `rubric_version` picks, a reviewed version's from its record) and the answers' grade
+    ids; failures only when the store has any (deleting those a Grade replaced, left by a run stopped
+    before its clean-up)."""
     case_ids = sorted({a.case_id for a in chunk})
-    present = present if present is not None else set()
-    present.update(store.has("case", case_ids))
-    keys = keys if keys is not None else {}
-    keys.update(chosen_criterion_ids(store, case_ids, rubric_version))
+    present = store.has("case", case_ids)
+    keys = chosen_criterion_ids(store, case_ids, rubric_version)
     answer_ids = [a.id for a in chunk]
     graded = set(store.ids_by_parents("grade", answer_ids))
     failed: set[str] = set()
     if store.any_of("grade_failure"):
         failures = store.ids_by_parents("grade_failure", answer_ids)
         resolved = sorted(i for i in failures if i in graded)
-        if resolved:  # left by a run stopped before its clean-up: a Grade replaced each
+        if resolved:
             store.delete("grade_failure", resolved)
         ids = [i for i in failures if i not in graded]
         if not retry_failures:
@@ -236,13 +260,18 @@ def _unsettled(
                 for i, f in store.fields_many("grade_failure", ids, _FAILURE_REASON)
                 if f["reason"] != CALL_FAILED
             }
-    done = graded | failed if failed else graded
-    suffix = f":{judge}"
+    return _Found(present, keys, graded | failed if failed else graded)
+
+
+def _unsettled_of(chunk: list[A], found: _Found, judge: str, plan: GradePlan) -> list[A]:
+    """The answers of `chunk` with a criterion `found` has no settled grade of by `judge`, or without a
+    case or rubric; the criteria of the others are added to `plan.done`."""
+    done, suffix = found.done, f":{judge}"
     todo = []
     for answer in chunk:
         case_id = answer.case_id
-        criteria = keys.get(f"rubric:{case_id}")
-        if criteria is None or case_id not in present:
+        criteria = found.keys.get(f"rubric:{case_id}")
+        if criteria is None or case_id not in found.present:
             todo.append(answer)
             continue
         head = f"grade:{answer.id}:"  # grade_id(answer.id, criterion, judge), without a call per criterion

@@ -4,7 +4,9 @@ response cache and run state (`records`, `cache`, `state`) are built on it, as `
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
@@ -41,6 +43,13 @@ class StoreBase:
         self.chunk = CHUNK_POSTGRESQL if self.dialect == "postgresql" else CHUNK_SQLITE
         self._upserts: dict[tuple[str, ...], Upsert | ArrayUpsert] = {}
         self._lookups: dict[tuple[str, str, int], str] = {}
+        # reads on PostgreSQL in autocommit: see `reading`
+        self._reader = (
+            self.engine.execution_options(isolation_level="AUTOCOMMIT")
+            if self.dialect == "postgresql"
+            else self.engine
+        )
+        self._held = threading.local()  # .conn: this thread's connection of `holding_reads`
         try:
             self._migrate()
         except (sa.exc.OperationalError, sa.exc.DatabaseError, OSError) as exc:
@@ -70,6 +79,35 @@ class StoreBase:
         except sa.exc.OperationalError:
             pass
 
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A connection to read with: the one this thread holds (`holding_reads`), else one from the
+        pool. On PostgreSQL it is in autocommit: each statement sees what was committed when it began,
+        as the one-statement transactions of READ COMMITTED did, without a BEGIN and a ROLLBACK round
+        trip around every lookup (SQLite's reads run in autocommit already: `connect.sqlite_engine`)."""
+        held: Connection | None = getattr(self._held, "conn", None)
+        if held is not None:
+            yield held
+            return
+        with self._reader.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def holding_reads(self) -> Iterator[None]:
+        """This thread's reads in the body share one connection, checked out once instead of once a
+        lookup (on PostgreSQL a checkout is a ping, one round trip): for loops of many small lookups,
+        such as planning `grade` over every stored answer. Within another one, the outer connection.
+        A generator that reads must not be resumed after the body ends."""
+        if getattr(self._held, "conn", None) is not None:
+            yield
+            return
+        with self._reader.connect() as conn:
+            self._held.conn = conn
+            try:
+                yield
+            finally:
+                self._held.conn = None
+
     def __enter__(self) -> Self:
         return self
 
@@ -84,7 +122,7 @@ class StoreBase:
 
     @property
     def schema_version(self) -> int:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             value = conn.execute(
                 sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
             ).scalar_one()
@@ -160,7 +198,7 @@ class StoreBase:
         rows with payloads (a bounded result on either backend)."""
         step = CHUNK_SQLITE if shape == "payloads" else self.chunk
         values = list(dict.fromkeys(values))
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             for start in range(0, len(values), step):
                 yield from self._lookup_chunk(conn, shape, scope, key, values[start : start + step])
 

@@ -19,7 +19,7 @@ class ResponseCache(StoreBase):
     """Cached model responses by request key (JSON payloads)."""
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             payload = conn.execute(
                 sa.select(cache_table.c.payload).where(cache_table.c.key == key)
             ).scalar_one_or_none()
@@ -37,7 +37,7 @@ class ResponseCache(StoreBase):
     def cache_get_many_json(self, keys: Sequence[str]) -> dict[str, str]:
         """Like `cache_get_many`, with each payload as its stored JSON text (for fast validation)."""
         found: dict[str, str] = {}
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             for start in range(0, len(keys), self.chunk):
                 chunk = list(keys[start : start + self.chunk])
                 query = sa.select(cache_table.c.key, cache_table.c.payload).where(
@@ -64,5 +64,5 @@ class ResponseCache(StoreBase):
         return len(rows)
 
     def cache_count(self) -> int:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(cache_table)).scalar_one())

@@ -168,7 +168,7 @@ class Claims:
             self.store.one_of(state_table.c.key, list(keys)),
             state_table.c.value != self.value,
         )
-        with self.store.engine.connect() as conn:
+        with self.store.reading() as conn:
             return {keys[key] for key in conn.execute(query).scalars()}
 
     @contextmanager

@@ -136,7 +136,7 @@ def _acquire_once(store: Store, name: str, holder: Holder, stale_after_s: float)
 def live_holder(store: Store, name: str, *, stale_after_s: float = STALE_AFTER_S) -> Holder | None:
     """Who holds lease `name` now, if that process is alive (None: the lease is free or its holder gone)."""
     where = (state_table.c.namespace == NAMESPACE) & (state_table.c.key == name)
-    with store.engine.connect() as conn:
+    with store.reading() as conn:
         value = conn.execute(sa.select(state_table.c.value).where(where)).scalar_one_or_none()
     current = _holder(value) if value is not None else None
     return current if current is not None and _alive(current, stale_after_s) else None

@@ -84,7 +84,7 @@ class RecordTable(StoreBase):
         return postgresql.insert(records_table).on_conflict_do_nothing()
 
     def get(self, cls: type[R], record_id: str) -> R | None:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             payload = conn.execute(
                 sa.select(records_table.c.payload).where(
                     records_table.c.kind == cls.kind, records_table.c.id == record_id
@@ -142,7 +142,7 @@ class RecordTable(StoreBase):
         generic plan reads the primary key: with a bare LIMIT it scans the table for an absent kind."""
         query = sa.select(records_table.c.id).where(records_table.c.kind == kind)
         query = query.order_by(records_table.c.id).limit(1)
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return conn.execute(query).first() is not None
 
     def ids_by_parents(self, kind: str, parent_ids: Sequence[str]) -> list[str]:
@@ -200,7 +200,7 @@ class RecordTable(StoreBase):
             if last is not None:
                 query = query.where(records_table.c.id > last)
             query = query.order_by(records_table.c.id).limit(batch_size)
-            with self.engine.connect() as conn:
+            with self.reading() as conn:
                 rows = driver_rows(conn.execute(query))
             if not rows:
                 return
@@ -210,7 +210,7 @@ class RecordTable(StoreBase):
     def count(self) -> dict[str, int]:
         """Record counts by kind."""
         query = sa.select(records_table.c.kind, sa.func.count()).group_by(records_table.c.kind)
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return {kind: int(n) for kind, n in conn.execute(query).all()}
 
     def stamp(self, kinds: Sequence[str]) -> tuple[tuple[str, int, Any], ...]:
@@ -219,7 +219,7 @@ class RecordTable(StoreBase):
         them until it does; one query a kind, answered from an index and the rows' write times."""
         column = records_table.c.updated_at
         stamps = []
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             for kind in kinds:
                 query = sa.select(sa.func.count(), sa.func.max(column)).where(records_table.c.kind == kind)
                 n, latest = conn.execute(query).one()

@@ -19,7 +19,7 @@ class RunState(StoreBase):
     """Run state by namespace and key, and the duplicate-detection signatures."""
 
     def state_get(self, namespace: str, key: str) -> Any:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             value = conn.execute(
                 sa.select(state_table.c.value).where(
                     state_table.c.namespace == namespace, state_table.c.key == key
@@ -53,7 +53,7 @@ class RunState(StoreBase):
 
     def state_items(self, namespace: str) -> dict[str, Any]:
         query = sa.select(state_table.c.key, state_table.c.value).where(state_table.c.namespace == namespace)
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return {key: json.loads(value) for key, value in conn.execute(query).all()}
 
     # ------------------------------------------------------------------ duplicate-detection signatures
@@ -75,7 +75,7 @@ class RunState(StoreBase):
         columns = (signatures_table.c.doc_id, signatures_table.c.exact, signatures_table.c.minhash)
         while True:
             query = sa.select(*columns).where(signatures_table.c.doc_id > last)
-            with self.engine.connect() as conn:
+            with self.reading() as conn:
                 rows = conn.execute(query.order_by(signatures_table.c.doc_id).limit(batch_size)).all()
             if not rows:
                 return
