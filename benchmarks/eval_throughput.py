@@ -4,7 +4,8 @@ A generated HealthBench-format workload (N examples, 5 rubric items each: 1 cand
 calls per example) is evaluated by the installed `livemed` program, as a user runs it, in a fresh
 project folder per run (a new SQLite store, so nothing is cached), against
 `tests/fakes/openai_server.py --judge` in its own process with a fixed latency. Candidate and grader
-are two model ids on that one endpoint, both at `max_concurrency` = the concurrency under test.
+are two model ids on that one endpoint, both at `max_concurrency` = the concurrency under test
+(`--concurrency 0`: no `max_concurrency` in the project, so livemed's default, as a user gets it).
 
 Printed per run: requests (counted by the server), req/s over the answer+grade part (the server's
 first request to its last reply), the bound (min(concurrency ÷ latency, the workload's dependency
@@ -17,7 +18,9 @@ measured client (calls alone) plus server CPU per request, cores ÷ (client + se
 as a fraction of the bound: below 1, a client at this CPU per request cannot reach the bound while it
 shares these cores with the server), the client CPU ms per request that 0.85 of the bound would leave
 room for (cores ÷ (0.85 × bound) − the server's CPU per request), client peak RSS, time from process
-start to the first request, and end-to-end wall.
+start to the first request, and end-to-end wall. First it prints the import floor: a fresh process
+importing only aiohttp, pydantic, typer and SQLAlchemy (what `eval` needs before it can send), the
+floor the time to the first request is held against (target: at most 0.3 s over it).
 `separate` runs `import-healthbench`, `answer`, `grade`, `scores`
 one after the other (req/s over answer+grade from the first request to the last reply, as above).
 
@@ -55,8 +58,10 @@ from typing import Any
 
 from bytecode import compile_sources  # benchmarks/ is on the path of a script run
 from fake_server import Server
+from livemed.config import ModelConfig
 
 REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CONCURRENCY = ModelConfig().max_concurrency  # `--concurrency 0`: what a user gets who sets none
 PROGRAM = Path(sys.executable).with_name("livemed")
 KEY_ENV = "LIVEMED_BENCH_KEY"
 CRITERIA = 5
@@ -95,7 +100,8 @@ def project(folder: Path, base_url: str, concurrency: int) -> Path:
     lines = ['store = "livemed.db"']
     for model in (CANDIDATE, JUDGE):
         lines += [f'[models."{model}"]', f'base_url = "{base_url}"', f'api_key_env = "{KEY_ENV}"']
-        lines += [f"max_concurrency = {concurrency}", "timeout_s = 120"]
+        lines += [f"max_concurrency = {concurrency}"] if concurrency else []  # 0: livemed's default
+        lines += ["timeout_s = 120"]
     config = folder / "livemed.toml"
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return config
@@ -148,6 +154,20 @@ def _process(argv: list[str], cwd: Path, env: dict[str, str]) -> Step:
     cpu = usage.ru_utime + usage.ru_stime
     samples.append((started + wall, cpu))
     return Step(wall, cpu, usage.ru_maxrss / 1024, started, samples)
+
+
+FLOOR_IMPORTS = "import aiohttp, pydantic, typer, sqlalchemy"  # what `eval` needs before its first request
+
+
+def import_floor(repeat: int) -> list[float]:
+    """Wall seconds of a fresh process of this Python that imports only the libraries `eval` needs
+    before its first request (`FLOOR_IMPORTS`), `repeat` times: what no start-up of livemed's can beat."""
+    walls = []
+    for _ in range(repeat):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", FLOOR_IMPORTS], check=True)
+        walls.append(time.monotonic() - started)
+    return walls
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -216,6 +236,7 @@ def measure(
     calls_s = stats["last_done_at"] - stats["first_at"]
     if how == "simple-evals":
         concurrency = SIMPLE_EVALS_THREADS
+    concurrency = concurrency or DEFAULT_CONCURRENCY
     bound = min(concurrency / latency, requests / (2 * latency)) if latency else None
     rate = requests / calls_s
     cpu = sum(s.cpu_s for s in steps)
@@ -261,6 +282,8 @@ def main() -> None:
     reference = (args.simple_evals.resolve(), args.simple_evals_python) if args.simple_evals else None
     hows = ["eval", "separate"] if args.separate else ["eval"]
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} CPUs")
+    floor = import_floor(max(3, args.repeat))
+    print(f"import floor (`{FLOOR_IMPORTS}` in a fresh process): {spread(floor)} s")
     keys = (
         "req_s",
         "of_bound",
@@ -296,7 +319,7 @@ def main() -> None:
                             how,
                             str(n),
                             f"{latency * 1000:.0f} ms",
-                            str(concurrency),
+                            str(concurrency) if concurrency else f"default ({DEFAULT_CONCURRENCY})",
                             str(runs[0]["requests"]),
                         ]
                         print("| " + " | ".join(row + cells) + " |", flush=True)

@@ -23,6 +23,9 @@ DEFAULT_STORE = "livemed.db"
 NAMED_CORPORA = ("medquad", "demo")  # evidence corpora by name (curate.evidence.factory.resolve_evidence)
 
 
+HF_CONCURRENCY = 16  # an hf/ model's default max_concurrency: the calls batched into one generate
+
+
 class ModelConfig(BaseModel):
     """Per-model endpoint and limits; keys of `[models]` are model ids such as `openai/gpt-4o-mini`."""
 
@@ -32,7 +35,12 @@ class ModelConfig(BaseModel):
         default=None, description="the endpoint, or a list of replicas serving this model (balanced)"
     )
     api_key_env: str | None = Field(default=None, description="name of the environment variable with the key")
-    max_concurrency: int = Field(default=16, ge=1)
+    max_concurrency: int = Field(
+        default=512,
+        ge=1,
+        description="calls in flight at most (fewer while the endpoint answers 429: models.window); "
+        f"default 512, and {HF_CONCURRENCY} for hf/ models, whose batch it is",
+    )
     requests_per_minute: float | None = Field(default=None, gt=0)
     tokens_per_minute: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=60.0, gt=0)
@@ -217,7 +225,14 @@ class Config(BaseModel):
     path: Path | None = Field(default=None, exclude=True, description="where this config was read from")
 
     def model_settings(self, model_id: str) -> ModelConfig:
-        return self.models.get(model_id, ModelConfig())
+        """The settings of `model_id`: its `[models]` table, else the defaults; an `hf/` model that
+        does not set `max_concurrency` has `HF_CONCURRENCY` (its batch on one GPU)."""
+        settings = self.models.get(model_id)
+        if settings is None:
+            settings = ModelConfig()
+        if model_id.startswith("hf/") and "max_concurrency" not in settings.model_fields_set:
+            return settings.model_copy(update={"max_concurrency": HF_CONCURRENCY})
+        return settings
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -349,7 +364,7 @@ answer_leak = 0.7
 # Models: ids are "provider/name". API keys are never written here: name the environment variable.
 # [models."openai/gpt-4o-mini"]
 # api_key_env = "OPENAI_API_KEY"
-# max_concurrency = 16
+# max_concurrency = 512            # calls in flight at most (halved on a 429, grown back)
 # requests_per_minute = 500
 #
 # [models."vllm/Qwen/Qwen2.5-7B-Instruct"]

@@ -117,6 +117,10 @@ class FakeOpenAIServer:
     # fills. A client that never gets there is answered after `hold_s`, with `max_in_flight` below it.
     hold_until_in_flight: int = 0
     hold_s: float = 20.0
+    # An endpoint that takes this many chat requests at once (0: any number) and answers the others 429
+    # with Retry-After `random_retry_after`, as a provider's concurrency limit does.
+    max_concurrent: int = 0
+    refused: int = 0  # chat requests answered 429 for being over `max_concurrent`
 
     def __post_init__(self) -> None:
         self._script: deque[Behavior] = deque()
@@ -189,6 +193,9 @@ class FakeOpenAIServer:
         if not isinstance(body, dict):
             return _error(400, "request body is not JSON")
         behavior = self._next_behavior(body)
+        if self.max_concurrent and self.in_flight > self.max_concurrent:
+            self.refused += 1
+            behavior = Behavior(status=429, retry_after=self.random_retry_after)
         if behavior.latency:
             await asyncio.sleep(behavior.latency)
         if behavior.hang:

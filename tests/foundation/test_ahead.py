@@ -1,4 +1,4 @@
-"""common.ahead.read_ahead: each chunk with its read, in order, the next read running while the caller works."""
+"""common.ahead.read_ahead: each chunk with its read, in order, the next read made while the caller works."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def test_chunks_come_in_order_with_their_reads_made_in_another_thread() -> None:
 
     chunks = [[1, 2], [3], [], [4, 5, 6]]
     assert list(read_ahead(chunks, read)) == [([1, 2], 3), ([3], 3), ([], 0), ([4, 5, 6], 15)]
-    assert threads and threading.get_ident() not in threads
+    assert threads
+    assert threading.get_ident() not in threads
     assert list(read_ahead([], read)) == []
 
 
@@ -44,8 +45,12 @@ def test_a_failed_read_is_raised_at_its_chunk() -> None:
             raise ValueError("bad chunk 2")
         return chunk
 
-    got = []
-    with pytest.raises(ValueError, match="bad chunk 2"):
+    got: list[tuple[int, int]] = []
+
+    def take_all() -> None:
         for chunk, value in read_ahead([1, 2, 3], read):
             got.append((chunk, value))
+
+    with pytest.raises(ValueError, match="bad chunk 2"):
+        take_all()
     assert got == [(1, 1)]

@@ -33,8 +33,19 @@ def test_models_and_prices(tmp_path: Path) -> None:
     )
     config = load_config(path)
     assert config.model_settings("openai/gpt-4o-mini").max_concurrency == 4
-    assert config.model_settings("other/model").max_concurrency == 16
+    assert config.model_settings("other/model").max_concurrency == 512
     assert config.prices["openai/gpt-4o-mini"].output == 0.6
+
+
+def test_an_hf_model_batches_16_calls_unless_its_table_says_otherwise(tmp_path: Path) -> None:
+    path = tmp_path / "livemed.toml"
+    path.write_text('[models."hf/./runs/b"]\nmax_concurrency = 64\n[models."hf/./runs/c"]\ntimeout_s = 5\n')
+    config = load_config(path)
+    assert config.model_settings("hf/./runs/a").max_concurrency == 16  # no table
+    assert config.model_settings("hf/./runs/b").max_concurrency == 64  # set
+    assert config.model_settings("hf/./runs/c").max_concurrency == 16  # a table without it
+    assert config.model_settings("hf/./runs/c").timeout_s == 5
+    assert config.model_settings("vllm/m").max_concurrency == 512
 
 
 @pytest.mark.parametrize(

@@ -428,3 +428,25 @@ async def test_any_other_400_is_a_plain_failure(
     assert out.value is None
     assert len(server.chat_requests) == 1
     assert engine.schema_refused == set()
+
+
+async def test_a_concurrency_limit_narrows_the_window_instead_of_refusing_every_retry(
+    make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
+) -> None:
+    """An endpoint that takes 4 requests at once and answers the rest 429: the model's window halves
+    on a 429 (once a round), so the calls settle near what is taken and every one is answered; sent
+    all at once at 16 in flight and retried into the same crowd, most retries would be refused."""
+    server.max_concurrent, server.random_retry_after = 4, 0.02
+    server.default = Behavior(latency=0.05)
+    engine, model = make_engine(max_concurrency=16, max_retries=6)
+    calls = 60
+    out = await asyncio.gather(
+        *(engine.generate(model, [{"role": "user", "content": f"call {i}"}]) for i in range(calls))
+    )
+    assert all(isinstance(o, Completion) for o in out)
+    window = engine.window_of(model)
+    assert window.ceiling == 16
+    assert window.smallest <= 4  # cut at least twice: 16 -> 8 -> 4
+    assert 0 < server.refused < calls  # without the window: 356 refused, 44 calls failed
+    usage = engine.accounting.by_model[model.id]
+    assert (usage.retries, usage.failures) == (server.refused, 0)

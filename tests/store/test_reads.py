@@ -74,6 +74,7 @@ def test_reads_in_a_held_block_see_what_was_written_in_it(any_store: Store) -> N
 def test_postgresql_reads_run_in_autocommit_and_writes_stay_one_transaction(pg_store: Store) -> None:
     with pg_store.reading() as conn:
         assert conn.connection.dbapi_connection.autocommit is True  # type: ignore[union-attr]
+
     def write_then_fail() -> None:
         with pg_store.transaction() as conn:  # the pooled connection, reset
             assert conn.connection.dbapi_connection.autocommit is False  # type: ignore[union-attr]

@@ -54,6 +54,7 @@ from livemed.models.limits import (
     backoff_delay,
     estimate_tokens,
 )
+from livemed.models.window import Window
 from livemed.records import Usage
 
 if TYPE_CHECKING:
@@ -234,6 +235,10 @@ class Engine(Budget):
 
     def limits(self, model: Model) -> ModelConfig:
         return self.config.model_settings(model.id)
+
+    def window_of(self, model: Model) -> Window:
+        """How many calls of `model` this engine lets out at once now, on the running event loop."""
+        return self._limits_for(model).window
 
     def flush(self) -> int:
         """Write buffered cache entries to the store now; returns how many."""
@@ -437,7 +442,9 @@ class Engine(Budget):
     async def _attempt(
         self, model: Model, messages: list[Message], settings: Settings, limits: ModelLimits, estimate: int
     ) -> Completion:
-        async with limits.semaphore:
+        window = limits.window
+        round_ = await window.enter()
+        try:
             if limits.disabled is not None:  # disabled while this call waited for its turn: not sent
                 raise _Disabled(limits.disabled)
             if limits.rated:  # without rate limits there is nothing to wait for
@@ -451,6 +458,11 @@ class Engine(Budget):
                     completion = await model.generate(messages, settings=settings)
             except TimeoutError:
                 raise TimeoutError(f"{model.id}: no answer within {timeout:g} s") from None
+            except TransientModelError as exc:
+                if exc.status == 429 and window.refused(round_):
+                    log.info("%s", named(model.id, f"429: {int(window.size)} call(s) in flight at most now"))
+                raise
+            window.served()
             if not completion.latency_s:
                 completion.latency_s = time.perf_counter() - started
             if not completion.text.strip():  # any model: an empty reply is no answer
@@ -460,6 +472,8 @@ class Engine(Budget):
                     completion=completion,
                 )
             return completion
+        finally:
+            window.leave()
 
     def _record(self, kind: EventKind, stage: str, model: str, detail: str = "", **counts: float) -> None:
         self.accounting.add(stage, model, **counts)

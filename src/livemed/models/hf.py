@@ -4,7 +4,7 @@
 local cache (`hf/meta-llama/Llama-3.1-8B-Instruct`; transformers honours `HF_HUB_OFFLINE`). Needs
 `pip install 'livemed[train]'`; torch and transformers are imported on the first call, not before.
 
-- Batching: the calls the engine lets in flight (`max_concurrency` in livemed.toml, default 16) are
+- Batching: the calls the engine lets in flight (`max_concurrency` in livemed.toml, default 16 for hf/) are
   gathered into one left-padded `generate` per group of identical sampling settings, run in a worker
   thread so the event loop keeps going.
 - Sampling: temperature 0 or unset is greedy; otherwise sampled with `top_p`, seeded with

@@ -8,12 +8,15 @@ server, this path costs a fraction of the client's CPU per call, and it does not
 `timeout_s`) or breaks is `Unreachable`. How long a reply may take is the engine's to bound (its
 `asyncio.timeout` of `timeout_s` around every attempt, `Engine._attempt`): a total timeout here too
 would arm a second timer per request for the same limit. The URL is parsed once, not per request.
-The pool keeps one connection alive per allowed concurrent call.
+The pool keeps one connection alive per allowed concurrent call; a process whose limit on open files
+is short of that raises it (up to the hard limit), and a pool that still does not fit gets the files
+left, so its calls queue for a connection rather than fail (`connection_room`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -37,7 +40,8 @@ class Transport:
     def __init__(self, url: str, headers: Mapping[str, str], *, concurrency: int, timeout_s: float) -> None:
         self.url = yarl.URL(url)
         self.headers = {"Content-Type": "application/json", "User-Agent": f"livemed/{__version__}", **headers}
-        connector = aiohttp.TCPConnector(limit=max(100, concurrency), limit_per_host=0, keepalive_timeout=30)
+        self.connections = connection_room(max(100, concurrency))  # given back when the session closes
+        connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=0, keepalive_timeout=30)
         # the headers are the session's own: each request copies them, nothing to merge per call
         self.session = aiohttp.ClientSession(
             connector=connector,
@@ -75,8 +79,38 @@ class Transport:
             await closer.aclose()
 
 
+FILES_SPARE = 256  # open files kept for everything else (the store, logs, the loop, imports)
+_pooled = 0  # connections the pools of this process may open
+
+
+def connection_room(wanted: int) -> int:
+    """How many connections a new pool of `wanted` may open. The soft limit on open files is raised
+    (never past the hard limit) to hold every pool's connections and `FILES_SPARE` more; when the hard
+    limit is short, the pool gets what is left (at least 8): aiohttp queues a call for a free
+    connection, so a smaller pool makes calls wait, never fail with "too many open files"."""
+    global _pooled
+    room = wanted
+    if sys.platform != "win32":
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        needed = _pooled + wanted + FILES_SPARE
+        if soft != resource.RLIM_INFINITY and soft < needed:
+            raised = needed if hard == resource.RLIM_INFINITY else min(hard, needed)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            room = max(8, min(wanted, raised - _pooled - FILES_SPARE))
+    _pooled += room
+    return room
+
+
+def _give_back(connections: int) -> None:
+    global _pooled
+    _pooled -= connections
+
+
 async def _close_at_shutdown(transport: Transport) -> AsyncGenerator[None, None]:
     try:
         yield
     finally:
         await transport.session.close()
+        _give_back(transport.connections)

@@ -11,6 +11,7 @@ from aiolimiter import AsyncLimiter
 
 from livemed.config import ModelConfig
 from livemed.models.base import Message
+from livemed.models.window import Window
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
@@ -55,7 +56,7 @@ class ModelLimits:
     """Live limiters for one model, plus why it is disabled (after a model-wide fatal error)."""
 
     config: ModelConfig
-    semaphore: asyncio.Semaphore
+    window: Window  # calls in flight: max_concurrency, narrowed while the endpoint answers 429
     requests: AsyncLimiter | None
     tokens: AsyncLimiter | None
     disabled: str | None = None
@@ -77,7 +78,7 @@ class ModelLimits:
         rpm, tpm = config.requests_per_minute, config.tokens_per_minute
         return cls(
             config=config,
-            semaphore=asyncio.Semaphore(config.max_concurrency),
+            window=Window(config.max_concurrency),
             requests=_limiter(rpm) if rpm else None,
             tokens=_limiter(tpm) if tpm else None,
         )
@@ -86,7 +87,7 @@ class ModelLimits:
         """These limits for `loop`: asyncio primitives belong to one loop, so a new loop gets fresh ones."""
         if self.loop is not loop:
             fresh = ModelLimits.from_config(self.config)
-            self.semaphore, self.requests, self.tokens = fresh.semaphore, fresh.requests, fresh.tokens
+            self.window, self.requests, self.tokens = fresh.window, fresh.requests, fresh.tokens
             self.loop = loop
         return self
 
