@@ -364,7 +364,7 @@ answer_leak = 0.7
 # Models: ids are "provider/name". API keys are never written here: name the environment variable.
 # [models."openai/gpt-4o-mini"]
 # api_key_env = "OPENAI_API_KEY"
-# max_concurrency = 512            # calls in flight at most (halved on a 429, grown back)
+# max_concurrency = 512            # calls in flight at most (narrowed on 429s, grown back)
 # requests_per_minute = 500
 #
 # [models."vllm/Qwen/Qwen2.5-7B-Instruct"]

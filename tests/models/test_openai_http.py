@@ -434,7 +434,7 @@ async def test_a_concurrency_limit_narrows_the_window_instead_of_refusing_every_
     make_engine: MakeEngine, server: FakeOpenAIServer, api_key: str
 ) -> None:
     """An endpoint that takes 4 requests at once and answers the rest 429: the model's window halves
-    on a 429 (once a round), so the calls settle near what is taken and every one is answered; sent
+    when most of it is refused, so the calls settle near what is taken and every one is answered; sent
     all at once at 16 in flight and retried into the same crowd, most retries would be refused."""
     server.max_concurrent, server.random_retry_after = 4, 0.02
     server.default = Behavior(latency=0.05)
@@ -447,6 +447,6 @@ async def test_a_concurrency_limit_narrows_the_window_instead_of_refusing_every_
     window = engine.window_of(model)
     assert window.ceiling == 16
     assert window.smallest <= 4  # cut at least twice: 16 -> 8 -> 4
-    assert 0 < server.refused < calls  # without the window: 356 refused, 44 calls failed
+    assert 0 < server.refused < calls  # a fixed window of 16: 356 refused, 44 calls failed
     usage = engine.accounting.by_model[model.id]
     assert (usage.retries, usage.failures) == (server.refused, 0)

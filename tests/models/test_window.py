@@ -1,4 +1,5 @@
-"""models.window: calls in flight per model, halved on a 429 once a round, grown back by replies."""
+"""models.window: calls in flight per model, halved when over half a window is refused (429),
+grown back by replies."""
 
 from __future__ import annotations
 
@@ -34,44 +35,58 @@ async def test_calls_over_the_window_wait_in_order_and_are_let_in_as_places_free
     assert (window.in_flight, order) == (2, [0, 1, 2])
 
 
-async def test_a_429_halves_the_window_once_a_round() -> None:
+async def test_more_than_half_the_window_refused_halves_it_once_a_round() -> None:
     window = Window(8)
     rounds = await _entered(window, 8)
-    assert window.refused(rounds[0]) is True
+    assert [window.refused(r) for r in rounds[:5]] == [False, False, False, False, True]  # 5 > 8 / 2
     assert window.size == 4
-    assert not any(window.refused(r) for r in rounds[1:])  # sent before the cut: no second cut
+    assert not any(window.refused(r) for r in rounds[5:])  # out before the cut: no second cut
     assert window.size == 4
     for _ in range(8):
         window.leave()
-    later = await window.enter()
-    assert later == 1
-    assert window.refused(later) is True
+    later = await _entered(window, 3)
+    assert later == [1, 1, 1]
+    assert [window.refused(r) for r in later] == [False, False, True]  # 3 > 4 / 2
     assert (window.size, window.smallest) == (2, 2)
     for _ in range(5):
         window.refused(window.round)
     assert window.size == 1  # never below one call
 
 
+async def test_a_refusal_now_and_then_leaves_the_window_alone() -> None:
+    window = Window(32)
+    for _ in range(20):  # one 429 in every 16 replies, round after round: never half the window
+        round_ = await window.enter()
+        assert window.refused(round_) is False
+        window.leave()
+        for _ in range(16):
+            window.served(await window.enter())
+            window.leave()
+    assert (window.size, window.smallest, window.round) == (32, 32, 0)
+
+
 async def test_replies_grow_the_window_back_by_one_call_a_window_of_replies() -> None:
     window = Window(4)
-    window.refused(await window.enter())
-    window.leave()
+    rounds = await _entered(window, 3)
+    assert [window.refused(r) for r in rounds] == [False, False, True]  # 3 > 4 / 2
     assert window.size == 2
-    window.served()
-    window.served()
+    window.served(window.round)
+    window.served(window.round)
     assert window.size == pytest.approx(2.9, abs=0.01)  # 2 + 1/2 + 1/2.5
     for _ in range(20):
-        window.served()
+        window.served(window.round)
     assert window.size == 4  # up to max_concurrency, not past it
 
 
 async def test_a_wider_window_lets_the_waiting_calls_in() -> None:
     window = Window(2)
-    window.refused(await window.enter())  # size 1, one call in flight
+    rounds = await _entered(window, 2)
+    assert [window.refused(r) for r in rounds] == [False, True]  # 2 > 2 / 2: size 1
+    window.leave()  # one call in flight, the window's one place
     waiting = asyncio.create_task(window.enter())
     await asyncio.sleep(0)
     assert not waiting.done()
-    window.served()  # 1 + 1/1 = 2 places
+    window.served(window.round)  # 1 + 1/1 = 2 places
     await asyncio.wait_for(waiting, 1)
     assert window.in_flight == 2
 

@@ -462,7 +462,7 @@ class Engine(Budget):
                 if exc.status == 429 and window.refused(round_):
                     log.info("%s", named(model.id, f"429: {int(window.size)} call(s) in flight at most now"))
                 raise
-            window.served()
+            window.served(round_)
             if not completion.latency_s:
                 completion.latency_s = time.perf_counter() - started
             if not completion.text.strip():  # any model: an empty reply is no answer

@@ -1,14 +1,15 @@
 """How many calls of one model are in flight: at most its `max_concurrency`, fewer while the endpoint
-answers 429 (too many requests).
+answers 429 (too many requests) to a good part of them.
 
-A 429 halves the model's window (never below 1 call); every reply after that widens it by one call
-per window of replies (1 / window each), back up to `max_concurrency`: additive increase,
-multiplicative decrease, as TCP shares a congested link. One cut per round: the calls that were
-already in flight when the window was cut come back 429 too, and they do not cut it again (a round
-ends at the cut; a 429 to a call let in before it counts for nothing). A refused call still waits
-for its Retry-After and is sent again (the engine's retries); the window only decides how many are
-out at once, so a rate-limited key settles near the rate it is allowed instead of having every
-retry refused together. Calls over the window wait in the order they came.
+The window halves (never below 1 call) when more than half a window's worth of calls come back
+429 before a window's worth of replies does: an endpoint over its limit refuses most of what is over,
+one that refuses now and then (a noisy upstream) is left its pace. Every reply widens the window by one
+call per window of replies (1 / window each), back up to `max_concurrency`: additive increase,
+multiplicative decrease, as TCP shares a congested link. Calls that were already out when the window
+was cut count for nothing after it (they come back 429 too; the cut was for them). A refused call still
+waits for its Retry-After and is sent again (the engine's retries); the window decides how many are out
+at once, so a rate-limited key settles near the rate it is allowed instead of having every retry
+refused together. Calls over the window wait in the order they came.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class Window:
         self.size = float(ceiling)  # calls allowed out at once now: int(size) of them
         self.in_flight = 0
         self.round = 0  # cuts so far; a call remembers the round it was let in during
+        self._refusals = 0  # 429s to calls of this round since it began or since a window of replies
+        self._replies = 0  # replies to calls of this round since then
         self.smallest = ceiling  # the narrowest the window has been (for the run's summary)
         self._waiting: deque[asyncio.Future[None]] = deque()
 
@@ -51,17 +54,26 @@ class Window:
         self._let_in()
 
     def refused(self, round_: int) -> bool:
-        """A call let in during `round_` came back 429: halve the window, once a round. True when
-        this call cut it."""
+        """A call let in during `round_` came back 429. True when this refusal cut the window: the
+        refusals since the last cut or clean window of replies are more than half of it."""
         if round_ != self.round:
+            return False
+        self._refusals += 1
+        if self._refusals <= self.size / 2:
             return False
         self.size = max(1.0, self.size / 2)
         self.smallest = min(self.smallest, int(self.size))
         self.round += 1
+        self._refusals = self._replies = 0
         return True
 
-    def served(self) -> None:
-        """A reply came back: widen the window by 1 / its size, up to the ceiling."""
+    def served(self, round_: int) -> None:
+        """A call let in during `round_` had a reply: widen the window by 1 / its size (up to the
+        ceiling); a window's worth of replies since the last cut starts the refusals' count again."""
+        if round_ == self.round:
+            self._replies += 1
+            if self._replies >= self.size:
+                self._refusals = self._replies = 0
         if self.size < self.ceiling:
             self.size = min(float(self.ceiling), self.size + 1 / self.size)
             self._let_in()
