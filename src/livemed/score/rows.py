@@ -15,6 +15,7 @@ import sys
 from array import array
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
+from typing import NamedTuple
 
 from livemed.records import Score
 from livemed.records.grading import REVIEWED_SUFFIX, RubricChoice
@@ -44,8 +45,7 @@ class ScoreShape:
     tags: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ScoreRow:
+class ScoreRow(NamedTuple):
     """One score as a scoring run keeps it (see the module's text): its record's fields, read alike."""
 
     answer_id: str
@@ -105,20 +105,19 @@ class RowMaker:
     interned, so that rows of the same shape, model, case or day share them."""
 
     def __init__(self) -> None:
-        self._shapes: dict[ScoreShape, ScoreShape] = {}
+        self._shapes: dict[tuple[str | tuple[str, ...], ...], ScoreShape] = {}
         self._dates: dict[tuple[datetime, tzinfo | None], datetime] = {}  # an instant in one zone
 
     def row(self, score: Score) -> ScoreRow:
-        shape = ScoreShape(
-            judge=score.judge,
-            convention=score.convention,
-            failure_policy=score.failure_policy,
-            rubric_version=score.rubric_version,
-            axes=tuple(score.per_axis),
-            themes=tuple(score.per_theme),
-            tags=tuple(score.per_tag),
-        )
+        per_axis, per_theme, per_tag = score.per_axis, score.per_theme, score.per_tag
+        how = (score.judge, score.convention, score.failure_policy, score.rubric_version)
+        names = (tuple(per_axis), tuple(per_theme), tuple(per_tag))
+        shape = self._shapes.get(key := (*how, *names))
+        if shape is None:
+            shape = self._shapes[key] = ScoreShape(*how, *names)
         published = score.published
+        if published is not None:
+            published = self._dates.setdefault((published, published.tzinfo), published)
         return ScoreRow(
             answer_id=score.answer_id,
             case_id=sys.intern(score.case_id),
@@ -127,9 +126,7 @@ class RowMaker:
             coverage=score.coverage,
             harm=score.harm,
             failures=score.failures,
-            published=None
-            if published is None
-            else self._dates.setdefault((published, published.tzinfo), published),
-            shape=self._shapes.setdefault(shape, shape),
-            values=array("d", [*score.per_axis.values(), *score.per_theme.values(), *score.per_tag.values()]),
+            published=published,
+            shape=shape,
+            values=array("d", [*per_axis.values(), *per_theme.values(), *per_tag.values()]),
         )
