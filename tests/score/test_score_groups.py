@@ -19,6 +19,7 @@ from livemed.interop.healthbench import criterion_tags, example_tags_of, is_impo
 from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, Score
 from livemed.score import formula as S
 from livemed.score import stage as scoring
+from livemed.score.rows import ScoreRow
 from livemed.store import Store
 
 DAY = datetime(2025, 5, 7, tzinfo=UTC)
@@ -66,7 +67,7 @@ def oracle(
     }
 
 
-def _fields(score: Score) -> dict[str, Any]:
+def _fields(score: Score | ScoreRow) -> dict[str, Any]:
     return {
         "score": score.score,
         "per_axis": score.per_axis,

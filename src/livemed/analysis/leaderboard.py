@@ -1,7 +1,8 @@
 """The leaderboard: per model mean score with a bootstrap interval, per axis, coverage, harm, failures
 (ranked by `common.stats.rank_models`, the one ranking: `leaderboard` over (model, case) rows, and
-`scores_table`, the `livemed scores` rows over Score records); the breakdowns of `livemed scores --by`;
-and the paired comparison of two models on the cases both answered."""
+`scores_table`, the `livemed scores` rows over Score records or the `ScoreRow`s a scoring run keeps);
+the breakdowns of `livemed scores --by`; and the paired comparison of two models on the cases both
+answered."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from livemed.common import stats
 from livemed.common.stats import aggregate
 from livemed.records import AXES, Score
 from livemed.records.grading import canonical_theme
+from livemed.score.rows import ScoreRow
+
+Scores = Sequence[Score] | Sequence[ScoreRow]  # records, or the rows a scoring run keeps of them
 
 
 class LeaderboardRow(BaseModel):
@@ -149,11 +153,11 @@ def ranked_leaderboard(
 
 
 def scores_table(
-    records: Sequence[Score], convention: str, *, seed: int = 0, resamples: int = stats.DEFAULT_RESAMPLES
+    records: Scores, convention: str, *, seed: int = 0, resamples: int = stats.DEFAULT_RESAMPLES
 ) -> list[dict[str, Any]]:
     """`livemed scores`' rows, best first: per model the convention's aggregate of its per-case scores
     (`_per_case`) with the bootstrap CI and spread, and coverage, harm and failures over its answers."""
-    groups: dict[str, list[Score]] = defaultdict(list)
+    groups: dict[str, list[Score | ScoreRow]] = defaultdict(list)
     for record in records:
         groups[record.model].append(record)
     ranked = stats.rank_models(
@@ -179,7 +183,7 @@ def scores_table(
     return rows
 
 
-def _per_case(group: Sequence[Score]) -> list[float]:
+def _per_case(group: Sequence[Score | ScoreRow]) -> list[float]:
     """Each case's mean over its sampled answers, in case-id order: the values the analysis bootstraps."""
     cases: dict[str, list[float]] = defaultdict(list)
     for record in group:
@@ -191,7 +195,7 @@ BREAKDOWNS = ("axis", "theme", "tag")
 
 
 def breakdown(
-    records: Sequence[Score],
+    records: Scores,
     by: Literal["axis", "theme", "tag"],
     convention: str,
     *,

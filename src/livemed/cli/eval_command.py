@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from livemed.domains import DomainPack
     from livemed.live.stream import StreamResult
     from livemed.models import Engine, Settings
-    from livemed.records import Case, Run, Score
+    from livemed.records import Case, Run
+    from livemed.score.rows import ScoreRow
     from livemed.store import Store
 
 FORMATS = ("healthbench", "kqa", "livemed")
@@ -321,15 +322,19 @@ def _finish(
 
 
 def _write_json(
-    path: Path, ranked: list[Score], models: list[str], seed: int, store: Store, pack: DomainPack
+    path: Path, ranked: list[ScoreRow], models: list[str], seed: int, store: Store, pack: DomainPack
 ) -> None:
-    """Each model's simple-evals metrics JSON and, beside it, its `_allresults.json`."""
+    """Each model's simple-evals metrics JSON and, beside it, its `_allresults.json`, from the Score
+    records of its ranked rows (read back from the store: the run keeps rows, not records)."""
     from livemed.interop import healthbench_results as R
+    from livemed.records import Score
 
     for model in models:
-        mine = [s for s in ranked if s.model == model]
-        if not mine:
+        ids = [row.id for row in ranked if row.model == model]
+        if not ids:
             continue
+        found = store.get_many(Score, ids)
+        mine = [found[i] for i in ids]  # in the run's order, as the bootstrap draws them
         target = R.results_path(path, model, len(models) > 1)
         metrics = R.simple_evals_metrics(mine, seed=seed)
         write_text(target, json.dumps(metrics, indent=2))

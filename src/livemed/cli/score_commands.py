@@ -4,6 +4,7 @@ agreement_command.py, so that `scores` imports no model or grading-command modul
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
     from livemed.analysis.bimodality import BimodalityRow
     from livemed.analysis.completeness import Grading
     from livemed.analysis.length import LengthRow
-    from livemed.records import Score
     from livemed.score.corrected import CorrectedScore, CorrectedScores
+    from livemed.score.rows import ScoreRow
     from livemed.score.stage import ScoreRun
     from livemed.store import Store
 
@@ -193,7 +194,7 @@ def _require_sample(store: Store, judge: str, wanted: bool, rubrics: str) -> Non
 
 
 def print_corrected(
-    store: Store, judge: str, scores: list[Score], *, wanted: bool, by_axis: bool = False
+    store: Store, judge: str, scores: Sequence[ScoreRow], *, wanted: bool, by_axis: bool = False
 ) -> CorrectedScores | None:
     """Raw and corrected mean scores side by side (`score.corrected`), per axis too with `by_axis`, and
     a line per model whose labels are too few for a useful interval; None unless `wanted` (--corrected)."""
@@ -304,7 +305,7 @@ def windowed(
     return window_run(app_state.existing_store, run, window)
 
 
-def warn_bimodal(scores: list[Score]) -> list[BimodalityRow]:
+def warn_bimodal(scores: Sequence[ScoreRow]) -> list[BimodalityRow]:
     """The score-distribution check per model; a warning line for each model whose scores pile up at
     0 and 1 (`analysis.bimodality`)."""
     from livemed.analysis.bimodality import score_distribution, warnings
@@ -315,7 +316,7 @@ def warn_bimodal(scores: list[Score]) -> list[BimodalityRow]:
     return rows
 
 
-def _print_length(store: Store, scores: list[Score]) -> list[LengthRow]:
+def _print_length(store: Store, scores: Sequence[ScoreRow]) -> list[LengthRow]:
     """One line per model: answer length (words) against score (Spearman), `analysis.length`."""
     from livemed.analysis.length import length_rows, stored_lengths
 
@@ -333,7 +334,7 @@ def _print_length(store: Store, scores: list[Score]) -> list[LengthRow]:
 
 def ranked_rows(
     run: ScoreRun, convention: str, *, seed: int, allow_incomplete: bool, resamples: int | None = None
-) -> tuple[list[dict[str, Any]], list[Score], list[Grading]]:
+) -> tuple[list[dict[str, Any]], list[ScoreRow], list[Grading]]:
     """Leaderboard rows of a scoring run (with answers graded per model), the scores ranked, and the
     models left out of the ranking because some of their answers are not graded."""
     from livemed.analysis.completeness import count, incomplete

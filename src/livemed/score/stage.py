@@ -8,7 +8,8 @@ and `exclude` score such verdicts only for a model whose failed verdicts are at 
 are not graded, and the share is on the ScoreRun for the table). Answers are scored in chunks:
 verdicts are read for 500 answers at a time (only the fields scoring uses), each chunk's scores are
 written before the next chunk is read (a killed run keeps them), and a score newer than every verdict
-on its answer and than its rubric is kept as it is, so a re-run does only what changed.
+on its answer and than its rubric is kept as it is, so a re-run does only what changed. The run keeps
+a compact `ScoreRow` of each score (`score.rows`), never the records: a few hundred bytes an answer.
 
 With `rubric_version="latest-approved"` each answer is scored on its case's newest reviewed rubric
 (`rubrics.versions`; the writer's where no reviewer has acted); those scores sit beside the
@@ -34,13 +35,13 @@ from livemed.pipeline.runner import batched
 from livemed.records import Answer, Criterion, Grade, GradeFailure, Rubric, RubricVersion, Score
 from livemed.records.grading import (
     CALL_FAILED,
-    REVIEWED_SUFFIX,
     RubricChoice,
     canonical_themes,
     criterion_key_id,
 )
 from livemed.rubrics.versions import chosen_versions, reviewed
 from livemed.score import formula as S
+from livemed.score.rows import RowMaker, ScoreRow, score_id
 from livemed.store import Store
 
 NOT_YET_GRADED = "not yet graded (a grader call failed or was not made)"
@@ -51,7 +52,7 @@ RUBRIC_CACHE = 20_000  # rubrics kept between batches at most (memory)
 
 @dataclass
 class ScoreRun:
-    scores: list[Score] = field(default_factory=list)
+    scores: list[ScoreRow] = field(default_factory=list)  # a compact row of each Score written or kept
     excluded: Counter[str] = field(default_factory=Counter)
     answers: Counter[str] = field(default_factory=Counter)  # model -> answers with a scorable rubric
     shares: dict[str, FailureShare] = field(default_factory=dict)  # models with an unusable verdict
@@ -387,6 +388,7 @@ def score_all(
         name for name, share in run.shares.items() if policy != "strict" and share.share <= max_failure_share
     )
     rubrics: dict[str, _Prepared | None] = {}
+    rows = RowMaker()
     answers = (
         _AnswerRef(answer_id, view["case_id"], view["model"])
         for answer_id, view in store.fields(Answer.kind, _ANSWER)
@@ -408,7 +410,7 @@ def score_all(
                 unscored.append(answer.id)
             else:
                 run.answers[answer.model] += 1  # a stored score means the rubric has a positive weight
-                run.scores.append(kept)
+                run.scores.append(rows.row(kept))
         verdicts = verdicts_by_answer(store, [a.id for a in todo], judge) if todo else {}
         _prepare(store, rubrics, sorted({a.case_id for a in todo} - rubrics.keys()), rubric_version)
         fresh: list[Score] = []
@@ -419,22 +421,13 @@ def score_all(
                 run, fresh, answer, prepared, found_verdicts, unscored, judge, convention, policy, counts
             )
         store.put(fresh)
-        run.scores.extend(fresh)
+        run.scores.extend(rows.row(score) for score in fresh)
         _drop_stale_scores(store, unscored, judge, convention, policy, rubric_version)
         if policy != "strict" and rubric_version == "writer":
             _drop_legacy_ids(store, fresh)
         if len(rubrics) > RUBRIC_CACHE:  # answers come in case order: older cases are not asked again
             rubrics.clear()
     return run
-
-
-def score_id(
-    answer_id: str, judge: str, convention: str, policy: str, rubric_version: RubricChoice = "writer"
-) -> str:
-    """`Score.id` of an answer's score (the default policy's id has no suffix, nor the writer rubric's)."""
-    suffix = "" if policy == "strict" else f":{policy}"
-    reviewed = REVIEWED_SUFFIX if rubric_version == "latest-approved" else ""
-    return f"score:{answer_id}:{judge}:{convention}{suffix}{reviewed}"
 
 
 def _prepare(
