@@ -28,7 +28,7 @@ class Window:
         self.round = 0  # cuts so far; a call remembers the round it was let in during
         self._refusals = 0  # 429s to calls of this round since it began or since a window of replies
         self._replies = 0  # replies to calls of this round since then
-        self.smallest = ceiling  # the narrowest the window has been (for the run's summary)
+        self.smallest = ceiling  # the narrowest the window has been (what a test or a debugger reads)
         self._waiting: deque[asyncio.Future[None]] = deque()
 
     async def enter(self) -> int:
