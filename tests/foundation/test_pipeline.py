@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
 
-from livemed.pipeline.runner import run_stage
+from livemed.pipeline.runner import FIRST_TURNS, run_stage
 from livemed.pipeline.runs import track_run
 from livemed.records import Doc, Record, Rejection, Run
 from livemed.store import Store
@@ -136,3 +137,26 @@ async def test_a_watcher_sees_every_finished_item(sqlite_store: Store) -> None:
         item_progress.reset(token)
     assert seen[-1] == 7
     assert seen == sorted(seen)  # counts only grow
+
+
+async def test_the_first_call_goes_out_before_the_whole_window_is_made(sqlite_store: Store) -> None:
+    # Each item "makes" its call (prepared), then takes three event-loop turns to send it, as a
+    # connection does. The first must be sent before the rest of a 512-item window is made: without a
+    # turn for each of the first items, all 512 were made before any was sent.
+    prepared: list[str] = []
+    sent_after: dict[str, int] = {}
+
+    async def work(d: Doc) -> Sequence[Record]:
+        prepared.append(d.source_id)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        sent_after.setdefault(d.source_id, len(prepared))
+        return await _shout(d)
+
+    docs = [doc(str(i)) for i in range(600)]
+    result = await run_stage(
+        sqlite_store, docs, work, output_id=lambda d: f"loud:{d.source_id}", output_kinds=["doc"], window=512
+    )
+    assert result.processed == 600
+    assert sent_after["0"] <= FIRST_TURNS
+    assert len(sent_after) == 600

@@ -70,7 +70,7 @@ async def answer_and_grade(
     graded, as it comes. With `keep(model, case)`, each answerer gets only the cases it keeps (eval's
     date window and `--after-cutoff`): nothing is asked of the others."""
     out = StreamResult()
-    rubrics: dict[str, Rubric] = {}
+    rubrics: dict[str, Rubric | None] = {}  # case id -> its rubric (None: it has none), read once
     seen: list[Case] = []
 
     def mine(batch: Sequence[Case]) -> dict[str, list[Case]]:
@@ -82,6 +82,8 @@ async def answer_and_grade(
     handed: set[str] = set()
 
     def hand_over(answered: list[tuple[Case, Answer]]) -> None:
+        unread = {case.id: case for case, _ in answered if case.id not in rubrics}
+        rubrics.update(_rubrics(store, list(unread.values())))  # as answers come: the first calls go sooner
         targets = []
         for case, answer in answered:
             handed.add(answer.id)
@@ -94,7 +96,6 @@ async def answer_and_grade(
 
     def arrive(batch: Sequence[Case]) -> None:
         seen.extend(batch)
-        rubrics.update(_rubrics(store, batch))
         hand_over(_stored_answers(store, mine(batch), answerers, samples))
 
     to_answer: dict[str, Sequence[Case] | Feed[Case]]
@@ -156,7 +157,7 @@ def _route(
     feeds: dict[str, Feed[Case]],
     mine: Callable[[Sequence[Case]], dict[str, list[Case]]],
 ) -> None:
-    """New cases: their rubrics and stored answers first, then to each answerer's feed (those it keeps)."""
+    """New cases: their stored answers first, then to each answerer's feed (those it keeps)."""
     arrive(batch)
     for model, kept in mine(batch).items():
         feeds[model].put(kept)
@@ -167,9 +168,12 @@ def _close(feeds: dict[str, Feed[Case]]) -> None:
         feed.close()
 
 
-def _rubrics(store: Store, cases: Sequence[Case]) -> dict[str, Rubric]:
+def _rubrics(store: Store, cases: Sequence[Case]) -> dict[str, Rubric | None]:
+    """Each case's stored rubric, None for a case without one."""
+    if not cases:
+        return {}
     found = store.get_many(Rubric, [f"rubric:{case.id}" for case in cases])
-    return {rubric.case_id: rubric for rubric in found.values()}
+    return {case.id: found.get(f"rubric:{case.id}") for case in cases}
 
 
 def _stored_answers(
