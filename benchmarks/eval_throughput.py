@@ -43,22 +43,20 @@ measured like livemed's.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bytecode import compile_sources  # benchmarks/ is on the path of a script run
 from fake_server import Server
 from livemed.config import ModelConfig
+from processes import CORES, Step, cpu_between, timed_process
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CONCURRENCY = ModelConfig().max_concurrency  # `--concurrency 0`: what a user gets who sets none
@@ -66,7 +64,6 @@ PROGRAM = Path(sys.executable).with_name("livemed")
 KEY_ENV = "LIVEMED_BENCH_KEY"
 CRITERIA = 5
 CANDIDATE, JUDGE = "openai/bench-candidate", "openai/bench-judge"
-CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 SIMPLE_EVALS_THREADS = 120  # its default: examples in flight (each grades its items on a small pool)
 
 
@@ -119,41 +116,8 @@ importlib.import_module(package + ".simple_evals").main()
 """
 
 
-@dataclass
-class Step:
-    wall_s: float
-    cpu_s: float
-    rss_mb: float
-    started: float  # time.monotonic() just before the process started
-    samples: list[tuple[float, float]]  # (time.monotonic(), CPU s so far), from start to exit
-
-
 def run(config: Path, *argv: str) -> Step:
-    return _process([str(PROGRAM), "--config", str(config), *argv], config.parent, {KEY_ENV: "sk-bench"})
-
-
-def _process(argv: list[str], cwd: Path, env: dict[str, str]) -> Step:
-    started = time.monotonic()
-    process = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "160", **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    samples = [(started, 0.0)]
-    sampler = threading.Thread(target=_sample_cpu, args=(process.pid, samples), daemon=True)
-    sampler.start()
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.monotonic() - started
-    sampler.join()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        assert process.stderr is not None
-        raise SystemExit(f"{' '.join(argv[:4])} failed: {process.stderr.read().decode()[-2000:]}")
-    cpu = usage.ru_utime + usage.ru_stime
-    samples.append((started + wall, cpu))
-    return Step(wall, cpu, usage.ru_maxrss / 1024, started, samples)
+    return timed_process([str(PROGRAM), "--config", str(config), *argv], config.parent, {KEY_ENV: "sk-bench"})
 
 
 FLOOR_IMPORTS = "import aiohttp, pydantic, typer, sqlalchemy"  # what `eval` needs before its first request
@@ -170,42 +134,13 @@ def import_floor(repeat: int) -> list[float]:
     return walls
 
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _sample_cpu(pid: int, samples: list[tuple[float, float]]) -> None:
-    """(time.monotonic(), process CPU s) every 20 ms while `pid` runs (it is a zombie, then gone, after)."""
-    stat = Path(f"/proc/{pid}/stat")
-    while True:
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            return
-        if fields[0] == "Z":
-            return
-        samples.append((time.monotonic(), (int(fields[11]) + int(fields[12])) / TICK))
-        time.sleep(0.02)
-
-
-def cpu_between(step: Step, start: float, end: float) -> float:
-    """The step's CPU seconds from `start` to `end` (time.monotonic(), the server's clock too)."""
-
-    def at(t: float) -> float:
-        points = step.samples
-        t = min(max(t, points[0][0]), points[-1][0])
-        for (t0, c0), (t1, c1) in itertools.pairwise(points):
-            if t0 <= t <= t1:
-                return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
-        return points[-1][1]
-
-    return max(0.0, at(end) - at(start))
-
-
 def simple_evals(checkout: Path, python: str, server: Server, data: Path, n: int) -> Step:
     """openai/simple-evals' HealthBench runner on `data` against the fake server (see the module doc)."""
     env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-bench", "ANTHROPIC_API_KEY": "unused"}
     with tempfile.TemporaryDirectory(prefix="simple-evals-bench-") as tmp:
-        return _process([python, "-c", SIMPLE_EVALS_DRIVER, str(checkout), str(data), str(n)], Path(tmp), env)
+        return timed_process(
+            [python, "-c", SIMPLE_EVALS_DRIVER, str(checkout), str(data), str(n)], Path(tmp), env
+        )
 
 
 def measure(

@@ -10,9 +10,12 @@ run: `livemed judges run` (the installed program, in a fresh project folder) on 
 `tests/fakes/openai_server.py --text '<think>…</think><answer>[[A]]</answer>'` with a fixed latency;
 the judge model has `max_concurrency` = the concurrency under test. Prints calls (counted by the
 server), calls/s from the server's first request to its last reply, the bound (concurrency ÷ latency)
-and achieved ÷ bound, the most requests in flight at the server. Aim: ≥ 0.85 of the bound at 256.
+and achieved ÷ bound, the CPU ceiling (cores ÷ (the client's CPU a call over the calls, sampled as
+`eval_throughput.py` does, + the server's)) and achieved ÷ min(bound, ceiling), the most requests in
+flight at the server, the time from the process's start to the first request, and wall. Aim: ≥ 0.85
+of min(bound, ceiling) at 256 (issue 35).
 
-    .venv/bin/python benchmarks/judge_pairs.py [--part build run] [--repeat 3] [--latency 0.1]
+    .venv/bin/python benchmarks/judge_pairs.py [--part build run] [--repeat 3] [--latency 0.1 0.5]
         [--concurrency 256]
 """
 
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_server import Server
+from processes import CORES, Step, cpu_between, timed_process
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = Path(sys.executable).with_name("livemed")
@@ -101,18 +105,8 @@ class VerdictServer(Server):
         self.base_url = self.process.stdout.readline().split()[1]
 
 
-def livemed(config: Path, *argv: str) -> float:
-    env = {**os.environ, KEY_ENV: "sk-bench", "COLUMNS": "160"}
-    start = time.monotonic()
-    subprocess.run(
-        [str(PROGRAM), "--config", str(config), *argv],
-        cwd=config.parent,
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    return time.monotonic() - start
+def livemed(config: Path, *argv: str) -> Step:
+    return timed_process([str(PROGRAM), "--config", str(config), *argv], config.parent, {KEY_ENV: "sk-bench"})
 
 
 def run_once(server: VerdictServer, concurrency: int, latency: float) -> dict[str, Any]:
@@ -125,36 +119,54 @@ def run_once(server: VerdictServer, concurrency: int, latency: float) -> dict[st
         )
         livemed(config, "judges", "build", "--dataset", "medqa", "--path", str(DATA / "medqa"))
         server.reset()
-        wall = livemed(config, "judges", "run", "--judge", JUDGE, "--samples", "1")
+        server_cpu = server.cpu_s()
+        step = livemed(config, "judges", "run", "--judge", JUDGE, "--samples", "1")
+        server_cpu = server.cpu_s() - server_cpu
     stats = server.stats()
     calls = int(stats["requests"])
     rate = calls / (stats["last_done_at"] - stats["first_at"])
     bound = concurrency / latency
+    calls_cpu = cpu_between(step, stats["first_at"], stats["last_done_at"])
+    ceiling = CORES * calls / (calls_cpu + server_cpu)  # calls/s the cores serve at these costs
     return {
         "calls": calls,
         "calls_s": rate,
         "bound": bound,
         "of_bound": rate / bound,
+        "ceiling": ceiling,
+        "of_limit": rate / min(bound, ceiling),
+        "client_ms": 1000 * calls_cpu / calls,
+        "server_ms": 1000 * server_cpu / calls,
         "max_in_flight": stats["max_in_flight"],
-        "wall_s": wall,
+        "first_request_s": stats["first_at"] - step.started,
+        "wall_s": step.wall_s,
     }
 
 
-def run(repeat: int, concurrency: list[int], latency: float) -> None:
-    server = VerdictServer(latency)
-    try:
-        for c in concurrency:
-            runs = [run_once(server, c, latency) for _ in range(repeat)]
-            rates = [r["calls_s"] for r in runs]
-            print(
-                f"judges run @ {c}: {runs[0]['calls']} calls, {statistics.median(rates):,.0f} calls/s median "
-                f"(min {min(rates):,.0f}, max {max(rates):,.0f}); bound {runs[0]['bound']:,.0f}; "
-                f"{statistics.median(r['of_bound'] for r in runs):.2f} of bound; "
-                f"max in flight {max(r['max_in_flight'] for r in runs)}; "
-                f"wall {statistics.median(r['wall_s'] for r in runs):.1f} s"
-            )
-    finally:
-        server.stop()
+def run(repeat: int, concurrency: list[int], latencies: list[float]) -> None:
+    for latency in latencies:
+        server = VerdictServer(latency)
+        try:
+            for c in concurrency:
+                runs = [run_once(server, c, latency) for _ in range(repeat)]
+                print(
+                    f"judges run @ {c}, {latency * 1000:.0f} ms: {runs[0]['calls']} calls, "
+                    f"{spread(runs, 'calls_s', '{:,.0f}')} calls/s; bound {runs[0]['bound']:,.0f}; "
+                    f"{spread(runs, 'of_bound')} of bound; CPU ceiling {spread(runs, 'ceiling', '{:,.0f}')} "
+                    f"(client {spread(runs, 'client_ms', '{:.3f}')} ms a call over the calls, server "
+                    f"{spread(runs, 'server_ms', '{:.3f}')}); {spread(runs, 'of_limit')} of min(bound, "
+                    f"ceiling); max in flight {max(r['max_in_flight'] for r in runs)}; first request "
+                    f"{spread(runs, 'first_request_s')} s; wall {spread(runs, 'wall_s', '{:.1f}')} s",
+                    flush=True,
+                )
+        finally:
+            server.stop()
+
+
+def spread(runs: list[dict[str, Any]], key: str, fmt: str = "{:.2f}") -> str:
+    """The median [min–max] of one figure over the runs."""
+    values = [r[key] for r in runs]
+    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}–{fmt.format(max(values))}]"
 
 
 def uptime() -> str:
@@ -165,7 +177,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--part", nargs="+", default=["build", "run"], choices=["build", "run"])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--latency", type=float, nargs="+", default=[0.1])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[256])
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
