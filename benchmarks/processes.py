@@ -1,6 +1,6 @@
-"""A benchmarked process, as `eval_throughput.py` and `judge_pairs.py` time one: wall, CPU (all of it, and
-between two moments, sampled every 20 ms from /proc), peak RSS, and when it started (time.monotonic(),
-the clock the fake server stamps its requests with)."""
+"""A benchmarked process, as `eval_throughput.py`, `judge_pairs.py` and `startup.py` time one: wall, CPU
+(all of it, and between two moments, sampled every 20 ms from /proc), peak RSS, and when it started
+(time.monotonic(), the clock the fake server stamps its requests with)."""
 
 from __future__ import annotations
 

@@ -39,6 +39,7 @@ import eval_throughput
 import scale
 from bytecode import compile_sources  # benchmarks/ is on the path of a script run
 from fake_server import Server
+from processes import cpu_between, timed_process
 
 REPO = Path(__file__).resolve().parent.parent
 MAIN = "from livemed.cli import main; main()"
@@ -163,10 +164,10 @@ def measure_eval(programs: list[Program], repeat: int, work: Path) -> None:
                     env = {eval_throughput.KEY_ENV: "sk-bench"}
                     if program.src is not None:
                         env["PYTHONPATH"] = str(program.src)
-                    took = eval_throughput._process(program.argv(*args), Path(tmp), env)  # CPU sampled
+                    took = timed_process(program.argv(*args), Path(tmp), env)  # CPU sampled
                 stats = server.stats()
                 first = stats["first_at"] - took.started
-                first_cpu = eval_throughput.cpu_between(took, took.started, stats["first_at"])
+                first_cpu = cpu_between(took, took.started, stats["first_at"])
                 per_request = 1000 * took.cpu_s / stats["requests"]
                 rows.setdefault(program.label, []).append((first, first_cpu, took.wall_s, per_request))
     finally:
