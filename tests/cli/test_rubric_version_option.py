@@ -36,7 +36,9 @@ def reviewed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     with Store(path) as store:
         reviewable_store(store)
     run(path, "grade", "--judge", WORDS)
-    assert calls() == 12
+    # 12 grades, 6 calls: case demo:1's grading prompts are demo:0's (the same conversation and answers),
+    # and the same request is never paid twice (the second is the first's cached reply)
+    assert calls() == 6
     run(path, "scores", "--judge", WORDS, "--json", str(tmp_path / "writer.json"))
     with Store(path) as store:
         review(store)
@@ -50,10 +52,10 @@ def test_grade_then_scores_on_the_reviewed_rubrics(reviewed_store: Path, tmp_pat
     assert "answers left out (not yet graded" in text
 
     text = run(reviewed_store, "grade", "--judge", WORDS, "--rubric-version", "latest-approved")
-    assert calls() == 14  # the edited criterion, for case 0's two answers
+    assert calls() == 8  # the edited criterion, for case 0's two answers
     assert "on the reviewed rubrics (latest-approved)" in text
     run(reviewed_store, "grade", "--judge", WORDS, "--rubric-version", "latest-approved")
-    assert calls() == 14  # a second run pays nothing
+    assert calls() == 8  # a second run pays nothing
 
     out = tmp_path / "reviewed.json"
     args = ("scores", "--judge", WORDS, "--rubric-version", "latest-approved", "--json", str(out))

@@ -355,7 +355,7 @@ class _Claimer(Generic[T]):
 
 # The first items of a stage each get an event-loop turn once started: a call needs a few turns to reach
 # the socket, so the first go out while the rest of the window is made instead of after all of it (with
-# 512 in flight, ~0.15-0.35 s sooner). Only the first: a turn per item throughout batched fewer cache reads
+# 256-512 in flight, 0.3-0.6 s sooner). Only the first: a turn per item throughout batched fewer cache reads
 # and writes per turn and cost `eval` a quarter of its rate at 100 ms (docs/benchmarks.md, eval_throughput).
 FIRST_TURNS = 16
 
